@@ -1,0 +1,193 @@
+// Package notifytest holds hand-written fakes of the notify ports for unit tests: a clock that
+// only moves when told, an in-memory store with the same conditional semantics as the real
+// one, a recording queue and a reversible sealer.
+package notifytest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+)
+
+// Clock is a fake notify.Clock. The zero value starts at the zero time; use NewClock.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock stopped at t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t.UTC()} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t.UTC()
+}
+
+// Store is an in-memory notify.Store. Err, when set, is returned by every call.
+type Store struct {
+	mu      sync.Mutex
+	records map[string]notify.Record
+	Err     error
+}
+
+var _ notify.Store = (*Store)(nil)
+
+// NewStore returns an empty store.
+func NewStore() *Store { return &Store{records: map[string]notify.Record{}} }
+
+// Admit stores rec unless its key exists.
+func (s *Store) Admit(_ context.Context, rec notify.Record) (notify.Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return notify.Record{}, false, s.Err
+	}
+	if old, ok := s.records[rec.IdempotencyKey]; ok {
+		return old, false, nil
+	}
+	s.records[rec.IdempotencyKey] = rec
+	return rec, true, nil
+}
+
+// Get returns the record for key.
+func (s *Store) Get(_ context.Context, key string) (notify.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return notify.Record{}, s.Err
+	}
+	rec, ok := s.records[key]
+	if !ok {
+		return notify.Record{}, fmt.Errorf("notifytest.get %s: %w", key, notify.ErrNotFound)
+	}
+	return rec, nil
+}
+
+// Transition replaces prev by next if the stored version is still prev's.
+func (s *Store) Transition(_ context.Context, prev, next notify.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return s.Err
+	}
+	cur, ok := s.records[prev.IdempotencyKey]
+	if !ok || cur.Version != prev.Version {
+		return fmt.Errorf("notifytest.transition %s: %w", prev.IdempotencyKey, notify.ErrConflict)
+	}
+	if next.State == notify.StateDispatching && !next.UpdatedAt.Before(cur.DispatchDeadline) {
+		return fmt.Errorf("notifytest.transition %s: deadline: %w", prev.IdempotencyKey, notify.ErrConflict)
+	}
+	s.records[prev.IdempotencyKey] = next
+	return nil
+}
+
+// All returns a copy of every stored record.
+func (s *Store) All() []notify.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]notify.Record, 0, len(s.records))
+	for _, r := range s.records {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Queue is a recording notify.Enqueuer. Err, when set, is returned instead of recording.
+type Queue struct {
+	mu       sync.Mutex
+	Messages []notify.Message
+	Err      error
+}
+
+// EnqueueDispatch records m.
+func (q *Queue) EnqueueDispatch(_ context.Context, m notify.Message) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.Err != nil {
+		return q.Err
+	}
+	q.Messages = append(q.Messages, m)
+	return nil
+}
+
+// Sent returns a copy of the recorded messages.
+func (q *Queue) Sent() []notify.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]notify.Message(nil), q.Messages...)
+}
+
+// Sealer is a reversible fake: it is not encryption, so it must never be used outside tests.
+// It binds the payload to the key as the real sealer does.
+type Sealer struct{}
+
+var (
+	_ notify.Sealer            = Sealer{}
+	_ notify.Opener            = Sealer{}
+	_ notify.DestinationHasher = Sealer{}
+)
+
+// Seal encodes s with the key prefixed.
+func (Sealer) Seal(_ context.Context, key string, s notify.Secret) ([]byte, error) {
+	b, err := json.Marshal(struct {
+		Key    string        `json:"key"`
+		Secret notify.Secret `json:"secret"`
+	}{key, s})
+	return b, err
+}
+
+// Open decodes what Seal made, refusing a payload sealed under another key.
+func (Sealer) Open(_ context.Context, key string, sealed []byte) (notify.Secret, error) {
+	var v struct {
+		Key    string        `json:"key"`
+		Secret notify.Secret `json:"secret"`
+	}
+	if err := json.Unmarshal(sealed, &v); err != nil {
+		return notify.Secret{}, fmt.Errorf("notifytest.open: %w", err)
+	}
+	if v.Key != key {
+		return notify.Secret{}, errors.New("notifytest.open: sealed under another key")
+	}
+	return v.Secret, nil
+}
+
+// DestinationFP returns an unkeyed hash prefix; the real one is an HMAC with a pepper.
+func (Sealer) DestinationFP(e164 string) string {
+	sum := sha256.Sum256([]byte("test-pepper:" + e164))
+	return hex.EncodeToString(sum[:8])
+}
+
+// IDs returns a generator of predictable notification IDs: prefix-0001, prefix-0002, ...
+func IDs(prefix string) func() string {
+	var mu sync.Mutex
+	n := 0
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("%s-%04d", prefix, n)
+	}
+}

@@ -1,0 +1,51 @@
+package notify
+
+import "context"
+
+// Store keeps notification records. Every write is conditional; the store never decides a
+// transition, it only applies one that Record.Apply produced.
+type Store interface {
+	// Admit writes rec if no record holds its key, as one conditional put. It returns the
+	// stored record and whether this call created it; on a conflict the stored record is the
+	// existing one, returned by the same call.
+	Admit(ctx context.Context, rec Record) (stored Record, created bool, err error)
+	// Get returns the record for key, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, key string) (Record, error)
+	// Transition replaces prev by next in one conditional write: it succeeds only if the
+	// stored version is still prev.Version and, when next takes the lease, the dispatch
+	// deadline is still after next.UpdatedAt. Otherwise it returns an error wrapping
+	// ErrConflict.
+	Transition(ctx context.Context, prev, next Record) error
+}
+
+// Sealer encrypts a request's secret part, bound to its idempotency key.
+type Sealer interface {
+	Seal(ctx context.Context, key string, s Secret) ([]byte, error)
+}
+
+// Opener decrypts what a Sealer sealed under the same key.
+type Opener interface {
+	Open(ctx context.Context, key string, sealed []byte) (Secret, error)
+}
+
+// DestinationHasher returns the keyed fingerprint of an E.164 number, safe to store and audit.
+type DestinationHasher interface {
+	DestinationFP(e164 string) string
+}
+
+// Message is all a queue ever carries: which record, and which version of it was current.
+type Message struct {
+	IdempotencyKey string `json:"idempotency_key"`
+	NotificationID string `json:"notification_id"`
+	Version        int64  `json:"version"`
+}
+
+// MessageOf returns the queue message that points at rec.
+func MessageOf(rec Record) Message {
+	return Message{IdempotencyKey: rec.IdempotencyKey, NotificationID: rec.NotificationID, Version: rec.Version}
+}
+
+// Enqueuer hands a record to the dispatch workers.
+type Enqueuer interface {
+	EnqueueDispatch(ctx context.Context, m Message) error
+}

@@ -1,0 +1,30 @@
+package notify
+
+// Reason is the code recorded with every transition. The list is closed: the transition table
+// names which reasons each (from, to) pair accepts.
+type Reason string
+
+// The reason codes of DESIGN.md. Their string values are stored and audited; never rename one.
+const (
+	ReasonAdmitted              Reason = "ADMITTED"
+	ReasonExpiredAtAdmission    Reason = "EXPIRED_AT_ADMISSION"
+	ReasonLeaseAcquired         Reason = "LEASE_ACQUIRED"
+	ReasonProviderAccepted      Reason = "PROVIDER_ACCEPTED"
+	ReasonProviderTimeout       Reason = "PROVIDER_TIMEOUT"
+	ReasonConnectionLost        Reason = "CONNECTION_LOST"
+	ReasonProviderAmbiguous     Reason = "PROVIDER_AMBIGUOUS"
+	ReasonLeaseExpired          Reason = "LEASE_EXPIRED"
+	ReasonProviderThrottled     Reason = "PROVIDER_THROTTLED"
+	ReasonProviderUnavailable   Reason = "PROVIDER_UNAVAILABLE"
+	ReasonProviderRejected      Reason = "PROVIDER_REJECTED"
+	ReasonAttemptsExhausted     Reason = "ATTEMPTS_EXHAUSTED"
+	ReasonReconciledAccepted    Reason = "RECONCILED_ACCEPTED"
+	ReasonReconciledNotFound    Reason = "RECONCILED_NOT_FOUND"
+	ReasonReconcileInconclusive Reason = "RECONCILE_INCONCLUSIVE"
+	ReasonExpiredBeforeDispatch Reason = "EXPIRED_BEFORE_DISPATCH"
+	ReasonExpiredUnresolved     Reason = "EXPIRED_UNRESOLVED"
+	ReasonCancelled             Reason = "CANCELLED"
+	ReasonSuperseded            Reason = "SUPERSEDED"
+	ReasonReceiptDelivered      Reason = "RECEIPT_DELIVERED"
+	ReasonReceiptFailed         Reason = "RECEIPT_FAILED"
+)

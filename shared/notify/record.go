@@ -1,0 +1,167 @@
+package notify
+
+import (
+	"fmt"
+	"time"
+)
+
+// Record is a notification as the domain sees it. Adapters keep their own storage model and
+// convert; no attribute name of any database appears here.
+type Record struct {
+	IdempotencyKey     string
+	NotificationID     string
+	EventID            string
+	Channel            string
+	Purpose            string
+	State              State
+	Reason             Reason
+	Version            int64
+	Attempt            int
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	ExpiresAt          time.Time
+	DispatchDeadline   time.Time
+	PolicyVersion      string
+	SafetyMargin       time.Duration
+	RequestFingerprint string
+	// Sealed is the encrypted Secret; empty once SendingDone.
+	Sealed            []byte
+	DestinationFP     string
+	Provider          string
+	ProviderMessageID string
+	LeaseUntil        time.Time
+	ReconcileCount    int
+	// NextActionAt is when the sweeper should look at the record again; zero once terminal.
+	NextActionAt time.Time
+	// PurgeAt is when the store may delete the record (expires_at plus the status grace).
+	PurgeAt time.Time
+}
+
+// Admission is everything needed to admit a request besides the request itself. Sealing and
+// fingerprinting the destination are adapters' work, done before admission.
+type Admission struct {
+	NotificationID string
+	Sealed         []byte
+	DestinationFP  string
+}
+
+// NewRecord returns the first version of the record for req, admitted at now. A request whose
+// dispatch deadline has already passed is admitted as expired (EXPIRED_AT_ADMISSION), without
+// its sealed payload: it is evidence that the request arrived and why nothing was sent.
+func NewRecord(req Request, a Admission, now time.Time, p Policy) Record {
+	deadline := p.Deadline(req.ExpiresAt)
+	r := Record{
+		IdempotencyKey:     req.IdempotencyKey,
+		NotificationID:     a.NotificationID,
+		EventID:            req.EventID,
+		Channel:            req.Channel,
+		Purpose:            req.Purpose,
+		State:              StateAccepted,
+		Reason:             ReasonAdmitted,
+		Version:            1,
+		CreatedAt:          now,
+		UpdatedAt:          now,
+		ExpiresAt:          req.ExpiresAt,
+		DispatchDeadline:   deadline,
+		PolicyVersion:      p.Version,
+		SafetyMargin:       p.SafetyMargin,
+		RequestFingerprint: req.Fingerprint(),
+		Sealed:             a.Sealed,
+		DestinationFP:      a.DestinationFP,
+		NextActionAt:       earliest(now.Add(p.SweepAfter), deadline),
+		PurgeAt:            req.ExpiresAt.Add(p.StatusGrace),
+	}
+	if !now.Before(deadline) {
+		r.State, r.Reason = StateExpired, ReasonExpiredAtAdmission
+		r.Sealed, r.NextActionAt = nil, time.Time{}
+	}
+	return r
+}
+
+// Change is a requested move of a record to another state, with the facts that go with it.
+type Change struct {
+	To     State
+	Reason Reason
+	// LeaseUntil is required when taking the lease: when the worker's hold runs out.
+	LeaseUntil time.Time
+	// Provider and ProviderMessageID record who accepted the message, when known.
+	Provider          string
+	ProviderMessageID string
+	// NextActionAt is when the record is due again (a retry or reconciliation time). It is
+	// ignored for terminal states and capped at the dispatch deadline before sending is done.
+	NextActionAt time.Time
+}
+
+// Apply returns the next version of r after ch at now, or an error wrapping
+// ErrInvalidTransition. Taking the lease at or after the dispatch deadline is refused with
+// ErrConflict: the caller must expire the record instead. The store writes the result
+// conditioned on r.Version, so Apply itself never needs a lock.
+func (r Record) Apply(ch Change, now time.Time) (Record, error) {
+	if err := CheckTransition(r.State, ch.To, ch.Reason); err != nil {
+		return Record{}, fmt.Errorf("notify.apply %s v%d: %w", r.NotificationID, r.Version, err)
+	}
+	next := r
+	next.State, next.Reason = ch.To, ch.Reason
+	next.Version = r.Version + 1
+	next.UpdatedAt = now
+	next.NextActionAt = ch.NextActionAt
+	if ch.Provider != "" {
+		next.Provider = ch.Provider
+	}
+	if ch.ProviderMessageID != "" {
+		next.ProviderMessageID = ch.ProviderMessageID
+	}
+	switch ch.To {
+	case StateDispatching:
+		if !now.Before(r.DispatchDeadline) {
+			return Record{}, fmt.Errorf("notify.apply %s: lease at %s, deadline %s: %w",
+				r.NotificationID, now.Format(time.RFC3339Nano), r.DispatchDeadline.Format(time.RFC3339Nano), ErrConflict)
+		}
+		if !ch.LeaseUntil.After(now) {
+			return Record{}, fmt.Errorf("notify.apply %s: lease must end after now: %w", r.NotificationID, ErrInvalidTransition)
+		}
+		next.Attempt = r.Attempt + 1
+		next.LeaseUntil = ch.LeaseUntil
+		// If the worker dies, the sweeper finds the record when the lease runs out.
+		next.NextActionAt = ch.LeaseUntil
+	case StateDispatchUnknown:
+		next.LeaseUntil = time.Time{}
+		if ch.Reason == ReasonReconcileInconclusive {
+			next.ReconcileCount = r.ReconcileCount + 1
+		}
+	default:
+		next.LeaseUntil = time.Time{}
+	}
+	if next.State.SendingDone() {
+		next.Sealed = nil
+	}
+	if next.State.Terminal() {
+		next.NextActionAt = time.Time{}
+	} else if !next.State.SendingDone() {
+		if next.NextActionAt.IsZero() {
+			next.NextActionAt = now
+		}
+		// Past the deadline the sweeper must expire the record, so it must be due by then.
+		next.NextActionAt = earliest(next.NextActionAt, r.DispatchDeadline)
+	} else {
+		// Sent: only a receipt can move it on; the sweeper has nothing to do.
+		next.NextActionAt = time.Time{}
+	}
+	return next, nil
+}
+
+// Cancel returns the next version of r after a caller's cancellation, or an error wrapping
+// ErrNotCancellable when r has left the cancellable states.
+func (r Record) Cancel(now time.Time) (Record, error) {
+	if !Allowed(r.State, StateCancelled, ReasonCancelled) {
+		return Record{}, fmt.Errorf("notify.cancel %s in %s: %w", r.NotificationID, r.State, ErrNotCancellable)
+	}
+	return r.Apply(Change{To: StateCancelled, Reason: ReasonCancelled}, now)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,72 @@
+// Package tables is the one place that names the DynamoDB tables' attributes and indexes and
+// defines their key schemas. The store, the audit writer, the sweeper, the auditor CLI, the
+// tests and the local run all use it, and a test checks template.yaml against it.
+package tables
+
+// Attributes of the notifications table. The key is IdempotencyKey.
+const (
+	AttrIdempotencyKey     = "idempotency_key"
+	AttrNotificationID     = "notification_id"
+	AttrEventID            = "event_id"
+	AttrChannel            = "channel"
+	AttrPurpose            = "purpose"
+	AttrState              = "state"
+	AttrReason             = "reason"
+	AttrVersion            = "version"
+	AttrAttempt            = "attempt"
+	AttrCreatedAt          = "created_at"
+	AttrUpdatedAt          = "updated_at"
+	AttrExpiresAt          = "expires_at"
+	AttrDispatchDeadline   = "dispatch_deadline"
+	AttrPolicyVersion      = "policy_version"
+	AttrSafetyMarginMS     = "safety_margin_ms"
+	AttrRequestFingerprint = "request_fingerprint"
+	AttrSealed             = "sealed"
+	AttrDestinationFP      = "destination_fp"
+	AttrProvider           = "provider"
+	AttrProviderMessageID  = "provider_message_id"
+	AttrLeaseUntil         = "lease_until"
+	AttrReconcileCount     = "reconcile_count"
+	AttrNextActionAt       = "next_action_at"
+	AttrDueShard           = "due_shard"
+	AttrTTL                = "ttl"
+)
+
+// Indexes of the notifications table.
+const (
+	// IndexByEvent is the GSI on event_id.
+	IndexByEvent = "by_event"
+	// IndexDue is the sparse GSI (due_shard, next_action_at) that holds only records that
+	// are not terminal; the sweeper queries every shard of it.
+	IndexDue = "due"
+)
+
+// DueShards is how many partitions the due index spreads its items over, so no single
+// partition key becomes hot. The sweeper queries shards 0..DueShards-1.
+const DueShards = 8
+
+// Attributes of the audit table. The key is AuditEventID + AuditSeq.
+const (
+	AuditEventID           = "event_id"
+	AuditSeq               = "seq"
+	AuditAt                = "at"
+	AuditFromState         = "from_state"
+	AuditToState           = "to_state"
+	AuditReason            = "reason"
+	AuditAttempt           = "attempt"
+	AuditVersion           = "version"
+	AuditNotificationID    = "notification_id"
+	AuditProvider          = "provider"
+	AuditProviderMessageID = "provider_message_id"
+	AuditDestinationFP     = "destination_fp"
+	AuditPolicyVersion     = "policy_version"
+	AuditSafetyMarginMS    = "safety_margin_ms"
+	AuditActor             = "actor"
+	AuditPrevHash          = "prev_hash"
+	AuditHash              = "hash"
+	AuditRetainUntil       = "retain_until"
+	AuditDay               = "day"
+)
+
+// IndexByDay is the audit table's GSI (day, at) used by time-range exports.
+const IndexByDay = "by_day"

@@ -1,0 +1,92 @@
+package tables
+
+import (
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// TTLAttribute is the notifications table's TTL attribute: expires_at plus the status grace,
+// in epoch seconds.
+const TTLAttribute = AttrTTL
+
+// AuditTTLAttribute is the audit table's TTL attribute: the end of the retention period, in
+// epoch seconds.
+const AuditTTLAttribute = AuditRetainUntil
+
+// Notifications returns the definition of the notifications table named name: key
+// idempotency_key; GSI by_event on event_id; the sparse GSI due on (due_shard, next_action_at);
+// a NEW_AND_OLD_IMAGES stream for the audit writer; on-demand billing.
+//
+// Both GSIs project every attribute so that ListByEvent and the sweeper read whole records
+// without a second GetItem per item. The sealed payload is projected too, but it is
+// ciphertext and is removed from the item (and so from the index) once sending is done.
+//
+// Point-in-time recovery, deletion protection, server-side encryption and TTL are not part of
+// CreateTableInput; template.yaml sets the first three and Create enables TTL.
+func Notifications(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String(AttrIdempotencyKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrEventID), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrDueShard), AttributeType: ddbtypes.ScalarAttributeTypeN},
+			{AttributeName: aws.String(AttrNextActionAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String(AttrIdempotencyKey), KeyType: ddbtypes.KeyTypeHash},
+		},
+		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{
+			{
+				IndexName: aws.String(IndexByEvent),
+				KeySchema: []ddbtypes.KeySchemaElement{
+					{AttributeName: aws.String(AttrEventID), KeyType: ddbtypes.KeyTypeHash},
+				},
+				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			},
+			{
+				IndexName: aws.String(IndexDue),
+				KeySchema: []ddbtypes.KeySchemaElement{
+					{AttributeName: aws.String(AttrDueShard), KeyType: ddbtypes.KeyTypeHash},
+					{AttributeName: aws.String(AttrNextActionAt), KeyType: ddbtypes.KeyTypeRange},
+				},
+				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			},
+		},
+		StreamSpecification: &ddbtypes.StreamSpecification{
+			StreamEnabled:  aws.Bool(true),
+			StreamViewType: ddbtypes.StreamViewTypeNewAndOldImages,
+		},
+	}
+}
+
+// Audit returns the definition of the audit table named name: key (event_id, seq); GSI by_day
+// on (day, at) for time-range exports, projecting every attribute; on-demand billing. The audit
+// table has no stream: nothing reacts to it.
+func Audit(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String(AuditEventID), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AuditSeq), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AuditDay), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AuditAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String(AuditEventID), KeyType: ddbtypes.KeyTypeHash},
+			{AttributeName: aws.String(AuditSeq), KeyType: ddbtypes.KeyTypeRange},
+		},
+		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{
+			{
+				IndexName: aws.String(IndexByDay),
+				KeySchema: []ddbtypes.KeySchemaElement{
+					{AttributeName: aws.String(AuditDay), KeyType: ddbtypes.KeyTypeHash},
+					{AttributeName: aws.String(AuditAt), KeyType: ddbtypes.KeyTypeRange},
+				},
+				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			},
+		},
+	}
+}

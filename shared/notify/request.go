@@ -53,7 +53,7 @@ var (
 	localePattern = regexp.MustCompile(`^[a-z]{2,3}(-[A-Z]{2})?$`)
 	codePattern   = regexp.MustCompile(`^[A-Za-z0-9]{4,12}$`)
 	// fieldNamePattern admits names that can be echoed in an error: no digits first, no "+".
-	fieldNamePattern = regexp.MustCompile(`^[a-z_][a-z_]{0,63}$`)
+	fieldNamePattern = regexp.MustCompile(`^[a-z_][a-z_.]{0,63}$`)
 )
 
 // Request is a validated notification request. To and Params are secrets.
@@ -229,8 +229,8 @@ func malformed(err error) *ValidationError {
 	detail := "is not a valid JSON object"
 	var typeErr *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &typeErr):
-		return &ValidationError{Kind: ProblemInvalid, Fields: []FieldError{{Field: typeErr.Field, Detail: "has the wrong JSON type"}}}
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return &ValidationError{Kind: ProblemInvalid, Fields: []FieldError{{Field: safeName(typeErr.Field), Detail: "has the wrong JSON type"}}}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return &ValidationError{Kind: ProblemInvalid, Fields: []FieldError{{Field: safeName(name), Detail: "is not a known field"}}}

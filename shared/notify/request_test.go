@@ -1,0 +1,176 @@
+package notify_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/resetnotify/resetnotify/shared/notify"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func body(mod func(m map[string]any)) []byte {
+	m := map[string]any{
+		"event_id": "evt-1", "channel": "sms", "purpose": "password_reset", "to": "+14155550100",
+		"locale": "en", "params": map[string]any{"reset_url": "https://shop.example/r/abc"},
+		"expires_at": t0.Add(15 * time.Minute).Format(time.RFC3339),
+	}
+	if mod != nil {
+		mod(m)
+	}
+	return mustJSON(m)
+}
+
+func TestParseRequestValid(t *testing.T) {
+	p := notify.DefaultPolicy()
+	tests := []struct {
+		name      string
+		body      []byte
+		header    string
+		wantKey   string
+		wantParam map[string]string
+	}{
+		{"derived key", body(nil), "", "evt-1:sms:password_reset", map[string]string{"reset_url": "https://shop.example/r/abc"}},
+		{"header key", body(nil), "k-1", "k-1", map[string]string{"reset_url": "https://shop.example/r/abc"}},
+		{"body key", body(func(m map[string]any) { m["idempotency_key"] = "k-2" }), "", "k-2", map[string]string{"reset_url": "https://shop.example/r/abc"}},
+		{"both keys agree", body(func(m map[string]any) { m["idempotency_key"] = "k-3" }), "k-3", "k-3", map[string]string{"reset_url": "https://shop.example/r/abc"}},
+		{"code", body(func(m map[string]any) { m["params"] = map[string]any{"code": "123456"} }), "", "evt-1:sms:password_reset", map[string]string{"code": "123456"}},
+		{"one time code", body(func(m map[string]any) {
+			m["purpose"] = "one_time_code"
+			m["params"] = map[string]any{"code": "A1B2"}
+		}), "", "evt-1:sms:one_time_code", map[string]string{"code": "A1B2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := notify.ParseRequest(tc.body, tc.header, t0, p)
+			if err != nil {
+				t.Fatalf("ParseRequest: %v", err)
+			}
+			if req.IdempotencyKey != tc.wantKey {
+				t.Errorf("key = %q, want %q", req.IdempotencyKey, tc.wantKey)
+			}
+			if diff := cmp.Diff(tc.wantParam, req.Params); diff != "" {
+				t.Errorf("params (-want +got):\n%s", diff)
+			}
+			if !req.ExpiresAt.Equal(t0.Add(15 * time.Minute)) {
+				t.Errorf("expires_at = %s", req.ExpiresAt)
+			}
+		})
+	}
+}
+
+func TestParseRequestRefusals(t *testing.T) {
+	p := notify.DefaultPolicy()
+	long := strings.Repeat("k", notify.MaxKeyLen+1)
+	tests := []struct {
+		name   string
+		body   []byte
+		header string
+		kind   notify.ProblemKind
+		field  string
+	}{
+		{"broken json", []byte(`{"event_id":`), "", notify.ProblemMalformed, "body"},
+		{"empty", []byte(``), "", notify.ProblemMalformed, "body"},
+		{"array", []byte(`[1,2]`), "", notify.ProblemMalformed, "body"},
+		{"two objects", append(body(nil), body(nil)...), "", notify.ProblemMalformed, "body"},
+		{"missing to", body(func(m map[string]any) { delete(m, "to") }), "", notify.ProblemInvalid, "to"},
+		{"missing event", body(func(m map[string]any) { delete(m, "event_id") }), "", notify.ProblemInvalid, "event_id"},
+		{"unknown field", body(func(m map[string]any) { m["extra"] = 1 }), "", notify.ProblemInvalid, "extra"},
+		{"unknown field named like a number", body(func(m map[string]any) { m["14155550100"] = 1 }), "", notify.ProblemInvalid, "(unnamed)"},
+		{"bad e164 no plus", body(func(m map[string]any) { m["to"] = "14155550100" }), "", notify.ProblemInvalid, "to"},
+		{"bad e164 letters", body(func(m map[string]any) { m["to"] = "+1415CALLME" }), "", notify.ProblemInvalid, "to"},
+		{"bad e164 too long", body(func(m map[string]any) { m["to"] = "+1234567890123456" }), "", notify.ProblemInvalid, "to"},
+		{"wrong type", body(func(m map[string]any) { m["to"] = 14155550100 }), "", notify.ProblemInvalid, "to"},
+		{"far past", body(func(m map[string]any) { m["expires_at"] = t0.Add(-2 * time.Hour).Format(time.RFC3339) }), "", notify.ProblemInvalid, "expires_at"},
+		{"far ahead", body(func(m map[string]any) { m["expires_at"] = t0.Add(25 * time.Hour).Format(time.RFC3339) }), "", notify.ProblemInvalid, "expires_at"},
+		{"not rfc3339", body(func(m map[string]any) { m["expires_at"] = "tomorrow" }), "", notify.ProblemInvalid, "expires_at"},
+		{"bad key", body(func(m map[string]any) { m["idempotency_key"] = "a b" }), "", notify.ProblemInvalid, "idempotency_key"},
+		{"long header key", body(nil), long, notify.ProblemInvalid, "Idempotency-Key"},
+		{"unknown purpose", body(func(m map[string]any) { m["purpose"] = "marketing" }), "", notify.ProblemInvalid, "purpose"},
+		{"wrong channel", body(func(m map[string]any) { m["channel"] = "email" }), "", notify.ProblemInvalid, "channel"},
+		{"missing params", body(func(m map[string]any) { delete(m, "params") }), "", notify.ProblemInvalid, "params"},
+		{"empty params", body(func(m map[string]any) { m["params"] = map[string]any{} }), "", notify.ProblemInvalid, "params"},
+		{"both params", body(func(m map[string]any) { m["params"] = map[string]any{"code": "1234", "reset_url": "https://x.example/"} }), "", notify.ProblemInvalid, "params"},
+		{"unknown param", body(func(m map[string]any) { m["params"] = map[string]any{"link": "https://x.example/"} }), "", notify.ProblemInvalid, "params.link"},
+		{"http url", body(func(m map[string]any) { m["params"] = map[string]any{"reset_url": "http://x.example/"} }), "", notify.ProblemInvalid, "params.reset_url"},
+		{"bad code", body(func(m map[string]any) { m["params"] = map[string]any{"code": "12"} }), "", notify.ProblemInvalid, "params.code"},
+		{"bad locale", body(func(m map[string]any) { m["locale"] = "english" }), "", notify.ProblemInvalid, "locale"},
+		{"keys disagree", body(func(m map[string]any) { m["idempotency_key"] = "k-a" }), "k-b", notify.ProblemKeyMismatch, "idempotency_key"},
+	}
+	secrets := []string{"14155550100", "shop.example", "x.example", "CALLME"}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := notify.ParseRequest(tc.body, tc.header, t0, p)
+			var ve *notify.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want *ValidationError", err)
+			}
+			if ve.Kind != tc.kind {
+				t.Errorf("kind = %s, want %s (%v)", ve.Kind, tc.kind, err)
+			}
+			if tc.field != "" && !hasField(ve, tc.field) {
+				t.Errorf("fields = %+v, want one named %q", ve.Fields, tc.field)
+			}
+			for _, s := range secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error %q repeats submitted value %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func hasField(ve *notify.ValidationError, name string) bool {
+	for _, f := range ve.Fields {
+		if f.Field == name {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFingerprint(t *testing.T) {
+	p := notify.DefaultPolicy()
+	a, err := notify.ParseRequest(body(nil), "k", t0, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same instant in another zone, same fields in another order: same fingerprint.
+	b, err := notify.ParseRequest([]byte(`{"to":"+14155550100","params":{"reset_url":"https://shop.example/r/abc"},"purpose":"password_reset","channel":"sms","event_id":"evt-1","locale":"en","expires_at":"`+t0.Add(15*time.Minute).In(time.FixedZone("X", 3600)).Format(time.RFC3339)+`"}`), "other-key", t0, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Error("equivalent requests have different fingerprints")
+	}
+	c, _ := notify.ParseRequest(body(func(m map[string]any) { m["to"] = "+14155550101" }), "k", t0, p)
+	if a.Fingerprint() == c.Fingerprint() {
+		t.Error("different destination, same fingerprint")
+	}
+	if len(a.Fingerprint()) != 64 {
+		t.Errorf("fingerprint %q is not hex SHA-256", a.Fingerprint())
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	if err := notify.DefaultPolicy().Validate(); err != nil {
+		t.Fatalf("default policy invalid: %v", err)
+	}
+	bad := notify.DefaultPolicy()
+	bad.Version, bad.MaxAttempts, bad.SafetyMargin = "", 0, -time.Second
+	err := bad.Validate()
+	if err == nil {
+		t.Fatal("bad policy accepted")
+	}
+	for _, want := range []string{"version", "attempts", "negative"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if got := notify.DefaultPolicy().Deadline(t0); !got.Equal(t0.Add(-60 * time.Second)) {
+		t.Errorf("Deadline = %s", got)
+	}
+}

@@ -1,0 +1,153 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+)
+
+type intakeFixture struct {
+	in    *notify.Intake
+	store *notifytest.Store
+	queue *notifytest.Queue
+	clock *notifytest.Clock
+}
+
+func newIntake() intakeFixture {
+	f := intakeFixture{store: notifytest.NewStore(), queue: &notifytest.Queue{}, clock: notifytest.NewClock(t0)}
+	f.in = &notify.Intake{
+		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Queue: f.queue,
+		Clock: f.clock, Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
+	}
+	return f
+}
+
+func parse(t *testing.T, b []byte, key string) notify.Request {
+	t.Helper()
+	req, err := notify.ParseRequest(b, key, t0, notify.DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func TestSubmitReplayAndReuse(t *testing.T) {
+	ctx := context.Background()
+	f := newIntake()
+	req := parse(t, body(nil), "k")
+	first, err := f.in.Submit(ctx, req)
+	if err != nil || first.Replayed || first.Record.State != notify.StateAccepted {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	f.clock.Advance(time.Second)
+	again, err := f.in.Submit(ctx, req)
+	if err != nil || !again.Replayed || again.Record.NotificationID != first.Record.NotificationID {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	// A replay of a record still accepted re-enqueues: dispatch tolerates duplicates.
+	if got := len(f.queue.Sent()); got != 2 {
+		t.Errorf("enqueued %d, want 2", got)
+	}
+	before := f.store.All()
+	other := parse(t, body(func(m map[string]any) { m["to"] = "+14155550199" }), "k")
+	if _, err := f.in.Submit(ctx, other); !errors.Is(err, notify.ErrKeyReuse) {
+		t.Fatalf("reuse: %v", err)
+	}
+	if diff := cmp.Diff(before, f.store.All()); diff != "" {
+		t.Errorf("key reuse changed the store:\n%s", diff)
+	}
+	if want := (notify.Message{IdempotencyKey: "k", NotificationID: "n-0001", Version: 1}); f.queue.Sent()[0] != want {
+		t.Errorf("message %+v, want %+v", f.queue.Sent()[0], want)
+	}
+}
+
+func TestSubmitEnqueueFailureKeepsRecord(t *testing.T) {
+	ctx := context.Background()
+	f := newIntake()
+	f.queue.Err = errors.New("sqs down")
+	req := parse(t, body(nil), "k")
+	if _, err := f.in.Submit(ctx, req); !errors.Is(err, notify.ErrEnqueue) {
+		t.Fatalf("err = %v, want ErrEnqueue", err)
+	}
+	if len(f.store.All()) != 1 {
+		t.Fatal("record lost when the queue failed")
+	}
+	f.queue.Err = nil
+	out, err := f.in.Submit(ctx, req)
+	if err != nil || !out.Replayed || len(f.queue.Sent()) != 1 {
+		t.Fatalf("retry after queue failure: %+v %v (sent %d)", out, err, len(f.queue.Sent()))
+	}
+}
+
+func TestSubmitExpiredAtAdmissionIsNotEnqueued(t *testing.T) {
+	f := newIntake()
+	req := parse(t, body(func(m map[string]any) { m["expires_at"] = t0.Add(30 * time.Second).Format(time.RFC3339) }), "k")
+	out, err := f.in.Submit(context.Background(), req)
+	if err != nil || out.Record.State != notify.StateExpired {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if len(f.queue.Sent()) != 0 {
+		t.Error("an expired record was enqueued")
+	}
+}
+
+func TestCancel(t *testing.T) {
+	ctx := context.Background()
+	f := newIntake()
+	if _, err := f.in.Cancel(ctx, "missing"); !errors.Is(err, notify.ErrNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+	if _, err := f.in.Submit(ctx, parse(t, body(nil), "k")); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.in.Cancel(ctx, "k")
+	if err != nil || rec.State != notify.StateCancelled || rec.Reason != notify.ReasonCancelled {
+		t.Fatalf("cancel: %+v %v", rec, err)
+	}
+	cur, err := f.in.Cancel(ctx, "k")
+	if !errors.Is(err, notify.ErrNotCancellable) || cur.State != notify.StateCancelled {
+		t.Fatalf("second cancel: %+v %v", cur, err)
+	}
+	if got, _ := f.in.Status(ctx, "k"); got.Version != 2 {
+		t.Errorf("version %d after one cancel", got.Version)
+	}
+}
+
+// racingStore moves the record under Cancel's feet once, as a dispatch worker would.
+type racingStore struct {
+	*notifytest.Store
+	raced bool
+}
+
+func (s *racingStore) Transition(ctx context.Context, prev, next notify.Record) error {
+	if !s.raced {
+		s.raced = true
+		lease, err := prev.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: next.UpdatedAt.Add(time.Minute)}, next.UpdatedAt)
+		if err != nil {
+			return err
+		}
+		if err := s.Store.Transition(ctx, prev, lease); err != nil {
+			return err
+		}
+	}
+	return s.Store.Transition(ctx, prev, next)
+}
+
+func TestCancelLosesRaceToWorker(t *testing.T) {
+	ctx := context.Background()
+	f := newIntake()
+	rs := &racingStore{Store: f.store}
+	f.in.Store = rs
+	if _, err := f.in.Submit(ctx, parse(t, body(nil), "k")); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := f.in.Cancel(ctx, "k")
+	if !errors.Is(err, notify.ErrNotCancellable) || cur.State != notify.StateDispatching {
+		t.Fatalf("cancel after a worker took the lease: %+v %v", cur, err)
+	}
+}

@@ -1,0 +1,111 @@
+package obs
+
+import (
+	"encoding/json"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Namespace is the CloudWatch namespace of every metric the project emits.
+const Namespace = "resetnotify"
+
+// Unit is a CloudWatch metric unit.
+type Unit string
+
+// The units the project uses.
+const (
+	UnitCount        Unit = "Count"
+	UnitMilliseconds Unit = "Milliseconds"
+)
+
+// Metric is one value in an EMF line.
+type Metric struct {
+	Name  string
+	Unit  Unit
+	Value float64
+}
+
+// Metrics writes CloudWatch Embedded Metric Format lines, one JSON object per line, to W (the
+// function's stdout in Lambda, where CloudWatch Logs extracts them). A nil *Metrics discards
+// everything, so callers need no checks. Dimension values must never be secrets: they are
+// routes, states, reasons and status codes only.
+type Metrics struct {
+	// W receives the lines.
+	W io.Writer
+	// Function is the Function dimension on every metric, e.g. "intake".
+	Function string
+	// Now stamps each line; nil means time.Now.
+	Now func() time.Time
+
+	mu sync.Mutex
+}
+
+// Request records one HTTP request: a Requests count and its Latency, by route and status.
+func (m *Metrics) Request(route string, status int, latency time.Duration) {
+	m.Emit(map[string]string{"Route": route, "Status": strconv.Itoa(status)},
+		Metric{Name: "Requests", Unit: UnitCount, Value: 1},
+		Metric{Name: "Latency", Unit: UnitMilliseconds, Value: float64(latency.Microseconds()) / 1000})
+}
+
+// Transition records one state transition as a Transitions count by target state and reason;
+// the source state is a dimension too, so an operator can tell admissions from cancellations.
+func (m *Metrics) Transition(from, to, reason string) {
+	if from == "" {
+		from = "none"
+	}
+	m.Emit(map[string]string{"FromState": from, "ToState": to, "Reason": reason},
+		Metric{Name: "Transitions", Unit: UnitCount, Value: 1})
+}
+
+// Emit writes one EMF line with the Function dimension plus dims, and the metrics. All of
+// dims form a single dimension set. Write errors are dropped: metrics must never fail a
+// request.
+func (m *Metrics) Emit(dims map[string]string, metrics ...Metric) {
+	if m == nil || m.W == nil || len(metrics) == 0 {
+		return
+	}
+	now := time.Now
+	if m.Now != nil {
+		now = m.Now
+	}
+	type metricDef struct {
+		Name string `json:"Name"`
+		Unit Unit   `json:"Unit"`
+	}
+	type directive struct {
+		Namespace  string      `json:"Namespace"`
+		Dimensions [][]string  `json:"Dimensions"`
+		Metrics    []metricDef `json:"Metrics"`
+	}
+	line := map[string]any{}
+	names := []string{"Function"}
+	line["Function"] = m.Function
+	for k, v := range dims {
+		if k == "Function" {
+			continue
+		}
+		names = append(names, k)
+		line[k] = v
+	}
+	slices.Sort(names[1:])
+	defs := make([]metricDef, 0, len(metrics))
+	for _, mt := range metrics {
+		defs = append(defs, metricDef{Name: mt.Name, Unit: mt.Unit})
+		line[mt.Name] = mt.Value
+	}
+	line["_aws"] = map[string]any{
+		"Timestamp":         now().UnixMilli(),
+		"CloudWatchMetrics": []directive{{Namespace: Namespace, Dimensions: [][]string{names}, Metrics: defs}},
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _ = m.W.Write(b)
+}

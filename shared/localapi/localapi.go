@@ -1,0 +1,235 @@
+// Package localapi serves Lambda handlers for API Gateway HTTP APIs (payload format 2.0) on a
+// plain net/http server, for the local stack. Routes come from the HttpApi events that
+// template.yaml declares for each function, so the local run and AWS route the same requests
+// to the same handler. It applies no IAM authorisation: the local stack is for one developer
+// on loopback.
+package localapi
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"gopkg.in/yaml.v3"
+)
+
+// HandlerFunc is the signature of an HTTP API v2 Lambda handler.
+type HandlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// Route is one HttpApi event of a function: its method and path template.
+type Route struct {
+	Function string
+	Method   string // upper case, or "ANY"
+	Path     string // e.g. /v1/notifications/{key}
+}
+
+// RouteKey returns the API Gateway route key, e.g. "GET /v1/notifications/{key}".
+func (r Route) RouteKey() string { return r.Method + " " + r.Path }
+
+// RoutesFromTemplate reads the HttpApi events of every AWS::Serverless::Function in the SAM
+// template at path.
+func RoutesFromTemplate(path string) ([]Route, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("localapi.routes: %w", err)
+	}
+	// CloudFormation short tags (!Ref, !GetAtt) decode as plain values into this shape.
+	var tpl struct {
+		Resources map[string]struct {
+			Type       string `yaml:"Type"`
+			Properties struct {
+				Events map[string]struct {
+					Type       string `yaml:"Type"`
+					Properties struct {
+						Path   string `yaml:"Path"`
+						Method string `yaml:"Method"`
+					} `yaml:"Properties"`
+				} `yaml:"Events"`
+			} `yaml:"Properties"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(raw, &tpl); err != nil {
+		return nil, fmt.Errorf("localapi.routes %s: %w", path, err)
+	}
+	var routes []Route
+	for name, res := range tpl.Resources {
+		if res.Type != "AWS::Serverless::Function" {
+			continue
+		}
+		for _, ev := range res.Properties.Events {
+			if ev.Type != "HttpApi" {
+				continue
+			}
+			routes = append(routes, Route{Function: name, Method: strings.ToUpper(ev.Properties.Method), Path: ev.Properties.Path})
+		}
+	}
+	sort.Slice(routes, func(i, j int) bool { return routes[i].RouteKey() < routes[j].RouteKey() })
+	return routes, nil
+}
+
+// Server turns HTTP requests into HTTP API v2 events for the handlers of matching routes.
+type Server struct {
+	routes   []Route
+	handlers map[string]HandlerFunc // by function logical ID
+	// MaxBody bounds how much of a request body is read; API Gateway's own limit is 10 MB.
+	MaxBody int64
+	seq     atomic.Int64
+}
+
+// NewServer returns a server for routes whose functions have a handler in handlers. A route
+// whose function has no handler answers 501, so a missing wiring is visible.
+func NewServer(routes []Route, handlers map[string]HandlerFunc) *Server {
+	return &Server{routes: routes, handlers: handlers, MaxBody: 10 << 20}
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	route, params, ok := s.match(r.Method, r.URL.EscapedPath())
+	if !ok {
+		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+		return
+	}
+	h, ok := s.handlers[route.Function]
+	if !ok {
+		http.Error(w, `{"message":"no local handler for `+route.Function+`"}`, http.StatusNotImplemented)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.MaxBody+1))
+	if err != nil || int64(len(body)) > s.MaxBody {
+		http.Error(w, `{"message":"Request Entity Too Large"}`, http.StatusRequestEntityTooLarge)
+		return
+	}
+	ev := s.event(r, route, params, body)
+	resp, err := h(r.Context(), ev)
+	if err != nil {
+		// API Gateway answers a function error with a bare 500; so do we.
+		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
+		return
+	}
+	writeResponse(w, resp)
+}
+
+func (s *Server) match(method, escapedPath string) (Route, map[string]string, bool) {
+	for _, rt := range s.routes {
+		if rt.Method != "ANY" && rt.Method != method {
+			continue
+		}
+		if params, ok := matchPath(rt.Path, escapedPath); ok {
+			return rt, params, true
+		}
+	}
+	return Route{}, nil, false
+}
+
+// matchPath matches a path template with {name} segments against an escaped request path and
+// returns the unescaped parameter values, as API Gateway does.
+func matchPath(template, path string) (map[string]string, bool) {
+	ts := strings.Split(strings.Trim(template, "/"), "/")
+	ps := strings.Split(strings.Trim(path, "/"), "/")
+	if len(ts) != len(ps) {
+		return nil, false
+	}
+	params := map[string]string{}
+	for i, t := range ts {
+		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
+			v, err := url.PathUnescape(ps[i])
+			if err != nil || v == "" {
+				return nil, false
+			}
+			params[strings.Trim(t, "{}")] = v
+			continue
+		}
+		if t != ps[i] {
+			return nil, false
+		}
+	}
+	return params, true
+}
+
+func (s *Server) event(r *http.Request, route Route, params map[string]string, body []byte) events.APIGatewayV2HTTPRequest {
+	headers := map[string]string{}
+	for k, v := range r.Header {
+		headers[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	query := map[string]string{}
+	for k, v := range r.URL.Query() {
+		query[k] = strings.Join(v, ",")
+	}
+	now := time.Now().UTC()
+	id := fmt.Sprintf("local-%d-%d", now.UnixMilli(), s.seq.Add(1))
+	ev := events.APIGatewayV2HTTPRequest{
+		Version:               "2.0",
+		RouteKey:              route.RouteKey(),
+		RawPath:               r.URL.EscapedPath(),
+		RawQueryString:        r.URL.RawQuery,
+		Headers:               headers,
+		QueryStringParameters: query,
+		PathParameters:        params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey:   route.RouteKey(),
+			AccountID:  "000000000000",
+			Stage:      "$default",
+			RequestID:  id,
+			APIID:      "local",
+			DomainName: r.Host,
+			Time:       now.Format("02/Jan/2006:15:04:05 -0700"),
+			TimeEpoch:  now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method:    r.Method,
+				Path:      r.URL.EscapedPath(),
+				Protocol:  r.Proto,
+				SourceIP:  strings.Split(r.RemoteAddr, ":")[0],
+				UserAgent: r.UserAgent(),
+			},
+		},
+	}
+	if len(body) > 0 {
+		if utf8.Valid(body) {
+			ev.Body = string(body)
+		} else {
+			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+		}
+	}
+	if len(r.Cookies()) > 0 {
+		for _, c := range r.Cookies() {
+			ev.Cookies = append(ev.Cookies, c.String())
+		}
+	}
+	return ev
+}
+
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	for _, c := range resp.Cookies {
+		w.Header().Add("Set-Cookie", c)
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if b, err := base64.StdEncoding.DecodeString(resp.Body); err == nil {
+			body = b
+		}
+	}
+	status := resp.StatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,129 @@
+package localapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/go-cmp/cmp"
+)
+
+const template = `
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  Api:
+    Type: AWS::Serverless::HttpApi
+  IntakeFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      Role: !GetAtt Role.Arn
+      Events:
+        Post:
+          Type: HttpApi
+          Properties:
+            ApiId: !Ref Api
+            Path: /v1/notifications
+            Method: post
+        Get:
+          Type: HttpApi
+          Properties:
+            Path: /v1/notifications/{key}
+            Method: GET
+        Queue:
+          Type: SQS
+          Properties:
+            Queue: !GetAtt Q.Arn
+`
+
+func writeTemplate(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "template.yaml")
+	if err := os.WriteFile(p, []byte(template), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRoutesFromTemplate(t *testing.T) {
+	routes, err := RoutesFromTemplate(writeTemplate(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Route{
+		{Function: "IntakeFunction", Method: "GET", Path: "/v1/notifications/{key}"},
+		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications"},
+	}
+	if diff := cmp.Diff(want, routes); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+}
+
+func TestServerBuildsV2Events(t *testing.T) {
+	routes, err := RoutesFromTemplate(writeTemplate(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []events.APIGatewayV2HTTPRequest
+	srv := httptest.NewServer(NewServer(routes, map[string]HandlerFunc{
+		"IntakeFunction": func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			got = append(got, ev)
+			return events.APIGatewayV2HTTPResponse{StatusCode: 202, Headers: map[string]string{"Location": "/x"}, Body: "ok"}, nil
+		},
+	}))
+	defer srv.Close()
+
+	resp, err := http.Post(srv.URL+"/v1/notifications?x=1", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || string(b) != "ok" || resp.Header.Get("Location") != "/x" {
+		t.Errorf("response %d %q %v", resp.StatusCode, b, resp.Header)
+	}
+	resp, err = http.Get(srv.URL + "/v1/notifications/evt-1%3Asms%3Apassword_reset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for path, status := range map[string]int{"/v1/nope": 404, "/v1/notifications/a/b": 404} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, status)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("handler saw %d events, want 2", len(got))
+	}
+	post, get := got[0], got[1]
+	if post.RouteKey != "POST /v1/notifications" || post.Body != `{"a":1}` || post.Headers["content-type"] != "application/json" ||
+		post.RawQueryString != "x=1" || post.RequestContext.HTTP.Method != "POST" || post.RequestContext.RequestID == "" {
+		t.Errorf("POST event: %+v", post)
+	}
+	if get.RouteKey != "GET /v1/notifications/{key}" || get.PathParameters["key"] != "evt-1:sms:password_reset" {
+		t.Errorf("GET event: route %q params %v", get.RouteKey, get.PathParameters)
+	}
+}
+
+func TestMissingHandlerIs501(t *testing.T) {
+	srv := httptest.NewServer(NewServer([]Route{{Function: "F", Method: "GET", Path: "/x"}}, nil))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+}

@@ -1,0 +1,222 @@
+// Package config loads the functions' configuration from environment variables, once, at cold
+// start. The variable names are fixed here and must match template.yaml. A problem is reported
+// with the name of the variable and what it must hold, never with its value: some of them are
+// secrets.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+)
+
+// The environment variables, as template.yaml sets them.
+const (
+	EnvNotificationsTable     = "NOTIFICATIONS_TABLE"
+	EnvAuditTable             = "AUDIT_TABLE"
+	EnvDispatchQueueURL       = "DISPATCH_QUEUE_URL"
+	EnvPolicyVersion          = "POLICY_VERSION"
+	EnvSafetyMarginSeconds    = "SAFETY_MARGIN_SECONDS"
+	EnvStatusGraceHours       = "STATUS_GRACE_HOURS"
+	EnvMaxAheadHours          = "MAX_AHEAD_HOURS"
+	EnvSealKMSKeyID           = "SEAL_KMS_KEY_ID"
+	EnvSealLocalKey           = "SEAL_LOCAL_KEY"
+	EnvDestinationPepper      = "DESTINATION_PEPPER"
+	EnvDestinationPepperParam = "DESTINATION_PEPPER_PARAM"
+	EnvLogLevel               = "LOG_LEVEL"
+)
+
+// SealLocalKeyLen is the length in bytes of SEAL_LOCAL_KEY once base64-decoded (AES-256).
+const SealLocalKeyLen = 32
+
+// MinPepperLen is the shortest DESTINATION_PEPPER accepted, in bytes.
+const MinPepperLen = 16
+
+// Need names the settings a function cannot run without. Settings outside it are still
+// parsed and checked when present.
+type Need uint
+
+// The settings a function may need.
+const (
+	NeedNotificationsTable Need = 1 << iota
+	NeedAuditTable
+	NeedDispatchQueue
+	// NeedSealing wants one of SEAL_KMS_KEY_ID and SEAL_LOCAL_KEY.
+	NeedSealing
+	// NeedPepper wants DESTINATION_PEPPER.
+	NeedPepper
+)
+
+// NeedIntake is what the intake function needs.
+const NeedIntake = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper
+
+// Config is the loaded configuration. SealLocalKey and DestinationPepper are secrets: Config
+// implements slog.LogValuer and fmt.Stringer so that logging it never shows them.
+type Config struct {
+	NotificationsTable string
+	AuditTable         string
+	DispatchQueueURL   string
+	// Policy is notify.DefaultPolicy with POLICY_VERSION, SAFETY_MARGIN_SECONDS,
+	// STATUS_GRACE_HOURS and MAX_AHEAD_HOURS applied.
+	Policy notify.Policy
+	// SealKMSKeyID is the KMS key for envelope encryption in AWS; empty locally.
+	SealKMSKeyID string
+	// SealLocalKey is the AES-256 key used instead of KMS in local runs; nil in AWS.
+	SealLocalKey []byte
+	// DestinationPepper is the secret of the destination fingerprint HMAC.
+	DestinationPepper []byte
+	LogLevel          slog.Level
+}
+
+// FromEnv loads the configuration from the process environment.
+func FromEnv(need Need) (Config, error) { return Load(os.Getenv, need) }
+
+// Load reads the configuration through getenv, checks every setting and reports all problems
+// at once. An empty variable counts as unset.
+func Load(getenv func(string) string, need Need) (Config, error) {
+	var errs []error
+	problem := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s "+format, append([]any{name}, args...)...))
+	}
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	required := func(n Need, name string) string {
+		v := get(name)
+		if v == "" && need&n != 0 {
+			problem(name, "is required")
+		}
+		return v
+	}
+
+	c := Config{
+		NotificationsTable: required(NeedNotificationsTable, EnvNotificationsTable),
+		AuditTable:         required(NeedAuditTable, EnvAuditTable),
+		DispatchQueueURL:   required(NeedDispatchQueue, EnvDispatchQueueURL),
+		Policy:             notify.DefaultPolicy(),
+		SealKMSKeyID:       get(EnvSealKMSKeyID),
+	}
+
+	if v := get(EnvPolicyVersion); v != "" {
+		c.Policy.Version = v
+	}
+	if d, ok := duration(get(EnvSafetyMarginSeconds), time.Second); !ok {
+		problem(EnvSafetyMarginSeconds, "must be a whole number of seconds, 0 or more")
+	} else if d >= 0 {
+		c.Policy.SafetyMargin = d
+	}
+	if d, ok := duration(get(EnvStatusGraceHours), time.Hour); !ok {
+		problem(EnvStatusGraceHours, "must be a whole number of hours, 0 or more")
+	} else if d >= 0 {
+		c.Policy.StatusGrace = d
+	}
+	if d, ok := duration(get(EnvMaxAheadHours), time.Hour); !ok || d == 0 {
+		problem(EnvMaxAheadHours, "must be a whole number of hours, 1 or more")
+	} else if d > 0 {
+		c.Policy.MaxAhead = d
+	}
+	if c.Policy.MaxAhead <= c.Policy.SafetyMargin {
+		errs = append(errs, fmt.Errorf("%s must be longer than %s", EnvMaxAheadHours, EnvSafetyMarginSeconds))
+	} else if err := c.Policy.Validate(); err != nil {
+		errs = append(errs, err) // policy values are not secret
+	}
+
+	if v := get(EnvSealLocalKey); v != "" {
+		key, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(key) != SealLocalKeyLen {
+			problem(EnvSealLocalKey, "must be %d bytes in standard base64", SealLocalKeyLen)
+		}
+		c.SealLocalKey = key
+	}
+	switch {
+	case c.SealKMSKeyID != "" && c.SealLocalKey != nil:
+		errs = append(errs, fmt.Errorf("set only one of %s and %s", EnvSealKMSKeyID, EnvSealLocalKey))
+	case c.SealKMSKeyID == "" && c.SealLocalKey == nil && need&NeedSealing != 0:
+		errs = append(errs, fmt.Errorf("%s (in AWS) or %s (locally) is required", EnvSealKMSKeyID, EnvSealLocalKey))
+	}
+
+	if v := getenv(EnvDestinationPepper); v != "" {
+		if len(v) < MinPepperLen {
+			problem(EnvDestinationPepper, "must be at least %d bytes", MinPepperLen)
+		}
+		c.DestinationPepper = []byte(v)
+	} else if get(EnvDestinationPepperParam) != "" {
+		// Reading an SSM parameter needs the SSM client, which go.mod does not hold yet.
+		problem(EnvDestinationPepperParam, "is not supported yet: set %s", EnvDestinationPepper)
+	} else if need&NeedPepper != 0 {
+		problem(EnvDestinationPepper, "is required")
+	}
+
+	level, err := obs.ParseLevel(get(EnvLogLevel))
+	if err != nil {
+		problem(EnvLogLevel, "must be debug, info, warn or error")
+	}
+	c.LogLevel = level
+
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// duration parses a whole, non-negative number of units. The empty string gives -1 and ok,
+// meaning "keep the default".
+func duration(s string, unit time.Duration) (time.Duration, bool) {
+	if s == "" {
+		return -1, true
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > int64(1<<62/unit) {
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
+}
+
+// String describes the configuration with its secrets replaced.
+func (c Config) String() string {
+	return fmt.Sprintf("notifications_table=%s audit_table=%s dispatch_queue_url=%s policy_version=%s safety_margin=%s status_grace=%s max_ahead=%s sealing=%s pepper=%s log_level=%s",
+		c.NotificationsTable, c.AuditTable, c.DispatchQueueURL, c.Policy.Version, c.Policy.SafetyMargin,
+		c.Policy.StatusGrace, c.Policy.MaxAhead, c.sealing(), set(c.DestinationPepper != nil), c.LogLevel)
+}
+
+// LogValue describes the configuration with its secrets replaced.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("notifications_table", c.NotificationsTable),
+		slog.String("audit_table", c.AuditTable),
+		slog.String("dispatch_queue_url", c.DispatchQueueURL),
+		slog.String("policy_version", c.Policy.Version),
+		slog.Int64("safety_margin_ms", c.Policy.SafetyMargin.Milliseconds()),
+		slog.Int64("status_grace_ms", c.Policy.StatusGrace.Milliseconds()),
+		slog.Int64("max_ahead_ms", c.Policy.MaxAhead.Milliseconds()),
+		slog.String("sealing", c.sealing()),
+		slog.String("destination_pepper", set(c.DestinationPepper != nil)),
+		slog.String("log_level", c.LogLevel.String()),
+	)
+}
+
+// GoString keeps %#v from printing the secrets too.
+func (c Config) GoString() string { return "config.Config{" + c.String() + "}" }
+
+func (c Config) sealing() string {
+	switch {
+	case c.SealKMSKeyID != "":
+		return "kms"
+	case c.SealLocalKey != nil:
+		return "local-key"
+	}
+	return "unset"
+}
+
+func set(ok bool) string {
+	if ok {
+		return "set"
+	}
+	return "unset"
+}

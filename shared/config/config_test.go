@@ -1,0 +1,185 @@
+package config_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/notify"
+)
+
+const (
+	localKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // "0123456789abcdef0123456789abcdef"
+	pepper   = "pepper-0123456789-secret"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func intakeEnv() map[string]string {
+	return map[string]string{
+		config.EnvNotificationsTable: "notifications",
+		config.EnvDispatchQueueURL:   "http://127.0.0.1:5000/000000000000/dispatch",
+		config.EnvSealLocalKey:       localKey,
+		config.EnvDestinationPepper:  pepper,
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	got, err := config.Load(env(intakeEnv()), config.NeedIntake)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := config.Config{
+		NotificationsTable: "notifications",
+		DispatchQueueURL:   "http://127.0.0.1:5000/000000000000/dispatch",
+		Policy:             notify.DefaultPolicy(),
+		SealLocalKey:       []byte("0123456789abcdef0123456789abcdef"),
+		DestinationPepper:  []byte(pepper),
+		LogLevel:           slog.LevelInfo,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Load (-want +got):\n%s", d)
+	}
+}
+
+func TestLoadEverything(t *testing.T) {
+	e := map[string]string{
+		config.EnvNotificationsTable:  "n",
+		config.EnvAuditTable:          "a",
+		config.EnvDispatchQueueURL:    "https://sqs.eu-west-1.amazonaws.com/1/q",
+		config.EnvPolicyVersion:       "2026-11-01",
+		config.EnvSafetyMarginSeconds: "90",
+		config.EnvStatusGraceHours:    "48",
+		config.EnvMaxAheadHours:       "2",
+		config.EnvSealKMSKeyID:        "alias/resetnotify",
+		config.EnvDestinationPepper:   pepper,
+		config.EnvLogLevel:            "DEBUG",
+	}
+	got, err := config.Load(env(e), config.NeedIntake|config.NeedAuditTable)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	wantPolicy := notify.DefaultPolicy()
+	wantPolicy.Version = "2026-11-01"
+	wantPolicy.SafetyMargin = 90 * time.Second
+	wantPolicy.StatusGrace = 48 * time.Hour
+	wantPolicy.MaxAhead = 2 * time.Hour
+	want := config.Config{
+		NotificationsTable: "n", AuditTable: "a", DispatchQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/q",
+		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
+		LogLevel: slog.LevelDebug,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Load (-want +got):\n%s", d)
+	}
+}
+
+func TestLoadZeroMarginAndGrace(t *testing.T) {
+	e := intakeEnv()
+	e[config.EnvSafetyMarginSeconds] = "0"
+	e[config.EnvStatusGraceHours] = "0"
+	got, err := config.Load(env(e), config.NeedIntake)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got.Policy.SafetyMargin != 0 || got.Policy.StatusGrace != 0 {
+		t.Errorf("policy = %+v, want zero margin and grace", got.Policy)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		edit   func(map[string]string)
+		need   config.Need
+		naming []string // variables the error must name
+	}{
+		{"missing table", func(e map[string]string) { delete(e, config.EnvNotificationsTable) }, config.NeedIntake, []string{config.EnvNotificationsTable}},
+		{"missing queue", func(e map[string]string) { delete(e, config.EnvDispatchQueueURL) }, config.NeedIntake, []string{config.EnvDispatchQueueURL}},
+		{"missing audit table", func(map[string]string) {}, config.NeedAuditTable, []string{config.EnvAuditTable}},
+		{"blank counts as unset", func(e map[string]string) { e[config.EnvNotificationsTable] = "  " }, config.NeedIntake, []string{config.EnvNotificationsTable}},
+		{"margin not a number", func(e map[string]string) { e[config.EnvSafetyMarginSeconds] = "1m" }, config.NeedIntake, []string{config.EnvSafetyMarginSeconds}},
+		{"margin negative", func(e map[string]string) { e[config.EnvSafetyMarginSeconds] = "-5" }, config.NeedIntake, []string{config.EnvSafetyMarginSeconds}},
+		{"grace not a number", func(e map[string]string) { e[config.EnvStatusGraceHours] = "1.5" }, config.NeedIntake, []string{config.EnvStatusGraceHours}},
+		{"max ahead zero", func(e map[string]string) { e[config.EnvMaxAheadHours] = "0" }, config.NeedIntake, []string{config.EnvMaxAheadHours}},
+		{"max ahead below margin", func(e map[string]string) {
+			e[config.EnvMaxAheadHours] = "1"
+			e[config.EnvSafetyMarginSeconds] = "7200"
+		}, config.NeedIntake, []string{config.EnvMaxAheadHours, config.EnvSafetyMarginSeconds}},
+		{"no sealing key", func(e map[string]string) { delete(e, config.EnvSealLocalKey) }, config.NeedIntake, []string{config.EnvSealKMSKeyID, config.EnvSealLocalKey}},
+		{"both sealing keys", func(e map[string]string) { e[config.EnvSealKMSKeyID] = "alias/k" }, config.NeedIntake, []string{config.EnvSealKMSKeyID, config.EnvSealLocalKey}},
+		{"local key not base64", func(e map[string]string) { e[config.EnvSealLocalKey] = "not base64!" }, config.NeedIntake, []string{config.EnvSealLocalKey}},
+		{"local key too short", func(e map[string]string) { e[config.EnvSealLocalKey] = "c2hvcnQ=" }, config.NeedIntake, []string{config.EnvSealLocalKey}},
+		{"missing pepper", func(e map[string]string) { delete(e, config.EnvDestinationPepper) }, config.NeedIntake, []string{config.EnvDestinationPepper}},
+		{"short pepper", func(e map[string]string) { e[config.EnvDestinationPepper] = "short-secret" }, config.NeedIntake, []string{config.EnvDestinationPepper}},
+		{"pepper param unsupported", func(e map[string]string) {
+			delete(e, config.EnvDestinationPepper)
+			e[config.EnvDestinationPepperParam] = "/resetnotify/pepper"
+		}, config.NeedIntake, []string{config.EnvDestinationPepperParam, config.EnvDestinationPepper}},
+		{"bad log level", func(e map[string]string) { e[config.EnvLogLevel] = "loud" }, config.NeedIntake, []string{config.EnvLogLevel}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := intakeEnv()
+			tc.edit(e)
+			_, err := config.Load(env(e), tc.need)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			msg := err.Error()
+			for _, name := range tc.naming {
+				if !strings.Contains(msg, name) {
+					t.Errorf("error %q does not name %s", msg, name)
+				}
+			}
+			for name, v := range e {
+				if name == config.EnvNotificationsTable || name == config.EnvSafetyMarginSeconds || name == config.EnvMaxAheadHours {
+					continue // short, non-secret values that may appear by coincidence
+				}
+				if len(v) > 3 && strings.Contains(msg, v) {
+					t.Errorf("error %q holds the value of %s", msg, name)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadReportsEveryProblem(t *testing.T) {
+	_, err := config.Load(env(map[string]string{config.EnvLogLevel: "loud"}), config.NeedIntake)
+	if err == nil {
+		t.Fatal("Load succeeded")
+	}
+	for _, name := range []string{config.EnvNotificationsTable, config.EnvDispatchQueueURL, config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvLogLevel} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+}
+
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	c, err := config.Load(env(intakeEnv()), config.NeedIntake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "config", c)
+	outs := []string{buf.String(), c.String(), fmt.Sprintf("%v %+v %#v %s", c, c, c, c)}
+	for _, out := range outs {
+		for _, secret := range []string{pepper, localKey, "0123456789abcdef"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("output holds a secret: %s", out)
+			}
+		}
+	}
+	if !strings.Contains(buf.String(), `"sealing":"local-key"`) {
+		t.Errorf("log lacks the sealing mode: %s", buf.String())
+	}
+}

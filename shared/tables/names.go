@@ -66,6 +66,11 @@ const (
 	AuditHash              = "hash"
 	AuditRetainUntil       = "retain_until"
 	AuditDay               = "day"
+	// AuditPurgedBy names the principal that removed a notification (purged entries only).
+	AuditPurgedBy = "purged_by"
+	// AuditPrevMissing is true on an entry whose previous entry was absent when it was
+	// written, so it was chained from the genesis hash.
+	AuditPrevMissing = "prev_missing"
 )
 
 // IndexByDay is the audit table's GSI (day, at) used by time-range exports.

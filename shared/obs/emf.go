@@ -50,13 +50,12 @@ func (m *Metrics) Request(route string, status int, latency time.Duration) {
 		Metric{Name: "Latency", Unit: UnitMilliseconds, Value: float64(latency.Microseconds()) / 1000})
 }
 
-// Transition records one state transition as a Transitions count by target state and reason;
-// the source state is a dimension too, so an operator can tell admissions from cancellations.
-func (m *Metrics) Transition(from, to, reason string) {
-	if from == "" {
-		from = "none"
-	}
-	m.Emit(map[string]string{"FromState": from, "ToState": to, "Reason": reason},
+// Transition records one state transition as a Transitions count by target state and reason.
+// The pair names the edge of the transition table (ADMITTED is ∅→accepted, CANCELLED is a
+// caller's cancellation), so no source state is needed, and callers that do not know it
+// exactly can still count.
+func (m *Metrics) Transition(to, reason string) {
+	m.Emit(map[string]string{"ToState": to, "Reason": reason},
 		Metric{Name: "Transitions", Unit: UnitCount, Value: 1})
 }
 

@@ -96,7 +96,7 @@ func TestMetricsEMF(t *testing.T) {
 	var buf bytes.Buffer
 	m := &obs.Metrics{W: &buf, Function: "intake", Now: func() time.Time { return time.UnixMilli(1762000000123) }}
 	m.Request("POST /v1/notifications", 202, 1500*time.Microsecond)
-	m.Transition("", "accepted", "ADMITTED")
+	m.Transition("accepted", "ADMITTED")
 	var nilMetrics *obs.Metrics
 	nilMetrics.Request("x", 200, 0) // must not panic
 
@@ -106,7 +106,7 @@ func TestMetricsEMF(t *testing.T) {
 	}
 	want := []string{
 		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","Route","Status"]],"Metrics":[{"Name":"Requests","Unit":"Count"},{"Name":"Latency","Unit":"Milliseconds"}]}]},"Function":"intake","Route":"POST /v1/notifications","Status":"202","Requests":1,"Latency":1.5}`,
-		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","FromState","Reason","ToState"]],"Metrics":[{"Name":"Transitions","Unit":"Count"}]}]},"Function":"intake","FromState":"none","ToState":"accepted","Reason":"ADMITTED","Transitions":1}`,
+		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","Reason","ToState"]],"Metrics":[{"Name":"Transitions","Unit":"Count"}]}]},"Function":"intake","ToState":"accepted","Reason":"ADMITTED","Transitions":1}`,
 	}
 	for i := range want {
 		var got, exp any

@@ -2,8 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -251,7 +251,6 @@ func (b *syncBuffer) lines(t *testing.T) []map[string]any {
 	}
 	return out
 }
-
 
 type eventT = events.APIGatewayV2HTTPRequest
 

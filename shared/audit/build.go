@@ -1,0 +1,206 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/tables"
+)
+
+// DefaultRetention is how long entries are kept when AUDIT_RETENTION_DAYS is not set.
+const DefaultRetention = 400 * 24 * time.Hour
+
+// TTL service identity, as DynamoDB Streams reports it on records that TTL removed.
+const (
+	ttlIdentityType      = "Service"
+	ttlIdentityPrincipal = "dynamodb.amazonaws.com"
+)
+
+// Actor identifies the audit function invocation that wrote an entry.
+type Actor struct {
+	Function  string
+	Version   string
+	RequestID string
+}
+
+// String returns "<function>:<version>/<request ID>".
+func (a Actor) String() string { return a.Function + ":" + a.Version + "/" + a.RequestID }
+
+// Meta is what Build needs besides the stream record.
+type Meta struct {
+	Actor Actor
+	// Retention is added to an entry's at to give retain_until; zero means DefaultRetention.
+	Retention time.Duration
+	// Now stands in for a REMOVE record's approximate creation time when the record has none.
+	Now time.Time
+}
+
+// ErrMalformed means a stream record lacks what an audit entry needs (a key, a version, a
+// state). Such a record is reported as a batch failure, retried a bounded number of times, and
+// then handed to the on-failure destination.
+var ErrMalformed = errors.New("malformed stream record")
+
+// Build returns the audit entry for one stream record of the notifications table, without its
+// chain fields (PrevHash, Hash, PrevMissing: the Writer sets them). ok is false when the
+// record is not a transition: a MODIFY that left the version unchanged. Only the allow-listed
+// attributes of the images are read.
+func Build(rec events.DynamoDBEventRecord, m Meta) (e Entry, ok bool, err error) {
+	var img image
+	var from notify.State
+	switch events.DynamoDBOperationType(rec.EventName) {
+	case events.DynamoDBOperationTypeInsert:
+		img = image(rec.Change.NewImage)
+	case events.DynamoDBOperationTypeModify:
+		img = image(rec.Change.NewImage)
+		old := image(rec.Change.OldImage)
+		oldVersion, err := old.number(tables.AttrVersion)
+		if err != nil {
+			return Entry{}, false, buildErr(rec, "old image: %w", err)
+		}
+		newVersion, err := img.number(tables.AttrVersion)
+		if err != nil {
+			return Entry{}, false, buildErr(rec, "new image: %w", err)
+		}
+		if newVersion == oldVersion {
+			return Entry{}, false, nil
+		}
+		if newVersion < oldVersion {
+			return Entry{}, false, buildErr(rec, "version went back from %d to %d", oldVersion, newVersion)
+		}
+		if from, err = old.state(); err != nil {
+			return Entry{}, false, buildErr(rec, "old image: %w", err)
+		}
+	case events.DynamoDBOperationTypeRemove:
+		img = image(rec.Change.OldImage)
+	default:
+		return Entry{}, false, buildErr(rec, "event name %q", rec.EventName)
+	}
+	if len(img) == 0 {
+		return Entry{}, false, buildErr(rec, "no image (stream view type must be NEW_AND_OLD_IMAGES)")
+	}
+
+	e = Entry{FromState: from, Actor: m.Actor.String()}
+	var errs []error
+	get := func(dst *string, attr string) {
+		v, err := img.string(attr)
+		errs = append(errs, err)
+		*dst = v
+	}
+	key := ""
+	get(&key, tables.AttrIdempotencyKey)
+	get(&e.EventID, tables.AttrEventID)
+	get(&e.NotificationID, tables.AttrNotificationID)
+	get(&e.Provider, tables.AttrProvider)
+	get(&e.ProviderMessageID, tables.AttrProviderMessageID)
+	get(&e.DestinationFP, tables.AttrDestinationFP)
+	get(&e.PolicyVersion, tables.AttrPolicyVersion)
+	var err1, err2, err3 error
+	e.Version, err1 = img.number(tables.AttrVersion)
+	e.Attempt, err2 = img.number(tables.AttrAttempt)
+	e.SafetyMarginMS, err3 = img.number(tables.AttrSafetyMarginMS)
+	errs = append(errs, err1, err2, err3)
+	state, err := img.state()
+	errs = append(errs, err)
+	var reason string
+	get(&reason, tables.AttrReason)
+	if err := errors.Join(errs...); err != nil {
+		return Entry{}, false, buildErr(rec, "%w", err)
+	}
+	switch {
+	case key == "" || e.EventID == "" || e.NotificationID == "":
+		return Entry{}, false, buildErr(rec, "idempotency key, event ID or notification ID missing")
+	case e.Version < 1:
+		return Entry{}, false, buildErr(rec, "version %d", e.Version)
+	}
+
+	purged := events.DynamoDBOperationType(rec.EventName) == events.DynamoDBOperationTypeRemove
+	if purged {
+		e.FromState, e.ToState = state, StatePurged
+		e.Reason, e.PurgedBy = purgeReason(rec.UserIdentity)
+		e.At = rec.Change.ApproximateCreationDateTime.Time
+		if e.At.IsZero() {
+			e.At = m.Now
+		}
+	} else {
+		e.ToState, e.Reason = state, notify.Reason(reason)
+		at, err := img.string(tables.AttrUpdatedAt)
+		if err == nil {
+			e.At, err = tables.ParseTime(at)
+		}
+		if err != nil || e.At.IsZero() {
+			return Entry{}, false, buildErr(rec, "updated_at missing or not a time")
+		}
+	}
+	e.At = e.At.UTC()
+	e.Day = e.At.Format(DayLayout)
+	retention := m.Retention
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	e.RetainUntil = e.At.Add(retention).Unix()
+	e.Seq = seqFor(key, e.Version, purged, e.NotificationID, false)
+	return e, true, nil
+}
+
+// purgeReason tells a TTL removal from any other and names the principal when known.
+func purgeReason(id *events.DynamoDBUserIdentity) (notify.Reason, string) {
+	if id == nil {
+		return ReasonPurgedManual, ""
+	}
+	if id.Type == ttlIdentityType && id.PrincipalID == ttlIdentityPrincipal {
+		return ReasonPurgedTTL, id.PrincipalID
+	}
+	return ReasonPurgedManual, id.PrincipalID
+}
+
+func buildErr(rec events.DynamoDBEventRecord, format string, args ...any) error {
+	return fmt.Errorf("audit.build %s %s: %w: %w", rec.EventName, rec.Change.SequenceNumber, ErrMalformed, fmt.Errorf(format, args...))
+}
+
+// image reads allow-listed attributes of a stream image. The accessors of aws-lambda-go's
+// attribute value panic on a type mismatch, so each read checks the type first.
+type image map[string]events.DynamoDBAttributeValue
+
+// string returns the S attribute attr, or "" when absent or NULL.
+func (img image) string(attr string) (string, error) {
+	v, ok := img[attr]
+	if !ok || v.IsNull() {
+		return "", nil
+	}
+	if v.DataType() != events.DataTypeString {
+		return "", fmt.Errorf("%s is not a string", attr)
+	}
+	return v.String(), nil
+}
+
+// number returns the N attribute attr as an integer, or 0 when absent or NULL.
+func (img image) number(attr string) (int64, error) {
+	v, ok := img[attr]
+	if !ok || v.IsNull() {
+		return 0, nil
+	}
+	if v.DataType() != events.DataTypeNumber {
+		return 0, fmt.Errorf("%s is not a number", attr)
+	}
+	n, err := strconv.ParseInt(v.Number(), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not an integer", attr)
+	}
+	return n, nil
+}
+
+func (img image) state() (notify.State, error) {
+	s, err := img.string(tables.AttrState)
+	if err != nil {
+		return "", err
+	}
+	if !notify.State(s).Valid() {
+		return "", fmt.Errorf("%s is not a known state", tables.AttrState)
+	}
+	return notify.State(s), nil
+}

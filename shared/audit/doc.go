@@ -1,0 +1,77 @@
+// Package audit turns the notifications table's stream into redacted, hash-chained evidence
+// (promise 4 of DESIGN.md) and reads that evidence back for the auditor CLI.
+//
+// # Entries
+//
+// Each stream record of the notifications table (NEW_AND_OLD_IMAGES) becomes at most one audit
+// Entry, built by Build from an allow-list of attributes; an image is never copied. An INSERT
+// is the transition ∅ → state; a MODIFY is recorded only when the record's version changed
+// (old state → new state); a REMOVE becomes a "purged" entry whose reason is PURGED_TTL when
+// the stream names the DynamoDB service (userIdentity type "Service", principal
+// "dynamodb.amazonaws.com") and PURGED_MANUAL otherwise, with the principal in purged_by when
+// the stream names one (DynamoDB Streams names only the TTL service, so a manual delete
+// usually has none).
+//
+// The entry's time, at, is the new image's updated_at, so it is the time of the transition,
+// not of its auditing. A purge has no image after it; its at is the stream record's
+// approximate creation time (whole seconds), or the writer's clock if the record has none.
+//
+// # Keys
+//
+// Entries are stored under event_id (partition) and seq (sort):
+//
+//	seq = <idempotency_key> "#" <version, 10 digits zero-padded> [ "#" <notification_id> ] [ "#purged" ]
+//
+// The version is the record's version after the transition. A purge keeps the version the
+// record had when it was removed (no write of the record produced it) and adds the "#purged"
+// suffix, which sorts right after the last version's seq. An idempotency key never contains
+// "#", so the key is everything before the first "#". The "#<notification_id>" part appears
+// only when a key is admitted again after its earlier record was purged and the plain seq
+// already holds an entry of the earlier notification; the writer then stores the new
+// notification's entry under the longer seq rather than dropping it. day is the UTC date of
+// at (YYYY-MM-DD) and, with at, keys the by_day index. retain_until is at plus the retention
+// period (AUDIT_RETENTION_DAYS, default 400 days) in epoch seconds: the audit table's TTL.
+//
+// # Hash chain
+//
+// The entries of one notification (one notification_id) form a chain in version order, a
+// purge last. For each entry
+//
+//	hash = hex(SHA-256(raw(prev_hash) || canonical(entry)))
+//
+// where raw(prev_hash) is the 32 bytes that the 64 lowercase hex digits of prev_hash encode;
+// prev_hash is the previous entry's hash, or the genesis value of 64 zeros for version 1. The
+// canonical encoding is the ASCII line "resetnotify-audit-v1\n" followed by one line per field,
+// in this fixed order, for every field whether or not it is stored:
+//
+//	<name> ":" <length of value in bytes, decimal> ":" <value> "\n"
+//
+//	event_id seq notification_id version at day from_state to_state reason attempt provider
+//	provider_message_id destination_fp policy_version safety_margin_ms actor purged_by
+//	prev_missing retain_until
+//
+// Values are the stored ones as text: strings as stored (UTF-8, "" when absent), numbers in
+// base 10 without leading zeros or sign ("0" when absent), at in RFC 3339 UTC with exactly
+// nine fraction digits (2006-01-02T15:04:05.000000000Z), prev_missing "true" or "false" (false
+// when absent). prev_hash and hash themselves are not part of the canonical encoding. An
+// auditor can recompute a chain from an export with nothing but SHA-256; in Python:
+//
+//	canon = b"resetnotify-audit-v1\n" + b"".join(
+//	    f"{n}:{len(v.encode())}:".encode() + v.encode() + b"\n" for n, v in fields)
+//	hash = hashlib.sha256(bytes.fromhex(prev_hash) + canon).hexdigest()
+//
+// The writer reads the previous entry (the seq of version−1, or of the same version for a
+// purge) with a consistent read to learn prev_hash. Stream records of one key arrive in order,
+// and the handler stops at the first failure, so the previous entry is normally there. If it
+// is not (auditing started after the record, or a record was discarded to the on-failure
+// queue after its retries), the writer does not block: it chains from the genesis value and
+// stores prev_missing = true, and Verify reports the gap.
+//
+// Every entry is written with attribute_not_exists(seq). A condition failure on an entry of
+// the same notification means a retried batch already wrote it, and counts as success, so
+// replaying a batch writes nothing new.
+//
+// The chain is keyless: it proves that nothing was edited, deleted or reordered in the middle
+// of a chain without rewriting the rest of it. Keeping a copy of each chain's last hash
+// elsewhere (an export) is what makes a wholesale rewrite detectable.
+package audit

@@ -1,0 +1,86 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// fieldByName indexes fields by attribute name.
+var fieldByName = func() map[string]field {
+	m := make(map[string]field, len(fields))
+	for _, f := range fields {
+		m[f.name] = f
+	}
+	return m
+}()
+
+// Item returns e as a DynamoDB item: every allow-listed field, empty optional ones omitted.
+func Item(e Entry) map[string]ddbtypes.AttributeValue {
+	item := make(map[string]ddbtypes.AttributeValue, len(fields))
+	for _, f := range fields {
+		v := f.get(&e)
+		switch f.kind {
+		case kindNumber:
+			item[f.name] = &ddbtypes.AttributeValueMemberN{Value: v}
+		case kindBool:
+			if v == "true" || f.always {
+				item[f.name] = &ddbtypes.AttributeValueMemberBOOL{Value: v == "true"}
+			}
+		default:
+			if v != "" || f.always {
+				item[f.name] = &ddbtypes.AttributeValueMemberS{Value: v}
+			}
+		}
+	}
+	return item
+}
+
+// FromItem returns the entry stored as item. Attributes outside the allow-list are named in
+// Entry.Unexpected and otherwise ignored; their values are never read. An allow-listed
+// attribute of the wrong type is an error that names the attribute, not its value.
+func FromItem(item map[string]ddbtypes.AttributeValue) (Entry, error) {
+	var e Entry
+	var errs []error
+	for name, av := range item {
+		f, ok := fieldByName[name]
+		if !ok {
+			e.Unexpected = append(e.Unexpected, name)
+			continue
+		}
+		var v string
+		switch x := av.(type) {
+		case *ddbtypes.AttributeValueMemberS:
+			if f.kind != kindString {
+				errs = append(errs, fmt.Errorf("%s is a string", name))
+				continue
+			}
+			v = x.Value
+		case *ddbtypes.AttributeValueMemberN:
+			if f.kind != kindNumber {
+				errs = append(errs, fmt.Errorf("%s is a number", name))
+				continue
+			}
+			v = x.Value
+		case *ddbtypes.AttributeValueMemberBOOL:
+			if f.kind != kindBool {
+				errs = append(errs, fmt.Errorf("%s is a boolean", name))
+				continue
+			}
+			v = fmt.Sprint(x.Value)
+		default:
+			errs = append(errs, fmt.Errorf("%s has an unexpected type", name))
+			continue
+		}
+		if err := f.set(&e, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	sort.Strings(e.Unexpected)
+	if err := errors.Join(errs...); err != nil {
+		return e, fmt.Errorf("audit.item %s %s: %w", e.EventID, e.Seq, err)
+	}
+	return e, nil
+}

@@ -1,0 +1,165 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/resetnotify/resetnotify/shared/tables"
+)
+
+// QueryAPI is the part of the DynamoDB API the reader uses; the auditor's read-only role
+// allows it.
+type QueryAPI interface {
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ QueryAPI = (*dynamodb.Client)(nil)
+
+// Reader reads entries back from the audit table. It never writes.
+type Reader struct {
+	DB    QueryAPI
+	Table string
+}
+
+// Timeline returns every entry of every notification of eventID, in timeline order (see
+// Sorted), with a consistent read.
+func (r *Reader) Timeline(ctx context.Context, eventID string) ([]Entry, error) {
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(tables.AuditEventID).Equal(expression.Value(eventID))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("audit.timeline %s: %w", eventID, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(r.Table),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ConsistentRead:            aws.Bool(true),
+	}
+	var out []Entry
+	for e, err := range r.query(ctx, in) {
+		if err != nil {
+			return nil, fmt.Errorf("audit.timeline %s: %w", eventID, err)
+		}
+		out = append(out, e)
+	}
+	return Sorted(out), nil
+}
+
+// Range yields the entries whose at is in [from, to), day by day from the by_day index, each
+// day in at order, one page at a time: nothing is held in memory beyond a page. The index is
+// eventually consistent, so an entry written a moment ago may be missing.
+func (r *Reader) Range(ctx context.Context, from, to time.Time) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		from, to := from.UTC(), to.UTC()
+		if !from.Before(to) {
+			yield(Entry{}, fmt.Errorf("audit.range: from %s is not before to %s", tables.FormatTime(from), tables.FormatTime(to)))
+			return
+		}
+		last := to.Add(-time.Nanosecond)
+		for _, day := range Days(from, to) {
+			expr, err := expression.NewBuilder().WithKeyCondition(
+				expression.Key(tables.AuditDay).Equal(expression.Value(day)).And(
+					expression.Key(tables.AuditAt).Between(
+						expression.Value(tables.FormatTime(from)), expression.Value(tables.FormatTime(last))))).Build()
+			if err != nil {
+				yield(Entry{}, fmt.Errorf("audit.range %s: %w", day, err))
+				return
+			}
+			in := &dynamodb.QueryInput{
+				TableName:                 aws.String(r.Table),
+				IndexName:                 aws.String(tables.IndexByDay),
+				KeyConditionExpression:    expr.KeyCondition(),
+				ExpressionAttributeNames:  expr.Names(),
+				ExpressionAttributeValues: expr.Values(),
+			}
+			for e, err := range r.query(ctx, in) {
+				if err != nil {
+					yield(Entry{}, fmt.Errorf("audit.range %s: %w", day, err))
+					return
+				}
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Days returns the UTC dates (DayLayout) that [from, to) touches, in order.
+func Days(from, to time.Time) []string {
+	from, to = from.UTC(), to.UTC()
+	if !from.Before(to) {
+		return nil
+	}
+	last := to.Add(-time.Nanosecond)
+	d := time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, time.UTC)
+	var out []string
+	for !d.After(last) {
+		out = append(out, d.Format(DayLayout))
+		d = d.AddDate(0, 0, 1)
+	}
+	return out
+}
+
+// ChainsIn returns the complete chains (every entry, from the base table) of the
+// notifications that have at least one entry in [from, to), in timeline order. Verify needs
+// whole chains: an entry's predecessor may lie before from.
+func (r *Reader) ChainsIn(ctx context.Context, from, to time.Time) ([]Entry, error) {
+	notifications := map[string]bool{}
+	var events []string
+	seen := map[string]bool{}
+	for e, err := range r.Range(ctx, from, to) {
+		if err != nil {
+			return nil, err
+		}
+		notifications[e.NotificationID] = true
+		if !seen[e.EventID] {
+			seen[e.EventID] = true
+			events = append(events, e.EventID)
+		}
+	}
+	var out []Entry
+	for _, ev := range events {
+		es, err := r.Timeline(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if notifications[e.NotificationID] {
+				out = append(out, e)
+			}
+		}
+	}
+	return Sorted(out), nil
+}
+
+// query yields the entries of every page of in.
+func (r *Reader) query(ctx context.Context, in *dynamodb.QueryInput) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		p := dynamodb.NewQueryPaginator(r.DB, in)
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			for _, item := range page.Items {
+				e, err := FromItem(item)
+				if err != nil {
+					yield(Entry{}, err)
+					return
+				}
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}

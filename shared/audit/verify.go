@@ -1,0 +1,187 @@
+package audit
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Chain is the entries of one notification in chain order: by version, a purge last.
+type Chain struct {
+	NotificationID string
+	Entries        []Entry
+}
+
+// Chains groups entries by notification and orders each group in chain order. Chains are
+// ordered by the time of their first entry, then by notification ID.
+func Chains(entries []Entry) []Chain {
+	byID := map[string][]Entry{}
+	var ids []string
+	for _, e := range entries {
+		if _, ok := byID[e.NotificationID]; !ok {
+			ids = append(ids, e.NotificationID)
+		}
+		byID[e.NotificationID] = append(byID[e.NotificationID], e)
+	}
+	out := make([]Chain, 0, len(ids))
+	for _, id := range ids {
+		es := byID[id]
+		sort.SliceStable(es, func(i, j int) bool { return chainLess(es[i], es[j]) })
+		out = append(out, Chain{NotificationID: id, Entries: es})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Entries[0].At, out[j].Entries[0].At
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return out[i].NotificationID < out[j].NotificationID
+	})
+	return out
+}
+
+func chainLess(a, b Entry) bool {
+	if a.Version != b.Version {
+		return a.Version < b.Version
+	}
+	if a.Purged() != b.Purged() {
+		return !a.Purged()
+	}
+	return a.Seq < b.Seq
+}
+
+// Sorted returns entries in timeline order: chain by chain, as Chains orders them.
+func Sorted(entries []Entry) []Entry {
+	out := make([]Entry, 0, len(entries))
+	for _, c := range Chains(entries) {
+		out = append(out, c.Entries...)
+	}
+	return out
+}
+
+// Problem is one broken or missing link found by Verify.
+type Problem struct {
+	NotificationID string `json:"notification_id"`
+	// Seq is the entry where the problem shows: the edited entry, or the first entry after a
+	// gap or a broken link.
+	Seq  string `json:"seq"`
+	What string `json:"what"`
+}
+
+// String names the notification, the seq and what is wrong.
+func (p Problem) String() string {
+	return fmt.Sprintf("notification %s, seq %s: %s", p.NotificationID, p.Seq, p.What)
+}
+
+// Verify recomputes every chain in entries and checks it. It returns the problems in chain
+// order, so the first one is the first broken or missing link; none means every chain is
+// intact: each entry's hash matches its content, versions run from 1 without gaps or
+// repeats, each prev_hash is the previous entry's hash (the genesis value for version 1),
+// each from_state is the previous to_state, nothing follows a purge, and no item holds an
+// attribute outside the allow-list. A chain must be complete: pass every entry of each
+// notification (Reader.Timeline returns them).
+func Verify(entries []Entry) []Problem {
+	var out []Problem
+	for _, c := range Chains(entries) {
+		out = append(out, VerifyChain(c)...)
+	}
+	return out
+}
+
+// VerifyChain checks one chain as Verify does.
+func VerifyChain(c Chain) []Problem {
+	var out []Problem
+	add := func(e Entry, format string, args ...any) {
+		out = append(out, Problem{NotificationID: c.NotificationID, Seq: e.Seq, What: fmt.Sprintf(format, args...)})
+	}
+	var prev *Entry
+	for i := range c.Entries {
+		e := c.Entries[i]
+		if len(e.Unexpected) > 0 {
+			add(e, "attributes outside the allow-list: %s", strings.Join(e.Unexpected, ", "))
+		}
+		if h, err := ComputeHash(e.PrevHash, e); err != nil {
+			add(e, "prev_hash is not 64 hex digits")
+		} else if h != e.Hash {
+			add(e, "hash does not match the entry's content: the entry was edited")
+		}
+		if v, purged, ok := parseSeq(e.Seq); !ok || v != e.Version || purged != e.Purged() {
+			add(e, "seq does not name version %d%s: the entry was moved", e.Version, map[bool]string{true: " (purged)"}[e.Purged()])
+		}
+		if e.Day != e.At.UTC().Format(DayLayout) {
+			add(e, "day %s is not the date of at", e.Day)
+		}
+		if prev == nil {
+			switch {
+			case e.Version != 1 || e.Purged():
+				what := fmt.Sprintf("chain starts at version %d: %s missing", e.Version, versions(1, e.Version-1))
+				if e.Purged() {
+					what = fmt.Sprintf("chain holds only a purge: %s missing", versions(1, e.Version))
+				}
+				if e.PrevMissing {
+					what += " (the writer found no previous entry)"
+				}
+				add(e, "%s", what)
+			case e.PrevHash != GenesisHash:
+				add(e, "first entry's prev_hash is not the genesis value")
+			case e.FromState != "":
+				add(e, "first entry starts from %s instead of ∅", e.FromState)
+			}
+			prev = &c.Entries[i]
+			continue
+		}
+		want := prev.Version + 1
+		if e.Purged() {
+			want = prev.Version
+		}
+		switch {
+		case prev.Purged():
+			add(e, "entry after the purge at seq %s", prev.Seq)
+		case e.Version == prev.Version && !e.Purged():
+			add(e, "second entry for version %d", e.Version)
+		case e.Version > want:
+			last := e.Version - 1
+			if e.Purged() {
+				last = e.Version
+			}
+			add(e, "%s missing after seq %s", versions(prev.Version+1, last), prev.Seq)
+		default:
+			if e.PrevHash != prev.Hash {
+				add(e, "prev_hash does not match the hash of seq %s: an entry was replaced, removed or reordered", prev.Seq)
+			}
+			if e.FromState != prev.ToState {
+				add(e, "from_state %s does not follow to_state %s of seq %s", e.FromState, prev.ToState, prev.Seq)
+			}
+			if e.PrevMissing {
+				add(e, "marked prev_missing: seq %s was written after it", prev.Seq)
+			}
+			// A purge's at has whole seconds only.
+			if e.At.Before(prev.At.Truncate(time.Second)) {
+				add(e, "at is earlier than the at of seq %s", prev.Seq)
+			}
+		}
+		prev = &c.Entries[i]
+	}
+	return out
+}
+
+func versions(from, to int64) string {
+	if from == to {
+		return fmt.Sprintf("version %d", from)
+	}
+	return fmt.Sprintf("versions %d–%d", from, to)
+}
+
+// parseSeq returns the version a seq names and whether it is a purge's.
+func parseSeq(seq string) (version int64, purged bool, ok bool) {
+	parts := strings.Split(seq, "#")
+	if len(parts) < 2 || len(parts) > 4 || len(parts[1]) != 10 {
+		return 0, false, false
+	}
+	v, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return 0, false, false
+	}
+	return v, parts[len(parts)-1] == strings.TrimPrefix(purgedSuffix, "#"), true
+}

@@ -133,8 +133,12 @@ func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int,
 	return p
 }
 
-// body returns the JSON of a valid request after edit has changed its fields.
-func body(edit func(map[string]any)) string {
+// body returns the JSON of a valid request, expiring 15 minutes after t0, after edit has
+// changed its fields.
+func body(edit func(map[string]any)) string { return bodyAt(t0, edit) }
+
+// bodyAt is body for a clock standing at now.
+func bodyAt(now time.Time, edit func(map[string]any)) string {
 	m := map[string]any{
 		"event_id":   eventID,
 		"channel":    "sms",
@@ -142,7 +146,7 @@ func body(edit func(map[string]any)) string {
 		"to":         phone,
 		"locale":     "en-GB",
 		"params":     map[string]any{"reset_url": resetURL},
-		"expires_at": t0.Add(15 * time.Minute).Format(time.RFC3339),
+		"expires_at": now.Add(15 * time.Minute).Format(time.RFC3339),
 	}
 	if edit != nil {
 		edit(m)
@@ -261,3 +265,5 @@ func padTo(js string, n int) string {
 	prefix := js[:len(js)-1] + `,"pad":"`
 	return prefix + strings.Repeat("x", n-len(prefix)-2) + `"}`
 }
+
+type eventResponse = events.APIGatewayV2HTTPResponse

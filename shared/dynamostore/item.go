@@ -1,0 +1,171 @@
+package dynamostore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/tables"
+)
+
+// item is a notification as stored. Its tags must be the tables.Attr* names; a test checks
+// every tag against them, since Go cannot use a constant in a struct tag.
+type item struct {
+	IdempotencyKey     string `dynamodbav:"idempotency_key"`
+	NotificationID     string `dynamodbav:"notification_id"`
+	EventID            string `dynamodbav:"event_id"`
+	Channel            string `dynamodbav:"channel"`
+	Purpose            string `dynamodbav:"purpose"`
+	State              string `dynamodbav:"state"`
+	Reason             string `dynamodbav:"reason"`
+	Version            int64  `dynamodbav:"version"`
+	Attempt            int    `dynamodbav:"attempt"`
+	CreatedAt          string `dynamodbav:"created_at"`
+	UpdatedAt          string `dynamodbav:"updated_at"`
+	ExpiresAt          string `dynamodbav:"expires_at"`
+	DispatchDeadline   string `dynamodbav:"dispatch_deadline"`
+	PolicyVersion      string `dynamodbav:"policy_version"`
+	SafetyMarginMS     int64  `dynamodbav:"safety_margin_ms"`
+	RequestFingerprint string `dynamodbav:"request_fingerprint"`
+	Sealed             []byte `dynamodbav:"sealed,omitempty"`
+	DestinationFP      string `dynamodbav:"destination_fp,omitempty"`
+	Provider           string `dynamodbav:"provider,omitempty"`
+	ProviderMessageID  string `dynamodbav:"provider_message_id,omitempty"`
+	LeaseUntil         string `dynamodbav:"lease_until,omitempty"`
+	ReconcileCount     int    `dynamodbav:"reconcile_count"`
+	NextActionAt       string `dynamodbav:"next_action_at,omitempty"`
+	// DueShard is a pointer because shard 0 is a real shard; nil keeps it off the due index.
+	DueShard *int  `dynamodbav:"due_shard,omitempty"`
+	TTL      int64 `dynamodbav:"ttl,omitempty"`
+}
+
+// toItem converts a record to its stored form.
+func toItem(r notify.Record) item {
+	it := item{
+		IdempotencyKey:     r.IdempotencyKey,
+		NotificationID:     r.NotificationID,
+		EventID:            r.EventID,
+		Channel:            r.Channel,
+		Purpose:            r.Purpose,
+		State:              string(r.State),
+		Reason:             string(r.Reason),
+		Version:            r.Version,
+		Attempt:            r.Attempt,
+		CreatedAt:          tables.FormatTime(r.CreatedAt),
+		UpdatedAt:          tables.FormatTime(r.UpdatedAt),
+		ExpiresAt:          tables.FormatTime(r.ExpiresAt),
+		DispatchDeadline:   tables.FormatTime(r.DispatchDeadline),
+		PolicyVersion:      r.PolicyVersion,
+		SafetyMarginMS:     r.SafetyMargin.Milliseconds(),
+		RequestFingerprint: r.RequestFingerprint,
+		Sealed:             r.Sealed,
+		DestinationFP:      r.DestinationFP,
+		Provider:           r.Provider,
+		ProviderMessageID:  r.ProviderMessageID,
+		LeaseUntil:         tables.FormatTime(r.LeaseUntil),
+		ReconcileCount:     r.ReconcileCount,
+		NextActionAt:       tables.FormatTime(r.NextActionAt),
+		TTL:                ttlOf(r.PurgeAt),
+	}
+	if it.NextActionAt != "" {
+		shard := tables.DueShard(r.IdempotencyKey)
+		it.DueShard = &shard
+	}
+	if len(it.Sealed) == 0 {
+		it.Sealed = nil
+	}
+	return it
+}
+
+// ttlOf returns the TTL attribute for a purge time: epoch seconds, rounded up so that a record
+// is never removed before its purge time; 0 (absent) for the zero time.
+func ttlOf(purgeAt time.Time) int64 {
+	if purgeAt.IsZero() {
+		return 0
+	}
+	s := purgeAt.Unix()
+	if purgeAt.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+// toRecord converts a stored item to a record. PurgeAt comes back as the TTL second.
+func (it item) toRecord() (notify.Record, error) {
+	r := notify.Record{
+		IdempotencyKey:     it.IdempotencyKey,
+		NotificationID:     it.NotificationID,
+		EventID:            it.EventID,
+		Channel:            it.Channel,
+		Purpose:            it.Purpose,
+		State:              notify.State(it.State),
+		Reason:             notify.Reason(it.Reason),
+		Version:            it.Version,
+		Attempt:            it.Attempt,
+		PolicyVersion:      it.PolicyVersion,
+		SafetyMargin:       time.Duration(it.SafetyMarginMS) * time.Millisecond,
+		RequestFingerprint: it.RequestFingerprint,
+		Sealed:             it.Sealed,
+		DestinationFP:      it.DestinationFP,
+		Provider:           it.Provider,
+		ProviderMessageID:  it.ProviderMessageID,
+		ReconcileCount:     it.ReconcileCount,
+	}
+	if it.TTL != 0 {
+		r.PurgeAt = time.Unix(it.TTL, 0).UTC()
+	}
+	var errs []error
+	for _, f := range []struct {
+		name string
+		in   string
+		out  *time.Time
+	}{
+		{tables.AttrCreatedAt, it.CreatedAt, &r.CreatedAt},
+		{tables.AttrUpdatedAt, it.UpdatedAt, &r.UpdatedAt},
+		{tables.AttrExpiresAt, it.ExpiresAt, &r.ExpiresAt},
+		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
+		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
+		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
+	} {
+		t, err := tables.ParseTime(f.in)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+		}
+		*f.out = t
+	}
+	if !r.State.Valid() {
+		errs = append(errs, fmt.Errorf("%s: unknown state %q", tables.AttrState, it.State))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return notify.Record{}, fmt.Errorf("item %s: %w", it.IdempotencyKey, err)
+	}
+	return r, nil
+}
+
+// ItemFromRecord returns the item that Admit writes for r, for tools that write the table
+// directly (the benchmark's raw PutItem, test fixtures).
+func ItemFromRecord(r notify.Record) (map[string]ddbtypes.AttributeValue, error) {
+	av, err := attributevalue.MarshalMap(toItem(r))
+	if err != nil {
+		return nil, fmt.Errorf("dynamostore.item %s: %w", r.IdempotencyKey, err)
+	}
+	return av, nil
+}
+
+// RecordFromItem decodes an item of the notifications table, as GetItem, Query or a stream
+// image (once converted to the SDK's attribute values) returns it.
+func RecordFromItem(av map[string]ddbtypes.AttributeValue) (notify.Record, error) {
+	var it item
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return notify.Record{}, fmt.Errorf("dynamostore.record: %w", err)
+	}
+	r, err := it.toRecord()
+	if err != nil {
+		return notify.Record{}, fmt.Errorf("dynamostore.record: %w", err)
+	}
+	return r, nil
+}

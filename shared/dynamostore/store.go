@@ -1,0 +1,66 @@
+// Package dynamostore keeps notification records in the DynamoDB notifications table. It
+// implements notify.Store with one conditional write per call: Admit is a PutItem conditioned
+// on the key not existing, which returns the existing item on conflict; Transition is an
+// UpdateItem conditioned on the expected version (and, for a lease, on the dispatch deadline
+// still being ahead). It never decides a transition; notify.Record.Apply does.
+//
+// The package has its own storage model (item), so no attribute name reaches the domain.
+// Timestamps are stored as tables.FormatTime strings (RFC 3339 UTC, nine fraction digits, so
+// string order is time order); ttl is epoch seconds as DynamoDB TTL requires; due_shard and
+// next_action_at are present only while the record is due for the sweeper, which keeps the
+// due index sparse.
+package dynamostore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+)
+
+// API is the part of the DynamoDB client the store uses; *dynamodb.Client satisfies it.
+type API interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Store is a notify.Store over one notifications table. It is safe for concurrent use.
+type Store struct {
+	client API
+	table  string
+}
+
+var _ notify.Store = (*Store)(nil)
+
+// New returns a store over the notifications table named table.
+func New(client API, table string) *Store {
+	return &Store{client: client, table: table}
+}
+
+// Table returns the name of the table the store writes.
+func (s *Store) Table() string { return s.table }
+
+// isConditionFailed reports whether err is a lost conditional write: a failed condition
+// expression, or a transaction cancelled because one of its conditions failed.
+func isConditionFailed(err error) bool {
+	var cf *ddbtypes.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		return true
+	}
+	var tc *ddbtypes.TransactionCanceledException
+	if errors.As(err, &tc) {
+		for _, r := range tc.CancellationReasons {
+			if r.Code != nil && *r.Code == "ConditionalCheckFailed" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Chain is the entries of one notification in chain order: by version, a purge last.
+// Chain is the entries of one notification in chain order: by seq, so by version, a purge
+// last.
 type Chain struct {
 	NotificationID string
 	Entries        []Entry
@@ -41,15 +42,10 @@ func Chains(entries []Entry) []Chain {
 	return out
 }
 
-func chainLess(a, b Entry) bool {
-	if a.Version != b.Version {
-		return a.Version < b.Version
-	}
-	if a.Purged() != b.Purged() {
-		return !a.Purged()
-	}
-	return a.Seq < b.Seq
-}
+// chainLess orders a chain by seq, the items' keys: zero-padded versions sort in order and a
+// purge's suffix sorts after its version. Ordering by key rather than by the version
+// attribute means an edited version shows as an edit instead of silently reordering.
+func chainLess(a, b Entry) bool { return a.Seq < b.Seq }
 
 // Sorted returns entries in timeline order: chain by chain, as Chains orders them.
 func Sorted(entries []Entry) []Entry {

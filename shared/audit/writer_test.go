@@ -1,0 +1,186 @@
+package audit
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+)
+
+func newHandler(db *fakeDB) *Handler {
+	return &Handler{
+		Writer:   &Writer{DB: db, Table: "audit"},
+		Function: "audit", FunctionVersion: "$LATEST",
+		Clock: notifytest.NewClock(t0.Add(3 * time.Hour)),
+	}
+}
+
+func invoke(t *testing.T, h *Handler, reqID string, recs ...events.DynamoDBEventRecord) events.DynamoDBEventResponse {
+	t.Helper()
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: reqID})
+	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs})
+	if err != nil {
+		t.Fatalf("Handle returned an error: %v", err)
+	}
+	return resp
+}
+
+type link struct {
+	Seq         string
+	To          notify.State
+	Linked      bool // prev_hash is the previous entry's hash (genesis for the first)
+	PrevMissing bool
+}
+
+func links(es []Entry) []link {
+	out := make([]link, len(es))
+	for i, e := range es {
+		want := GenesisHash
+		if i > 0 && es[i-1].NotificationID == e.NotificationID {
+			want = es[i-1].Hash
+		}
+		out[i] = link{Seq: e.Seq, To: e.ToState, Linked: e.PrevHash == want, PrevMissing: e.PrevMissing}
+	}
+	return out
+}
+
+func TestHandlerWritesAChain(t *testing.T) {
+	db := newFakeDB()
+	h := newHandler(db)
+	recs := lifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA")
+	if resp := invoke(t, h, "req-1", recs...); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", resp.BatchItemFailures)
+	}
+	got := db.entries()
+	want := []link{
+		{"evt-1:sms:password_reset#0000000001", "accepted", true, false},
+		{"evt-1:sms:password_reset#0000000002", "dispatching", true, false},
+		{"evt-1:sms:password_reset#0000000003", "sent", true, false},
+		{"evt-1:sms:password_reset#0000000004", "delivered", true, false},
+		{"evt-1:sms:password_reset#0000000004#purged", "purged", true, false},
+	}
+	if diff := cmp.Diff(want, links(got)); diff != "" {
+		t.Errorf("chain (-want +got):\n%s", diff)
+	}
+	if p := Verify(got); len(p) != 0 {
+		t.Errorf("Verify: %v", p)
+	}
+	if got[0].Actor != "audit:$LATEST/req-1" {
+		t.Errorf("actor = %q", got[0].Actor)
+	}
+}
+
+// TestHandlerReplayWritesNothing delivers a batch twice, as Lambda does after a failure.
+func TestHandlerReplayWritesNothing(t *testing.T) {
+	for _, returnOld := range []bool{true, false} {
+		t.Run(map[bool]string{true: "old item returned", false: "old item read"}[returnOld], func(t *testing.T) {
+			db := newFakeDB()
+			db.returnOld = returnOld
+			h := newHandler(db)
+			recs := lifecycleRecords("k1", "evt-1", "01JA")
+			invoke(t, h, "req-1", recs...)
+			before := db.entries()
+			puts := db.puts
+			if resp := invoke(t, h, "req-2", recs...); len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("failures on replay: %+v", resp.BatchItemFailures)
+			}
+			if db.puts != puts {
+				t.Errorf("replay stored %d new items", db.puts-puts)
+			}
+			if diff := cmp.Diff(before, db.entries()); diff != "" {
+				t.Errorf("replay changed the table (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHandlerStopsAtFirstFailure checks that the first failing record is reported and that
+// nothing after it is written, so Lambda resumes from it in order.
+func TestHandlerStopsAtFirstFailure(t *testing.T) {
+	db := newFakeDB()
+	db.failPut = "k1#0000000002"
+	h := newHandler(db)
+	recs := lifecycleRecords("k1", "evt-1", "01JA")
+	resp := invoke(t, h, "req-1", recs...)
+	want := []events.DynamoDBBatchItemFailure{{ItemIdentifier: recs[1].Change.SequenceNumber}}
+	if diff := cmp.Diff(want, resp.BatchItemFailures); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
+	}
+	if got := len(db.entries()); got != 1 {
+		t.Errorf("%d entries written, want only the one before the failure", got)
+	}
+	// Lambda delivers the batch again from the failed record.
+	db.failPut = ""
+	if resp := invoke(t, h, "req-2", recs[1:]...); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures on retry: %+v", resp.BatchItemFailures)
+	}
+	if p := Verify(db.entries()); len(p) != 0 {
+		t.Errorf("Verify after retry: %v", p)
+	}
+}
+
+func TestHandlerReportsMalformedRecord(t *testing.T) {
+	db := newFakeDB()
+	recs := lifecycleRecords("k1", "evt-1", "01JA")
+	recs[2].Change.NewImage = nil
+	resp := invoke(t, newHandler(db), "req-1", recs...)
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != recs[2].Change.SequenceNumber {
+		t.Fatalf("failures = %+v, want record 3", resp.BatchItemFailures)
+	}
+}
+
+// TestWriterPrevMissing starts auditing in the middle of a chain.
+func TestWriterPrevMissing(t *testing.T) {
+	db := newFakeDB()
+	recs := lifecycleRecords("k1", "evt-1", "01JA")
+	invoke(t, newHandler(db), "req-1", recs[2:]...)
+	got := db.entries()
+	want := []link{
+		{"k1#0000000003", "sent", true, true},
+		{"k1#0000000004", "delivered", true, false},
+		{"k1#0000000004#purged", "purged", true, false},
+	}
+	if diff := cmp.Diff(want, links(got)); diff != "" {
+		t.Errorf("chain (-want +got):\n%s", diff)
+	}
+	p := Verify(got)
+	if len(p) == 0 || !strings.Contains(p[0].What, "versions 1–2 missing") || !strings.Contains(p[0].What, "no previous entry") {
+		t.Errorf("Verify = %v, want the missing versions named", p)
+	}
+}
+
+// TestWriterKeyReadmittedAfterPurge admits the same key again after its first record was
+// purged: the second notification's entries must be kept, under disambiguated seqs.
+func TestWriterKeyReadmittedAfterPurge(t *testing.T) {
+	db := newFakeDB()
+	h := newHandler(db)
+	invoke(t, h, "req-1", lifecycleRecords("k1", "evt-1", "01JA")...)
+	second := lifecycleRecords("k1", "evt-1", "01JB")
+	invoke(t, h, "req-2", second...)
+	invoke(t, h, "req-3", second...) // and a replay of it
+	var seqs []string
+	for _, e := range db.entries() {
+		if e.NotificationID == "01JB" {
+			seqs = append(seqs, e.Seq)
+		}
+	}
+	want := []string{
+		"k1#0000000001#01JB", "k1#0000000002#01JB", "k1#0000000003#01JB", "k1#0000000004#01JB", "k1#0000000004#01JB#purged",
+	}
+	if diff := cmp.Diff(want, seqs); diff != "" {
+		t.Errorf("second notification's seqs (-want +got):\n%s", diff)
+	}
+	if got := len(db.entries()); got != 10 {
+		t.Errorf("%d entries, want 10", got)
+	}
+	if p := Verify(db.entries()); len(p) != 0 {
+		t.Errorf("Verify: %v", p)
+	}
+}

@@ -29,7 +29,9 @@ type fakeDB struct {
 	failPut string
 }
 
-func newFakeDB() *fakeDB { return &fakeDB{items: map[string]map[string]ddbtypes.AttributeValue{}, returnOld: true} }
+func newFakeDB() *fakeDB {
+	return &fakeDB{items: map[string]map[string]ddbtypes.AttributeValue{}, returnOld: true}
+}
 
 func fakeKey(item map[string]ddbtypes.AttributeValue) string {
 	return item[tables.AuditEventID].(*ddbtypes.AttributeValueMemberS).Value + "|" +

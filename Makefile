@@ -1,0 +1,69 @@
+# resetnotify — build, test and local-run entry points. `make help` lists the targets.
+#
+# Tools (DynamoDB Local, moto, cfn-lint) live in .tools/, installed by `make tools`; nothing
+# else beyond Go, Java 17, npm and Python 3 is assumed on the machine.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+TOOLS   := .tools
+VENV    := $(TOOLS)/venv
+DEVSTACK := go run ./cmd/devstack exec --
+
+# Lambda binaries target the machine's own architecture unless GOARCH is given: local runs need
+# x86-64 here, while AWS needs arm64 (`GOARCH=arm64 sam build`).
+GOARCH ?= $(shell go env GOARCH)
+
+# go_build_lambda builds the function in $(1) into $(2)/bootstrap for the provided.al2023 runtime.
+define go_build_lambda
+	GOOS=linux GOARCH=$(GOARCH) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $(2)/bootstrap $(1)
+endef
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_%-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: tools
+tools: ## Install DynamoDB Local, moto and cfn-lint into .tools/ (idempotent).
+	@./infra/install-tools.sh
+
+.PHONY: test
+test: tools ## Check formatting, vet, then run all tests against DynamoDB Local and moto.
+	@unformatted=$$(gofmt -l $$(go list -f '{{.Dir}}' ./...)); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	$(DEVSTACK) go test -count=1 -race ./...
+
+.PHONY: bench
+bench: tools ## Run the benchmarks against DynamoDB Local and moto.
+	$(DEVSTACK) go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: validate
+validate: tools ## Lint template.yaml with cfn-lint.
+	$(VENV)/bin/cfn-lint template.yaml
+
+.PHONY: build
+build: ## Build every functions/<name> into bin/<name>/bootstrap.
+	@set -e; for dir in $$(find functions -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort); do \
+		name=$${dir#functions/}; echo "build $$name"; \
+		$(call go_build_lambda,./$$dir,bin/$$name); \
+	done
+
+# build-%: SAM's `BuildMethod: makefile` calls `make build-<LogicalId>` with ARTIFACTS_DIR set.
+# The logical ID maps to a folder: drop "Function", then CamelCase to kebab-case
+# (ProviderEventsFunction -> functions/provider-events).
+function_dir = functions/$(shell echo '$(1)' | sed -e 's/Function$$//' -e 's/\([a-z0-9]\)\([A-Z]\)/\1-\2/g' -e 's/\([A-Z]\)\([A-Z][a-z]\)/\1-\2/g' | tr '[:upper:]' '[:lower:]')
+
+# A pattern rule cannot be .PHONY; nothing creates files named build-*, so it always runs.
+build-%: ## Build one function for SAM, e.g. make build-IntakeFunction ARTIFACTS_DIR=out.
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)"; exit 1; }
+	@test -d "$(call function_dir,$*)" || { echo "no $(call function_dir,$*) for $*"; exit 1; }
+	$(call go_build_lambda,./$(call function_dir,$*),$(ARTIFACTS_DIR))
+
+.PHONY: local
+local: tools ## Run the whole stack locally (cmd/local).
+	go run ./cmd/local
+
+.PHONY: clean
+clean: ## Remove build output (not .tools/).
+	rm -rf bin .aws-sam

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# install-tools.sh installs the local emulators and linters into .tools/ at the repository root:
+#   .tools/dynamodb-local/   DynamoDB Local (DynamoDBLocal.jar + DynamoDBLocal_lib), taken from the
+#                            npm package amplify-dynamodb-simulator, which ships AWS's own engine.
+#   .tools/venv/             a Python virtualenv with moto[server] (SQS) and cfn-lint.
+# Each part writes a stamp file naming what it installed, so a second run is instant and a change
+# of pinned version reinstalls only that part. It needs Java 17, npm and Python 3.11 on PATH.
+set -euo pipefail
+
+DYNAMODB_SIMULATOR_PKG="amplify-dynamodb-simulator@2.9.30"
+PY_REQUIREMENTS=("moto[server]==5.2.1" "cfn-lint==1.51.0")
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tools="$root/.tools"
+mkdir -p "$tools"
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || { echo "install-tools: $1 not found on PATH ($2)" >&2; exit 1; }
+}
+
+install_dynamodb_local() {
+  local dest="$tools/dynamodb-local" stamp="$tools/.dynamodb-local.stamp"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$DYNAMODB_SIMULATOR_PKG" && -f "$dest/DynamoDBLocal.jar" ]]; then
+    return 0
+  fi
+  need npm "needed to fetch DynamoDB Local"
+  need java "needed to run DynamoDB Local"
+  echo "install-tools: DynamoDB Local from $DYNAMODB_SIMULATOR_PKG"
+  local tmp
+  tmp=$(mktemp -d)
+  # The trap is cleared at the end of the function so it never outlives $tmp.
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent "$DYNAMODB_SIMULATOR_PKG" >/dev/null)
+  tar -xzf "$tmp"/*.tgz -C "$tmp"
+  if [[ ! -f "$tmp/package/emulator/DynamoDBLocal.jar" ]]; then
+    echo "install-tools: $DYNAMODB_SIMULATOR_PKG has no package/emulator/DynamoDBLocal.jar" >&2
+    exit 1
+  fi
+  rm -rf "$dest" "$stamp"
+  mv "$tmp/package/emulator" "$dest"
+  rm -rf "$tmp"
+  trap - EXIT
+  echo "$DYNAMODB_SIMULATOR_PKG" >"$stamp"
+}
+
+install_venv() {
+  local venv="$tools/venv" stamp="$tools/.venv.stamp"
+  local want
+  want=$(python3 --version 2>&1; printf '%s\n' "${PY_REQUIREMENTS[@]}")
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/moto_server" && -x "$venv/bin/cfn-lint" ]]; then
+    return 0
+  fi
+  need python3 "needed for moto and cfn-lint"
+  echo "install-tools: Python virtualenv with ${PY_REQUIREMENTS[*]}"
+  rm -rf "$venv" "$stamp"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_REQUIREMENTS[@]}"
+  echo "$want" >"$stamp"
+}
+
+install_dynamodb_local
+install_venv

@@ -30,7 +30,10 @@ type Record struct {
 	Provider          string
 	ProviderMessageID string
 	LeaseUntil        time.Time
-	ReconcileCount    int
+	// AttemptedAt is when the current attempt took its lease: reconciliation counts a
+	// provider's "not found" only once its visibility window has passed since then.
+	AttemptedAt    time.Time
+	ReconcileCount int
 	// NextActionAt is when the sweeper should look at the record again; zero once terminal.
 	NextActionAt time.Time
 	// PurgeAt is when the store may delete the record (expires_at plus the status grace).
@@ -122,6 +125,8 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 		}
 		next.Attempt = r.Attempt + 1
 		next.LeaseUntil = ch.LeaseUntil
+		next.AttemptedAt = now
+		next.ReconcileCount = 0
 		// If the worker dies, the sweeper finds the record when the lease runs out.
 		next.NextActionAt = ch.LeaseUntil
 	case StateDispatchUnknown:

@@ -26,6 +26,7 @@ const (
 	AttrProvider           = "provider"
 	AttrProviderMessageID  = "provider_message_id"
 	AttrLeaseUntil         = "lease_until"
+	AttrAttemptedAt        = "attempted_at"
 	AttrReconcileCount     = "reconcile_count"
 	AttrNextActionAt       = "next_action_at"
 	AttrDueShard           = "due_shard"

@@ -36,6 +36,7 @@ type item struct {
 	Provider           string `dynamodbav:"provider,omitempty"`
 	ProviderMessageID  string `dynamodbav:"provider_message_id,omitempty"`
 	LeaseUntil         string `dynamodbav:"lease_until,omitempty"`
+	AttemptedAt        string `dynamodbav:"attempted_at,omitempty"`
 	ReconcileCount     int    `dynamodbav:"reconcile_count"`
 	NextActionAt       string `dynamodbav:"next_action_at,omitempty"`
 	// DueShard is a pointer because shard 0 is a real shard; nil keeps it off the due index.
@@ -67,6 +68,7 @@ func toItem(r notify.Record) item {
 		Provider:           r.Provider,
 		ProviderMessageID:  r.ProviderMessageID,
 		LeaseUntil:         tables.FormatTime(r.LeaseUntil),
+		AttemptedAt:        tables.FormatTime(r.AttemptedAt),
 		ReconcileCount:     r.ReconcileCount,
 		NextActionAt:       tables.FormatTime(r.NextActionAt),
 		TTL:                ttlOf(r.PurgeAt),
@@ -129,6 +131,7 @@ func (it item) toRecord() (notify.Record, error) {
 		{tables.AttrExpiresAt, it.ExpiresAt, &r.ExpiresAt},
 		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
 		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
+		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
 		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
 	} {
 		t, err := tables.ParseTime(f.in)

@@ -26,7 +26,7 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrCreatedAt, tables.AttrUpdatedAt, tables.AttrExpiresAt, tables.AttrDispatchDeadline,
 		tables.AttrPolicyVersion, tables.AttrSafetyMarginMS, tables.AttrRequestFingerprint,
 		tables.AttrSealed, tables.AttrDestinationFP, tables.AttrProvider, tables.AttrProviderMessageID,
-		tables.AttrLeaseUntil, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
+		tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
 		tables.AttrTTL,
 	}
 	var got []string
@@ -66,6 +66,7 @@ func sampleRecord() notify.Record {
 		Provider:           "simulator",
 		ProviderMessageID:  "",
 		LeaseUntil:         at.Add(31 * time.Second),
+		AttemptedAt:        at.Add(time.Second),
 		ReconcileCount:     0,
 		NextActionAt:       at.Add(31 * time.Second),
 		PurgeAt:            time.Date(2026, 11, 2, 12, 15, 0, 0, time.UTC),
@@ -119,6 +120,9 @@ func TestStoredTimes(t *testing.T) {
 	it := toItem(rec)
 	if it.CreatedAt != "2026-11-01T12:00:00.123456789Z" {
 		t.Errorf("created_at stored as %q", it.CreatedAt)
+	}
+	if it.AttemptedAt != "2026-11-01T12:00:01.123456789Z" {
+		t.Errorf("attempted_at stored as %q", it.AttemptedAt)
 	}
 	if want := rec.PurgeAt.Unix(); it.TTL != want {
 		t.Errorf("ttl = %d, want %d", it.TTL, want)

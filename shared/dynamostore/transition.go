@@ -44,6 +44,7 @@ func (s *Store) Transition(ctx context.Context, prev, next notify.Record) error 
 		{tables.AttrProvider, it.Provider != "", it.Provider},
 		{tables.AttrProviderMessageID, it.ProviderMessageID != "", it.ProviderMessageID},
 		{tables.AttrLeaseUntil, it.LeaseUntil != "", it.LeaseUntil},
+		{tables.AttrAttemptedAt, it.AttemptedAt != "", it.AttemptedAt},
 		{tables.AttrNextActionAt, it.NextActionAt != "", it.NextActionAt},
 		{tables.AttrDueShard, it.DueShard != nil, it.DueShard},
 	}

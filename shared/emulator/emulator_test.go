@@ -120,7 +120,8 @@ func TestStartStop(t *testing.T) {
 		}
 		t.Skipf("emulators not installed in %s: run make tools", tools)
 	}
-	s, err := Start(t.Context(), Options{})
+	// Other test packages run meanwhile, so a loaded machine gets longer than the default.
+	s, err := Start(t.Context(), Options{ReadyTimeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

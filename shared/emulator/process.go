@@ -53,13 +53,17 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration, probe fu
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	var lastErr error
+	lastErr := errors.New("no probe finished")
 	for {
 		attemptCtx, cancelAttempt := context.WithTimeout(ctx, 2*time.Second)
-		lastErr = probe(attemptCtx)
+		err := probe(attemptCtx)
 		cancelAttempt()
-		if lastErr == nil {
+		if err == nil {
 			return nil
+		}
+		if ctx.Err() == nil {
+			// A probe cut short by the overall deadline says less than the one before it.
+			lastErr = err
 		}
 		select {
 		case <-p.exited:

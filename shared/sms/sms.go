@@ -66,10 +66,13 @@ type LookupRequest struct {
 	// MessageID is the provider's message ID, when a response carried one; adapters that can
 	// look up by ID prefer it.
 	MessageID string
-	// AttemptedAt is when the dispatch worker stopped waiting for the provider on this attempt
-	// (the call returned, timed out, or, for a worker that died, its lease ran out). "Not
-	// found" counts only once the provider's visibility window has passed since then. A zero
-	// AttemptedAt makes every "not found" inconclusive.
+	// AttemptedAt is a time no earlier than the provider could still have accepted the
+	// attempt: when the dispatch worker stopped waiting for the provider (the time of the
+	// dispatching → dispatch_unknown transition), or, for a worker that died, when its lease
+	// ran out. "Not found" counts only once the provider's visibility window has passed since
+	// then. Passing the time the lease was taken instead is only safe when the visibility
+	// window also covers the whole lease. A zero AttemptedAt makes every "not found"
+	// inconclusive.
 	AttemptedAt time.Time
 }
 

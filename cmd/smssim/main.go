@@ -1,0 +1,91 @@
+// Command smssim runs the SMS provider simulator (package smssim) as a standalone HTTP server
+// for local runs. It prints "listening: http://HOST:PORT" once it serves, and stops on SIGINT
+// or SIGTERM.
+//
+//	smssim -addr 127.0.0.1:0 -seed 42 \
+//	    -mix accept=55,accept_then_timeout=15,accept_then_drop=10,timeout_before_accept=10,throttle=10 \
+//	    -rules 13=reject,14=throttle -visibility 2s -webhook http://127.0.0.1:9000/receipts
+//
+// Modes can also be scripted per destination at run time with POST /control/faults; see
+// package simapi for the API.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/smssim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "smssim:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, serves until ctx is done, and then closes the simulator.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("smssim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		addr          = fs.String("addr", "127.0.0.1:0", "listen address")
+		seed          = fs.Int64("seed", 1, "seed of the per-destination random mix")
+		mixFlag       = fs.String("mix", "", "random mix of modes, e.g. accept=55,accept_then_timeout=15,throttle=10 (default: accept all)")
+		rulesFlag     = fs.String("rules", "", "modes by the number's last digits, e.g. 13=reject,14=throttle")
+		visibility    = fs.Duration("visibility", 0, "how long an accepted message stays invisible to lookups")
+		webhook       = fs.String("webhook", "", "URL that receives delivery receipts")
+		deliveryDelay = fs.Duration("delivery-delay", time.Second, "time from acceptance to delivery and receipt")
+		latency       = fs.Duration("latency", smssim.DefaultLatency, "delay of the latency mode")
+		hang          = fs.Duration("hang", smssim.DefaultHang, "longest hang of the timeout modes")
+		retryAfter    = fs.Duration("retry-after", smssim.DefaultRetryAfter, "Retry-After of 429 and 503")
+		token         = fs.String("token", "", "bearer token required on /messages (default: none)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	mix, err := smssim.ParseMix(*mixFlag)
+	if err != nil {
+		return err
+	}
+	rules, err := smssim.ParseRules(*rulesFlag)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	srv := smssim.New(smssim.Config{
+		Seed:          *seed,
+		Mix:           mix,
+		Rules:         rules,
+		Latency:       *latency,
+		Hang:          *hang,
+		RetryAfter:    *retryAfter,
+		Visibility:    *visibility,
+		DeliveryDelay: *deliveryDelay,
+		WebhookURL:    *webhook,
+		Token:         *token,
+		Logger:        logger,
+	})
+	url, err := srv.Start(*addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "listening: %s\n", url)
+	logger.Info("smssim.start", "url", url, "seed", *seed, "mix", mix.String(), "rules", len(rules), "visibility", *visibility)
+	<-ctx.Done()
+	logger.Info("smssim.stop")
+	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("close: %w", err)
+	}
+	return nil
+}

@@ -2,10 +2,11 @@
 // DynamoDB Local (AWS's own engine, which also serves DynamoDB Streams) and moto_server (SQS).
 // Both are installed into the repository's .tools folder by `make tools`.
 //
-// Each emulator listens on a free port on 127.0.0.1, runs in its own process group so that a
-// Ctrl-C in the terminal reaches the command under test and not the emulators, and writes its
-// output to a log file whose tail is quoted when it fails to start. DynamoDB Local has no
-// option to choose its bind address, so it listens on all interfaces; it holds only test data.
+// Each emulator gets a free port and is reached at 127.0.0.1. It runs in its own process group,
+// so that a Ctrl-C in the terminal reaches the command under test and not the emulators, and
+// writes its output to a log file whose tail is quoted when it fails to start. moto_server binds
+// 127.0.0.1 only; DynamoDB Local has no option to choose its bind address and listens on all
+// interfaces, which is acceptable for an in-memory database of test data.
 //
 // A caller starts a Stack, hands its endpoints to clients (Environ gives them as environment
 // variables) and calls Stop on every exit path. The package runs on Unix systems only.
@@ -140,6 +141,8 @@ func (s *Stack) start(ctx context.Context, opts Options, dynamoDir, jar, motoSer
 		"-Xmx"+opts.JavaHeap,
 		"-Djava.library.path="+filepath.Join(dynamoDir, "DynamoDBLocal_lib"),
 		"-jar", jar,
+		// -sharedDb: every credential and region sees the same tables. -disableTelemetry:
+		// nothing about local runs should try to leave the machine.
 		"-inMemory", "-sharedDb", "-disableTelemetry",
 		"-port", fmt.Sprint(dynamoPort))
 	if err != nil {

@@ -93,7 +93,9 @@ func TestParseRequestRefusals(t *testing.T) {
 		{"wrong channel", body(func(m map[string]any) { m["channel"] = "email" }), "", notify.ProblemInvalid, "channel"},
 		{"missing params", body(func(m map[string]any) { delete(m, "params") }), "", notify.ProblemInvalid, "params"},
 		{"empty params", body(func(m map[string]any) { m["params"] = map[string]any{} }), "", notify.ProblemInvalid, "params"},
-		{"both params", body(func(m map[string]any) { m["params"] = map[string]any{"code": "1234", "reset_url": "https://x.example/"} }), "", notify.ProblemInvalid, "params"},
+		{"both params", body(func(m map[string]any) {
+			m["params"] = map[string]any{"code": "1234", "reset_url": "https://x.example/"}
+		}), "", notify.ProblemInvalid, "params"},
 		{"unknown param", body(func(m map[string]any) { m["params"] = map[string]any{"link": "https://x.example/"} }), "", notify.ProblemInvalid, "params.link"},
 		{"http url", body(func(m map[string]any) { m["params"] = map[string]any{"reset_url": "http://x.example/"} }), "", notify.ProblemInvalid, "params.reset_url"},
 		{"bad code", body(func(m map[string]any) { m["params"] = map[string]any{"code": "12"} }), "", notify.ProblemInvalid, "params.code"},

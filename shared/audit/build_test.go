@@ -2,6 +2,7 @@ package audit
 
 import (
 	"errors"
+	"regexp"
 	"testing"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -173,6 +173,6 @@ func TestItemRoundTrip(t *testing.T) {
 	}
 }
 
-func containsSecret(s string) bool {
-	return len(audittest.Leaks(s, []string{"+447700900123", "https://shop.example/reset?t=SECRET", "SECRET"})) > 0
-}
+var secretLike = regexp.MustCompile(`\+[1-9][0-9]{6,14}|https?://|SECRET`)
+
+func containsSecret(s string) bool { return secretLike.MatchString(s) }

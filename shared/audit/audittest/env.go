@@ -1,0 +1,267 @@
+package audittest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/testenv"
+)
+
+// Deadline bounds every wait on DynamoDB Local: tables becoming active, stream records
+// appearing, TTL removing an item.
+const Deadline = 60 * time.Second
+
+// Env is a pair of fresh tables in DynamoDB Local, the real store over the notifications
+// table, a reader of its stream, and the real audit handler over the audit table.
+type Env struct {
+	DB      *dynamodb.Client
+	Streams *dynamodbstreams.Client
+	Names   tables.Names
+	Store   *dynamostore.Store
+	Handler *audit.Handler
+	Reader  *audit.Reader
+
+	streamARN string
+	iterators map[string]string // shard ID → next iterator; "" once the shard is closed
+}
+
+// NewEnv creates the tables (tables.Create) under unique names, or skips t when DynamoDB
+// Local is not configured (see testenv).
+func NewEnv(t testing.TB) *Env {
+	t.Helper()
+	db := testenv.DynamoDB(t)
+	streams := testenv.Streams(t)
+	names := tables.Names{
+		Notifications: testenv.UniqueName(t, "notif"),
+		Audit:         testenv.UniqueName(t, "audit"),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
+	defer cancel()
+	if err := tables.Create(ctx, db, names); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), Deadline)
+		defer cancel()
+		for _, n := range []string{names.Notifications, names.Audit} {
+			_, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(n)})
+		}
+	})
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(names.Notifications)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{
+		DB:      db,
+		Streams: streams,
+		Names:   names,
+		Store:   dynamostore.New(db, names.Notifications),
+		Handler: &audit.Handler{
+			Writer:   &audit.Writer{DB: db, Table: names.Audit},
+			Function: "resetnotify-audit", FunctionVersion: "$LATEST",
+			Clock: notify.SystemClock{},
+		},
+		Reader:    &audit.Reader{DB: db, Table: names.Audit},
+		streamARN: aws.ToString(out.Table.LatestStreamArn),
+		iterators: map[string]string{},
+	}
+}
+
+// StreamARN returns the notifications table's stream ARN.
+func (e *Env) StreamARN() string { return e.streamARN }
+
+// ReadStream returns the stream records written since the previous call, converted with
+// audit.EventRecord, polling until at least want have arrived or Deadline passes. Records of
+// one shard keep their order; shards follow one another in the order DescribeStream lists them.
+func (e *Env) ReadStream(t testing.TB, want int) []events.DynamoDBEventRecord {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
+	defer cancel()
+	var out []events.DynamoDBEventRecord
+	for {
+		recs, err := e.poll(ctx)
+		if err != nil {
+			t.Fatalf("audittest.ReadStream: %v", err)
+		}
+		out = append(out, recs...)
+		if len(out) >= want {
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("audittest.ReadStream: %d stream records after %s, want %d", len(out), Deadline, want)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// poll reads every open shard once to its current end.
+func (e *Env) poll(ctx context.Context) ([]events.DynamoDBEventRecord, error) {
+	desc, err := e.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(e.streamARN)})
+	if err != nil {
+		return nil, fmt.Errorf("describe stream: %w", err)
+	}
+	var out []events.DynamoDBEventRecord
+	for _, sh := range desc.StreamDescription.Shards {
+		id := aws.ToString(sh.ShardId)
+		it, known := e.iterators[id]
+		if !known {
+			gi, err := e.Streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+				StreamArn: aws.String(e.streamARN), ShardId: sh.ShardId,
+				ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("shard iterator %s: %w", id, err)
+			}
+			it = aws.ToString(gi.ShardIterator)
+		}
+		for it != "" {
+			page, err := e.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(it)})
+			if err != nil {
+				return nil, fmt.Errorf("get records %s: %w", id, err)
+			}
+			for _, r := range page.Records {
+				out = append(out, audit.EventRecord(r, e.streamARN))
+			}
+			next := aws.ToString(page.NextShardIterator)
+			if len(page.Records) == 0 || next == "" {
+				it = next
+				break
+			}
+			it = next
+		}
+		e.iterators[id] = it
+	}
+	return out, nil
+}
+
+// Replay delivers recs to the audit handler as one batch invoked with requestID, and fails t
+// on a batch item failure.
+func (e *Env) Replay(t testing.TB, requestID string, recs []events.DynamoDBEventRecord) {
+	t.Helper()
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: requestID})
+	resp, err := e.Handler.Handle(ctx, events.DynamoDBEvent{Records: recs})
+	if err != nil {
+		t.Fatalf("audit handler: %v", err)
+	}
+	if len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("audit handler reported failures: %+v", resp.BatchItemFailures)
+	}
+}
+
+// ScanAudit returns every item of the audit table, raw, sorted by event ID and seq.
+func (e *Env) ScanAudit(t testing.TB) []map[string]ddbtypes.AttributeValue {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
+	defer cancel()
+	var out []map[string]ddbtypes.AttributeValue
+	p := dynamodb.NewScanPaginator(e.DB, &dynamodb.ScanInput{TableName: aws.String(e.Names.Audit), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("scan audit: %v", err)
+		}
+		out = append(out, page.Items...)
+	}
+	key := func(it map[string]ddbtypes.AttributeValue) string {
+		s := func(a string) string {
+			if v, ok := it[a].(*ddbtypes.AttributeValueMemberS); ok {
+				return v.Value
+			}
+			return ""
+		}
+		return s(tables.AuditEventID) + "\x00" + s(tables.AuditSeq)
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
+}
+
+// ExpireNow sets the TTL attribute of the record with key to a minute ago, so DynamoDB
+// Local's TTL process removes it within seconds, and waits until the item is gone.
+//
+// DynamoDB Local 1.25.1 never TTL-deletes an item that lacks the key of a sparse global
+// secondary index, and once it meets one it stops deleting anything else in that table. A
+// sent or terminal record is not in the due index, so ExpireNow also puts the record back in
+// it (due_shard and next_action_at) with the same write. That write keeps the version, so the
+// audit writer ignores it; real DynamoDB needs no such help.
+func (e *Env) ExpireNow(t testing.TB, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
+	defer cancel()
+	// A minute ago: TTL ignores expiry times more than five years old.
+	past := time.Now().Add(-time.Minute)
+	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(e.Names.Notifications),
+		Key:              map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: key}},
+		UpdateExpression: aws.String("SET #ttl = :past, #shard = if_not_exists(#shard, :shard), #next = if_not_exists(#next, :next)"),
+		ExpressionAttributeNames: map[string]string{
+			"#ttl": tables.AttrTTL, "#shard": tables.AttrDueShard, "#next": tables.AttrNextActionAt,
+		},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":past":  &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(past.Unix(), 10)},
+			":shard": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(tables.DueShard(key))},
+			":next":  &ddbtypes.AttributeValueMemberS{Value: tables.FormatTime(past)},
+		},
+	})
+	if err != nil {
+		t.Fatalf("expire %s: %v", key, err)
+	}
+	for {
+		_, err := e.Store.Get(ctx, key)
+		if errors.Is(err, notify.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("expire %s: %v", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("expire %s: TTL did not remove the item within %s", key, Deadline)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Plain returns items as plain Go values (strings, numbers as float64, booleans), so tests
+// can compare them with go-cmp and scan them as text.
+func Plain(t testing.TB, items []map[string]ddbtypes.AttributeValue) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	if err := attributevalue.UnmarshalListOfMaps(items, &out); err != nil {
+		t.Fatalf("audittest.Plain: %v", err)
+	}
+	return out
+}
+
+// ItemText returns item, attribute names and values, as JSON text for a scanner.
+func ItemText(t testing.TB, item map[string]ddbtypes.AttributeValue) string {
+	t.Helper()
+	var m map[string]any
+	if err := attributevalue.UnmarshalMap(item, &m); err != nil {
+		t.Fatalf("audittest.ItemText: %v", err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatalf("audittest.ItemText: %v", err)
+	}
+	return string(b)
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNewHandler(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"defaults", map[string]string{"AUDIT_TABLE": "audit"}, ""},
+		{"retention", map[string]string{"AUDIT_TABLE": "audit", "AUDIT_RETENTION_DAYS": "30"}, ""},
+		{"no table", map[string]string{}, "AUDIT_TABLE is required"},
+		{"bad retention", map[string]string{"AUDIT_TABLE": "audit", "AUDIT_RETENTION_DAYS": "soon"}, "AUDIT_RETENTION_DAYS"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AWS_REGION", "us-east-1")
+			var out bytes.Buffer
+			h, err := newHandler(context.Background(), func(k string) string { return tc.env[k] }, &out)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Writer.Table != "audit" || h.Retention < 24*time.Hour {
+				t.Errorf("handler = %+v", h)
+			}
+		})
+	}
+}

@@ -116,7 +116,7 @@ func BuildEvidence(eventID string, entries []Entry) Evidence {
 // descriptions tells each reason in plain language.
 var descriptions = map[notify.Reason]string{
 	notify.ReasonAdmitted:              "accepted for sending",
-	notify.ReasonExpiredAtAdmission:    "arrived after its dispatch deadline, so it was recorded as expired and never sent",
+	notify.ReasonExpiredAtAdmission:    "it arrived after its dispatch deadline, so it was recorded as expired and never sent",
 	notify.ReasonLeaseAcquired:         "a worker took the lease to call the provider",
 	notify.ReasonProviderAccepted:      "the provider accepted the message",
 	notify.ReasonProviderTimeout:       "the provider call timed out after the request was written; outcome unknown, no resend allowed",

@@ -77,7 +77,7 @@ func TestStreamReplay(t *testing.T) {
 	if p := audit.Verify(got); len(p) != 0 {
 		t.Errorf("Verify: %v", p)
 	}
-	if got[0].At != audittest.ScenarioStart || got[0].Actor != "resetnotify-audit:$LATEST/req-1" {
+	if got[0].At != audittest.ScenarioStart.Add(250*time.Millisecond) || got[0].Actor != "resetnotify-audit:$LATEST/req-1" {
 		t.Errorf("first entry at %s by %s", got[0].At, got[0].Actor)
 	}
 

@@ -195,48 +195,52 @@ func (e *Env) ScanAudit(t testing.TB) []map[string]ddbtypes.AttributeValue {
 	return out
 }
 
-// ExpireNow sets the TTL attribute of the record with key to a minute ago, so DynamoDB
-// Local's TTL process removes it within seconds, and waits until the item is gone.
+// ExpireNow sets the TTL attribute of the records with keys to a minute ago, so DynamoDB
+// Local's TTL process removes them within seconds, and waits until they are gone.
 //
 // DynamoDB Local 1.25.1 never TTL-deletes an item that lacks the key of a sparse global
 // secondary index, and once it meets one it stops deleting anything else in that table. A
 // sent or terminal record is not in the due index, so ExpireNow also puts the record back in
 // it (due_shard and next_action_at) with the same write. That write keeps the version, so the
 // audit writer ignores it; real DynamoDB needs no such help.
-func (e *Env) ExpireNow(t testing.TB, key string) {
+func (e *Env) ExpireNow(t testing.TB, keys ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
 	defer cancel()
 	// A minute ago: TTL ignores expiry times more than five years old.
 	past := time.Now().Add(-time.Minute)
-	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(e.Names.Notifications),
-		Key:              map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: key}},
-		UpdateExpression: aws.String("SET #ttl = :past, #shard = if_not_exists(#shard, :shard), #next = if_not_exists(#next, :next)"),
-		ExpressionAttributeNames: map[string]string{
-			"#ttl": tables.AttrTTL, "#shard": tables.AttrDueShard, "#next": tables.AttrNextActionAt,
-		},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":past":  &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(past.Unix(), 10)},
-			":shard": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(tables.DueShard(key))},
-			":next":  &ddbtypes.AttributeValueMemberS{Value: tables.FormatTime(past)},
-		},
-	})
-	if err != nil {
-		t.Fatalf("expire %s: %v", key, err)
-	}
-	for {
-		_, err := e.Store.Get(ctx, key)
-		if errors.Is(err, notify.ErrNotFound) {
-			return
-		}
+	for _, key := range keys {
+		_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:        aws.String(e.Names.Notifications),
+			Key:              map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: key}},
+			UpdateExpression: aws.String("SET #ttl = :past, #shard = if_not_exists(#shard, :shard), #next = if_not_exists(#next, :next)"),
+			ExpressionAttributeNames: map[string]string{
+				"#ttl": tables.AttrTTL, "#shard": tables.AttrDueShard, "#next": tables.AttrNextActionAt,
+			},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+				":past":  &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(past.Unix(), 10)},
+				":shard": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(tables.DueShard(key))},
+				":next":  &ddbtypes.AttributeValueMemberS{Value: tables.FormatTime(past)},
+			},
+		})
 		if err != nil {
 			t.Fatalf("expire %s: %v", key, err)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("expire %s: TTL did not remove the item within %s", key, Deadline)
-		case <-time.After(200 * time.Millisecond):
+	}
+	for _, key := range keys {
+		for {
+			_, err := e.Store.Get(ctx, key)
+			if errors.Is(err, notify.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("expire %s: %v", key, err)
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("expire %s: TTL did not remove the item within %s", key, Deadline)
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
 	}
 }

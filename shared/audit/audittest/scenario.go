@@ -44,7 +44,7 @@ func NewScenario(env *Env) *Scenario {
 }
 
 // Submit admits a request for eventID to phone with params, under key (derived from the event
-// when empty), expiring ttl after the scenario's clock.
+// when empty), 250 ms after the previous step, expiring ttl after that.
 func (s *Scenario) Submit(t testing.TB, eventID, key, phone string, params map[string]string, ttl time.Duration) notify.Record {
 	t.Helper()
 	if key == "" {
@@ -54,6 +54,8 @@ func (s *Scenario) Submit(t testing.TB, eventID, key, phone string, params map[s
 		IdempotencyKey: key, EventID: eventID, Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,
 		To: phone, Locale: "en", Params: params, ExpiresAt: s.Clock.Now().Add(ttl),
 	}
+	// Advance first, so no two transitions of the scenario share a time.
+	s.Clock.Advance(250 * time.Millisecond)
 	s.Submitted = append(s.Submitted, phone)
 	for _, v := range params {
 		s.Submitted = append(s.Submitted, v)
@@ -63,7 +65,6 @@ func (s *Scenario) Submit(t testing.TB, eventID, key, phone string, params map[s
 		t.Fatalf("submit %s: %v", key, err)
 	}
 	s.Keys = append(s.Keys, key)
-	s.Clock.Advance(250 * time.Millisecond)
 	return out.Record
 }
 

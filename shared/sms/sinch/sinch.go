@@ -1,0 +1,296 @@
+// Package sinch is the sms.Sender and sms.Lookup adapter for the Sinch SMS REST API (XMS), the
+// project's HTTP provider with a client reference and a lookup.
+//
+// Why Sinch rather than Twilio: Sinch's batch API carries our own reference. Send posts
+//
+//	POST {BaseURL}/xms/v1/{service_plan_id}/batches
+//	Authorization: Bearer {api_token}
+//	{"from", "to": [number], "body", "client_reference": <attempt_ref>,
+//	 "expire_at": now + validity, "delivery_report": "per_recipient", "callback_url"}
+//
+// and the answer (201) is the batch, whose "id" is the message ID we record. Twilio's Messages
+// resource has no client reference field at all, so looking an attempt up there would need a
+// mapping of our own, written before the send — a second store on the critical path.
+//
+// What the real API offers, honestly: the validity period is expressed as an absolute
+// "expire_at" (ISO-8601, at most 3 days after sending), so it is computed from our clock,
+// truncated to whole seconds — never later than now + validity; clock skew between us and
+// Sinch shifts it. Lookup by message ID is GET /batches/{batch_id}. Lookup by reference
+// uses the client_reference filter of GET /batches (documented in Sinch's SDKs as
+// ListBatchesRequestData.client_reference), bounded by start_date (the list defaults to the
+// last 24 hours); whether that filter matches exactly is not documented, so the results are
+// filtered again for an exact match. The batch carries no delivery status; receipts arrive
+// at callback_url and are recorded by provider-events. Sinch's documentation does not say
+// that any 5xx means "not processed", so every 5xx, including 503, is unknown; 429 is not
+// accepted; other 4xx (except 408) are permanent. Error bodies are {"code", "text"}: only
+// the code is kept, since the text may echo the number.
+package sinch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/sms"
+)
+
+// Provider is the name recorded for messages sent through Sinch.
+const Provider = "sinch"
+
+// MaxValiditySeconds is the latest expire_at Sinch accepts: 3 days after sending.
+const MaxValiditySeconds = 3 * 24 * 60 * 60
+
+// DefaultTimeout bounds one call when Config.Timeout is zero.
+const DefaultTimeout = 5 * time.Second
+
+const maxResponse = 256 << 10
+
+// lookBack is how far before the attempt time a lookup by reference starts listing: the
+// attempt may have started up to a lease before AttemptedAt, and clocks differ.
+const lookBack = time.Hour
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the regional API root, e.g. https://us.sms.api.sinch.com.
+	BaseURL string
+	// ServicePlanID and APIToken authenticate (Bearer token).
+	ServicePlanID string
+	APIToken      string
+	// From is the sender number or alphanumeric sender ID.
+	From string
+	// CallbackURL receives delivery reports; optional.
+	CallbackURL string
+	// Timeout bounds each call (default DefaultTimeout).
+	Timeout time.Duration
+	// Visibility is how long after an attempt a lookup must wait before "not found" counts.
+	Visibility time.Duration
+	// HTTPClient sends the requests (default: a client of its own).
+	HTTPClient *http.Client
+	// Clock tells the time (default: the system clock).
+	Clock notify.Clock
+}
+
+// Client talks to Sinch. It implements sms.Sender and sms.Lookup.
+type Client struct {
+	cfg     Config
+	batches *url.URL
+	hc      *http.Client
+}
+
+var (
+	_ sms.Sender = (*Client)(nil)
+	_ sms.Lookup = (*Client)(nil)
+)
+
+// New returns a Client for cfg.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("sinch.new: base URL %q is not an http(s) URL", cfg.BaseURL)
+	}
+	var missing []string
+	for name, v := range map[string]string{"service plan ID": cfg.ServicePlanID, "API token": cfg.APIToken, "sender": cfg.From} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("sinch.new: missing %s", strings.Join(missing, ", "))
+	}
+	if cfg.Visibility < 0 {
+		return nil, fmt.Errorf("sinch.new: visibility %s is negative", cfg.Visibility)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = notify.SystemClock{}
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	u.Path += "/xms/v1/" + url.PathEscape(cfg.ServicePlanID) + "/batches"
+	return &Client{cfg: cfg, batches: u, hc: hc}, nil
+}
+
+// Visibility returns the window after an attempt before "not found" counts.
+func (c *Client) Visibility() time.Duration { return c.cfg.Visibility }
+
+// batchRequest is the body of POST /batches for one text message.
+type batchRequest struct {
+	From            string   `json:"from"`
+	To              []string `json:"to"`
+	Body            string   `json:"body"`
+	ClientReference string   `json:"client_reference"`
+	ExpireAt        string   `json:"expire_at"`
+	DeliveryReport  string   `json:"delivery_report"`
+	CallbackURL     string   `json:"callback_url,omitempty"`
+}
+
+// batch is the part of Sinch's batch object we read.
+type batch struct {
+	ID              string `json:"id"`
+	ClientReference string `json:"client_reference"`
+	Canceled        bool   `json:"canceled"`
+}
+
+type batchList struct {
+	Count   int     `json:"count"`
+	Batches []batch `json:"batches"`
+}
+
+type apiError struct {
+	Code string `json:"code"`
+}
+
+// timeFormat is the ISO-8601 form Sinch documents, in UTC.
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+func (c *Client) newRequest(ctx context.Context, method string, u *url.URL, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.cfg.APIToken)
+	return req, nil
+}
+
+// Send makes one attempt to send req.
+func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
+	secs, err := sms.WholeSeconds(req.ValidityPeriod, 1, MaxValiditySeconds)
+	if err != nil {
+		return sms.TooShort(fmt.Errorf("sinch.send %s: %w", req.AttemptRef, err))
+	}
+	now := c.cfg.Clock.Now()
+	body, err := json.Marshal(batchRequest{
+		From:            c.cfg.From,
+		To:              []string{req.To},
+		Body:            req.Body,
+		ClientReference: req.AttemptRef,
+		// Truncating never moves the expiry later than now + validity.
+		ExpireAt:       now.Add(time.Duration(secs) * time.Second).UTC().Truncate(time.Second).Format(timeFormat),
+		DeliveryReport: "per_recipient",
+		CallbackURL:    c.cfg.CallbackURL,
+	})
+	if err != nil {
+		return sms.NotAccepted(sms.DetailNotWritten, 0, fmt.Errorf("sinch.send %s: encoding: %w", req.AttemptRef, err))
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	hr, err := c.newRequest(ctx, http.MethodPost, c.batches, body)
+	if err != nil {
+		return sms.NotAccepted(sms.DetailNotWritten, 0, fmt.Errorf("sinch.send %s: %w", req.AttemptRef, err))
+	}
+	resp, failure, ok := sms.Exchange(c.hc, hr, maxResponse)
+	if !ok {
+		failure.Err = fmt.Errorf("sinch.send %s: %w", req.AttemptRef, failure.Err)
+		return failure
+	}
+	return classify(resp, req.AttemptRef, c.cfg.Clock.Now())
+}
+
+// classify turns Sinch's answer to a send into an outcome.
+func classify(resp sms.HTTPResponse, ref string, now time.Time) sms.Outcome {
+	var ae apiError
+	_ = json.Unmarshal(resp.Body, &ae)
+	perr := &sms.ProviderError{Provider: Provider, Op: "send " + ref, StatusCode: resp.StatusCode, Code: ae.Code}
+	var out sms.Outcome
+	switch s := resp.StatusCode; {
+	case s == http.StatusCreated || s == http.StatusOK:
+		var b batch
+		switch {
+		case resp.BodyErr != nil:
+			out = sms.Unknown(sms.DetailAmbiguous, fmt.Errorf("%w: %w", perr, resp.BodyErr))
+		case json.Unmarshal(resp.Body, &b) != nil || b.ID == "":
+			out = sms.Unknown(sms.DetailAmbiguous, fmt.Errorf("%w: unreadable batch", perr))
+		default:
+			out = sms.Accepted(b.ID)
+		}
+	case s == http.StatusTooManyRequests:
+		out = sms.NotAccepted(sms.DetailThrottled, sms.RetryAfter(resp.Header, now), perr)
+	case s >= 400 && s < 500 && s != http.StatusRequestTimeout:
+		out = sms.Rejected(ae.Code, perr)
+	default:
+		out = sms.Unknown(sms.DetailAmbiguous, perr)
+	}
+	out.HTTPStatus = resp.StatusCode
+	if out.Class != sms.ClassAccepted {
+		out.Code = ae.Code
+	}
+	return out
+}
+
+// Lookup asks Sinch about an earlier attempt: by batch ID when known, else by client
+// reference.
+func (c *Client) Lookup(ctx context.Context, req sms.LookupRequest) (sms.LookupResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	u := *c.batches
+	if req.MessageID != "" {
+		u.Path += "/" + url.PathEscape(req.MessageID)
+	} else {
+		q := url.Values{"client_reference": {req.AttemptRef}, "page_size": {"100"}}
+		if !req.AttemptedAt.IsZero() {
+			q.Set("start_date", req.AttemptedAt.Add(-lookBack).UTC().Format(timeFormat))
+		}
+		u.RawQuery = q.Encode()
+	}
+	hr, err := c.newRequest(ctx, http.MethodGet, &u, nil)
+	if err != nil {
+		return sms.Inconclusive("request_error"), fmt.Errorf("sinch.lookup %s: %w", req.AttemptRef, err)
+	}
+	resp, failure, ok := sms.Exchange(c.hc, hr, maxResponse)
+	if !ok {
+		return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: %w", req.AttemptRef, failure.Err)
+	}
+	if resp.BodyErr != nil {
+		return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: %w", req.AttemptRef, resp.BodyErr)
+	}
+	var batches []batch
+	switch {
+	case resp.StatusCode == http.StatusOK && req.MessageID != "":
+		var b batch
+		if err := json.Unmarshal(resp.Body, &b); err != nil {
+			return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: decoding: %w", req.AttemptRef, err)
+		}
+		batches = []batch{b}
+	case resp.StatusCode == http.StatusOK:
+		var l batchList
+		if err := json.Unmarshal(resp.Body, &l); err != nil {
+			return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: decoding: %w", req.AttemptRef, err)
+		}
+		batches = l.Batches
+	case resp.StatusCode == http.StatusNotFound && req.MessageID != "":
+	default:
+		var ae apiError
+		_ = json.Unmarshal(resp.Body, &ae)
+		return sms.Inconclusive("provider_error"), &sms.ProviderError{Provider: Provider, Op: "lookup " + req.AttemptRef, StatusCode: resp.StatusCode, Code: ae.Code}
+	}
+	var match []batch
+	for _, b := range batches {
+		if b.ClientReference == req.AttemptRef && b.ID != "" {
+			match = append(match, b)
+		}
+	}
+	if len(match) == 0 {
+		if req.MessageID != "" && len(batches) > 0 {
+			return sms.Inconclusive("reference_mismatch"), errors.New("sinch.lookup " + req.AttemptRef + ": the batch found carries another reference")
+		}
+		return sms.Absent(c.cfg.Clock.Now(), req.AttemptedAt, c.cfg.Visibility), nil
+	}
+	res := sms.Found(match[0].ID, sms.ReceiptNone, time.Time{})
+	res.Matches = len(match)
+	return res, nil
+}

@@ -1,0 +1,316 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+)
+
+// Scheduler hands a record to a worker queue after a delay. Delays above MaxQueueDelay are
+// sent as MaxQueueDelay. An implementation may round a delay up to its unit, never down, so a
+// message never arrives before the record is due.
+type Scheduler interface {
+	// ScheduleDispatch puts m on the dispatch queue, visible after delay.
+	ScheduleDispatch(ctx context.Context, m notify.Message, delay time.Duration) error
+	// ScheduleReconcile puts m on the reconcile queue, visible after delay.
+	ScheduleReconcile(ctx context.Context, m notify.Message, delay time.Duration) error
+}
+
+// DueStore is a notify.Store that can also list the records due for the sweeper;
+// *dynamostore.Store implements it.
+type DueStore interface {
+	notify.Store
+	// QueryDue returns up to limit records of due-index shard whose next_action_at is at or
+	// before now, earliest first.
+	QueryDue(ctx context.Context, shard int, now time.Time, limit int) ([]notify.Record, error)
+}
+
+// Metric names and the Outcome dimension values of MetricMessages.
+const (
+	// MetricMessages counts queue messages and sweeper records by what became of them.
+	MetricMessages = "Messages"
+	// MetricProviderCalls counts sends by class and detail; MetricProviderLatency times them.
+	MetricProviderCalls   = "ProviderCalls"
+	MetricProviderLatency = "ProviderLatency"
+	// MetricLookups counts reconciliation lookups by status.
+	MetricLookups = "Lookups"
+	// MetricScheduleFailures counts messages that could not be put on a queue; the sweeper
+	// recovers each of them through next_action_at.
+	MetricScheduleFailures = "ScheduleFailures"
+	// MetricUnrecorded counts provider outcomes whose transition could not be written; the
+	// lease runs out and reconciliation settles the attempt.
+	MetricUnrecorded = "OutcomesNotRecorded"
+	// MetricDoubleSend counts lookups that found more than one accepted message for one
+	// attempt reference: evidence of a duplicate at the provider.
+	MetricDoubleSend = "DoubleSendEvidence"
+)
+
+// Outcome values of MetricMessages.
+const (
+	OutcomePoisonBody     = "poison_unparseable"
+	OutcomePoisonKey      = "poison_unknown_key"
+	OutcomePoisonMismatch = "poison_notification_mismatch"
+	OutcomeStale          = "stale"
+	OutcomeSettled        = "settled"
+	OutcomeLeaseHeld      = "lease_held"
+	OutcomeReconciling    = "reconciling"
+	OutcomeNotUnknown     = "not_unknown"
+	OutcomeNotDue         = "not_due"
+	OutcomeConflict       = "conflict"
+	OutcomeNoAttemptsLeft = "no_attempts_left"
+	OutcomeDeadlineLeased = "deadline_after_lease"
+	OutcomeUnrenderable   = "unrenderable"
+	OutcomeTransitioned   = "transitioned"
+	OutcomeScheduled      = "scheduled"
+	OutcomeFailed         = "failed"
+)
+
+// errPoison marks a message that can never be processed; it is acknowledged and counted.
+var errPoison = errors.New("poison message")
+
+// parseMessage decodes a queue body. Anything but a JSON notify.Message with a valid key, a
+// notification ID and a positive version is poison.
+func parseMessage(body string) (notify.Message, error) {
+	var m notify.Message
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return notify.Message{}, fmt.Errorf("%w: not a JSON message", errPoison)
+	}
+	if !notify.ValidKey(m.IdempotencyKey) || m.NotificationID == "" || m.Version < 1 {
+		return notify.Message{}, fmt.Errorf("%w: missing key, notification ID or version", errPoison)
+	}
+	return m, nil
+}
+
+// core is what the three workers share: the store, the scheduler, the clock, the settings and
+// observability. Its methods act through notify.Record.Apply and one conditional write.
+type core struct {
+	function  string
+	store     notify.Store
+	scheduler Scheduler
+	clock     notify.Clock
+	settings  Settings
+	log       *slog.Logger
+	metrics   *obs.Metrics
+	random    *locked
+}
+
+// locked serialises a random source shared by a batch's goroutines.
+type locked struct {
+	mu  sync.Mutex
+	rnd func() float64
+}
+
+func (l *locked) float() float64 {
+	if l == nil || l.rnd == nil {
+		return rand.Float64()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rnd()
+}
+
+func (c core) logger() *slog.Logger {
+	if c.log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.log
+}
+
+// backoff returns the jittered wait after the nth failure.
+func (c core) backoff(n int) time.Duration {
+	return backoff(n, c.settings.BackoffBase, c.settings.BackoffMax, c.random.float)
+}
+
+// tooLate reports whether rec has less than MinValidity left before its dispatch deadline at
+// now: no send could be useful, so it must not be leased.
+func (c core) tooLate(rec notify.Record, now time.Time) bool {
+	return !now.Add(c.settings.MinValidity).Before(rec.DispatchDeadline)
+}
+
+// attemptEnd is the latest time a request of rec's current attempt can have been written: the
+// provider call's context ends at attempted_at + ProviderTimeout.
+func (c core) attemptEnd(rec notify.Record) time.Time {
+	return rec.AttemptedAt.Add(c.settings.ProviderTimeout)
+}
+
+// reconcileAt is when a lookup of rec's current attempt can first prove "not found": the
+// provider's visibility window after the attempt ended, and never earlier than now plus that
+// window.
+func (c core) reconcileAt(rec notify.Record, now time.Time) time.Time {
+	end := c.attemptEnd(rec)
+	if now.After(end) {
+		end = now
+	}
+	return end.Add(c.settings.Visibility)
+}
+
+// attrs are the log attributes of a record; none of them is a secret.
+func attrs(rec notify.Record) []any {
+	return []any{
+		"idempotency_key", rec.IdempotencyKey, "notification_id", rec.NotificationID,
+		"state", string(rec.State), "version", rec.Version, "attempt", rec.Attempt,
+	}
+}
+
+// count records what became of one message or record.
+func (c core) count(outcome string) {
+	c.metrics.Emit(map[string]string{"Outcome": outcome}, obs.Metric{Name: MetricMessages, Unit: obs.UnitCount, Value: 1})
+}
+
+// skip acknowledges without acting, with a debug log and a count.
+func (c core) skip(outcome string, rec notify.Record) {
+	c.count(outcome)
+	c.logger().Debug("acknowledged without action", append(attrs(rec), "outcome", outcome)...)
+}
+
+// load returns the record a message points at. ok is false for a poison message (unknown key,
+// or a key that now holds another notification), which is counted and must be acknowledged;
+// an error is transient and the message must be retried.
+func (c core) load(ctx context.Context, m notify.Message) (notify.Record, bool, error) {
+	rec, err := c.store.Get(ctx, m.IdempotencyKey)
+	if errors.Is(err, notify.ErrNotFound) {
+		c.count(OutcomePoisonKey)
+		c.logger().Warn("message for an unknown key", "idempotency_key", m.IdempotencyKey, "notification_id", m.NotificationID, "version", m.Version)
+		return notify.Record{}, false, nil
+	}
+	if err != nil {
+		return notify.Record{}, false, fmt.Errorf("%s.get %s: %w", c.function, m.IdempotencyKey, err)
+	}
+	if rec.NotificationID != m.NotificationID {
+		// A key whose record was purged and admitted again: the message is for the old one.
+		c.count(OutcomePoisonMismatch)
+		c.logger().Warn("message for another notification under the key", append(attrs(rec), "message_notification_id", m.NotificationID)...)
+		return notify.Record{}, false, nil
+	}
+	return rec, true, nil
+}
+
+// transition applies ch to rec at now and writes it conditioned on rec's version. It returns
+// an error wrapping notify.ErrConflict when another writer won.
+func (c core) transition(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, error) {
+	next, err := rec.Apply(ch, now)
+	if err != nil {
+		return notify.Record{}, fmt.Errorf("%s.apply %s: %w", c.function, rec.IdempotencyKey, err)
+	}
+	if err := c.store.Transition(ctx, rec, next); err != nil {
+		return notify.Record{}, fmt.Errorf("%s.transition %s: %w", c.function, rec.IdempotencyKey, err)
+	}
+	c.metrics.Transition(string(next.State), string(next.Reason))
+	c.logger().Info("transition", append(attrs(next), "from_state", string(rec.State), "reason", string(next.Reason))...)
+	return next, nil
+}
+
+// settle writes a transition whose loss to a concurrent writer is fine: the winner moved the
+// record on, so the conflict is acknowledged. Other errors are returned for a retry.
+func (c core) settle(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, bool, error) {
+	next, err := c.transition(ctx, rec, ch, now)
+	if errors.Is(err, notify.ErrConflict) {
+		c.skip(OutcomeConflict, rec)
+		return notify.Record{}, false, nil
+	}
+	if err != nil {
+		return notify.Record{}, false, err
+	}
+	return next, true, nil
+}
+
+// expire moves an accepted, retry_scheduled or dispatch_unknown record to expired.
+func (c core) expire(ctx context.Context, rec notify.Record, reason notify.Reason, now time.Time) error {
+	_, _, err := c.settle(ctx, rec, notify.Change{To: notify.StateExpired, Reason: reason}, now)
+	return err
+}
+
+// leaseExpired moves a dispatching record whose lease ran out with no outcome recorded (the
+// worker died, or gave up after the deadline) to dispatch_unknown / LEASE_EXPIRED and hands it
+// to reconciliation once the provider's visibility window has passed. The caller has checked
+// that the lease ran out. It reports whether the transition was written.
+func (c core) leaseExpired(ctx context.Context, rec notify.Record, now time.Time) (bool, error) {
+	next, ok, err := c.settle(ctx, rec, notify.Change{
+		To: notify.StateDispatchUnknown, Reason: notify.ReasonLeaseExpired, NextActionAt: c.reconcileAt(rec, now),
+	}, now)
+	if !ok {
+		return false, err
+	}
+	c.scheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
+	return true, nil
+}
+
+// scheduleDispatch puts the record's current message on the dispatch queue. A failure is
+// logged and counted but not returned: the record carries next_action_at, so the sweeper
+// re-enqueues it, and retrying the queue message that led here would find the record moved on.
+func (c core) scheduleDispatch(ctx context.Context, rec notify.Record, delay time.Duration) {
+	delay = min(max(delay, 0), MaxQueueDelay)
+	if err := c.scheduler.ScheduleDispatch(ctx, notify.MessageOf(rec), delay); err != nil {
+		c.scheduleFailed("dispatch", rec, err)
+	}
+}
+
+// scheduleReconcile puts the record's current message on the reconcile queue; failures are
+// handled as in scheduleDispatch.
+func (c core) scheduleReconcile(ctx context.Context, rec notify.Record, delay time.Duration) {
+	delay = min(max(delay, 0), MaxQueueDelay)
+	if err := c.scheduler.ScheduleReconcile(ctx, notify.MessageOf(rec), delay); err != nil {
+		c.scheduleFailed("reconcile", rec, err)
+	}
+}
+
+func (c core) scheduleFailed(queue string, rec notify.Record, err error) {
+	c.metrics.Emit(map[string]string{"Queue": queue}, obs.Metric{Name: MetricScheduleFailures, Unit: obs.UnitCount, Value: 1})
+	c.logger().Error("could not schedule; the sweeper will pick the record up", append(attrs(rec), "queue", queue, "error", err)...)
+}
+
+// handleBatch runs process for every record of an SQS batch, up to parallelism at a time, and
+// reports the records to retry. A poison body is acknowledged and counted. It never fails the
+// whole batch: each record succeeds or fails on its own.
+func (c core) handleBatch(ctx context.Context, ev events.SQSEvent, parallelism int, process func(context.Context, notify.Message) error) events.SQSEventResponse {
+	var (
+		mu   sync.Mutex
+		resp events.SQSEventResponse
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, max(parallelism, 1))
+	)
+	fail := func(id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+	}
+	for _, r := range ev.Records {
+		m, err := parseMessage(r.Body)
+		if err != nil {
+			// Never log the body: it is not ours, and it might hold anything.
+			c.count(OutcomePoisonBody)
+			c.logger().Warn("unparseable message acknowledged", "message_id", r.MessageId, "error", err)
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			defer func() {
+				if p := recover(); p != nil {
+					c.count(OutcomeFailed)
+					c.logger().Error("panic handling message", "message_id", r.MessageId, "idempotency_key", m.IdempotencyKey, "panic", fmt.Sprint(p))
+					fail(r.MessageId)
+				}
+			}()
+			if err := process(ctx, m); err != nil {
+				c.count(OutcomeFailed)
+				c.logger().Error("message will be retried", "message_id", r.MessageId, "idempotency_key", m.IdempotencyKey, "version", m.Version, "error", err)
+				fail(r.MessageId)
+			}
+		}()
+	}
+	wg.Wait()
+	return resp
+}

@@ -1,0 +1,241 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/render"
+	"github.com/resetnotify/resetnotify/shared/sms"
+)
+
+// Dispatcher is the dispatch worker. Build it with a struct literal; every field but Log,
+// Metrics and Random is required. It is safe for concurrent use once built.
+type Dispatcher struct {
+	Store    notify.Store
+	Opener   notify.Opener
+	Renderer *render.Renderer
+	Sender   sms.Sender
+	// Provider names the provider Sender talks to; it is recorded on the record with each
+	// attempt, so reconciliation and the audit know who was asked.
+	Provider  string
+	Scheduler Scheduler
+	Clock     notify.Clock
+	Settings  Settings
+	Log       *slog.Logger
+	Metrics   *obs.Metrics
+	// Random returns floats in [0, 1) for backoff jitter; nil means math/rand/v2. Tests pass
+	// a seeded source, so backoff is deterministic.
+	Random func() float64
+
+	once sync.Once
+	rnd  *locked
+}
+
+func (d *Dispatcher) core() core {
+	d.once.Do(func() { d.rnd = &locked{rnd: d.Random} })
+	return core{
+		function: "dispatch", store: d.Store, scheduler: d.Scheduler, clock: d.Clock,
+		settings: d.Settings, log: d.Log, metrics: d.Metrics, random: d.rnd,
+	}
+}
+
+// Handle is the Lambda handler for the dispatch queue. Each failed record is reported in
+// BatchItemFailures (the function's event source mapping sets ReportBatchItemFailures), so only
+// it is retried; the error is always nil.
+func (d *Dispatcher) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return d.core().handleBatch(ctx, ev, d.Settings.Parallelism, d.Dispatch), nil
+}
+
+// Dispatch handles one dispatch message. A nil error means the message is done with and may
+// be deleted; an error means it should be retried (a transient store or sealing failure).
+//
+// By the record's state:
+//   - sent or terminal: acknowledged.
+//   - dispatching with the lease still held: a duplicate; acknowledged. With the lease run
+//     out and no outcome recorded: dispatch_unknown / LEASE_EXPIRED, and reconciliation.
+//   - dispatch_unknown: reconciliation owns it; acknowledged.
+//   - accepted or retry_scheduled: see attempt.
+func (d *Dispatcher) Dispatch(ctx context.Context, m notify.Message) error {
+	c := d.core()
+	rec, ok, err := c.load(ctx, m)
+	if !ok {
+		return err
+	}
+	now := d.Clock.Now()
+	switch {
+	case rec.State.SendingDone():
+		c.skip(OutcomeSettled, rec)
+		return nil
+	case rec.State == notify.StateDispatching:
+		if now.Before(rec.LeaseUntil) {
+			c.skip(OutcomeLeaseHeld, rec)
+			return nil
+		}
+		_, err := c.leaseExpired(ctx, rec, now)
+		return err
+	case rec.State == notify.StateDispatchUnknown:
+		c.skip(OutcomeReconciling, rec)
+		return nil
+	case rec.State == notify.StateAccepted || rec.State == notify.StateRetryScheduled:
+		return d.attempt(ctx, c, m, rec, now)
+	}
+	c.skip(OutcomeSettled, rec)
+	c.logger().Error("record in an unknown state acknowledged", attrs(rec)...)
+	return nil
+}
+
+// attempt makes one provider attempt for an accepted or retry_scheduled record, unless it is
+// too late (expired), not due yet (re-scheduled), or out of attempts (left for the deadline).
+func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec notify.Record, now time.Time) error {
+	if c.tooLate(rec, now) {
+		return c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
+	}
+	if rec.State == notify.StateRetryScheduled && now.Before(rec.NextActionAt) {
+		// Early: the wait was longer than SQS allows, or this is a duplicate. Only the message
+		// of the current version carries the schedule on, so duplicates do not multiply.
+		if m.Version != rec.Version {
+			c.skip(OutcomeStale, rec)
+			return nil
+		}
+		c.scheduleDispatch(ctx, rec, rec.NextActionAt.Sub(now))
+		c.skip(OutcomeNotDue, rec)
+		return nil
+	}
+	if rec.Attempt >= d.Settings.MaxAttempts {
+		// Only a reconciliation that proved the last attempt was not accepted gets here; no
+		// transition leads from retry_scheduled to failed, so the record waits for its deadline
+		// (next_action_at) and expires then, without another send.
+		c.skip(OutcomeNoAttemptsLeft, rec)
+		return nil
+	}
+
+	// Unseal and render before taking the lease, so a message that can never be rendered
+	// costs no attempt and leaves no lease behind.
+	secret, err := d.Opener.Open(ctx, rec.IdempotencyKey, rec.Sealed)
+	if err != nil {
+		return fmt.Errorf("dispatch.open %s: %w", rec.IdempotencyKey, err)
+	}
+	msg, err := d.Renderer.Render(rec.Purpose, secret.Locale, secret.Params)
+	if err != nil {
+		// Permanent: rendering is deterministic. Nothing is sent; the sweeper brings the record
+		// back until its deadline, when it expires with EXPIRED_BEFORE_DISPATCH. Intake should
+		// refuse such a request up front (render.Renderer.Check).
+		c.skip(OutcomeUnrenderable, rec)
+		c.logger().Error("message cannot be rendered; nothing sent", append(attrs(rec), "error", err)...)
+		return nil
+	}
+
+	leased, err := c.transition(ctx, rec, notify.Change{
+		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
+		LeaseUntil: now.Add(d.Settings.Lease), Provider: d.Provider,
+	}, now)
+	if errors.Is(err, notify.ErrConflict) {
+		return d.lostLease(ctx, c, rec)
+	}
+	if err != nil {
+		return err
+	}
+
+	// The lease write itself may have taken until the deadline. Re-check the clock: with less
+	// than MinValidity left the provider is not called. The lease is left to run out; the
+	// sweeper then marks the record dispatch_unknown / LEASE_EXPIRED and reconciliation, which
+	// finds nothing, settles it as expired.
+	now = d.Clock.Now()
+	left := rec.DispatchDeadline.Sub(now)
+	if left < d.Settings.MinValidity {
+		c.skip(OutcomeDeadlineLeased, leased)
+		c.logger().Warn("deadline reached after taking the lease; provider not called", attrs(leased)...)
+		return nil
+	}
+
+	ref := sms.AttemptRef(leased.NotificationID, leased.Attempt)
+	callCtx, cancel := context.WithTimeout(ctx, c.attemptEnd(leased).Sub(now))
+	started := time.Now()
+	outcome := d.Sender.Send(callCtx, sms.SendRequest{
+		To: secret.To, Body: msg.Body, AttemptRef: ref,
+		// Rounded down to whole seconds: the carrier must drop the message no later than the
+		// dispatch deadline.
+		ValidityPeriod: left.Truncate(time.Second),
+	}).Normalized()
+	cancel()
+	d.Metrics.Emit(map[string]string{"Provider": d.Provider, "Class": string(outcome.Class), "Detail": string(outcome.Detail)},
+		obs.Metric{Name: MetricProviderCalls, Unit: obs.UnitCount, Value: 1},
+		obs.Metric{Name: MetricProviderLatency, Unit: obs.UnitMilliseconds, Value: float64(time.Since(started).Microseconds()) / 1000})
+
+	return d.record(ctx, c, leased, ref, outcome)
+}
+
+// lostLease handles a lease write that lost: the record moved on, or the deadline passed
+// between the check and the write. It re-reads the record and expires it if it is still
+// leasable but too late; anything else belongs to whoever won.
+func (d *Dispatcher) lostLease(ctx context.Context, c core, rec notify.Record) error {
+	cur, err := d.Store.Get(ctx, rec.IdempotencyKey)
+	if err != nil {
+		return fmt.Errorf("dispatch.reread %s: %w", rec.IdempotencyKey, err)
+	}
+	now := d.Clock.Now()
+	leasable := cur.State == notify.StateAccepted || cur.State == notify.StateRetryScheduled
+	if leasable && cur.NotificationID == rec.NotificationID && c.tooLate(cur, now) {
+		return c.expire(ctx, cur, notify.ReasonExpiredBeforeDispatch, now)
+	}
+	c.skip(OutcomeConflict, cur)
+	return nil
+}
+
+// record writes the classified outcome of the attempt and schedules what comes next:
+//
+//	accepted      → sent, with the provider's message ID
+//	not accepted  → retry_scheduled after max(Retry-After, jittered backoff), through the
+//	                dispatch queue; failed / ATTEMPTS_EXHAUSTED at the last attempt
+//	rejected      → failed / PROVIDER_REJECTED
+//	unknown       → dispatch_unknown, reconciled once the provider's visibility window passed
+//
+// If the write loses or fails, the outcome is logged and the message acknowledged. That never
+// leads to a blind re-send: the record is still dispatching under this attempt's lease, no
+// other worker can lease it, and once the lease runs out the only way on is dispatch_unknown /
+// LEASE_EXPIRED, where reconciliation looks the attempt up by its reference before any new send
+// is authorised.
+func (d *Dispatcher) record(ctx context.Context, c core, leased notify.Record, ref string, o sms.Outcome) error {
+	now := d.Clock.Now()
+	ch := notify.Change{To: o.State(), Reason: o.Reason()}
+	switch ch.To {
+	case notify.StateSent:
+		ch.ProviderMessageID = o.MessageID
+	case notify.StateRetryScheduled:
+		if leased.Attempt >= d.Settings.MaxAttempts {
+			ch = notify.Change{To: notify.StateFailed, Reason: notify.ReasonAttemptsExhausted}
+			break
+		}
+		ch.NextActionAt = now.Add(max(o.RetryAfter, c.backoff(leased.Attempt)))
+	case notify.StateDispatchUnknown:
+		ch.NextActionAt = c.reconcileAt(leased, now)
+	}
+	log := c.logger().With(append(attrs(leased), "attempt_ref", ref, "outcome", o.String())...)
+	if o.Err != nil {
+		log = log.With("provider_error", o.Err)
+	}
+	next, err := c.transition(ctx, leased, ch, now)
+	if err != nil {
+		d.Metrics.Emit(map[string]string{"Reason": string(ch.Reason)}, obs.Metric{Name: MetricUnrecorded, Unit: obs.UnitCount, Value: 1})
+		log.Error("provider outcome not recorded; the lease will run out and reconciliation settles the attempt",
+			"wanted_state", string(ch.To), "wanted_reason", string(ch.Reason), "error", err)
+		return nil
+	}
+	log.Info("attempt recorded", "new_state", string(next.State), "reason", string(next.Reason))
+	switch next.State {
+	case notify.StateRetryScheduled:
+		c.scheduleDispatch(ctx, next, next.NextActionAt.Sub(now))
+	case notify.StateDispatchUnknown:
+		c.scheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
+	}
+	c.count(OutcomeTransitioned)
+	return nil
+}

@@ -1,0 +1,35 @@
+// Package worker holds the three background workers of resetnotify and what they share:
+//
+//   - Dispatcher consumes the dispatch queue. For each message it loads the record, takes the
+//     lease with one conditional write (expected version and now < dispatch_deadline), calls
+//     the SMS provider once with the attempt's client reference and a validity period no
+//     longer than the time left, and records the classified outcome (DESIGN.md "Provider
+//     outcomes"): sent, retry_scheduled (jittered exponential backoff, honouring
+//     Retry-After), failed, or dispatch_unknown (handed to reconciliation after the
+//     provider's visibility window).
+//   - Reconciler consumes the reconcile queue. It is given an sms.LookupOnly, a type with no
+//     Send method, so it can read the provider's view of an attempt but never send; it settles
+//     dispatch_unknown records as sent, retry_scheduled (only when the provider proves nothing
+//     was accepted), expired, or another inconclusive round with backoff and a bounded count.
+//   - Sweeper runs on a schedule. It queries every shard of the sparse due index for overdue
+//     records and re-enqueues, expires or reclaims them (a lease that ran out becomes
+//     dispatch_unknown / LEASE_EXPIRED), so a lost queue message never leaves a record stuck.
+//
+// Queues carry only notify.Message {idempotency_key, notification_id, version}. The workers
+// send through the Scheduler port (ScheduleDispatch, ScheduleReconcile) with a delay; SQS
+// caps DelaySeconds at 15 minutes (MaxQueueDelay), and a longer wait is left to the sweeper
+// through next_action_at, which every non-terminal record carries.
+//
+// Every decision reads the record first and acts through notify.Record.Apply and one
+// conditional Store.Transition, so duplicate, stale or reordered messages are harmless: the
+// version condition lets exactly one writer win, and the loser only acknowledges. A message's
+// version matters in one place: a message for a record that is not due yet is re-scheduled
+// only when it carries the record's current version, so stale duplicates do not multiply.
+//
+// Secrets: the destination number, the params and the rendered body exist only in memory
+// between unsealing and the provider call. They are never logged, put in an error, a metric or
+// a queue message.
+//
+// Pump drives a handler from an SQS queue in-process (receive, build events.SQSEvent, call,
+// delete what was acknowledged), for tests and for the local stack.
+package worker

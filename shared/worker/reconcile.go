@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/sms"
+)
+
+// Reconciler is the reconcile worker. It settles dispatch_unknown records by reading the
+// provider's view of the attempt. It holds an sms.LookupOnly, whose only method is Lookup, and
+// nothing else that could reach a provider: it cannot send (a test walks its fields to keep it
+// so). Every field but Log, Metrics and Random is required.
+type Reconciler struct {
+	Store  notify.Store
+	Lookup sms.LookupOnly
+	// Provider names the provider Lookup reads. A record whose attempt went to another
+	// provider (the configuration changed) cannot be looked up here: its lookups are
+	// inconclusive until it expires as unresolved.
+	Provider  string
+	Scheduler Scheduler
+	Clock     notify.Clock
+	Settings  Settings
+	Log       *slog.Logger
+	Metrics   *obs.Metrics
+	// Random returns floats in [0, 1) for backoff jitter; nil means math/rand/v2.
+	Random func() float64
+
+	once sync.Once
+	rnd  *locked
+}
+
+func (r *Reconciler) core() core {
+	r.once.Do(func() { r.rnd = &locked{rnd: r.Random} })
+	return core{
+		function: "reconcile", store: r.Store, scheduler: r.Scheduler, clock: r.Clock,
+		settings: r.Settings, log: r.Log, metrics: r.Metrics, random: r.rnd,
+	}
+}
+
+// Handle is the Lambda handler for the reconcile queue, with partial batch failures.
+func (r *Reconciler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return r.core().handleBatch(ctx, ev, r.Settings.Parallelism, r.Reconcile), nil
+}
+
+// Reconcile handles one reconcile message. Only a dispatch_unknown record is looked up;
+// anything else is acknowledged. The lookup's answer decides:
+//
+//	found          → sent / RECONCILED_ACCEPTED, then delivered or undelivered when the
+//	                 provider already holds a final receipt
+//	not found      → retry_scheduled / RECONCILED_NOT_FOUND and a dispatch message, when the
+//	                 deadline allows and an attempt is left; expired / EXPIRED_BEFORE_DISPATCH
+//	                 when the deadline does not (nothing was sent)
+//	inconclusive   → expired / EXPIRED_UNRESOLVED once the deadline has passed (and the
+//	                 visibility window too, so the answer could have been conclusive);
+//	                 before it, dispatch_unknown / RECONCILE_INCONCLUSIVE with backoff, until
+//	                 MaxReconciles, after which the record waits for its deadline
+//
+// A lookup error counts as inconclusive. "Not found" is only trusted after the visibility
+// window (sms.Absent, given the attempt's end).
+func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
+	c := r.core()
+	rec, ok, err := c.load(ctx, m)
+	if !ok {
+		return err
+	}
+	if rec.State != notify.StateDispatchUnknown {
+		c.skip(OutcomeNotUnknown, rec)
+		return nil
+	}
+	now := r.Clock.Now()
+	if now.Before(rec.NextActionAt) && now.Before(rec.DispatchDeadline) {
+		// Early (a duplicate, or a wait longer than SQS allows): do not spend a lookup, or one of
+		// the bounded inconclusive rounds, before the record is due.
+		if m.Version != rec.Version {
+			c.skip(OutcomeStale, rec)
+			return nil
+		}
+		c.scheduleReconcile(ctx, rec, rec.NextActionAt.Sub(now))
+		c.skip(OutcomeNotDue, rec)
+		return nil
+	}
+
+	res := r.lookup(ctx, c, rec)
+	now = r.Clock.Now()
+	switch res.Reason() {
+	case notify.ReasonReconciledAccepted:
+		return r.accepted(ctx, c, rec, res, now)
+	case notify.ReasonReconciledNotFound:
+		return r.notFound(ctx, c, rec, now)
+	}
+	return r.inconclusive(ctx, c, m, rec, res, now)
+}
+
+// lookup asks the provider about rec's current attempt. A lookup error becomes an inconclusive
+// result.
+func (r *Reconciler) lookup(ctx context.Context, c core, rec notify.Record) sms.LookupResult {
+	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
+	if rec.Attempt < 1 || rec.AttemptedAt.IsZero() {
+		return sms.Inconclusive("attempt_unknown")
+	}
+	if rec.Provider != "" && r.Provider != "" && rec.Provider != r.Provider {
+		return sms.Inconclusive("provider_changed")
+	}
+	lctx, cancel := context.WithTimeout(ctx, r.Settings.ProviderTimeout)
+	defer cancel()
+	res, err := r.Lookup.Lookup(lctx, sms.LookupRequest{
+		AttemptRef: ref, MessageID: rec.ProviderMessageID, AttemptedAt: c.attemptEnd(rec),
+	})
+	if err != nil {
+		c.logger().Warn("lookup failed; counted as inconclusive", append(attrs(rec), "attempt_ref", ref, "error", err)...)
+		if res.Status != sms.LookupInconclusive {
+			res = sms.Inconclusive("provider_error")
+		}
+	}
+	r.Metrics.Emit(map[string]string{"Provider": r.Provider, "Status": string(res.Status)},
+		obs.Metric{Name: MetricLookups, Unit: obs.UnitCount, Value: 1})
+	c.logger().Info("lookup", append(attrs(rec), "attempt_ref", ref, "status", string(res.Status), "detail", res.Detail)...)
+	return res
+}
+
+func (r *Reconciler) accepted(ctx context.Context, c core, rec notify.Record, res sms.LookupResult, now time.Time) error {
+	if res.Matches > 1 {
+		r.Metrics.Emit(map[string]string{"Provider": r.Provider}, obs.Metric{Name: MetricDoubleSend, Unit: obs.UnitCount, Value: 1})
+		c.logger().Error("provider holds more than one accepted message for one attempt", append(attrs(rec), "matches", res.Matches)...)
+	}
+	sent, ok, err := c.settle(ctx, rec, notify.Change{
+		To: notify.StateSent, Reason: notify.ReasonReconciledAccepted, ProviderMessageID: res.MessageID,
+	}, now)
+	if !ok || res.Receipt == sms.ReceiptNone {
+		return err
+	}
+	// The provider already has the final receipt. A conflict here means provider-events
+	// recorded it first, which is as good.
+	_, _, err = c.settle(ctx, sent, notify.Change{To: res.Receipt.State(), Reason: res.Receipt.Reason()}, now)
+	return err
+}
+
+func (r *Reconciler) notFound(ctx context.Context, c core, rec notify.Record, now time.Time) error {
+	if c.tooLate(rec, now) {
+		// Proven not sent, and too late to send: stopped before dispatch.
+		return c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
+	}
+	ch := notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonReconciledNotFound, NextActionAt: now}
+	if rec.Attempt >= r.Settings.MaxAttempts {
+		// No attempt left, and retry_scheduled cannot move to failed: the record waits for its
+		// deadline (the sweeper expires it then) and is not handed to dispatch.
+		ch.NextActionAt = rec.DispatchDeadline
+	}
+	next, ok, err := c.settle(ctx, rec, ch, now)
+	if !ok {
+		return err
+	}
+	if rec.Attempt < r.Settings.MaxAttempts {
+		// The visibility window already spaced this retry from the last attempt.
+		c.scheduleDispatch(ctx, next, 0)
+	}
+	return nil
+}
+
+func (r *Reconciler) inconclusive(ctx context.Context, c core, m notify.Message, rec notify.Record, res sms.LookupResult, now time.Time) error {
+	if !now.Before(rec.DispatchDeadline) {
+		visible := c.attemptEnd(rec).Add(r.Settings.Visibility)
+		if now.Before(visible) && rec.Attempt >= 1 && !rec.AttemptedAt.IsZero() {
+			// Too late to send, but a lookup after the window can still tell whether the
+			// attempt went out; wait for it rather than close the record as unresolved.
+			if m.Version == rec.Version {
+				c.scheduleReconcile(ctx, rec, visible.Sub(now))
+			}
+			c.skip(OutcomeNotDue, rec)
+			return nil
+		}
+		return c.expire(ctx, rec, notify.ReasonExpiredUnresolved, now)
+	}
+	round := rec.ReconcileCount + 1
+	ch := notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonReconcileInconclusive}
+	if round >= r.Settings.MaxReconciles {
+		// Enough rounds: stop scheduling. Due at the deadline, the sweeper brings the record
+		// back for one last lookup, then it is settled or expired as unresolved.
+		ch.NextActionAt = rec.DispatchDeadline
+	} else {
+		ch.NextActionAt = now.Add(c.backoff(round))
+	}
+	next, ok, err := c.settle(ctx, rec, ch, now)
+	if !ok || round >= r.Settings.MaxReconciles {
+		return err
+	}
+	c.scheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
+	return nil
+}

@@ -1,0 +1,116 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxQueueDelay is the longest delay SQS accepts on a message (DelaySeconds 900). A longer wait
+// is scheduled as MaxQueueDelay; the message then finds the record not yet due and re-schedules
+// the rest, and the sweeper finds it through next_action_at if a message is lost.
+const MaxQueueDelay = 15 * time.Minute
+
+// LeaseMargin is the time a dispatch worker needs besides the provider call: the lease write,
+// the outcome write and the scheduling. Settings.Validate requires Lease to exceed
+// ProviderTimeout by at least this much, so a live worker always records its outcome before
+// its lease can be reclaimed.
+const LeaseMargin = 5 * time.Second
+
+// Settings are the workers' timings and bounds. DefaultSettings gives working values; config
+// overrides them from the environment.
+type Settings struct {
+	// MaxAttempts bounds the provider calls for one notification (notify.Policy.MaxAttempts).
+	MaxAttempts int
+	// Lease is how long a dispatch worker holds a record while calling the provider.
+	Lease time.Duration
+	// ProviderTimeout bounds one provider call (and one lookup). The call's context ends at
+	// attempted_at + ProviderTimeout, so no request of an attempt can be written later.
+	ProviderTimeout time.Duration
+	// MinValidity is the least validity period worth sending with. A record with less time
+	// than this left before its dispatch deadline is expired instead of leased, and a worker
+	// that finds less than this left after taking the lease does not call the provider.
+	MinValidity time.Duration
+	// Visibility is the provider's visibility window: how long after an attempt a lookup must
+	// wait before "not found" proves the provider did not accept it.
+	Visibility time.Duration
+	// MaxReconciles bounds the inconclusive lookups of one attempt. After that the record
+	// waits for its dispatch deadline, when one last lookup settles it or it expires as
+	// unresolved.
+	MaxReconciles int
+	// BackoffBase and BackoffMax shape the jittered exponential backoff of retries and of
+	// inconclusive lookups: attempt n waits between half and all of min(BackoffMax,
+	// BackoffBase·2^(n-1)).
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// SweepGrace is how overdue a record must be before the sweeper acts on it, so the sweeper
+	// does not race a delayed message that is about to arrive.
+	SweepGrace time.Duration
+	// SweepLimit bounds the records the sweeper reads per shard and run.
+	SweepLimit int
+	// Parallelism is how many messages of one SQS batch a worker handles at once.
+	Parallelism int
+}
+
+// DefaultSettings returns the settings used when configuration sets nothing.
+func DefaultSettings() Settings {
+	return Settings{
+		MaxAttempts:     5,
+		Lease:           30 * time.Second,
+		ProviderTimeout: 10 * time.Second,
+		MinValidity:     time.Second,
+		Visibility:      60 * time.Second,
+		MaxReconciles:   10,
+		BackoffBase:     time.Second,
+		BackoffMax:      5 * time.Minute,
+		SweepGrace:      30 * time.Second,
+		SweepLimit:      500,
+		Parallelism:     10,
+	}
+}
+
+// Validate reports settings the workers cannot run with.
+func (s Settings) Validate() error {
+	var errs []error
+	if s.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("max attempts %d must be at least 1", s.MaxAttempts))
+	}
+	if s.ProviderTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("provider timeout %s must be positive", s.ProviderTimeout))
+	}
+	if s.Lease < s.ProviderTimeout+LeaseMargin {
+		errs = append(errs, fmt.Errorf("lease %s must be at least the provider timeout %s plus %s", s.Lease, s.ProviderTimeout, LeaseMargin))
+	}
+	if s.MinValidity < time.Second {
+		errs = append(errs, fmt.Errorf("min validity %s must be at least 1s (providers count validity in whole seconds)", s.MinValidity))
+	}
+	if s.Visibility < 0 || s.SweepGrace < 0 {
+		errs = append(errs, errors.New("visibility and sweep grace must not be negative"))
+	}
+	if s.MaxReconciles < 1 {
+		errs = append(errs, fmt.Errorf("max reconciles %d must be at least 1", s.MaxReconciles))
+	}
+	if s.BackoffBase <= 0 || s.BackoffMax < s.BackoffBase {
+		errs = append(errs, fmt.Errorf("backoff base %s must be positive and not above the max %s", s.BackoffBase, s.BackoffMax))
+	}
+	if s.SweepLimit < 1 || s.Parallelism < 1 {
+		errs = append(errs, errors.New("sweep limit and parallelism must be at least 1"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("worker.settings: %w", err)
+	}
+	return nil
+}
+
+// backoff returns the jittered wait after the nth failure (n ≥ 1): "equal jitter", a uniform
+// draw between half and all of min(max, base·2^(n-1)), so waits spread out but never collapse
+// to zero. rnd returns a float in [0, 1).
+func backoff(n int, base, maxWait time.Duration, rnd func() float64) time.Duration {
+	d := base
+	for i := 1; i < n && d < maxWait; i++ {
+		d *= 2
+	}
+	d = min(d, maxWait)
+	half := d / 2
+	return half + time.Duration(rnd()*float64(d-half))
+}

@@ -1,0 +1,251 @@
+// Package provider chooses and builds the SMS provider adapter from configuration, so that
+// every function wires the same provider the same way.
+//
+// Environment variables (read by ConfigFromEnv):
+//
+//	SMS_PROVIDER              simulator | endusersms | sinch (required)
+//	SMS_TIMEOUT               bound on one provider call, a Go duration such as "5s" or
+//	                          "800ms" (default 5s); a send still running then is unknown
+//	SMS_VISIBILITY_SECONDS    how long after an attempt a lookup must wait before "not
+//	                          found" counts (defaults: simulator 0, endusersms 300, sinch 60).
+//	                          The reconcile queue's delay must be at least this long.
+//
+//	simulator:
+//	SMS_SIMULATOR_URL         base URL of cmd/smssim, e.g. http://127.0.0.1:8025 (required)
+//	SMS_SIMULATOR_TOKEN       bearer token, when the simulator requires one
+//
+//	endusersms (AWS End User Messaging SMS; credentials and region from the AWS SDK's usual
+//	sources, endpoint override from AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 or SMS_ENDPOINT):
+//	SMS_ORIGINATION_IDENTITY  phone number, sender ID or pool, ID or ARN (required)
+//	SMS_CONFIGURATION_SET     configuration set whose event destination feeds provider-events
+//	SMS_ENDPOINT              endpoint override (tests and emulators)
+//
+//	sinch:
+//	SINCH_BASE_URL            regional API root (default https://us.sms.api.sinch.com)
+//	SINCH_SERVICE_PLAN_ID     (required)
+//	SINCH_API_TOKEN           (required; a secret: in AWS inject it from Secrets Manager)
+//	SINCH_FROM                sender number or ID (required)
+//	SINCH_CALLBACK_URL        delivery report URL (optional)
+//
+// The Provider that New returns holds the Sender for the dispatch function and, separately,
+// a sms.LookupOnly for the reconcile function: that value has no Send method, whatever
+// adapter it wraps.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/sms/simclient"
+	"github.com/resetnotify/resetnotify/shared/sms/sinch"
+)
+
+// The provider kinds SMS_PROVIDER names. Each is also the name recorded on the records.
+const (
+	Simulator  = simclient.Provider
+	EndUserSMS = endusersms.Provider
+	Sinch      = sinch.Provider
+)
+
+// DefaultTimeout bounds one provider call when SMS_TIMEOUT is not set.
+const DefaultTimeout = 5 * time.Second
+
+// DefaultSinchBaseURL is Sinch's US region.
+const DefaultSinchBaseURL = "https://us.sms.api.sinch.com"
+
+// DefaultVisibility returns the visibility window of kind when none is configured.
+func DefaultVisibility(kind string) time.Duration {
+	switch kind {
+	case EndUserSMS:
+		// Events travel service → SNS → provider-events → table; give them minutes.
+		return 5 * time.Minute
+	case Sinch:
+		return time.Minute
+	}
+	return 0
+}
+
+// Config is the provider configuration.
+type Config struct {
+	Kind       string
+	Timeout    time.Duration
+	Visibility time.Duration
+
+	SimulatorURL   string
+	SimulatorToken string
+
+	OriginationIdentity  string
+	ConfigurationSetName string
+	Endpoint             string
+
+	SinchBaseURL       string
+	SinchServicePlanID string
+	SinchAPIToken      string
+	SinchFrom          string
+	SinchCallbackURL   string
+}
+
+// ConfigFromEnv reads the variables of the package doc through getenv (os.Getenv in
+// production, a map in tests).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	cfg := Config{
+		Kind:                 strings.ToLower(get("SMS_PROVIDER")),
+		Timeout:              DefaultTimeout,
+		SimulatorURL:         get("SMS_SIMULATOR_URL"),
+		SimulatorToken:       get("SMS_SIMULATOR_TOKEN"),
+		OriginationIdentity:  get("SMS_ORIGINATION_IDENTITY"),
+		ConfigurationSetName: get("SMS_CONFIGURATION_SET"),
+		Endpoint:             get("SMS_ENDPOINT"),
+		SinchBaseURL:         get("SINCH_BASE_URL"),
+		SinchServicePlanID:   get("SINCH_SERVICE_PLAN_ID"),
+		SinchAPIToken:        get("SINCH_API_TOKEN"),
+		SinchFrom:            get("SINCH_FROM"),
+		SinchCallbackURL:     get("SINCH_CALLBACK_URL"),
+	}
+	var errs []error
+	if v := get("SMS_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("SMS_TIMEOUT %q is not a positive duration", v))
+		}
+		cfg.Timeout = d
+	}
+	cfg.Visibility = DefaultVisibility(cfg.Kind)
+	if v := get("SMS_VISIBILITY_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("SMS_VISIBILITY_SECONDS %q is not a non-negative integer", v))
+		}
+		cfg.Visibility = time.Duration(n) * time.Second
+	}
+	if cfg.SinchBaseURL == "" {
+		cfg.SinchBaseURL = DefaultSinchBaseURL
+	}
+	errs = append(errs, cfg.Validate())
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("provider.config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Validate reports what cfg lacks for its kind. Its errors name variables, never values.
+func (cfg Config) Validate() error {
+	var errs []error
+	need := func(v, name string) {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s is required for SMS_PROVIDER=%s", name, cfg.Kind))
+		}
+	}
+	switch cfg.Kind {
+	case Simulator:
+		need(cfg.SimulatorURL, "SMS_SIMULATOR_URL")
+	case EndUserSMS:
+		need(cfg.OriginationIdentity, "SMS_ORIGINATION_IDENTITY")
+	case Sinch:
+		need(cfg.SinchServicePlanID, "SINCH_SERVICE_PLAN_ID")
+		need(cfg.SinchAPIToken, "SINCH_API_TOKEN")
+		need(cfg.SinchFrom, "SINCH_FROM")
+	case "":
+		errs = append(errs, errors.New("SMS_PROVIDER is not set"))
+	default:
+		errs = append(errs, fmt.Errorf("SMS_PROVIDER %q is not one of %s, %s, %s", cfg.Kind, Simulator, EndUserSMS, Sinch))
+	}
+	return errors.Join(errs...)
+}
+
+// Deps are what the adapters need beyond configuration.
+type Deps struct {
+	// AWS is the SDK configuration for endusersms. When it has no credentials provider,
+	// FromEnv loads the default configuration.
+	AWS aws.Config
+	// Receipts reads recorded delivery events; endusersms reconciles through it. Without it
+	// every endusersms lookup is inconclusive.
+	Receipts sms.ReceiptReader
+	// HTTPClient is used by the HTTP adapters (default: their own).
+	HTTPClient *http.Client
+	// Clock tells the time (default: the system clock).
+	Clock notify.Clock
+}
+
+// Provider is a configured provider.
+type Provider struct {
+	// Name is recorded on the record as its provider.
+	Name string
+	// Sender sends; give it to the dispatch function only.
+	Sender sms.Sender
+	// Lookup looks attempts up and cannot send; give it to the reconcile function.
+	Lookup sms.LookupOnly
+	// Visibility is the window after an attempt before "not found" counts: delay the
+	// reconcile queue message at least this long.
+	Visibility time.Duration
+	// Timeout bounds one provider call: the dispatch lease must outlast it.
+	Timeout time.Duration
+}
+
+// New builds the provider cfg names.
+func New(cfg Config, deps Deps) (Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return Provider{}, fmt.Errorf("provider.new: %w", err)
+	}
+	p := Provider{Name: cfg.Kind, Visibility: cfg.Visibility, Timeout: cfg.Timeout}
+	switch cfg.Kind {
+	case Simulator:
+		c, err := simclient.New(simclient.Config{
+			BaseURL: cfg.SimulatorURL, Token: cfg.SimulatorToken, Timeout: cfg.Timeout,
+			Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
+		})
+		if err != nil {
+			return Provider{}, fmt.Errorf("provider.new: %w", err)
+		}
+		p.Sender, p.Lookup = c, sms.OnlyLookup(c)
+	case EndUserSMS:
+		s, err := endusersms.NewSender(endusersms.NewClient(deps.AWS, cfg.Endpoint), endusersms.Config{
+			OriginationIdentity: cfg.OriginationIdentity, ConfigurationSetName: cfg.ConfigurationSetName,
+			Timeout: cfg.Timeout, Clock: deps.Clock,
+		})
+		if err != nil {
+			return Provider{}, fmt.Errorf("provider.new: %w", err)
+		}
+		p.Sender = s
+		p.Lookup = sms.OnlyLookup(endusersms.NewLookup(deps.Receipts, cfg.Visibility, deps.Clock))
+	case Sinch:
+		c, err := sinch.New(sinch.Config{
+			BaseURL: cfg.SinchBaseURL, ServicePlanID: cfg.SinchServicePlanID, APIToken: cfg.SinchAPIToken,
+			From: cfg.SinchFrom, CallbackURL: cfg.SinchCallbackURL, Timeout: cfg.Timeout,
+			Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
+		})
+		if err != nil {
+			return Provider{}, fmt.Errorf("provider.new: %w", err)
+		}
+		p.Sender, p.Lookup = c, sms.OnlyLookup(c)
+	}
+	return p, nil
+}
+
+// FromEnv reads the configuration through getenv and builds the provider. For endusersms
+// without AWS credentials in deps, it loads the SDK's default configuration.
+func FromEnv(ctx context.Context, getenv func(string) string, deps Deps) (Provider, error) {
+	cfg, err := ConfigFromEnv(getenv)
+	if err != nil {
+		return Provider{}, err
+	}
+	if cfg.Kind == EndUserSMS && deps.AWS.Credentials == nil {
+		deps.AWS, err = config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return Provider{}, fmt.Errorf("provider.from_env: loading AWS configuration: %w", err)
+		}
+	}
+	return New(cfg, deps)
+}

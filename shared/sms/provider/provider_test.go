@@ -1,0 +1,146 @@
+package provider_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/sms/provider"
+	"github.com/resetnotify/resetnotify/shared/smssim"
+	"github.com/resetnotify/resetnotify/shared/smssim/smssimtest"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestConfigFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    provider.Config
+		wantErr []string
+	}{
+		{
+			name: "simulator with defaults",
+			env:  map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://127.0.0.1:8025"},
+			want: provider.Config{Kind: "simulator", Timeout: 5 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SinchBaseURL: provider.DefaultSinchBaseURL},
+		},
+		{
+			name: "simulator with timeout and visibility",
+			env:  map[string]string{"SMS_PROVIDER": "Simulator", "SMS_SIMULATOR_URL": "http://127.0.0.1:8025", "SMS_SIMULATOR_TOKEN": "t", "SMS_TIMEOUT": "800ms", "SMS_VISIBILITY_SECONDS": "3"},
+			want: provider.Config{Kind: "simulator", Timeout: 800 * time.Millisecond, Visibility: 3 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SimulatorToken: "t", SinchBaseURL: provider.DefaultSinchBaseURL},
+		},
+		{
+			name: "endusersms",
+			env:  map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_CONFIGURATION_SET": "cs", "SMS_ENDPOINT": "http://127.0.0.1:9"},
+			want: provider.Config{Kind: "endusersms", Timeout: 5 * time.Second, Visibility: 5 * time.Minute, OriginationIdentity: "pool-1", ConfigurationSetName: "cs", Endpoint: "http://127.0.0.1:9", SinchBaseURL: provider.DefaultSinchBaseURL},
+		},
+		{
+			name: "sinch",
+			env:  map[string]string{"SMS_PROVIDER": "sinch", "SINCH_BASE_URL": "https://eu.sms.api.sinch.com", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb"},
+			want: provider.Config{Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SinchBaseURL: "https://eu.sms.api.sinch.com", SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop", SinchCallbackURL: "https://h/cb"},
+		},
+		{name: "no provider", env: map[string]string{}, wantErr: []string{"SMS_PROVIDER is not set"}},
+		{name: "unknown provider", env: map[string]string{"SMS_PROVIDER": "twilio"}, wantErr: []string{`"twilio" is not one of`}},
+		{name: "simulator without URL", env: map[string]string{"SMS_PROVIDER": "simulator"}, wantErr: []string{"SMS_SIMULATOR_URL is required"}},
+		{name: "endusersms without identity", env: map[string]string{"SMS_PROVIDER": "endusersms"}, wantErr: []string{"SMS_ORIGINATION_IDENTITY is required"}},
+		{name: "sinch without credentials", env: map[string]string{"SMS_PROVIDER": "sinch", "SINCH_FROM": "x"}, wantErr: []string{"SINCH_SERVICE_PLAN_ID", "SINCH_API_TOKEN"}},
+		{name: "bad timeout and visibility", env: map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://x", "SMS_TIMEOUT": "5", "SMS_VISIBILITY_SECONDS": "-1"}, wantErr: []string{"SMS_TIMEOUT", "SMS_VISIBILITY_SECONDS"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := provider.ConfigFromEnv(env(tc.env))
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("ConfigFromEnv accepted: %+v", got)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFromEnvSimulatorSendsAndLooksUp(t *testing.T) {
+	srv, base := smssimtest.Start(t, smssim.Config{})
+	p, err := provider.FromEnv(context.Background(), env(map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": base}), provider.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != provider.Simulator || p.Timeout != provider.DefaultTimeout {
+		t.Errorf("provider %+v", p)
+	}
+	if _, ok := any(p.Lookup).(sms.Sender); ok {
+		t.Fatal("the lookup can send")
+	}
+	out := p.Sender.Send(context.Background(), sms.SendRequest{To: "+15555550100", Body: "hi", AttemptRef: "n1-a1", ValidityPeriod: time.Minute})
+	if out.Reason() != notify.ReasonProviderAccepted {
+		t.Fatalf("send: %s (%v)", out, out.Err)
+	}
+	res, err := p.Lookup.Lookup(context.Background(), sms.LookupRequest{AttemptRef: "n1-a1", AttemptedAt: time.Now()})
+	if err != nil || res.Status != sms.LookupFound || res.MessageID != out.MessageID {
+		t.Fatalf("lookup: %+v, %v", res, err)
+	}
+	if n := len(srv.Accepted("+15555550100")); n != 1 {
+		t.Errorf("simulator accepted %d", n)
+	}
+}
+
+func TestNewEndUserSMSIsWired(t *testing.T) {
+	var target string
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		target = r.Header.Get("X-Amz-Target")
+		io.WriteString(w, `{"MessageId":"aws-1"}`)
+	}))
+	defer fake.Close()
+	cfg, err := provider.ConfigFromEnv(env(map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_ENDPOINT": fake.URL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := provider.New(cfg, provider.Deps{AWS: aws.Config{Region: "eu-west-1", Credentials: aws.AnonymousCredentials{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := p.Sender.Send(context.Background(), sms.SendRequest{To: "+15555550100", Body: "hi", AttemptRef: "n1-a1", ValidityPeriod: time.Minute})
+	if out.MessageID != "aws-1" || target != "PinpointSMSVoiceV2.SendTextMessage" {
+		t.Fatalf("send: %s (%v), target %q", out, out.Err, target)
+	}
+	// Without a receipt reader, lookups are inconclusive, never "not found".
+	res, err := p.Lookup.Lookup(context.Background(), sms.LookupRequest{AttemptRef: "n1-a1", AttemptedAt: time.Now().Add(-time.Hour)})
+	if err == nil || res.Status != sms.LookupInconclusive {
+		t.Errorf("lookup without receipts: %+v, %v", res, err)
+	}
+}
+
+func TestNewSinch(t *testing.T) {
+	cfg, err := provider.ConfigFromEnv(env(map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "secret-token", "SINCH_FROM": "Shop"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := provider.New(cfg, provider.Deps{})
+	if err != nil || p.Name != provider.Sinch || p.Visibility != time.Minute {
+		t.Fatalf("New: %+v, %v", p, err)
+	}
+	if _, err := provider.New(provider.Config{Kind: "sinch"}, provider.Deps{}); err == nil || strings.Contains(err.Error(), "secret-token") {
+		t.Errorf("incomplete config: %v", err)
+	}
+}

@@ -40,8 +40,6 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
 	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
@@ -158,19 +156,17 @@ func (s *Sender) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 
 // classify turns a SendTextMessage error into an outcome.
 func classify(err error, tracker *sms.WriteTracker, ref string, now time.Time) sms.Outcome {
-	// The SDK wraps transport failures in a ResponseError too, around an empty response.
-	var re *smithyhttp.ResponseError
+	// The SDK wraps every failure of the HTTP exchange in a ResponseError, a transport
+	// failure around an empty response (status 0).
+	var re *awshttp.ResponseError
 	if !errors.As(err, &re) || re.Response == nil || re.HTTPStatusCode() == 0 {
 		out := sms.TransportOutcome(err, tracker)
 		out.Err = fmt.Errorf("endusersms.send %s: %w", ref, err)
 		return out
 	}
-	pe := &sms.ProviderError{Provider: Provider, Op: "send " + ref, StatusCode: re.HTTPStatusCode()}
-	var awsRE *awshttp.ResponseError
-	if errors.As(err, &awsRE) {
-		pe.RequestID = awsRE.ServiceRequestID()
-	}
-	var apiErr smithy.APIError
+	pe := &sms.ProviderError{Provider: Provider, Op: "send " + ref, StatusCode: re.HTTPStatusCode(), RequestID: re.ServiceRequestID()}
+	// smithy.APIError, matched by its method so that this package needs no direct import.
+	var apiErr interface{ ErrorCode() string }
 	if errors.As(err, &apiErr) {
 		pe.Code = apiErr.ErrorCode()
 	}

@@ -96,6 +96,7 @@ func TestGolden(t *testing.T) {
 		{"evidence-cancelled", []string{"evidence", "--event-id", "evt-cancelled"}, nil},
 		{"evidence-two", []string{"evidence", "--event-id", "evt-two"}, nil},
 		{"evidence-two-json", []string{"evidence", "--event-id", "evt-two", "--format", "json"}, nil},
+		{"evidence-open", []string{"evidence", "--event-id", "evt-open"}, nil},
 		{"margin-table", []string{"margin", "--since", "1d"}, nil},
 		{"margin-json", []string{"margin", "--since", "2030-03-01", "--until", "2030-03-02", "--format", "json"}, nil},
 		{"margin-csv", []string{"margin", "--since", "2030-03-01", "--until", "2030-03-02", "--format", "csv"}, nil},

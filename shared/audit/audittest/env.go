@@ -2,11 +2,11 @@ package audittest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,16 +256,49 @@ func Plain(t testing.TB, items []map[string]ddbtypes.AttributeValue) []map[strin
 	return out
 }
 
-// ItemText returns item, attribute names and values, as JSON text for a scanner.
-func ItemText(t testing.TB, item map[string]ddbtypes.AttributeValue) string {
-	t.Helper()
-	var m map[string]any
-	if err := attributevalue.UnmarshalMap(item, &m); err != nil {
-		t.Fatalf("audittest.ItemText: %v", err)
+// ItemText returns item as text for a scanner: one "name=value" line per attribute, sorted,
+// with binary values as their raw bytes, so a secret inside a binary attribute shows too.
+func ItemText(item map[string]ddbtypes.AttributeValue) string {
+	names := make([]string, 0, len(item))
+	for n := range item {
+		names = append(names, n)
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatalf("audittest.ItemText: %v", err)
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n)
+		b.WriteByte('=')
+		writeValue(&b, item[n])
+		b.WriteByte('\n')
 	}
-	return string(b)
+	return b.String()
+}
+
+func writeValue(b *strings.Builder, v ddbtypes.AttributeValue) {
+	switch x := v.(type) {
+	case *ddbtypes.AttributeValueMemberS:
+		b.WriteString(x.Value)
+	case *ddbtypes.AttributeValueMemberN:
+		b.WriteString(x.Value)
+	case *ddbtypes.AttributeValueMemberB:
+		b.Write(x.Value)
+	case *ddbtypes.AttributeValueMemberBOOL:
+		fmt.Fprint(b, x.Value)
+	case *ddbtypes.AttributeValueMemberSS:
+		b.WriteString(strings.Join(x.Value, " "))
+	case *ddbtypes.AttributeValueMemberNS:
+		b.WriteString(strings.Join(x.Value, " "))
+	case *ddbtypes.AttributeValueMemberBS:
+		for _, v := range x.Value {
+			b.Write(v)
+			b.WriteByte(' ')
+		}
+	case *ddbtypes.AttributeValueMemberL:
+		for _, v := range x.Value {
+			writeValue(b, v)
+			b.WriteByte(' ')
+		}
+	case *ddbtypes.AttributeValueMemberM:
+		b.WriteString(ItemText(x.Value))
+	}
 }

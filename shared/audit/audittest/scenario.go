@@ -117,11 +117,12 @@ var (
 	Supersede = notify.Change{To: notify.StateCancelled, Reason: notify.ReasonSuperseded}
 )
 
-// Standard runs the standard scenario: seven notifications of six events that between them
+// Standard runs the standard scenario: eight notifications of seven events that between them
 // reach every kind of ending: delivered, delivered after an unknown outcome and
 // reconciliation, undelivered after a throttled first attempt, expired before dispatch,
-// expired at admission, cancelled by the caller, and superseded by a newer request. It
-// returns after the last transition; the audit table is still empty.
+// expired at admission, cancelled by the caller, and superseded by a newer request; one is
+// still accepted at the end. It returns after the last transition; the audit table is still
+// empty.
 func (s *Scenario) Standard(t testing.TB) {
 	t.Helper()
 	const sec = time.Second
@@ -160,7 +161,10 @@ func (s *Scenario) Standard(t testing.TB) {
 	s.Step(t, "evt-two:second", sec, Lease)
 	s.Step(t, "evt-two:second", 900*time.Millisecond, Accepted("sim-msg-0004"))
 	s.Step(t, "evt-two:second", 3*sec, Delivered)
+
+	// Still waiting for dispatch when the scenario ends: its sealed payload stays stored.
+	s.Submit(t, "evt-open", "", "+12025550188", map[string]string{"reset_url": "https://shop.example/reset?token=tok-open-5e6f"}, 15*time.Minute)
 }
 
 // StandardTransitions is how many stream records Standard produces.
-const StandardTransitions = 4 + 5 + 6 + 2 + 1 + 2 + 2 + 4
+const StandardTransitions = 4 + 5 + 6 + 2 + 1 + 2 + 2 + 4 + 1

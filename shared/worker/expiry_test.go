@@ -1,0 +1,156 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/worker/workertest"
+)
+
+// TestNoProviderCallAtOrAfterTheDeadline moves the fake clock around the dispatch deadline and
+// checks that the provider is called only while at least MinValidity is left.
+func TestNoProviderCallAtOrAfterTheDeadline(t *testing.T) {
+	minValidity := testSettings().MinValidity
+	tests := []struct {
+		name   string
+		before time.Duration // how long before the deadline the message is handled
+		sends  bool
+	}{
+		{"a minute before", time.Minute, true},
+		{"exactly MinValidity before", minValidity, false},
+		{"just over MinValidity before", minValidity + time.Millisecond, true},
+		{"half of MinValidity before", minValidity / 2, false},
+		{"at the deadline", 0, false},
+		{"after the deadline", -time.Second, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			req := request("k", 10*time.Minute)
+			rec := f.admit(t, req)
+			f.clock.Set(deadlineOf(req).Add(-tc.before))
+			f.dispatch(t, notify.MessageOf(rec))
+			got := f.get(t, "k")
+			if tc.sends {
+				if f.sender.Calls() != 1 || got.State != notify.StateSent {
+					t.Fatalf("%d sends, state %s", f.sender.Calls(), got.State)
+				}
+				if v := f.sender.Requests()[0].ValidityPeriod; v < time.Second || v > tc.before {
+					t.Errorf("validity %s with %s left", v, tc.before)
+				}
+				return
+			}
+			if f.sender.Calls() != 0 {
+				t.Fatalf("provider called %s before the deadline", tc.before)
+			}
+			if diff := cmp.Diff(state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}, stateOf(got)); diff != "" {
+				t.Errorf("state (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// slowLeaseStore makes the lease write "take" until after the deadline: the clock moves on
+// inside Transition, after the store accepted the lease (whose time was still before the
+// deadline). With conflict set, the write is refused instead, as DynamoDB would refuse it if
+// its condition on dispatch_deadline were evaluated after the deadline.
+type slowLeaseStore struct {
+	*workertest.DueStore
+	clock    *notifytest.Clock
+	to       time.Time
+	conflict bool
+}
+
+func (s *slowLeaseStore) Transition(ctx context.Context, prev, next notify.Record) error {
+	if next.State != notify.StateDispatching {
+		return s.DueStore.Transition(ctx, prev, next)
+	}
+	s.clock.Set(s.to)
+	if s.conflict {
+		return notify.ErrConflict
+	}
+	return s.DueStore.Transition(ctx, prev, next)
+}
+
+// TestLeaseTakenJustBeforeTheDeadline: a worker takes the lease just before the deadline but
+// the write returns after it. The worker must not call the provider. The lease runs out, the
+// sweeper hands the record to reconciliation, which finds nothing and expires it as never
+// dispatched. The provider is never called.
+func TestLeaseTakenJustBeforeTheDeadline(t *testing.T) {
+	for _, overshoot := range []time.Duration{0, time.Millisecond, 3 * time.Second} {
+		t.Run("lease write returns "+overshoot.String()+" after the deadline", func(t *testing.T) {
+			f := newFixture(t)
+			req := request("k", 10*time.Minute)
+			deadline := deadlineOf(req)
+			rec := f.admit(t, req)
+			f.d.Store = &slowLeaseStore{DueStore: f.store, clock: f.clock, to: deadline.Add(overshoot)}
+			f.clock.Set(deadline.Add(-2 * time.Second))
+			f.dispatch(t, notify.MessageOf(rec))
+
+			leased := f.get(t, "k")
+			if f.sender.Calls() != 0 {
+				t.Fatalf("provider called after the deadline")
+			}
+			if leased.State != notify.StateDispatching || leased.Attempt != 1 {
+				t.Fatalf("record %s attempt %d, want the lease left to run out", leased.State, leased.Attempt)
+			}
+
+			f.lookup.Answers = []workertest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
+			f.clock.Set(leased.LeaseUntil.Add(f.settings.SweepGrace))
+			f.sweep(t)
+			f.drain(t, 5)
+			f.clock.Advance(time.Hour)
+			f.sweep(t)
+			f.drain(t, 5)
+			got := f.get(t, "k")
+			if diff := cmp.Diff(state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}, stateOf(got)); diff != "" {
+				t.Errorf("state (-want +got):\n%s", diff)
+			}
+			if f.sender.Calls() != 0 {
+				t.Errorf("provider called %d times", f.sender.Calls())
+			}
+		})
+	}
+}
+
+// TestLeaseRefusedAtTheDeadline: the lease write is refused because the deadline passed while
+// it was in flight. The worker re-reads and expires the record.
+func TestLeaseRefusedAtTheDeadline(t *testing.T) {
+	f := newFixture(t)
+	req := request("k", 10*time.Minute)
+	deadline := deadlineOf(req)
+	rec := f.admit(t, req)
+	f.d.Store = &slowLeaseStore{DueStore: f.store, clock: f.clock, to: deadline, conflict: true}
+	f.clock.Set(deadline.Add(-2 * time.Second))
+	f.dispatch(t, notify.MessageOf(rec))
+	if f.sender.Calls() != 0 {
+		t.Fatal("provider called")
+	}
+	if diff := cmp.Diff(state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}, stateOf(f.get(t, "k"))); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+}
+
+// TestRetryNeverSendsLate: a throttled attempt asks for a wait longer than the time left. The
+// retry is capped at the deadline, and then expires rather than sends.
+func TestRetryNeverSendsLate(t *testing.T) {
+	f := newFixture(t)
+	f.sender.Outcomes = []sms.Outcome{sms.NotAccepted(sms.DetailThrottled, time.Hour, nil), sms.Accepted("late")}
+	req := request("k", 10*time.Minute)
+	rec := f.admit(t, req)
+	f.dispatch(t, notify.MessageOf(rec))
+	retry := f.get(t, "k")
+	if !retry.NextActionAt.Equal(deadlineOf(req)) {
+		t.Errorf("next_action_at %s, want the deadline %s", retry.NextActionAt, deadlineOf(req))
+	}
+	f.drain(t, 5)
+	if got := f.get(t, "k"); got.State != notify.StateExpired || f.sender.Calls() != 1 {
+		t.Errorf("record %s after %d sends", got.State, f.sender.Calls())
+	}
+}

@@ -1,0 +1,298 @@
+package worker_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/worker/workertest"
+)
+
+// unknownRecord admits a record for key and takes it through one attempt whose outcome was a
+// timeout, so it is dispatch_unknown and due for reconciliation at next_action_at. The clock
+// is left there.
+func (f *fixture) unknownRecord(t *testing.T, req notify.Request) notify.Record {
+	t.Helper()
+	f.sender.Outcomes = []sms.Outcome{sms.Unknown(sms.DetailTimeout, errors.New("timeout"))}
+	rec := f.admit(t, req)
+	f.dispatch(t, notify.MessageOf(rec))
+	got := f.get(t, req.IdempotencyKey)
+	if got.State != notify.StateDispatchUnknown {
+		t.Fatalf("setup: record %s", got.State)
+	}
+	f.sched.Take()
+	f.clock.Set(got.NextActionAt)
+	return got
+}
+
+func TestReconcile(t *testing.T) {
+	found := sms.Found("pm-9", sms.ReceiptNone, time.Time{})
+	notFound := sms.LookupResult{Status: sms.LookupNotFound}
+	tests := []struct {
+		name     string
+		answer   workertest.Answer
+		at       func(deadline time.Time) time.Time // when the lookup runs; nil: when due
+		count    int                                // reconcile_count before
+		attempt  int                                // attempts made before (default 1)
+		want     state
+		queue    string
+		delay    time.Duration // expected delay when queue is set; -1: any positive
+		noLookup bool
+	}{
+		{name: "found", answer: workertest.Answer{Result: found},
+			want: state{notify.StateSent, notify.ReasonReconciledAccepted}},
+		{name: "found with a delivery receipt", answer: workertest.Answer{Result: sms.Found("pm-9", sms.ReceiptDelivered, t0)},
+			want: state{notify.StateDelivered, notify.ReasonReceiptDelivered}},
+		{name: "found with a failure receipt", answer: workertest.Answer{Result: sms.Found("pm-9", sms.ReceiptUndelivered, t0)},
+			want: state{notify.StateUndelivered, notify.ReasonReceiptFailed}},
+		{name: "not found, deadline allows", answer: workertest.Answer{Result: notFound},
+			want: state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}, queue: workertest.QueueDispatch, delay: 0},
+		{name: "not found after the deadline", answer: workertest.Answer{Result: notFound}, at: func(d time.Time) time.Time { return d },
+			want: state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}},
+		{name: "not found, no attempt left", answer: workertest.Answer{Result: notFound}, attempt: 3,
+			want: state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}},
+		{name: "inconclusive", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")},
+			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, queue: workertest.QueueReconcile, delay: -1},
+		{name: "lookup error is inconclusive", answer: workertest.Answer{Err: errors.New("502 from lookup")},
+			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, queue: workertest.QueueReconcile, delay: -1},
+		{name: "inconclusive at the bound stops scheduling", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")}, count: 2,
+			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}},
+		{name: "inconclusive after the deadline", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")},
+			at:   func(d time.Time) time.Time { return d.Add(time.Hour) },
+			want: state{notify.StateExpired, notify.ReasonExpiredUnresolved}},
+		{name: "found after the deadline is still sent", answer: workertest.Answer{Result: found},
+			at:   func(d time.Time) time.Time { return d.Add(time.Hour) },
+			want: state{notify.StateSent, notify.ReasonReconciledAccepted}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			req := request("k", 10*time.Minute)
+			rec := f.unknownRecord(t, req)
+			if tc.attempt > 1 || tc.count > 0 {
+				rec.Attempt = max(tc.attempt, 1)
+				rec.ReconcileCount = tc.count
+				f.put(t, rec)
+				rec = f.get(t, "k")
+			}
+			if tc.at != nil {
+				f.clock.Set(tc.at(deadlineOf(req)))
+			}
+			f.lookup.Answers = []workertest.Answer{tc.answer}
+			f.reconcile(t, notify.MessageOf(rec))
+
+			got := f.get(t, "k")
+			if diff := cmp.Diff(tc.want, stateOf(got)); diff != "" {
+				t.Fatalf("state (-want +got):\n%s", diff)
+			}
+			lookups := f.lookup.Requests()
+			wantLookup := sms.LookupRequest{AttemptRef: sms.AttemptRef("n-k", rec.Attempt), AttemptedAt: rec.AttemptedAt.Add(f.settings.ProviderTimeout)}
+			if len(lookups) != 1 || lookups[0] != wantLookup {
+				t.Errorf("lookups %+v, want %+v", lookups, wantLookup)
+			}
+			if f.sender.Calls() != 1 {
+				t.Errorf("%d sends: reconciliation sent", f.sender.Calls())
+			}
+			if got.State == notify.StateSent || got.State == notify.StateDelivered || got.State == notify.StateUndelivered {
+				if got.ProviderMessageID != "pm-9" || len(got.Sealed) != 0 {
+					t.Errorf("message ID %q, sealed %d bytes", got.ProviderMessageID, len(got.Sealed))
+				}
+			}
+			if tc.name == "inconclusive at the bound stops scheduling" || tc.name == "not found, no attempt left" {
+				if !got.NextActionAt.Equal(deadlineOf(req)) {
+					t.Errorf("next_action_at %s, want the deadline (for the sweeper)", got.NextActionAt)
+				}
+			}
+			sched := f.sched.Take()
+			if tc.queue == "" {
+				if len(sched) != 0 {
+					t.Errorf("scheduled %+v, want nothing", sched)
+				}
+				return
+			}
+			if len(sched) != 1 || sched[0].Queue != tc.queue || sched[0].Message != notify.MessageOf(got) {
+				t.Fatalf("scheduled %+v, want v%d on %s", sched, got.Version, tc.queue)
+			}
+			if tc.delay >= 0 && sched[0].Delay != tc.delay || tc.delay < 0 && sched[0].Delay <= 0 {
+				t.Errorf("delay %s, want %s", sched[0].Delay, tc.delay)
+			}
+		})
+	}
+}
+
+// TestReconcileNotFoundThenSendsAgain follows "not found" through to the next attempt, which
+// carries the next attempt reference.
+func TestReconcileNotFoundThenSendsAgain(t *testing.T) {
+	f := newFixture(t)
+	rec := f.unknownRecord(t, request("k", 10*time.Minute))
+	f.lookup.Answers = []workertest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
+	f.sender.Outcomes = nil
+	f.reconcile(t, notify.MessageOf(rec))
+	f.drain(t, 3)
+	got := f.get(t, "k")
+	if got.State != notify.StateSent || got.Attempt != 2 {
+		t.Fatalf("record %s attempt %d", got.State, got.Attempt)
+	}
+	reqs := f.sender.Requests()
+	if len(reqs) != 2 || reqs[1].AttemptRef != "n-k-a2" {
+		t.Errorf("sends %v", reqs)
+	}
+}
+
+func TestReconcileInconclusiveIsBounded(t *testing.T) {
+	f := newFixture(t)
+	req := request("k", 30*time.Minute)
+	rec := f.unknownRecord(t, req)
+	f.lookup.Answers = []workertest.Answer{{Result: sms.Inconclusive("provider_error")}}
+	f.reconcile(t, notify.MessageOf(rec))
+	f.drain(t, 10)
+	got := f.get(t, "k")
+	if got.State != notify.StateDispatchUnknown || got.ReconcileCount != f.settings.MaxReconciles {
+		t.Fatalf("record %s after %d rounds", got.State, got.ReconcileCount)
+	}
+	if n := len(f.lookup.Requests()); n != f.settings.MaxReconciles {
+		t.Errorf("%d lookups, want %d", n, f.settings.MaxReconciles)
+	}
+	// The sweeper brings it back at the deadline for a last lookup, still inconclusive.
+	f.clock.Set(deadlineOf(req).Add(f.settings.SweepGrace))
+	if rep := f.sweep(t); rep.Reconciles != 1 {
+		t.Fatalf("sweep %+v", rep)
+	}
+	f.drain(t, 3)
+	if diff := cmp.Diff(state{notify.StateExpired, notify.ReasonExpiredUnresolved}, stateOf(f.get(t, "k"))); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+	if f.sender.Calls() != 1 {
+		t.Errorf("%d sends", f.sender.Calls())
+	}
+}
+
+// TestReconcileWaitsForVisibilityPastTheDeadline: an attempt timed out just before the
+// deadline. Past the deadline, a lookup before the visibility window has passed is not
+// conclusive; the record is not closed as unresolved until the window has passed, and a late
+// "found" still records it as sent.
+func TestReconcileWaitsForVisibilityPastTheDeadline(t *testing.T) {
+	f := newFixture(t)
+	req := request("k", 10*time.Minute)
+	deadline := deadlineOf(req)
+	f.clock.Set(deadline.Add(-5 * time.Second))
+	rec := f.unknownRecord(t, req)
+	if !rec.NextActionAt.Equal(deadline) {
+		t.Fatalf("next_action_at %s, want capped at the deadline %s", rec.NextActionAt, deadline)
+	}
+	f.lookup.Answers = []workertest.Answer{{Result: sms.Inconclusive("not_visible_yet")}, {Result: sms.Found("pm-late", sms.ReceiptNone, time.Time{})}}
+	f.reconcile(t, notify.MessageOf(rec))
+	if got := f.get(t, "k"); got.Version != rec.Version {
+		t.Fatalf("record moved to %s before the window passed", got.State)
+	}
+	sched := f.sched.Take()
+	visible := rec.AttemptedAt.Add(f.settings.ProviderTimeout + f.settings.Visibility)
+	if len(sched) != 1 || !sched[0].At.Equal(visible) {
+		t.Fatalf("scheduled %+v, want a reconcile at %s", sched, visible)
+	}
+	f.clock.Set(visible)
+	f.reconcile(t, sched[0].Message)
+	if got := f.get(t, "k"); got.State != notify.StateSent || got.ProviderMessageID != "pm-late" {
+		t.Errorf("record %s %q", got.State, got.ProviderMessageID)
+	}
+}
+
+func TestReconcileEarlyOrOtherStates(t *testing.T) {
+	f := newFixture(t)
+	req := request("k", 10*time.Minute)
+	rec := f.unknownRecord(t, req)
+	f.clock.Set(rec.NextActionAt.Add(-10 * time.Second))
+
+	f.reconcile(t, notify.MessageOf(rec)) // early, current version: re-scheduled, no lookup
+	sched := f.sched.Take()
+	if len(sched) != 1 || sched[0].Delay != 10*time.Second || sched[0].Queue != workertest.QueueReconcile {
+		t.Errorf("early message scheduled %+v", sched)
+	}
+	old := notify.MessageOf(rec)
+	old.Version = 1
+	f.reconcile(t, old) // early and stale: dropped
+	if sched := f.sched.Take(); len(sched) != 0 {
+		t.Errorf("stale message scheduled %+v", sched)
+	}
+	if n := len(f.lookup.Requests()); n != 0 {
+		t.Errorf("%d lookups before the record was due", n)
+	}
+
+	other := f.admitKey(t, "accepted")
+	f.reconcile(t, notify.MessageOf(other)) // not dispatch_unknown: acknowledged
+	if n := len(f.lookup.Requests()); n != 0 || f.get(t, "accepted").Version != 1 {
+		t.Errorf("reconciled an accepted record (%d lookups)", n)
+	}
+}
+
+func TestReconcileProviderChanged(t *testing.T) {
+	f := newFixture(t)
+	rec := f.unknownRecord(t, request("k", 10*time.Minute))
+	f.r.Provider = "another-provider"
+	f.reconcile(t, notify.MessageOf(rec))
+	if n := len(f.lookup.Requests()); n != 0 {
+		t.Errorf("looked up an attempt made through another provider")
+	}
+	if got := f.get(t, "k"); got.Reason != notify.ReasonReconcileInconclusive {
+		t.Errorf("reason %s", got.Reason)
+	}
+}
+
+// sendProbe has a Send method. Embedded beside Reconciler at the same depth it would make
+// probe.Send ambiguous, a compile error, if Reconciler ever gained a Send method.
+type sendProbe struct{}
+
+func (sendProbe) Send() {}
+
+type probe struct {
+	worker.Reconciler
+	sendProbe
+}
+
+var _ = probe{}.Send
+
+// TestReconcilerCannotSend walks every field of Reconciler, and the fields of those, and
+// checks that no static type reachable from it has a Send method: it holds a lookup that can
+// only look up, never an sms.Sender.
+func TestReconcilerCannotSend(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(path string, typ reflect.Type)
+	walk = func(path string, typ reflect.Type) {
+		if seen[typ] {
+			return
+		}
+		seen[typ] = true
+		if _, ok := typ.MethodByName("Send"); ok {
+			t.Errorf("%s (%s) has a Send method", path, typ)
+		}
+		if typ.Kind() != reflect.Interface && typ.Kind() != reflect.Pointer {
+			if _, ok := reflect.PointerTo(typ).MethodByName("Send"); ok {
+				t.Errorf("*%s (%s) has a Send method", path, typ)
+			}
+		}
+		switch typ.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Chan:
+			walk(path+"[]", typ.Elem())
+		case reflect.Map:
+			walk(path+"[key]", typ.Key())
+			walk(path+"[]", typ.Elem())
+		case reflect.Struct:
+			for i := range typ.NumField() {
+				walk(path+"."+typ.Field(i).Name, typ.Field(i).Type)
+			}
+		}
+	}
+	walk("Reconciler", reflect.TypeFor[worker.Reconciler]())
+	if !seen[reflect.TypeFor[sms.LookupOnly]()] {
+		t.Error("Reconciler no longer holds an sms.LookupOnly")
+	}
+	if reflect.TypeFor[*worker.Reconciler]().Implements(reflect.TypeFor[sms.Sender]()) {
+		t.Error("*Reconciler is an sms.Sender")
+	}
+}

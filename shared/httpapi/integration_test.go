@@ -24,6 +24,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/testenv"
 )
@@ -76,7 +77,7 @@ func newRealFixture(t *testing.T) *realFixture {
 		Store:  dynamostore.New(ddb, f.table),
 		Sealer: seal.New(keys),
 		Hasher: hasher,
-		Queue:  shimQueue{sqsClient, f.queueURL},
+		Queue:  sqsqueue.New(sqsClient, f.queueURL),
 		Clock:  f.clock,
 		Policy: notify.DefaultPolicy(),
 		NewID:  func() string { return ulid.Make().String() },

@@ -108,7 +108,11 @@ func TestModes(t *testing.T) {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			srv, base := smssimtest.Start(t, smssim.Config{RetryAfter: 2500 * time.Millisecond, Latency: 10 * time.Millisecond})
 			srv.SetFault(number, tc.mode)
-			resp := send(t, base, number, "n1-a1", 300*time.Millisecond)
+			timeout := 10 * time.Second
+			if tc.mode == smssim.ModeTimeoutBeforeAccept || tc.mode == smssim.ModeAcceptThenTimeout {
+				timeout = 300 * time.Millisecond
+			}
+			resp := send(t, base, number, "n1-a1", timeout)
 			if resp.status != tc.status {
 				t.Fatalf("status = %d (err %v), want %d", resp.status, resp.err, tc.status)
 			}

@@ -121,6 +121,7 @@ func TestSendClassifies(t *testing.T) {
 		messageID  string
 		code       string
 		retryAfter time.Duration
+		hangs      bool // the case waits for the client timeout
 	}{
 		{name: "200", handler: answer(200, nil, `{"MessageId":"aws-msg-1"}`), class: sms.ClassAccepted, reason: notify.ReasonProviderAccepted, messageID: "aws-msg-1"},
 		{name: "200 garbage body", handler: answer(200, nil, `{"MessageId":`), class: sms.ClassUnknown, reason: notify.ReasonProviderAmbiguous},
@@ -149,7 +150,7 @@ func TestSendClassifies(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
-		}, class: sms.ClassUnknown, reason: notify.ReasonProviderTimeout},
+		}, class: sms.ClassUnknown, reason: notify.ReasonProviderTimeout, hangs: true},
 		{name: "dial refused", closedPort: true, class: sms.ClassNotAccepted, reason: notify.ReasonProviderUnavailable},
 	}
 	for _, tc := range tests {
@@ -160,10 +161,14 @@ func TestSendClassifies(t *testing.T) {
 				f = newFake(t, tc.handler)
 				endpoint = f.url
 			}
+			timeout := 10 * time.Second
+			if tc.hangs {
+				timeout = 300 * time.Millisecond
+			}
 			s, err := endusersms.NewSender(client(endpoint), endusersms.Config{
 				OriginationIdentity:  "pool-abc",
 				ConfigurationSetName: "resetnotify-events",
-				Timeout:              300 * time.Millisecond,
+				Timeout:              timeout,
 				Clock:                notifytest.NewClock(t0),
 			})
 			if err != nil {

@@ -36,7 +36,11 @@ func TestAgainstSimulator(t *testing.T) {
 			srv := smssim.New(smssim.Config{Clock: clock, Visibility: 10 * time.Second, Latency: 5 * time.Millisecond, Token: "tok"})
 			base := startSim(t, srv)
 			srv.SetFault(number, tc.mode)
-			c, err := simclient.New(simclient.Config{BaseURL: base, Token: "tok", Timeout: 200 * time.Millisecond, Visibility: 10 * time.Second, Clock: clock})
+			timeout := 10 * time.Second
+			if tc.mode == smssim.ModeTimeoutBeforeAccept || tc.mode == smssim.ModeAcceptThenTimeout {
+				timeout = 200 * time.Millisecond
+			}
+			c, err := simclient.New(simclient.Config{BaseURL: base, Token: "tok", Timeout: timeout, Visibility: 10 * time.Second, Clock: clock})
 			if err != nil {
 				t.Fatal(err)
 			}

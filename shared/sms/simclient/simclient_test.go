@@ -110,6 +110,7 @@ func TestSendClassifies(t *testing.T) {
 		messageID  string
 		retryAfter time.Duration
 		code       string
+		hangs      bool // the case waits for the client timeout
 	}{
 		{name: "201", handler: status(201, "", `{"message_id":"sim-1"}`), class: sms.ClassAccepted, reason: notify.ReasonProviderAccepted, messageID: "sim-1"},
 		{name: "200", handler: status(200, "", `{"message_id":"sim-2"}`), class: sms.ClassAccepted, reason: notify.ReasonProviderAccepted, messageID: "sim-2"},
@@ -132,7 +133,7 @@ func TestSendClassifies(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
-		}, class: sms.ClassUnknown, reason: notify.ReasonProviderTimeout},
+		}, class: sms.ClassUnknown, reason: notify.ReasonProviderTimeout, hangs: true},
 		{name: "dial refused", closedPort: true, class: sms.ClassNotAccepted, reason: notify.ReasonProviderUnavailable},
 	}
 	for _, tc := range tests {
@@ -143,7 +144,11 @@ func TestSendClassifies(t *testing.T) {
 				f = newFake(t, tc.handler)
 				base = f.srv.URL
 			}
-			c, err := simclient.New(simclient.Config{BaseURL: base, Token: "tok", Timeout: 200 * time.Millisecond, Clock: notifytest.NewClock(t0)})
+			timeout := 10 * time.Second
+			if tc.hangs {
+				timeout = 200 * time.Millisecond
+			}
+			c, err := simclient.New(simclient.Config{BaseURL: base, Token: "tok", Timeout: timeout, Clock: notifytest.NewClock(t0)})
 			if err != nil {
 				t.Fatal(err)
 			}

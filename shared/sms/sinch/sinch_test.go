@@ -97,10 +97,14 @@ func closedPort(t *testing.T) string {
 }
 
 func newClient(t *testing.T, base string, now time.Time) *sinch.Client {
+	return newClientTimeout(t, base, now, 10*time.Second)
+}
+
+func newClientTimeout(t *testing.T, base string, now time.Time, timeout time.Duration) *sinch.Client {
 	t.Helper()
 	c, err := sinch.New(sinch.Config{
 		BaseURL: base, ServicePlanID: plan, APIToken: "tok", From: "ShopCo",
-		CallbackURL: "https://hooks.example/sinch", Timeout: 200 * time.Millisecond,
+		CallbackURL: "https://hooks.example/sinch", Timeout: timeout,
 		Visibility: 30 * time.Second, Clock: notifytest.NewClock(now),
 	})
 	if err != nil {
@@ -121,6 +125,7 @@ func TestSendClassifies(t *testing.T) {
 		messageID  string
 		retryAfter time.Duration
 		code       string
+		hangs      bool // the case waits for the client timeout
 	}{
 		{name: "201", handler: answer(201, "", batch), class: sms.ClassAccepted, reason: notify.ReasonProviderAccepted, messageID: "01FC66621XXXXX119Z8PMV1QPQ"},
 		{name: "400 permanent", handler: answer(400, "", echo), class: sms.ClassRejected, reason: notify.ReasonProviderRejected, code: "syntax_invalid_parameter_format"},
@@ -142,7 +147,7 @@ func TestSendClassifies(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
-		}, class: sms.ClassUnknown, reason: notify.ReasonProviderTimeout},
+		}, class: sms.ClassUnknown, reason: notify.ReasonProviderTimeout, hangs: true},
 		{name: "dial refused", closedPort: true, class: sms.ClassNotAccepted, reason: notify.ReasonProviderUnavailable},
 	}
 	for _, tc := range tests {
@@ -153,7 +158,11 @@ func TestSendClassifies(t *testing.T) {
 				f = newFake(t, tc.handler)
 				base = f.url
 			}
-			out := newClient(t, base, t0).Send(context.Background(), sms.SendRequest{To: number, Body: body, AttemptRef: ref, ValidityPeriod: 89*time.Second + 900*time.Millisecond})
+			timeout := 10 * time.Second
+			if tc.hangs {
+				timeout = 200 * time.Millisecond
+			}
+			out := newClientTimeout(t, base, t0, timeout).Send(context.Background(), sms.SendRequest{To: number, Body: body, AttemptRef: ref, ValidityPeriod: 89*time.Second + 900*time.Millisecond})
 			if out.Class != tc.class || out.Reason() != tc.reason {
 				t.Fatalf("outcome %s (reason %s, err %v), want %s / %s", out, out.Reason(), out.Err, tc.class, tc.reason)
 			}

@@ -32,6 +32,18 @@ const (
 	EnvDestinationPepper      = "DESTINATION_PEPPER"
 	EnvDestinationPepperParam = "DESTINATION_PEPPER_PARAM"
 	EnvLogLevel               = "LOG_LEVEL"
+
+	// The background workers' variables (dispatch, reconcile, sweeper). The SMS provider's
+	// own variables (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, ...) are read by
+	// package sms/provider, which owns them.
+	EnvReconcileQueueURL  = "RECONCILE_QUEUE_URL"
+	EnvMaxAttempts        = "MAX_ATTEMPTS"
+	EnvLeaseSeconds       = "LEASE_SECONDS"
+	EnvMinValiditySeconds = "MIN_VALIDITY_SECONDS"
+	EnvMaxReconciles      = "MAX_RECONCILES"
+	EnvBackoffBaseMS      = "BACKOFF_BASE_MS"
+	EnvBackoffMaxSeconds  = "BACKOFF_MAX_SECONDS"
+	EnvSMSMaxSegments     = "SMS_MAX_SEGMENTS"
 )
 
 // SealLocalKeyLen is the length in bytes of SEAL_LOCAL_KEY once base64-decoded (AES-256).
@@ -53,10 +65,36 @@ const (
 	NeedSealing
 	// NeedPepper wants DESTINATION_PEPPER.
 	NeedPepper
+	NeedReconcileQueue
 )
 
-// NeedIntake is what the intake function needs.
-const NeedIntake = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper
+// What each function needs.
+const (
+	NeedIntake    = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper
+	NeedDispatch  = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue | NeedSealing
+	NeedReconcile = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
+	NeedSweeper   = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
+)
+
+// Worker is the configuration only the background workers read. A zero field means "not
+// set": the worker package's default applies (worker.DefaultSettings), so defaults live in one
+// place.
+type Worker struct {
+	// Lease is LEASE_SECONDS: how long a dispatch worker holds a record while calling the
+	// provider. It must exceed the provider timeout (SMS_TIMEOUT) by a margin.
+	Lease time.Duration
+	// MinValidity is MIN_VALIDITY_SECONDS: the least time before the dispatch deadline worth
+	// sending with.
+	MinValidity time.Duration
+	// MaxReconciles is MAX_RECONCILES: the inconclusive lookups allowed per attempt.
+	MaxReconciles int
+	// BackoffBase is BACKOFF_BASE_MS and BackoffMax is BACKOFF_MAX_SECONDS: the jittered
+	// exponential backoff of retries and inconclusive lookups.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// MaxSegments is SMS_MAX_SEGMENTS: the SMS segment budget of a rendered message.
+	MaxSegments int
+}
 
 // Config is the loaded configuration. SealLocalKey and DestinationPepper are secrets: Config
 // implements slog.LogValuer and fmt.Stringer so that logging it never shows them.
@@ -64,8 +102,9 @@ type Config struct {
 	NotificationsTable string
 	AuditTable         string
 	DispatchQueueURL   string
+	ReconcileQueueURL  string
 	// Policy is notify.DefaultPolicy with POLICY_VERSION, SAFETY_MARGIN_SECONDS,
-	// STATUS_GRACE_HOURS and MAX_AHEAD_HOURS applied.
+	// STATUS_GRACE_HOURS, MAX_AHEAD_HOURS and MAX_ATTEMPTS applied.
 	Policy notify.Policy
 	// SealKMSKeyID is the KMS key for envelope encryption in AWS; empty locally.
 	SealKMSKeyID string
@@ -73,7 +112,9 @@ type Config struct {
 	SealLocalKey []byte
 	// DestinationPepper is the secret of the destination fingerprint HMAC.
 	DestinationPepper []byte
-	LogLevel          slog.Level
+	// Worker holds the background workers' settings.
+	Worker   Worker
+	LogLevel slog.Level
 }
 
 // FromEnv loads the configuration from the process environment.
@@ -99,6 +140,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		NotificationsTable: required(NeedNotificationsTable, EnvNotificationsTable),
 		AuditTable:         required(NeedAuditTable, EnvAuditTable),
 		DispatchQueueURL:   required(NeedDispatchQueue, EnvDispatchQueueURL),
+		ReconcileQueueURL:  required(NeedReconcileQueue, EnvReconcileQueueURL),
 		Policy:             notify.DefaultPolicy(),
 		SealKMSKeyID:       get(EnvSealKMSKeyID),
 	}
@@ -120,6 +162,11 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		problem(EnvMaxAheadHours, "must be a whole number of hours, 1 or more")
 	} else if d > 0 {
 		c.Policy.MaxAhead = d
+	}
+	if n, ok := count(get(EnvMaxAttempts)); !ok || n == 0 {
+		problem(EnvMaxAttempts, "must be a whole number, 1 or more")
+	} else if n > 0 {
+		c.Policy.MaxAttempts = n
 	}
 	if c.Policy.MaxAhead <= c.Policy.SafetyMargin {
 		errs = append(errs, fmt.Errorf("%s must be longer than %s", EnvMaxAheadHours, EnvSafetyMarginSeconds))
@@ -153,6 +200,38 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		problem(EnvDestinationPepper, "is required")
 	}
 
+	for _, d := range []struct {
+		name string
+		unit time.Duration
+		out  *time.Duration
+	}{
+		{EnvLeaseSeconds, time.Second, &c.Worker.Lease},
+		{EnvMinValiditySeconds, time.Second, &c.Worker.MinValidity},
+		{EnvBackoffBaseMS, time.Millisecond, &c.Worker.BackoffBase},
+		{EnvBackoffMaxSeconds, time.Second, &c.Worker.BackoffMax},
+	} {
+		v, ok := duration(get(d.name), d.unit)
+		if !ok || v == 0 {
+			problem(d.name, "must be a whole number, 1 or more")
+		} else if v > 0 {
+			*d.out = v
+		}
+	}
+	for _, n := range []struct {
+		name string
+		out  *int
+	}{
+		{EnvMaxReconciles, &c.Worker.MaxReconciles},
+		{EnvSMSMaxSegments, &c.Worker.MaxSegments},
+	} {
+		v, ok := count(get(n.name))
+		if !ok || v == 0 {
+			problem(n.name, "must be a whole number, 1 or more")
+		} else if v > 0 {
+			*n.out = v
+		}
+	}
+
 	level, err := obs.ParseLevel(get(EnvLogLevel))
 	if err != nil {
 		problem(EnvLogLevel, "must be debug, info, warn or error")
@@ -178,10 +257,23 @@ func duration(s string, unit time.Duration) (time.Duration, bool) {
 	return time.Duration(n) * unit, true
 }
 
+// count parses a whole, non-negative number. The empty string gives -1 and ok, meaning "keep
+// the default".
+func count(s string) (int, bool) {
+	if s == "" {
+		return -1, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 1<<20 {
+		return 0, false
+	}
+	return n, true
+}
+
 // String describes the configuration with its secrets replaced.
 func (c Config) String() string {
-	return fmt.Sprintf("notifications_table=%s audit_table=%s dispatch_queue_url=%s policy_version=%s safety_margin=%s status_grace=%s max_ahead=%s sealing=%s pepper=%s log_level=%s",
-		c.NotificationsTable, c.AuditTable, c.DispatchQueueURL, c.Policy.Version, c.Policy.SafetyMargin,
+	return fmt.Sprintf("notifications_table=%s audit_table=%s dispatch_queue_url=%s reconcile_queue_url=%s policy_version=%s safety_margin=%s status_grace=%s max_ahead=%s sealing=%s pepper=%s log_level=%s",
+		c.NotificationsTable, c.AuditTable, c.DispatchQueueURL, c.ReconcileQueueURL, c.Policy.Version, c.Policy.SafetyMargin,
 		c.Policy.StatusGrace, c.Policy.MaxAhead, c.sealing(), set(c.DestinationPepper != nil), c.LogLevel)
 }
 
@@ -191,6 +283,15 @@ func (c Config) LogValue() slog.Value {
 		slog.String("notifications_table", c.NotificationsTable),
 		slog.String("audit_table", c.AuditTable),
 		slog.String("dispatch_queue_url", c.DispatchQueueURL),
+		slog.String("reconcile_queue_url", c.ReconcileQueueURL),
+		slog.Int("max_attempts", c.Policy.MaxAttempts),
+		slog.Group("worker",
+			slog.Int64("lease_ms", c.Worker.Lease.Milliseconds()),
+			slog.Int64("min_validity_ms", c.Worker.MinValidity.Milliseconds()),
+			slog.Int("max_reconciles", c.Worker.MaxReconciles),
+			slog.Int64("backoff_base_ms", c.Worker.BackoffBase.Milliseconds()),
+			slog.Int64("backoff_max_ms", c.Worker.BackoffMax.Milliseconds()),
+			slog.Int("max_segments", c.Worker.MaxSegments)),
 		slog.String("policy_version", c.Policy.Version),
 		slog.Int64("safety_margin_ms", c.Policy.SafetyMargin.Milliseconds()),
 		slog.Int64("status_grace_ms", c.Policy.StatusGrace.Milliseconds()),

@@ -183,3 +183,74 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 		t.Errorf("log lacks the sealing mode: %s", buf.String())
 	}
 }
+
+func workerEnv() map[string]string {
+	return map[string]string{
+		config.EnvNotificationsTable: "notifications",
+		config.EnvDispatchQueueURL:   "http://127.0.0.1:5000/000000000000/dispatch",
+		config.EnvReconcileQueueURL:  "http://127.0.0.1:5000/000000000000/reconcile",
+	}
+}
+
+func TestLoadWorker(t *testing.T) {
+	e := workerEnv()
+	e[config.EnvMaxAttempts] = "4"
+	e[config.EnvLeaseSeconds] = "40"
+	e[config.EnvMinValiditySeconds] = "2"
+	e[config.EnvMaxReconciles] = "6"
+	e[config.EnvBackoffBaseMS] = "250"
+	e[config.EnvBackoffMaxSeconds] = "120"
+	e[config.EnvSMSMaxSegments] = "3"
+	got, err := config.Load(env(e), config.NeedReconcile)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := config.Worker{
+		Lease: 40 * time.Second, MinValidity: 2 * time.Second, MaxReconciles: 6,
+		BackoffBase: 250 * time.Millisecond, BackoffMax: 2 * time.Minute, MaxSegments: 3,
+	}
+	if d := cmp.Diff(want, got.Worker); d != "" {
+		t.Errorf("Worker (-want +got):\n%s", d)
+	}
+	if got.Policy.MaxAttempts != 4 || got.ReconcileQueueURL != e[config.EnvReconcileQueueURL] {
+		t.Errorf("max attempts %d, reconcile queue %q", got.Policy.MaxAttempts, got.ReconcileQueueURL)
+	}
+
+	// Unset means the worker defaults: every field stays zero.
+	got, err = config.Load(env(workerEnv()), config.NeedSweeper)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got.Worker != (config.Worker{}) || got.Policy.MaxAttempts != notify.DefaultPolicy().MaxAttempts {
+		t.Errorf("defaults: %+v, max attempts %d", got.Worker, got.Policy.MaxAttempts)
+	}
+}
+
+func TestLoadWorkerProblems(t *testing.T) {
+	e := map[string]string{
+		config.EnvMaxAttempts:        "0",
+		config.EnvLeaseSeconds:       "ten",
+		config.EnvMinValiditySeconds: "0",
+		config.EnvMaxReconciles:      "-1",
+		config.EnvBackoffBaseMS:      "1.5",
+		config.EnvBackoffMaxSeconds:  "0",
+		config.EnvSMSMaxSegments:     "0",
+	}
+	_, err := config.Load(env(e), config.NeedDispatch)
+	if err == nil {
+		t.Fatal("Load accepted bad worker settings")
+	}
+	for _, name := range []string{
+		config.EnvNotificationsTable, config.EnvDispatchQueueURL, config.EnvReconcileQueueURL,
+		config.EnvMaxAttempts, config.EnvLeaseSeconds, config.EnvMinValiditySeconds, config.EnvMaxReconciles,
+		config.EnvBackoffBaseMS, config.EnvBackoffMaxSeconds, config.EnvSMSMaxSegments,
+		config.EnvSealKMSKeyID,
+	} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s: %v", name, err)
+		}
+	}
+	if strings.Contains(err.Error(), "ten") || strings.Contains(err.Error(), "1.5") {
+		t.Errorf("error echoes a value: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	_ "github.com/aws/aws-sdk-go-v2/service/kms"
 	_ "github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
 	_ "github.com/aws/aws-sdk-go-v2/service/sqs"
+	_ "github.com/aws/aws-sdk-go-v2/service/ssm"
 	_ "github.com/google/go-cmp/cmp"
 	_ "github.com/oklog/ulid/v2"
 	_ "gopkg.in/yaml.v3"

@@ -112,6 +112,9 @@ type Config struct {
 	SealLocalKey []byte
 	// DestinationPepper is the secret of the destination fingerprint HMAC.
 	DestinationPepper []byte
+	// DestinationPepperParam names the SSM SecureString that holds the pepper in AWS; it is
+	// used only when DestinationPepper is empty.
+	DestinationPepperParam string
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
@@ -193,11 +196,11 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 			problem(EnvDestinationPepper, "must be at least %d bytes", MinPepperLen)
 		}
 		c.DestinationPepper = []byte(v)
-	} else if get(EnvDestinationPepperParam) != "" {
-		// Reading an SSM parameter needs the SSM client, which go.mod does not hold yet.
-		problem(EnvDestinationPepperParam, "is not supported yet: set %s", EnvDestinationPepper)
+	} else if v := get(EnvDestinationPepperParam); v != "" {
+		// In AWS the pepper is an SSM SecureString; the wiring reads it once at cold start.
+		c.DestinationPepperParam = v
 	} else if need&NeedPepper != 0 {
-		problem(EnvDestinationPepper, "is required")
+		problem(EnvDestinationPepper, "or "+EnvDestinationPepperParam+" is required")
 	}
 
 	for _, d := range []struct {

@@ -82,6 +82,19 @@ func TestLoadEverything(t *testing.T) {
 	}
 }
 
+func TestLoadPepperParam(t *testing.T) {
+	e := intakeEnv()
+	delete(e, config.EnvDestinationPepper)
+	e[config.EnvDestinationPepperParam] = "/resetnotify/pepper"
+	c, err := config.Load(func(k string) string { return e[k] }, config.NeedIntake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DestinationPepperParam != "/resetnotify/pepper" || c.DestinationPepper != nil {
+		t.Errorf("param %q pepper %v", c.DestinationPepperParam, c.DestinationPepper)
+	}
+}
+
 func TestLoadZeroMarginAndGrace(t *testing.T) {
 	e := intakeEnv()
 	e[config.EnvSafetyMarginSeconds] = "0"
@@ -120,10 +133,6 @@ func TestLoadErrors(t *testing.T) {
 		{"local key too short", func(e map[string]string) { e[config.EnvSealLocalKey] = "c2hvcnQ=" }, config.NeedIntake, []string{config.EnvSealLocalKey}},
 		{"missing pepper", func(e map[string]string) { delete(e, config.EnvDestinationPepper) }, config.NeedIntake, []string{config.EnvDestinationPepper}},
 		{"short pepper", func(e map[string]string) { e[config.EnvDestinationPepper] = "short-secret" }, config.NeedIntake, []string{config.EnvDestinationPepper}},
-		{"pepper param unsupported", func(e map[string]string) {
-			delete(e, config.EnvDestinationPepper)
-			e[config.EnvDestinationPepperParam] = "/resetnotify/pepper"
-		}, config.NeedIntake, []string{config.EnvDestinationPepperParam, config.EnvDestinationPepper}},
 		{"bad log level", func(e map[string]string) { e[config.EnvLogLevel] = "loud" }, config.NeedIntake, []string{config.EnvLogLevel}},
 	}
 	for _, tc := range tests {

@@ -70,51 +70,51 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mode, receipt := s.decide(req.To)
-	i := s.logRequest(simapi.RequestEntry{At: s.clock.Now(), To: req.To, ClientRef: req.ClientRef, Mode: string(mode)})
+	e := s.logRequest(simapi.RequestEntry{At: s.clock.Now(), To: req.To, ClientRef: req.ClientRef, Mode: string(mode)})
 
 	switch mode {
 	case ModeReject:
 		writeError(w, http.StatusBadRequest, simapi.CodeDestinationRejected, "destination rejected permanently")
-		s.finish(i, http.StatusBadRequest, "")
+		s.finish(e, http.StatusBadRequest, "")
 	case ModeThrottle:
 		w.Header().Set("Retry-After", retryAfterSeconds(s.cfg.RetryAfter))
 		writeError(w, http.StatusTooManyRequests, simapi.CodeThrottled, "too many requests; not processed")
-		s.finish(i, http.StatusTooManyRequests, "")
+		s.finish(e, http.StatusTooManyRequests, "")
 	case ModeUnavailable:
 		w.Header().Set("Retry-After", retryAfterSeconds(s.cfg.RetryAfter))
 		writeError(w, http.StatusServiceUnavailable, simapi.CodeNotProcessed, "unavailable; not processed")
-		s.finish(i, http.StatusServiceUnavailable, "")
+		s.finish(e, http.StatusServiceUnavailable, "")
 	case ModeTimeoutBeforeAccept:
 		note := s.hang(r)
-		s.finish(i, 0, note)
+		s.finish(e, 0, note)
 		s.drop(w)
 	case ModeAcceptThenTimeout:
-		s.record(i, req, mode, receipt)
+		s.record(e, req, mode, receipt)
 		note := s.hang(r)
-		s.finish(i, 0, note)
+		s.finish(e, 0, note)
 		s.drop(w)
 	case ModeAcceptThenDrop:
-		s.record(i, req, mode, receipt)
-		s.finish(i, 0, "dropped")
+		s.record(e, req, mode, receipt)
+		s.finish(e, 0, "dropped")
 		s.drop(w)
 	case ModeErrorAfterAccept:
-		s.record(i, req, mode, receipt)
+		s.record(e, req, mode, receipt)
 		writeError(w, http.StatusInternalServerError, simapi.CodeInternal, "internal error")
-		s.finish(i, http.StatusInternalServerError, "")
+		s.finish(e, http.StatusInternalServerError, "")
 	case ModeLatency:
 		if note := s.wait(r, s.cfg.Latency); note != "" {
 			// The client stopped waiting: a real provider might still accept, but then the
 			// attempt's call would not bound the acceptance time. Not recording keeps the
 			// simulator's promise that it only accepts while the client waits.
-			s.finish(i, 0, note)
+			s.finish(e, 0, note)
 			s.drop(w)
 			return
 		}
 		fallthrough
 	default:
-		m := s.record(i, req, mode, receipt)
+		m := s.record(e, req, mode, receipt)
 		writeJSON(w, http.StatusCreated, simapi.SendResponse{MessageID: m.MessageID})
-		s.finish(i, http.StatusCreated, "")
+		s.finish(e, http.StatusCreated, "")
 	}
 }
 

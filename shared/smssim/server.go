@@ -127,7 +127,7 @@ type Server struct {
 	messages   []*Message
 	byID       map[string]*Message
 	byRef      map[string][]*Message
-	requests   []simapi.RequestEntry
+	requests   []*simapi.RequestEntry
 	lookupMode LookupMode
 	timers     map[*time.Timer]struct{}
 
@@ -322,7 +322,11 @@ func (s *Server) Accepted(to string) []Message { return s.Inbox()[to] }
 func (s *Server) Requests() []simapi.RequestEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
+	out := make([]simapi.RequestEntry, len(s.requests))
+	for i, e := range s.requests {
+		out[i] = *e
+	}
+	return out
 }
 
 // decide chooses the mode of the next request to to.
@@ -358,19 +362,19 @@ func (s *Server) decide(to string) (Mode, simapi.Status) {
 	return s.cfg.Mix.pick(rng), receipt
 }
 
-// logRequest appends e to the request log and returns its index.
-func (s *Server) logRequest(e simapi.RequestEntry) int {
+// logRequest appends e to the request log and returns the logged entry, which the handler
+// completes under the lock (a Reset meanwhile only orphans it).
+func (s *Server) logRequest(e simapi.RequestEntry) *simapi.RequestEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e.Seq = len(s.requests) + 1
-	s.requests = append(s.requests, e)
-	return len(s.requests) - 1
+	s.requests = append(s.requests, &e)
+	return &e
 }
 
-// finish completes entry i of the request log and logs it.
-func (s *Server) finish(i, status int, note string) {
+// finish completes the request log entry e and logs it.
+func (s *Server) finish(e *simapi.RequestEntry, status int, note string) {
 	s.mu.Lock()
-	e := &s.requests[i]
 	e.HTTPStatus, e.Note = status, note
 	entry := *e
 	s.mu.Unlock()
@@ -379,7 +383,7 @@ func (s *Server) finish(i, status int, note string) {
 }
 
 // record accepts req into the inbox and schedules its receipt.
-func (s *Server) record(i int, req simapi.SendRequest, mode Mode, receipt simapi.Status) *Message {
+func (s *Server) record(e *simapi.RequestEntry, req simapi.SendRequest, mode Mode, receipt simapi.Status) *Message {
 	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -402,7 +406,7 @@ func (s *Server) record(i int, req simapi.SendRequest, mode Mode, receipt simapi
 	s.messages = append(s.messages, m)
 	s.byID[m.MessageID] = m
 	s.byRef[m.ClientRef] = append(s.byRef[m.ClientRef], m)
-	s.requests[i].Recorded, s.requests[i].MessageID = true, m.MessageID
+	e.Recorded, e.MessageID = true, m.MessageID
 	if s.cfg.WebhookURL != "" && !s.closed {
 		rc := receiptOf(*m)
 		s.wg.Add(1)

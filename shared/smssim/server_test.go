@@ -496,3 +496,18 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+func TestResetWhileARequestHangs(t *testing.T) {
+	srv, base := smssimtest.Start(t, smssim.Config{})
+	srv.SetFault(number, smssim.ModeAcceptThenTimeout)
+	done := make(chan response, 1)
+	go func() { done <- send(t, base, number, "n1-a1", 300*time.Millisecond) }()
+	waitFor(t, func() bool { return len(srv.Messages()) == 1 })
+	srv.Reset()
+	<-done
+	send(t, base, number, "n1-a2", 5*time.Second)
+	reqs := srv.Requests()
+	if len(reqs) != 1 || reqs[0].ClientRef != "n1-a2" || reqs[0].HTTPStatus != http.StatusCreated {
+		t.Errorf("requests after Reset: %+v", reqs)
+	}
+}

@@ -171,7 +171,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("DELETE /control/faults", s.handleClearFaults)
 	s.mux.HandleFunc("POST /control/lookup", s.handleLookupFault)
 	s.mux.HandleFunc("POST /control/reset", s.handleReset)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	return s
 }
 
@@ -190,7 +190,11 @@ func (s *Server) Start(addr string) (string, error) {
 	s.url = "http://" + l.Addr().String()
 	srv := s.httpSrv
 	s.mu.Unlock()
-	go srv.Serve(l)
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("smssim.serve", "err", err)
+		}
+	}()
 	return s.url, nil
 }
 
@@ -355,7 +359,7 @@ func (s *Server) decide(to string) (Mode, simapi.Status) {
 	rng, ok := s.rngs[to]
 	if !ok {
 		h := fnv.New64a()
-		io.WriteString(h, to)
+		_, _ = io.WriteString(h, to) // a hash never fails to write
 		rng = rand.New(rand.NewPCG(uint64(s.cfg.Seed), h.Sum64()))
 		s.rngs[to] = rng
 	}
@@ -446,8 +450,8 @@ func (s *Server) postReceipt(rc simapi.Receipt) {
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := s.hc.Do(req)
 		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
 			if resp.StatusCode < 300 {
 				s.log.Info("smssim.receipt", "message_id", rc.MessageID, "client_ref", rc.ClientRef, "status", rc.Status)
 				return

@@ -16,7 +16,9 @@ func Start(t testing.TB, cfg smssim.Config) (*smssim.Server, string) {
 	srv := smssim.New(cfg)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
-		srv.Close()
+		if err := srv.Close(); err != nil {
+			t.Errorf("smssim close: %v", err)
+		}
 		ts.Close()
 	})
 	return srv, ts.URL

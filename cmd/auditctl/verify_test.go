@@ -123,7 +123,7 @@ func TestVerifyDetectsReorderedChain(t *testing.T) {
 	es[1], es[2] = es[2], es[1]
 	for i := 1; i < len(es); i++ {
 		es[i].Version, es[i].Seq = int64(i+1), audit.Seq(tamperKey, int64(i+1))
-		e, err := audit.Seal(es[i], es[i-1].Hash)
+		e, err := audit.Link(es[i], es[i-1].Hash)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,7 +147,7 @@ func TestBuildMalformed(t *testing.T) {
 
 // TestItemRoundTrip stores an entry and reads it back, including a stray attribute.
 func TestItemRoundTrip(t *testing.T) {
-	e, err := Seal(knownEntry(), GenesisHash)
+	e, err := Link(knownEntry(), GenesisHash)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,9 @@ func ComputeHash(prevHash string, e Entry) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Seal sets e.PrevHash to prevHash and e.Hash to the hash over both.
-func Seal(e Entry, prevHash string) (Entry, error) {
+// Link sets e.PrevHash to prevHash and e.Hash to the hash over both: it chains e after the
+// entry whose hash is prevHash (GenesisHash for a first entry).
+func Link(e Entry, prevHash string) (Entry, error) {
 	e.PrevHash = prevHash
 	h, err := ComputeHash(prevHash, e)
 	if err != nil {

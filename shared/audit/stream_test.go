@@ -163,7 +163,7 @@ func TestSampleEvent(t *testing.T) {
 		if len(entries) > 0 {
 			prev = entries[len(entries)-1].Hash
 		}
-		if e, err = audit.Seal(e, prev); err != nil {
+		if e, err = audit.Link(e, prev); err != nil {
 			t.Fatal(err)
 		}
 		entries = append(entries, e)

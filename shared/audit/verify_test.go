@@ -36,7 +36,7 @@ func TestVerify(t *testing.T) {
 			name: "edited entry with its hash recomputed",
 			tamper: func(t *testing.T, es []Entry) []Entry {
 				es[2].ProviderMessageID = "other"
-				es[2] = reseal(t, es[2], es[2].PrevHash)
+				es[2] = relink(t, es[2], es[2].PrevHash)
 				return es
 			},
 			seq: "k1#0000000004", problem: "prev_hash does not match the hash of seq k1#0000000003",
@@ -71,7 +71,7 @@ func TestVerify(t *testing.T) {
 				a.Seq, a.Version, b.Seq, b.Version = es[2].Seq, es[2].Version, es[1].Seq, es[1].Version
 				out := []Entry{es[0], b, a, es[3], es[4]}
 				for i := 1; i < len(out); i++ {
-					out[i] = reseal(t, out[i], out[i-1].Hash)
+					out[i] = relink(t, out[i], out[i-1].Hash)
 				}
 				return out
 			},
@@ -82,7 +82,7 @@ func TestVerify(t *testing.T) {
 			tamper: func(t *testing.T, es []Entry) []Entry {
 				extra := es[3]
 				extra.Seq, extra.Version = "k1#0000000005", 5
-				return append(es, reseal(t, extra, es[4].Hash))
+				return append(es, relink(t, extra, es[4].Hash))
 			},
 			seq: "k1#0000000005", problem: "entry after the purge",
 		},
@@ -109,9 +109,9 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func reseal(t *testing.T, e Entry, prev string) Entry {
+func relink(t *testing.T, e Entry, prev string) Entry {
 	t.Helper()
-	e, err := Seal(e, prev)
+	e, err := Link(e, prev)
 	if err != nil {
 		t.Fatal(err)
 	}

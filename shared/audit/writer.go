@@ -73,18 +73,18 @@ func (w *Writer) Write(ctx context.Context, e Entry) (Entry, Outcome, error) {
 	}
 	for {
 		e.Seq = seqFor(e.IdempotencyKey(), e.Version, e.Purged(), e.NotificationID, disambiguate)
-		sealed, err := Seal(e, prevHash)
+		linked, err := Link(e, prevHash)
 		if err != nil {
 			return Entry{}, 0, fmt.Errorf("audit.write %s %s: %w", e.EventID, e.Seq, err)
 		}
-		owner, err := w.put(ctx, sealed)
+		owner, err := w.put(ctx, linked)
 		switch {
 		case err != nil:
 			return Entry{}, 0, fmt.Errorf("audit.write %s %s: %w", e.EventID, e.Seq, err)
 		case owner == "":
-			return sealed, Written, nil
+			return linked, Written, nil
 		case owner == e.NotificationID:
-			return sealed, Duplicate, nil
+			return linked, Duplicate, nil
 		case disambiguate:
 			return Entry{}, 0, fmt.Errorf("audit.write %s %s: held by notification %s", e.EventID, e.Seq, owner)
 		}

@@ -21,11 +21,11 @@ import (
 	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
 )
 
-// Limits on a send request.
+// Limits on a send request (see simapi).
 const (
-	MaxBodyBytes       = 1600
-	MaxClientRefLen    = 128
-	MaxValiditySeconds = 3 * 24 * 60 * 60
+	MaxBodyBytes       = simapi.MaxBodyBytes
+	MaxClientRefLen    = simapi.MaxClientRefLen
+	MaxValiditySeconds = simapi.MaxValiditySeconds
 )
 
 // Defaults for the zero Config fields.

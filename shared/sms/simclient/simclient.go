@@ -116,7 +116,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, query url.
 
 // Send makes one attempt to send req.
 func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
-	secs, err := sms.WholeSeconds(req.ValidityPeriod, 1, simapiMaxValidity)
+	secs, err := sms.WholeSeconds(req.ValidityPeriod, 1, simapi.MaxValiditySeconds)
 	if err != nil {
 		return sms.TooShort(fmt.Errorf("simclient.send %s: %w", req.AttemptRef, err))
 	}
@@ -137,9 +137,6 @@ func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 	}
 	return classify(resp, req.AttemptRef, c.clock.Now())
 }
-
-// simapiMaxValidity is the simulator's largest validity period, in seconds.
-const simapiMaxValidity = 3 * 24 * 60 * 60
 
 // classify turns the simulator's answer to a send into an outcome.
 func classify(resp sms.HTTPResponse, ref string, now time.Time) sms.Outcome {

@@ -20,6 +20,13 @@ package simapi
 
 import "time"
 
+// Limits of a send request.
+const (
+	MaxBodyBytes       = 1600
+	MaxClientRefLen    = 128
+	MaxValiditySeconds = 3 * 24 * 60 * 60
+)
+
 // SendRequest is the body of POST /messages.
 type SendRequest struct {
 	To              string `json:"to"`

@@ -1,0 +1,92 @@
+// Package app wires the functions' adapters from configuration. Each functions/<name>/main.go
+// and the local stack (cmd/local) call the same constructor, so the local run executes exactly
+// the wiring that runs in Lambda. Endpoints come from the SDK's usual resolution: in a local
+// run the standard AWS_ENDPOINT_URL_* variables point the clients at DynamoDB Local and moto.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/sqsqueue"
+)
+
+// ParameterAPI is the part of the SSM client that Pepper uses.
+type ParameterAPI interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+// Pepper returns the destination-fingerprint pepper: DESTINATION_PEPPER when set (local runs),
+// else the SSM SecureString named by DESTINATION_PEPPER_PARAM, read once with decryption.
+func Pepper(ctx context.Context, cfg config.Config, params ParameterAPI) ([]byte, error) {
+	if len(cfg.DestinationPepper) > 0 {
+		return cfg.DestinationPepper, nil
+	}
+	if cfg.DestinationPepperParam == "" {
+		return nil, fmt.Errorf("app.pepper: neither %s nor %s is set", config.EnvDestinationPepper, config.EnvDestinationPepperParam)
+	}
+	out, err := params.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(cfg.DestinationPepperParam), WithDecryption: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("app.pepper %s: %w", cfg.DestinationPepperParam, err)
+	}
+	if out.Parameter == nil || len(aws.ToString(out.Parameter.Value)) < config.MinPepperLen {
+		return nil, fmt.Errorf("app.pepper %s: the parameter must hold at least %d bytes", cfg.DestinationPepperParam, config.MinPepperLen)
+	}
+	return []byte(aws.ToString(out.Parameter.Value)), nil
+}
+
+// Keys returns the sealing key source: KMS envelope encryption when SEAL_KMS_KEY_ID is set,
+// else the static local key.
+func Keys(cfg config.Config, awsCfg aws.Config) (seal.KeySource, error) {
+	if cfg.SealKMSKeyID != "" {
+		return seal.NewKMSKeys(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID), nil
+	}
+	keys, err := seal.NewStaticKey(cfg.SealLocalKey)
+	if err != nil {
+		return nil, fmt.Errorf("app.keys %s: %w", config.EnvSealLocalKey, err)
+	}
+	return keys, nil
+}
+
+// NewIntakeHandler wires the intake handler: the DynamoDB store, the sealing box, the
+// destination fingerprinter and the dispatch queue behind notify.Intake. Logs and metrics go
+// to out.
+func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config, out io.Writer) (*httpapi.Handler, error) {
+	keys, err := Keys(cfg, awsCfg)
+	if err != nil {
+		return nil, err
+	}
+	pepper, err := Pepper(ctx, cfg, ssm.NewFromConfig(awsCfg))
+	if err != nil {
+		return nil, err
+	}
+	hasher, err := seal.NewFingerprinter(pepper)
+	if err != nil {
+		return nil, fmt.Errorf("app.intake pepper: %w", err)
+	}
+	in := &notify.Intake{
+		Store:  dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),
+		Sealer: seal.New(keys),
+		Hasher: hasher,
+		Queue:  sqsqueue.New(awsclient.SQS(awsCfg, ""), cfg.DispatchQueueURL),
+		Clock:  notify.SystemClock{},
+		Policy: cfg.Policy,
+		NewID:  func() string { return ulid.Make().String() },
+	}
+	log := obs.NewLogger(out, cfg.LogLevel)
+	log.Info("intake ready", "config", cfg)
+	return httpapi.New(in, log, &obs.Metrics{W: out, Function: "intake"}), nil
+}

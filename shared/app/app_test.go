@@ -1,0 +1,60 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/resetnotify/resetnotify/shared/app"
+	"github.com/resetnotify/resetnotify/shared/config"
+)
+
+type fakeParams struct {
+	value string
+	err   error
+	got   *ssm.GetParameterInput
+}
+
+func (f *fakeParams) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	f.got = in
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: aws.String(f.value)}}, nil
+}
+
+func TestPepper(t *testing.T) {
+	ctx := context.Background()
+	local := config.Config{DestinationPepper: []byte("local-pepper-0123456"), DestinationPepperParam: "/ignored"}
+	f := &fakeParams{value: "from-ssm-0123456789"}
+	if p, err := app.Pepper(ctx, local, f); err != nil || string(p) != "local-pepper-0123456" || f.got != nil {
+		t.Errorf("local pepper: %q %v (ssm called: %v)", p, err, f.got != nil)
+	}
+	remote := config.Config{DestinationPepperParam: "/resetnotify/destination-pepper"}
+	p, err := app.Pepper(ctx, remote, f)
+	if err != nil || string(p) != "from-ssm-0123456789" {
+		t.Fatalf("ssm pepper: %q %v", p, err)
+	}
+	if aws.ToString(f.got.Name) != "/resetnotify/destination-pepper" || !aws.ToBool(f.got.WithDecryption) {
+		t.Errorf("GetParameter input %+v", f.got)
+	}
+	for name, tc := range map[string]struct {
+		cfg config.Config
+		f   *fakeParams
+	}{
+		"none":     {config.Config{}, &fakeParams{}},
+		"ssm down": {remote, &fakeParams{err: errors.New("throttled")}},
+		"short":    {remote, &fakeParams{value: "short"}},
+	} {
+		if _, err := app.Pepper(ctx, tc.cfg, tc.f); err == nil {
+			t.Errorf("%s: no error", name)
+		} else if tc.f.value != "" && strings.Contains(err.Error(), tc.f.value) {
+			t.Errorf("%s: error %q shows the parameter value", name, err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
@@ -89,4 +90,29 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("intake ready", "config", cfg)
 	return httpapi.New(in, log, &obs.Metrics{W: out, Function: "intake"}), nil
+}
+
+// NewAuditHandler wires the audit writer on the notifications stream. Its settings come
+// through getenv (AUDIT_TABLE, AUDIT_RETENTION_DAYS, LOG_LEVEL); function names the actor
+// recorded on each entry.
+func NewAuditHandler(ctx context.Context, getenv func(string) string, awsCfg aws.Config, function, version string, out io.Writer) (*audit.Handler, error) {
+	cfg, err := config.Load(getenv, config.NeedAuditTable)
+	if err != nil {
+		return nil, err
+	}
+	retention, err := audit.ParseRetention(getenv(audit.EnvRetentionDays))
+	if err != nil {
+		return nil, fmt.Errorf("app.audit: %w", err)
+	}
+	log := obs.NewLogger(out, cfg.LogLevel)
+	log.Info("audit ready", "audit_table", cfg.AuditTable, "retention_days", int(retention.Hours()/24))
+	return &audit.Handler{
+		Writer:          &audit.Writer{DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable},
+		Retention:       retention,
+		Function:        function,
+		FunctionVersion: version,
+		Clock:           notify.SystemClock{},
+		Log:             log,
+		Metrics:         &obs.Metrics{W: out, Function: "audit"},
+	}, nil
 }

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,27 +15,23 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
-
-// SQSSender is the part of the SQS client SQSScheduler uses.
-type SQSSender interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
 
 // SQSAPI is the part of the SQS client Pump and SQSScheduler use; *sqs.Client satisfies it.
 type SQSAPI interface {
-	SQSSender
+	sqsqueue.API
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 }
 
 var _ SQSAPI = (*sqs.Client)(nil)
 
-// SQSScheduler is the Scheduler over the two SQS queues. A delay becomes DelaySeconds,
-// rounded up to a whole second (a message must not arrive before the record is due) and capped
-// at MaxQueueDelay.
+// SQSScheduler is the Scheduler over the two SQS queues, through sqsqueue: the body is the
+// notify.Message and nothing else, and a delay becomes DelaySeconds rounded up to a whole
+// second (a message never arrives before the record is due) and capped at MaxQueueDelay.
 type SQSScheduler struct {
-	client       SQSSender
+	queue        *sqsqueue.Queue
 	dispatchURL  string
 	reconcileURL string
 }
@@ -45,8 +40,8 @@ var _ Scheduler = (*SQSScheduler)(nil)
 
 // NewSQSScheduler returns a scheduler that sends to the queues at dispatchURL and
 // reconcileURL.
-func NewSQSScheduler(client SQSSender, dispatchURL, reconcileURL string) *SQSScheduler {
-	return &SQSScheduler{client: client, dispatchURL: dispatchURL, reconcileURL: reconcileURL}
+func NewSQSScheduler(client sqsqueue.API, dispatchURL, reconcileURL string) *SQSScheduler {
+	return &SQSScheduler{queue: sqsqueue.New(client, dispatchURL), dispatchURL: dispatchURL, reconcileURL: reconcileURL}
 }
 
 // ScheduleDispatch sends m to the dispatch queue, visible after delay.
@@ -63,30 +58,10 @@ func (s *SQSScheduler) send(ctx context.Context, queue, queueURL string, m notif
 	if queueURL == "" {
 		return fmt.Errorf("schedule %s %s: no queue URL configured", queue, m.IdempotencyKey)
 	}
-	body, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("schedule %s %s: %w", queue, m.IdempotencyKey, err)
-	}
-	_, err = s.client.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:     aws.String(queueURL),
-		MessageBody:  aws.String(string(body)),
-		DelaySeconds: DelaySeconds(delay),
-	})
-	if err != nil {
-		return fmt.Errorf("schedule %s %s v%d: %w", queue, m.IdempotencyKey, m.Version, err)
+	if err := s.queue.Send(ctx, queueURL, m, min(delay, MaxQueueDelay)); err != nil {
+		return fmt.Errorf("schedule %s: %w", queue, err)
 	}
 	return nil
-}
-
-// DelaySeconds converts a delay to SQS DelaySeconds: rounded up to a whole second, at least 0,
-// at most MaxQueueDelay.
-func DelaySeconds(d time.Duration) int32 {
-	d = min(max(d, 0), MaxQueueDelay)
-	s := d / time.Second
-	if d%time.Second != 0 {
-		s++
-	}
-	return int32(s)
 }
 
 // BatchHandler is an SQS-triggered Lambda handler with partial batch failures, such as

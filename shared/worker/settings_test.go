@@ -1,0 +1,66 @@
+package worker_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/sms/provider"
+	"github.com/resetnotify/resetnotify/shared/worker"
+)
+
+func TestSettingsFromConfig(t *testing.T) {
+	c := config.Config{Policy: notify.DefaultPolicy(), Worker: config.Worker{
+		Lease: 45 * time.Second, MinValidity: 2 * time.Second, MaxReconciles: 7,
+		BackoffBase: 250 * time.Millisecond, BackoffMax: time.Minute,
+	}}
+	c.Policy.MaxAttempts = 4
+	got := worker.SettingsFromConfig(c, provider.Config{Kind: provider.Simulator, Timeout: 3 * time.Second, Visibility: 20 * time.Second})
+	want := worker.DefaultSettings()
+	want.MaxAttempts, want.Lease, want.MinValidity, want.MaxReconciles = 4, 45*time.Second, 2*time.Second, 7
+	want.BackoffBase, want.BackoffMax, want.ProviderTimeout, want.Visibility = 250*time.Millisecond, time.Minute, 3*time.Second, 20*time.Second
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("settings (-want +got):\n%s", diff)
+	}
+	if err := got.Validate(); err != nil {
+		t.Error(err)
+	}
+	// Nothing set: the defaults, with the provider's timeout and window.
+	got = worker.SettingsFromConfig(config.Config{}, provider.Config{Timeout: 5 * time.Second})
+	want = worker.DefaultSettings()
+	want.ProviderTimeout, want.Visibility = 5*time.Second, 0
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestSettingsValidate(t *testing.T) {
+	if err := worker.DefaultSettings().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*worker.Settings)
+		want   string
+	}{
+		{"lease too short for the provider timeout", func(s *worker.Settings) { s.Lease = s.ProviderTimeout + time.Second }, "lease"},
+		{"no attempts", func(s *worker.Settings) { s.MaxAttempts = 0 }, "max attempts"},
+		{"validity under a second", func(s *worker.Settings) { s.MinValidity = 500 * time.Millisecond }, "min validity"},
+		{"backoff max under base", func(s *worker.Settings) { s.BackoffMax = s.BackoffBase / 2 }, "backoff"},
+		{"no reconciles", func(s *worker.Settings) { s.MaxReconciles = 0 }, "max reconciles"},
+		{"no parallelism", func(s *worker.Settings) { s.Parallelism = 0 }, "parallelism"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := worker.DefaultSettings()
+			tc.change(&s)
+			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate = %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,199 @@
+// Command local runs the whole of resetnotify on one machine: `make local` starts it.
+//
+// It starts DynamoDB Local and moto_server (SQS) on free loopback ports, creates the tables and
+// queues, and runs each function's real handler, built by the same wiring (package app) as its
+// Lambda main, behind the event sources template.yaml declares: the HttpApi routes are served
+// on http://127.0.0.1:$RESETNOTIFY_PORT (default 3000) as API Gateway HTTP API v2 events, and
+// the notifications table's stream is polled and handed to the audit function in batches, as
+// an event source mapping would. Local authorisation is off: there is no SigV4 check.
+//
+// It prints the `export ...` lines that point the AWS CLI and auditctl at the local stack,
+// then `ready: <base URL>` once requests are accepted. SIGINT or SIGTERM stops every process
+// it started. Secrets for sealing and the destination pepper are random per run: the tables
+// are in memory and do not outlive the run either.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/resetnotify/resetnotify/shared/app"
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/localapi"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/tables"
+)
+
+// The physical names of the local resources.
+const (
+	notificationsTable = "resetnotify-notifications"
+	auditTable         = "resetnotify-audit"
+	defaultPort        = "3000"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "local:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, stdout, stderr io.Writer) error {
+	port := os.Getenv("RESETNOTIFY_PORT")
+	if port == "" {
+		port = defaultPort
+	}
+	// Take the port first: failing after a 5-second emulator start is a poor way to learn
+	// that another run is still up.
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		return fmt.Errorf("listen on 127.0.0.1:%s (set RESETNOTIFY_PORT to use another port): %w", port, err)
+	}
+	defer ln.Close()
+
+	fmt.Fprintln(stderr, "local: starting DynamoDB Local and moto_server ...")
+	stack, err := emulator.Start(ctx, emulator.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stack.Stop(); err != nil {
+			fmt.Fprintln(stderr, "local: stop emulators:", err)
+		}
+	}()
+
+	env, err := environment(stack)
+	if err != nil {
+		return err
+	}
+	for k, v := range env {
+		if err := os.Setenv(k, v); err != nil {
+			return fmt.Errorf("setenv %s: %w", k, err)
+		}
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("aws config: %w", err)
+	}
+	db := awsclient.DynamoDB(awsCfg, "")
+	if err := tables.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable}); err != nil {
+		return err
+	}
+	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""))
+	if err != nil {
+		return err
+	}
+	for k, v := range queues.env() {
+		if err := os.Setenv(k, v); err != nil {
+			return fmt.Errorf("setenv %s: %w", k, err)
+		}
+	}
+
+	cfg, err := config.FromEnv(config.NeedIntake)
+	if err != nil {
+		return err
+	}
+	intake, err := app.NewIntakeHandler(ctx, cfg, awsCfg, stderr)
+	if err != nil {
+		return err
+	}
+	auditHandler, err := app.NewAuditHandler(ctx, os.Getenv, awsCfg, "AuditFunction", "$LATEST", stderr)
+	if err != nil {
+		return err
+	}
+	routes, err := localapi.RoutesFromTemplate("template.yaml")
+	if err != nil {
+		return err
+	}
+	log := obs.NewLogger(stderr, slog.LevelInfo)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 4)
+	go func() {
+		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, auditHandler.Handle, log)
+	}()
+	srv := &http.Server{
+		Handler:           localapi.NewServer(routes, map[string]localapi.HandlerFunc{"IntakeFunction": intake.Handle}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("http server: %w", err)
+		}
+	}()
+
+	printExports(stdout, stack, queues)
+	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", port)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stderr, "local: stopping")
+	case runErr = <-errs:
+	}
+	cancel()
+	shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	_ = srv.Shutdown(shutdownCtx)
+	return runErr
+}
+
+// environment returns the variables the functions read, as template.yaml would set them, plus
+// the emulators' endpoints and local credentials.
+func environment(stack *emulator.Stack) (map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range stack.Environ(nil) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	key := make([]byte, config.SealLocalKeyLen)
+	pepper := make([]byte, 24)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(pepper); err != nil {
+		return nil, err
+	}
+	set := func(k, v string) {
+		if os.Getenv(k) == "" {
+			env[k] = v
+		}
+	}
+	set(config.EnvNotificationsTable, notificationsTable)
+	set(config.EnvAuditTable, auditTable)
+	set(config.EnvPolicyVersion, "local-1")
+	set(config.EnvLogLevel, "info")
+	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
+	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
+	return env, nil
+}
+
+// printExports prints the shell lines that point the AWS CLI, the SDKs and auditctl at the
+// local stack. They hold no secret.
+func printExports(w io.Writer, stack *emulator.Stack, q queueURLs) {
+	fmt.Fprintf(w, "export AWS_ENDPOINT_URL_DYNAMODB=%s\n", stack.DynamoDBEndpoint)
+	fmt.Fprintf(w, "export AWS_ENDPOINT_URL_DYNAMODB_STREAMS=%s\n", stack.DynamoDBEndpoint)
+	fmt.Fprintf(w, "export AWS_ENDPOINT_URL_SQS=%s\n", stack.SQSEndpoint)
+	fmt.Fprintf(w, "export AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", emulator.Region)
+	fmt.Fprintf(w, "export %s=%s %s=%s\n", config.EnvNotificationsTable, notificationsTable, config.EnvAuditTable, auditTable)
+	fmt.Fprintf(w, "export %s=%s\n", config.EnvDispatchQueueURL, q.Dispatch)
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
+)
+
+// streamHandler is the signature of a DynamoDB stream Lambda handler with partial batch
+// responses.
+type streamHandler func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
+
+// pollInterval is how often an idle shard is read again; Lambda's mapping polls about 4 times
+// a second.
+const pollInterval = 250 * time.Millisecond
+
+// pollStream reads every shard of table's stream from its oldest record and hands the records
+// to h in batches, as a Lambda event source mapping with ReportBatchItemFailures would: a
+// batch item failure makes the next read start again at the failed record. It returns when ctx
+// ends.
+func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, h streamHandler, log *slog.Logger) error {
+	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("stream of %s: %w", table, err)
+	}
+	arn := aws.ToString(desc.Table.LatestStreamArn)
+	if arn == "" {
+		return fmt.Errorf("table %s has no stream", table)
+	}
+	type shardState struct {
+		iterator string
+		done     bool
+	}
+	shards := map[string]*shardState{}
+	for ctx.Err() == nil {
+		out, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+		if err != nil {
+			log.Warn("describe stream failed", "error", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		for _, s := range out.StreamDescription.Shards {
+			id := aws.ToString(s.ShardId)
+			if _, ok := shards[id]; ok {
+				continue
+			}
+			it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+				StreamArn: aws.String(arn), ShardId: s.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+			})
+			if err != nil {
+				log.Warn("shard iterator failed", "shard", id, "error", err)
+				continue
+			}
+			shards[id] = &shardState{iterator: aws.ToString(it.ShardIterator)}
+		}
+		busy := false
+		for id, st := range shards {
+			if st.done || st.iterator == "" {
+				continue
+			}
+			recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(100)})
+			if err != nil {
+				log.Warn("get records failed", "shard", id, "error", err)
+				continue
+			}
+			if len(recs.Records) == 0 {
+				st.iterator = aws.ToString(recs.NextShardIterator)
+				st.done = st.iterator == ""
+				continue
+			}
+			busy = true
+			ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, 0, len(recs.Records))}
+			for _, r := range recs.Records {
+				ev.Records = append(ev.Records, audit.EventRecord(r, arn))
+			}
+			resp, err := h(ctx, ev)
+			if err != nil {
+				log.Warn("stream batch failed; retrying", "shard", id, "error", err)
+				sleep(ctx, time.Second)
+				continue
+			}
+			if len(resp.BatchItemFailures) > 0 {
+				seq := resp.BatchItemFailures[0].ItemIdentifier
+				it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+					StreamArn: aws.String(arn), ShardId: aws.String(id),
+					ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(seq),
+				})
+				if err == nil {
+					st.iterator = aws.ToString(it.ShardIterator)
+				}
+				log.Warn("stream record failed; retrying from it", "shard", id, "sequence_number", seq)
+				sleep(ctx, time.Second)
+				continue
+			}
+			st.iterator = aws.ToString(recs.NextShardIterator)
+			st.done = st.iterator == ""
+		}
+		if !busy {
+			sleep(ctx, pollInterval)
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		rulesFlag     = fs.String("rules", "", "modes by the number's last digits, e.g. 13=reject,14=throttle")
 		visibility    = fs.Duration("visibility", 0, "how long an accepted message stays invisible to lookups")
 		webhook       = fs.String("webhook", "", "URL that receives delivery receipts")
+		webhookToken  = fs.String("webhook-token", "", "token sent with every receipt in the X-Webhook-Token header (default: none)")
 		deliveryDelay = fs.Duration("delivery-delay", time.Second, "time from acceptance to delivery and receipt")
 		latency       = fs.Duration("latency", smssim.DefaultLatency, "delay of the latency mode")
 		hang          = fs.Duration("hang", smssim.DefaultHang, "longest hang of the timeout modes")
@@ -73,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Visibility:    *visibility,
 		DeliveryDelay: *deliveryDelay,
 		WebhookURL:    *webhook,
+		WebhookToken:  *webhookToken,
 		Token:         *token,
 		Logger:        logger,
 	})

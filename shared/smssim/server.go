@@ -59,6 +59,9 @@ type Config struct {
 	DeliveryDelay time.Duration
 	// WebhookURL receives delivery receipts when set.
 	WebhookURL string
+	// WebhookToken, when set, is sent with every receipt in the simapi.WebhookTokenHeader
+	// header, so that the receiver can tell the simulator's receipts from anyone else's.
+	WebhookToken string
 	// Token, when set, is the bearer token /messages requires.
 	Token string
 	// Clock tells the time (default the system clock).
@@ -448,6 +451,9 @@ func (s *Server) postReceipt(rc simapi.Receipt) {
 			return
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if s.cfg.WebhookToken != "" {
+			req.Header.Set(simapi.WebhookTokenHeader, s.cfg.WebhookToken)
+		}
 		resp, err := s.hc.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)

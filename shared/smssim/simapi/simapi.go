@@ -15,10 +15,15 @@
 //	POST   /control/reset       → 204: forget messages, requests and faults
 //	GET    /healthz             → 200
 //
-// Delivery receipts are POSTed as Receipt to the configured webhook URL.
+// Delivery receipts are POSTed as Receipt to the configured webhook URL, with the configured
+// webhook token (if any) in the WebhookTokenHeader header.
 package simapi
 
 import "time"
+
+// WebhookTokenHeader carries the shared webhook token on every receipt the simulator posts.
+// It stands in for the signature a real provider puts on its delivery reports.
+const WebhookTokenHeader = "X-Webhook-Token"
 
 // Limits of a send request.
 const (

@@ -75,8 +75,12 @@ const (
 	OutcomeFailed         = "failed"
 )
 
-// errPoison marks a message that can never be processed; it is acknowledged and counted.
-var errPoison = errors.New("poison message")
+var (
+	// errPoison marks a message that can never be processed; it is acknowledged and counted.
+	errPoison = errors.New("poison message")
+	// errNoTime means the invocation has too little time left to start an attempt.
+	errNoTime = errors.New("not enough time left for an attempt")
+)
 
 // parseMessage decodes a queue body. Anything but a JSON notify.Message with a valid key, a
 // notification ID and a positive version is poison.

@@ -117,6 +117,12 @@ func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec 
 		return nil
 	}
 
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.Settings.ProviderTimeout+LeaseMargin {
+		// Not enough of this invocation is left for a whole attempt: leave the record
+		// untouched and let the message come back, rather than lease and be cut off mid-call.
+		return fmt.Errorf("dispatch %s: %s left in this invocation: %w", rec.IdempotencyKey, time.Until(dl).Round(time.Millisecond), errNoTime)
+	}
+
 	// Unseal and render before taking the lease, so a message that can never be rendered
 	// costs no attempt and leaves no lease behind.
 	secret, err := d.Opener.Open(ctx, rec.IdempotencyKey, rec.Sealed)

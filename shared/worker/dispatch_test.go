@@ -459,3 +459,16 @@ type failingOpener struct{}
 func (failingOpener) Open(context.Context, string, []byte) (notify.Secret, error) {
 	return notify.Secret{}, errors.New("kms: throttled")
 }
+
+func TestNoAttemptWithoutTimeForIt(t *testing.T) {
+	f := newFixture(t)
+	rec := f.admitKey(t, "k")
+	ctx, cancel := context.WithTimeout(context.Background(), f.settings.ProviderTimeout)
+	defer cancel()
+	if err := f.d.Dispatch(ctx, notify.MessageOf(rec)); err == nil {
+		t.Fatal("an attempt was started with less time left than it may need")
+	}
+	if got := f.get(t, "k"); got.Version != 1 || f.sender.Calls() != 0 {
+		t.Errorf("record %s v%d after %d sends", got.State, got.Version, f.sender.Calls())
+	}
+}

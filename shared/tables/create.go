@@ -11,11 +11,13 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Names are the physical names of the two tables. In AWS they come from the template (the
-// NOTIFICATIONS_TABLE and AUDIT_TABLE variables); tests make unique ones.
+// Names are the physical names of the tables. In AWS they come from the template (the
+// NOTIFICATIONS_TABLE, AUDIT_TABLE and RECEIPTS_TABLE variables); tests make unique ones.
 type Names struct {
 	Notifications string
 	Audit         string
+	// Receipts is optional: when empty, Create makes no receipts table.
+	Receipts string
 }
 
 // AdminAPI is the part of the DynamoDB client that Create uses; *dynamodb.Client satisfies it.
@@ -28,18 +30,22 @@ type AdminAPI interface {
 
 var _ AdminAPI = (*dynamodb.Client)(nil)
 
-// Create creates the notifications and audit tables named by names, waits until each table
-// and its indexes are ACTIVE, and enables TTL on ttl (notifications) and retain_until (audit).
-// A table that already exists is accepted as it is, so the local stack can call Create again;
-// TTL that is already enabled on the right attribute is left alone. The wait is bounded only
-// by ctx.
+// Create creates the notifications and audit tables named by names (and the receipts table
+// when names.Receipts is set), waits until each table and its indexes are ACTIVE, and enables
+// TTL on ttl (notifications, receipts) and retain_until (audit). A table that already exists
+// is accepted as it is, so the local stack can call Create again; TTL that is already enabled
+// on the right attribute is left alone. The wait is bounded only by ctx.
 func Create(ctx context.Context, client AdminAPI, names Names) error {
-	specs := []struct {
+	type spec struct {
 		in  *dynamodb.CreateTableInput
 		ttl string
-	}{
+	}
+	specs := []spec{
 		{Notifications(names.Notifications), TTLAttribute},
 		{Audit(names.Audit), AuditTTLAttribute},
+	}
+	if names.Receipts != "" {
+		specs = append(specs, spec{Receipts(names.Receipts), ReceiptsTTLAttribute})
 	}
 	for _, s := range specs {
 		if _, err := client.CreateTable(ctx, s.in); err != nil {

@@ -17,9 +17,9 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 	client := testenv.DynamoDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit")}
+	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Receipts: testenv.UniqueName(t, "receipts")}
 	t.Cleanup(func() {
-		for _, n := range []string{names.Notifications, names.Audit} {
+		for _, n := range []string{names.Notifications, names.Audit, names.Receipts} {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
 		}
 	})
@@ -36,11 +36,12 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 		indexes    []string
 		stream     bool
 	}{
-		{names.Notifications, tables.TTLAttribute, []string{tables.IndexByEvent, tables.IndexDue}, true},
+		{names.Notifications, tables.TTLAttribute, []string{tables.IndexByEvent, tables.IndexDue, tables.IndexByNotification}, true},
 		{names.Audit, tables.AuditTTLAttribute, []string{tables.IndexByDay}, false},
+		{names.Receipts, tables.ReceiptsTTLAttribute, nil, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.ttl, func(t *testing.T) {
+		t.Run(tc.table, func(t *testing.T) {
 			d, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tc.table)})
 			if err != nil {
 				t.Fatal(err)

@@ -16,11 +16,14 @@ const AuditTTLAttribute = AuditRetainUntil
 
 // Notifications returns the definition of the notifications table named name: key
 // idempotency_key; GSI by_event on event_id; the sparse GSI due on (due_shard, next_action_at);
-// a NEW_AND_OLD_IMAGES stream for the audit writer; on-demand billing.
+// the KEYS_ONLY GSI by_notification on notification_id; a NEW_AND_OLD_IMAGES stream for the
+// audit writer; on-demand billing.
 //
-// Both GSIs project every attribute so that ListByEvent and the sweeper read whole records
-// without a second GetItem per item. The sealed payload is projected too, but it is
+// by_event and due project every attribute so that ListByEvent and the sweeper read whole
+// records without a second GetItem per item. The sealed payload is projected too, but it is
 // ciphertext and is removed from the item (and so from the index) once sending is done.
+// by_notification projects only the keys: provider-events reads the idempotency key from it
+// and then the record itself with a consistent GetItem.
 //
 // Point-in-time recovery, deletion protection, server-side encryption and TTL are not part of
 // CreateTableInput; template.yaml sets the first three and Create enables TTL.
@@ -33,6 +36,7 @@ func Notifications(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(AttrEventID), AttributeType: ddbtypes.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AttrDueShard), AttributeType: ddbtypes.ScalarAttributeTypeN},
 			{AttributeName: aws.String(AttrNextActionAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrNotificationID), AttributeType: ddbtypes.ScalarAttributeTypeS},
 		},
 		KeySchema: []ddbtypes.KeySchemaElement{
 			{AttributeName: aws.String(AttrIdempotencyKey), KeyType: ddbtypes.KeyTypeHash},
@@ -52,6 +56,13 @@ func Notifications(name string) *dynamodb.CreateTableInput {
 					{AttributeName: aws.String(AttrNextActionAt), KeyType: ddbtypes.KeyTypeRange},
 				},
 				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			},
+			{
+				IndexName: aws.String(IndexByNotification),
+				KeySchema: []ddbtypes.KeySchemaElement{
+					{AttributeName: aws.String(AttrNotificationID), KeyType: ddbtypes.KeyTypeHash},
+				},
+				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
 			},
 		},
 		StreamSpecification: &ddbtypes.StreamSpecification{

@@ -42,6 +42,11 @@ const (
 	IndexDue = "due"
 )
 
+// IndexByNotification is the notifications table's KEYS_ONLY GSI on notification_id: a
+// delivery receipt names its attempt (<notification_id>-a<N>), and this index turns the
+// notification ID back into the idempotency key, whatever the provider.
+const IndexByNotification = "by_notification"
+
 // DueShards is how many partitions the due index spreads its items over, so no single
 // partition key becomes hot. The sweeper queries shards 0..DueShards-1.
 const DueShards = 8
@@ -76,3 +81,21 @@ const (
 
 // IndexByDay is the audit table's GSI (day, at) used by time-range exports.
 const IndexByDay = "by_day"
+
+// Attributes of the receipts table: one item per attempt, holding the most informative
+// delivery event a provider reported for it. The key is ReceiptAttemptRef. A receipt never
+// holds a phone number or a message body.
+const (
+	ReceiptAttemptRef     = "attempt_ref"
+	ReceiptMessageID      = "message_id"
+	ReceiptStatus         = "status"
+	ReceiptAt             = "at"
+	ReceiptNotificationID = "notification_id"
+	ReceiptProvider       = "provider"
+	// ReceiptDetail is the provider's own code for the event (e.g. TEXT_BLOCKED or
+	// validity_expired), kept as evidence.
+	ReceiptDetail = "detail"
+	// ReceiptRecordedAt is when provider-events stored the receipt.
+	ReceiptRecordedAt = "recorded_at"
+	ReceiptTTL        = "ttl"
+)

@@ -1,0 +1,198 @@
+package receipts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+)
+
+// Writer records receipts; *Store is one.
+type Writer interface {
+	Put(ctx context.Context, rc Receipt) (stored Receipt, changed bool, err error)
+}
+
+// Keys finds a notification's idempotency key from its notification ID; *dynamostore.Store
+// is one. It returns an error wrapping notify.ErrNotFound when no record carries the ID.
+type Keys interface {
+	KeyByNotificationID(ctx context.Context, notificationID string) (string, error)
+}
+
+// Notifications is the part of notify.Store a receipt needs.
+type Notifications interface {
+	Get(ctx context.Context, key string) (notify.Record, error)
+	Transition(ctx context.Context, prev, next notify.Record) error
+}
+
+// DefaultMaxTries bounds the optimistic retries of a transition that lost a race.
+const DefaultMaxTries = 5
+
+// Recorder records receipts and applies final ones to sent notifications.
+type Recorder struct {
+	Receipts      Writer
+	Keys          Keys
+	Notifications Notifications
+	Clock         notify.Clock
+	// MaxTries bounds the tries of one transition (default DefaultMaxTries).
+	MaxTries int
+	Log      *slog.Logger
+	Metrics  *obs.Metrics
+}
+
+// Result is what Record did with one receipt.
+type Result struct {
+	Outcome Outcome
+	// Receipt is the receipt stored for the attempt after the call (zero for poison).
+	Receipt Receipt
+	// Changed reports whether this call changed the stored receipt.
+	Changed bool
+	// State is the record's state after the call, when the record was read.
+	State notify.State
+}
+
+// Record records rc and, when it is final and its record is sent for the same attempt, moves
+// the record to delivered or undelivered. A non-nil error means a store failed or a transition
+// kept losing races: the caller should have the event delivered again. Every other case,
+// including poison, returns a nil error and is counted and logged by outcome.
+func (r *Recorder) Record(ctx context.Context, rc Receipt) (Result, error) {
+	if err := rc.Validate(); err != nil {
+		r.Poison(ctx, rc.Provider, err)
+		return Result{Outcome: OutcomePoison}, nil
+	}
+	res, err := r.record(ctx, rc)
+	if err != nil {
+		r.log().Error("receipt not recorded", "attempt_ref", rc.AttemptRef, "provider", rc.Provider, "error", err)
+		return res, err
+	}
+	r.count(rc.Provider, res.Outcome)
+	level := slog.LevelInfo
+	if res.Outcome == OutcomeStale || res.Outcome == OutcomeOrphan {
+		level = slog.LevelWarn
+	}
+	r.log().Log(ctx, level, "receipt",
+		"attempt_ref", res.Receipt.AttemptRef, "provider", rc.Provider, "message_id", res.Receipt.MessageID,
+		"receipt_status", string(res.Receipt.Status), "detail", res.Receipt.Detail,
+		"outcome", string(res.Outcome), "changed", res.Changed, "state", string(res.State))
+	return res, nil
+}
+
+func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
+	stored, changed, err := r.Receipts.Put(ctx, rc)
+	if err != nil {
+		return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+	}
+	res := Result{Outcome: OutcomeRecorded, Receipt: stored, Changed: changed}
+	if stored.Final() && rc.Final() && stored.Status != rc.Status {
+		// Two final words that disagree: the first one stays; say so loudly.
+		r.log().Warn("contradicting final receipt ignored", "attempt_ref", rc.AttemptRef,
+			"stored", string(stored.Status), "received", string(rc.Status), "provider", rc.Provider)
+	}
+	if !stored.Final() {
+		// Evidence of acceptance only: reconciliation reads it, nothing else to do. Even a
+		// duplicate goes on below when final, so a retry after a failed transition finishes it.
+		return res, nil
+	}
+	id, n, _ := stored.Attempt()
+	key, err := r.Keys.KeyByNotificationID(ctx, id)
+	if errors.Is(err, notify.ErrNotFound) {
+		res.Outcome = OutcomeOrphan
+		return res, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+	}
+	maxTries := r.MaxTries
+	if maxTries <= 0 {
+		maxTries = DefaultMaxTries
+	}
+	for range maxTries {
+		rec, err := r.Notifications.Get(ctx, key)
+		if errors.Is(err, notify.ErrNotFound) {
+			res.Outcome = OutcomeOrphan
+			return res, nil
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+		}
+		res.State = rec.State
+		outcome, ch := decide(rec, id, n, stored)
+		if outcome != OutcomeTransitioned {
+			res.Outcome = outcome
+			if outcome == OutcomeStale {
+				// A receipt for an attempt the record has left behind: if the record went on
+				// to another attempt, the provider may have delivered twice.
+				r.log().Warn("receipt for an attempt the record has left", "attempt_ref", stored.AttemptRef,
+					"state", string(rec.State), "record_attempt", rec.Attempt, "receipt_status", string(stored.Status))
+			}
+			return res, nil
+		}
+		next, err := rec.Apply(ch, r.clock().Now())
+		if err != nil {
+			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+		}
+		err = r.Notifications.Transition(ctx, rec, next)
+		if err == nil {
+			r.Metrics.Transition(string(next.State), string(next.Reason))
+			res.Outcome, res.State = OutcomeTransitioned, next.State
+			return res, nil
+		}
+		if !errors.Is(err, notify.ErrConflict) {
+			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+		}
+	}
+	return Result{}, fmt.Errorf("receipts.record %s: %d concurrent changes: %w", rc.AttemptRef, maxTries, notify.ErrConflict)
+}
+
+// decide returns what a final receipt for attempt n of notification id does to rec, and the
+// change to apply when the outcome is OutcomeTransitioned.
+func decide(rec notify.Record, id string, n int, rc Receipt) (Outcome, notify.Change) {
+	if rec.NotificationID != id {
+		return OutcomeOrphan, notify.Change{}
+	}
+	sameAttempt := rec.Attempt == n
+	switch {
+	case rec.State == notify.StateSent && sameAttempt:
+		return OutcomeTransitioned, notify.Change{To: rc.Status.State(), Reason: rc.Status.Reason()}
+	case rec.State == notify.StateDispatching && sameAttempt:
+		return OutcomeEarly, notify.Change{}
+	case rec.State == notify.StateDispatchUnknown && sameAttempt:
+		return OutcomeRecorded, notify.Change{}
+	case (rec.State == notify.StateDelivered || rec.State == notify.StateUndelivered) && sameAttempt &&
+		rec.State == rc.Status.State():
+		return OutcomeDuplicate, notify.Change{}
+	}
+	return OutcomeStale, notify.Change{}
+}
+
+// Poison counts and logs an event that could not be turned into a receipt. why must be one
+// of this package's errors (wrapping ErrPoison), which never quote the event; the event itself
+// is never logged.
+func (r *Recorder) Poison(ctx context.Context, provider string, why error) {
+	r.count(provider, OutcomePoison)
+	r.log().WarnContext(ctx, "provider event dropped", "provider", provider, "outcome", string(OutcomePoison), "why", why)
+}
+
+func (r *Recorder) count(provider string, o Outcome) {
+	if provider == "" {
+		provider = "unknown"
+	}
+	r.Metrics.Emit(map[string]string{"Provider": provider, "Outcome": string(o)},
+		obs.Metric{Name: "Receipts", Unit: obs.UnitCount, Value: 1})
+}
+
+func (r *Recorder) clock() notify.Clock {
+	if r.Clock == nil {
+		return notify.SystemClock{}
+	}
+	return r.Clock
+}
+
+func (r *Recorder) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}

@@ -1,0 +1,319 @@
+package receipts_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/sms"
+)
+
+const id = "01JC5ZQ7W3M9N4P2R8T6V0X1Y2"
+
+var (
+	a1 = sms.AttemptRef(id, 1)
+	a2 = sms.AttemptRef(id, 2)
+)
+
+func TestRecord(t *testing.T) {
+	tests := []struct {
+		name string
+		// path moves the record from accepted; nil path means no record at all.
+		path     []notify.Change
+		noRecord bool
+		in       []receipts.Receipt
+		want     []receipts.Outcome
+		// wantState and wantReason describe the record afterwards; wantBump is how many
+		// versions the receipts added.
+		wantState  notify.State
+		wantReason notify.Reason
+		wantBump   int64
+		// wantStored is the status stored for wantRef afterwards.
+		wantRef    string
+		wantStored sms.ReceiptStatus
+	}{
+		{
+			name: "delivered", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeTransitioned},
+			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "undelivered", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptUndelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeTransitioned},
+			wantState: notify.StateUndelivered, wantReason: notify.ReasonReceiptFailed, wantBump: 1,
+			wantRef: a1, wantStored: sms.ReceiptUndelivered,
+		},
+		{
+			name: "intermediate receipt is only recorded", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptNone)},
+			want:      []receipts.Outcome{receipts.OutcomeRecorded},
+			wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
+			wantRef: a1, wantStored: sms.ReceiptNone,
+		},
+		{
+			name: "duplicate receipt changes nothing", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered), receipt(a1, sms.ReceiptDelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeTransitioned, receipts.OutcomeDuplicate},
+			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "intermediate then final", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptNone), receipt(a1, sms.ReceiptDelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeRecorded, receipts.OutcomeTransitioned},
+			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "out of order: final then intermediate", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptUndelivered), receipt(a1, sms.ReceiptNone)},
+			want:      []receipts.Outcome{receipts.OutcomeTransitioned, receipts.OutcomeDuplicate},
+			wantState: notify.StateUndelivered, wantReason: notify.ReasonReceiptFailed, wantBump: 1,
+			wantRef: a1, wantStored: sms.ReceiptUndelivered,
+		},
+		{
+			name: "contradicting final keeps the first", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered), receipt(a1, sms.ReceiptUndelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeTransitioned, receipts.OutcomeDuplicate},
+			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "receipt while dispatching is early", path: []notify.Change{lease},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeEarly},
+			wantState: notify.StateDispatching, wantReason: notify.ReasonLeaseAcquired,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "receipt while dispatch_unknown is left to reconciliation", path: []notify.Change{lease, timedOut},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeRecorded},
+			wantState: notify.StateDispatchUnknown, wantReason: notify.ReasonProviderTimeout,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "receipt for an older attempt of a sent record is stale",
+			path: []notify.Change{lease, throttled, lease, accepted},
+			in:   []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want: []receipts.Outcome{receipts.OutcomeStale}, wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "receipt contradicting a not-found reconciliation is stale",
+			path: []notify.Change{lease, timedOut, notFound},
+			in:   []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want: []receipts.Outcome{receipts.OutcomeStale}, wantState: notify.StateRetryScheduled, wantReason: notify.ReasonReconciledNotFound,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "receipt after another final state is stale", path: []notify.Change{lease, accepted, undelivered},
+			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeStale},
+			wantState: notify.StateUndelivered, wantReason: notify.ReasonReceiptFailed,
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "second attempt delivered", path: []notify.Change{lease, throttled, lease, accepted},
+			in:        []receipts.Receipt{receipt(a2, sms.ReceiptDelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeTransitioned},
+			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
+			wantRef: a2, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "orphan is recorded and acknowledged", noRecord: true,
+			in:      []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:    []receipts.Outcome{receipts.OutcomeOrphan},
+			wantRef: a1, wantStored: sms.ReceiptDelivered,
+		},
+		{
+			name: "poison is dropped", path: []notify.Change{lease, accepted},
+			in: []receipts.Receipt{
+				{AttemptRef: "not-ours", Status: sms.ReceiptDelivered, Provider: "simulator"},
+				{AttemptRef: a1, Status: "read", Provider: "simulator"},
+				{AttemptRef: a1, Status: sms.ReceiptDelivered},
+				{AttemptRef: a1, Status: sms.ReceiptDelivered, Provider: "simulator", Detail: "call " + destination},
+			},
+			want: []receipts.Outcome{receipts.OutcomePoison, receipts.OutcomePoison, receipts.OutcomePoison, receipts.OutcomePoison},
+			// Nothing recorded, record untouched.
+			wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			var before notify.Record
+			if !tc.noRecord {
+				before = f.admit(t, "k", id, tc.path...)
+			}
+			var got []receipts.Outcome
+			for _, rc := range tc.in {
+				res, err := f.rec.Record(ctx, rc)
+				if err != nil {
+					t.Fatalf("Record(%s %s): %v", rc.AttemptRef, rc.Status, err)
+				}
+				got = append(got, res.Outcome)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+			if !tc.noRecord {
+				after, err := f.store.Get(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if after.State != tc.wantState || after.Reason != tc.wantReason || after.Version-before.Version != tc.wantBump {
+					t.Errorf("record %s/%s v+%d, want %s/%s v+%d", after.State, after.Reason,
+						after.Version-before.Version, tc.wantState, tc.wantReason, tc.wantBump)
+				}
+			}
+			if tc.wantRef == "" {
+				if f.receipts.puts != 0 {
+					t.Errorf("%d receipts written for poison", f.receipts.puts)
+				}
+				return
+			}
+			stored, ok := f.receipts.get(tc.wantRef)
+			if !ok || stored.Status != tc.wantStored {
+				t.Errorf("stored receipt %+v (found %v), want status %q", stored, ok, tc.wantStored)
+			}
+		})
+	}
+}
+
+func TestRecordConflicts(t *testing.T) {
+	tests := []struct {
+		name      string
+		n         int
+		race      func(ctx context.Context, s *notifytest.Store, prev notify.Record)
+		want      receipts.Outcome
+		wantErr   bool
+		wantState notify.State
+		wantCalls int
+	}{
+		{name: "conflict then retry", n: 2, want: receipts.OutcomeTransitioned, wantState: notify.StateDelivered, wantCalls: 3},
+		{
+			name: "a concurrent receipt wins the race", n: 1,
+			race: func(ctx context.Context, s *notifytest.Store, prev notify.Record) {
+				next, _ := prev.Apply(delivered, prev.UpdatedAt)
+				_ = s.Transition(ctx, prev, next)
+			},
+			want: receipts.OutcomeDuplicate, wantState: notify.StateDelivered, wantCalls: 1,
+		},
+		{name: "bounded", n: 1000, wantErr: true, wantState: notify.StateSent, wantCalls: receipts.DefaultMaxTries},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			f.admit(t, "k", id, lease, accepted)
+			r := &racing{Store: f.store, n: tc.n, race: tc.race}
+			f.rec.Notifications = r
+			res, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered))
+			if tc.wantErr {
+				if !errorsIs(err, notify.ErrConflict) {
+					t.Fatalf("err = %v, want ErrConflict", err)
+				}
+			} else if err != nil || res.Outcome != tc.want {
+				t.Fatalf("Record = %s, %v; want %s", res.Outcome, err, tc.want)
+			}
+			if r.calls != tc.wantCalls {
+				t.Errorf("%d Transition calls, want %d", r.calls, tc.wantCalls)
+			}
+			if got, _ := f.store.Get(ctx, "k"); got.State != tc.wantState {
+				t.Errorf("state %s, want %s", got.State, tc.wantState)
+			}
+		})
+	}
+}
+
+// failOnce fails the first Transition with a store error, as DynamoDB might.
+type failOnce struct {
+	*notifytest.Store
+	failed bool
+}
+
+func (s *failOnce) Transition(ctx context.Context, prev, next notify.Record) error {
+	if !s.failed {
+		s.failed = true
+		return errors.New("dynamodb: throttled")
+	}
+	return s.Store.Transition(ctx, prev, next)
+}
+
+func TestRecordTransientFailures(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a redelivered duplicate finishes the transition", func(t *testing.T) {
+		f := newFixture(t)
+		f.admit(t, "k", id, lease, accepted)
+		f.rec.Notifications = &failOnce{Store: f.store}
+		if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err == nil {
+			t.Fatal("first Record succeeded although the transition failed")
+		}
+		res, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered))
+		if err != nil || res.Outcome != receipts.OutcomeTransitioned || res.Changed {
+			t.Fatalf("redelivery: %+v, %v; want transitioned with the receipt unchanged", res, err)
+		}
+	})
+	t.Run("receipt store failure", func(t *testing.T) {
+		f := newFixture(t)
+		f.admit(t, "k", id, lease, accepted)
+		f.receipts.Err = errors.New("dynamodb: unavailable")
+		if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err == nil {
+			t.Fatal("Record succeeded without storing the receipt")
+		}
+		if got, _ := f.store.Get(ctx, "k"); got.State != notify.StateSent {
+			t.Errorf("record moved to %s without its receipt stored", got.State)
+		}
+	})
+	t.Run("index failure", func(t *testing.T) {
+		f := newFixture(t)
+		f.rec.Keys = keysOf{store: f.store, Err: errors.New("dynamodb: unavailable")}
+		if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err == nil {
+			t.Fatal("Record succeeded without reading the index")
+		}
+	})
+}
+
+func TestRecordLogsAndMetrics(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.admit(t, "k", id, lease, accepted)
+	if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rec.Record(ctx, receipts.Receipt{AttemptRef: destination, Provider: "simulator"}); err != nil {
+		t.Fatal(err)
+	}
+	out := f.out.String()
+	for _, want := range []string{`"Outcome":"transitioned"`, `"Outcome":"poison"`, `"ToState":"delivered"`, `"Receipts":1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, destination) {
+		t.Errorf("output holds the destination number:\n%s", out)
+	}
+}
+
+func TestSupersedes(t *testing.T) {
+	statuses := []sms.ReceiptStatus{sms.ReceiptNone, sms.ReceiptDelivered, sms.ReceiptUndelivered}
+	for _, prev := range statuses {
+		for _, next := range statuses {
+			want := prev == sms.ReceiptNone && next != sms.ReceiptNone
+			if got := receipts.Supersedes(receipt(a1, next), receipt(a1, prev)); got != want {
+				t.Errorf("Supersedes(%q over %q) = %v, want %v", next, prev, got, want)
+			}
+		}
+	}
+}

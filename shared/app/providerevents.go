@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -22,11 +23,8 @@ import (
 // all read through getenv. Logs and metrics go to out.
 func NewProviderEventsHandler(_ context.Context, getenv func(string) string, awsCfg aws.Config, out io.Writer) (*receipts.Handler, error) {
 	cfg, err := config.Load(getenv, config.NeedNotificationsTable)
-	if err != nil {
-		return nil, err
-	}
-	rcfg, err := receipts.ConfigFromEnv(getenv, true)
-	if err != nil {
+	rcfg, rerr := receipts.ConfigFromEnv(getenv, true)
+	if err := errors.Join(err, rerr); err != nil {
 		return nil, err
 	}
 	db := awsclient.DynamoDB(awsCfg, "")

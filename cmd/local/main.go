@@ -107,6 +107,21 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}
 
+	sim, err := startSimulator("")
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+	for k, v := range map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": sim.URL()} {
+		if err := os.Setenv(k, v); err != nil {
+			return fmt.Errorf("setenv %s: %w", k, err)
+		}
+	}
+	wk, err := newWorkers(ctx)
+	if err != nil {
+		return err
+	}
+
 	cfg, err := config.FromEnv(config.NeedIntake)
 	if err != nil {
 		return err
@@ -127,10 +142,14 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 4)
+	errs := make(chan error, 8)
 	go func() {
 		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, auditHandler.Handle, log)
 	}()
+	sqsClient := awsclient.SQS(awsCfg, "")
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, wk.dispatch.Handle, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, wk.reconcile.Handle, log) }()
+	go func() { errs <- runSchedule(ctx, wk.sweeper, log) }()
 	srv := &http.Server{
 		Handler:           localapi.NewServer(routes, map[string]localapi.HandlerFunc{"IntakeFunction": intake.Handle}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -142,6 +161,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	}()
 
 	printExports(stdout, stack, queues)
+	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults)\n", sim.URL())
 	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", port)
 
 	var runErr error
@@ -149,6 +169,9 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 		fmt.Fprintln(stderr, "local: stopping")
 	case runErr = <-errs:
+		if runErr == nil && ctx.Err() == nil {
+			runErr = errors.New("a background worker stopped")
+		}
 	}
 	cancel()
 	shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)

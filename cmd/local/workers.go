@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/smssim"
+	"github.com/resetnotify/resetnotify/shared/worker"
+)
+
+// sweepInterval matches the sweeper's `rate(1 minute)` schedule in template.yaml.
+const sweepInterval = time.Minute
+
+// startSimulator starts the SMS provider simulator on a free loopback port. Its fault mix and
+// per-number rules come from RESETNOTIFY_SIM_MIX and RESETNOTIFY_SIM_RULES (the syntax of
+// cmd/smssim's -mix and -rules); by default every message is accepted. Faults can also be set
+// per number while it runs: POST <url>/control/faults {"to": "+1555...", "mode": "throttle"}.
+func startSimulator(webhookURL string) (*smssim.Server, error) {
+	mix, err := smssim.ParseMix(os.Getenv("RESETNOTIFY_SIM_MIX"))
+	if err != nil {
+		return nil, fmt.Errorf("RESETNOTIFY_SIM_MIX: %w", err)
+	}
+	rules, err := smssim.ParseRules(os.Getenv("RESETNOTIFY_SIM_RULES"))
+	if err != nil {
+		return nil, fmt.Errorf("RESETNOTIFY_SIM_RULES: %w", err)
+	}
+	sim := smssim.New(smssim.Config{
+		Seed: time.Now().UnixNano(), Mix: mix, Rules: rules,
+		DeliveryDelay: 2 * time.Second, WebhookURL: webhookURL,
+	})
+	if _, err := sim.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	return sim, nil
+}
+
+// workers are the queue and schedule consumers, built by the Lambda functions' own wiring.
+type workers struct {
+	dispatch  *worker.Dispatcher
+	reconcile *worker.Reconciler
+	sweeper   *worker.Sweeper
+}
+
+func newWorkers(ctx context.Context) (workers, error) {
+	var w workers
+	wiring, err := worker.WiringFromEnv(ctx, config.NeedDispatch, true)
+	if err != nil {
+		return w, err
+	}
+	wiring.Out = os.Stderr
+	if w.dispatch, err = worker.NewDispatcherFromConfig(ctx, wiring); err != nil {
+		return w, err
+	}
+	if w.reconcile, err = worker.NewReconcilerFromConfig(ctx, wiring); err != nil {
+		return w, err
+	}
+	if w.sweeper, err = worker.NewSweeperFromConfig(ctx, wiring); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// pumpQueue receives batches from queueURL and hands them to h, as the SQS event source
+// mapping of template.yaml would (batch size 10, partial batch failures), until ctx ends.
+func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, h worker.BatchHandler, log *slog.Logger) error {
+	for ctx.Err() == nil {
+		_, err := worker.Pump(ctx, client, queueURL, h, worker.PumpOptions{WaitTime: time.Second, Region: emulator.Region})
+		if err != nil && ctx.Err() == nil {
+			log.Warn("queue poll failed", "queue", queueURL, "error", err)
+			sleep(ctx, time.Second)
+		}
+	}
+	return nil
+}
+
+// runSchedule invokes the sweeper every sweepInterval, as the EventBridge schedule would.
+func runSchedule(ctx context.Context, s *worker.Sweeper, log *slog.Logger) error {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			ev := events.EventBridgeEvent{DetailType: "Scheduled Event", Source: "aws.events", Time: now.UTC(), ID: fmt.Sprintf("local-%d", now.Unix())}
+			if err := s.Handle(ctx, ev); err != nil && ctx.Err() == nil {
+				log.Warn("sweep failed", "error", err)
+			}
+		}
+	}
+}

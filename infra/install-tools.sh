@@ -3,12 +3,16 @@
 #   .tools/dynamodb-local/   DynamoDB Local (DynamoDBLocal.jar + DynamoDBLocal_lib), taken from the
 #                            npm package amplify-dynamodb-simulator, which ships AWS's own engine.
 #   .tools/venv/             a Python virtualenv with moto[server] (SQS) and cfn-lint.
+#   .tools/bin/aws-lambda-rie the Lambda Runtime Interface Emulator, built with go install.
 # Each part writes a stamp file naming what it installed, so a second run is instant and a change
 # of pinned version reinstalls only that part. It needs Java 17, npm and Python 3.11 on PATH.
 set -euo pipefail
 
 DYNAMODB_SIMULATOR_PKG="amplify-dynamodb-simulator@2.9.30"
 PY_REQUIREMENTS=("moto[server]==5.2.1" "cfn-lint==1.51.0")
+# The Lambda Runtime Interface Emulator, from the Go module proxy: make local runs each
+# function's real bootstrap under it.
+RIE_MODULE="github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tools="$root/.tools"
@@ -57,5 +61,18 @@ install_venv() {
   echo "$want" >"$stamp"
 }
 
+install_rie() {
+  local stamp="$tools/.rie.stamp"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$RIE_MODULE" && -x "$tools/bin/aws-lambda-rie" ]]; then
+    return 0
+  fi
+  need go "needed to build the Lambda Runtime Interface Emulator"
+  echo "install-tools: aws-lambda-rie from the Go module proxy"
+  rm -f "$stamp"
+  GOBIN="$tools/bin" GOFLAGS=-buildvcs=false go install "$RIE_MODULE"
+  echo "$RIE_MODULE" >"$stamp"
+}
+
 install_dynamodb_local
 install_venv
+install_rie

@@ -61,7 +61,7 @@ build-%: ## Build one function for SAM, e.g. make build-IntakeFunction ARTIFACTS
 	$(call go_build_lambda,./$(call function_dir,$*),$(ARTIFACTS_DIR))
 
 .PHONY: local
-local: tools ## Run the whole stack locally (cmd/local).
+local: tools build ## Run the whole stack locally: every function's bootstrap under the Lambda RIE (cmd/local).
 	go run ./cmd/local
 
 .PHONY: clean

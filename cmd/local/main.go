@@ -31,12 +31,12 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/resetnotify/resetnotify/shared/app"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/emulator"
 	"github.com/resetnotify/resetnotify/shared/localapi"
 	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -44,6 +44,7 @@ import (
 const (
 	notificationsTable = "resetnotify-notifications"
 	auditTable         = "resetnotify-audit"
+	receiptsTable      = "resetnotify-receipts"
 	defaultPort        = "3000"
 )
 
@@ -94,7 +95,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		return fmt.Errorf("aws config: %w", err)
 	}
 	db := awsclient.DynamoDB(awsCfg, "")
-	if err := tables.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable}); err != nil {
+	if err := tables.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable}); err != nil {
 		return err
 	}
 	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""))
@@ -107,7 +108,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}
 
-	sim, err := startSimulator("")
+	sim, err := startSimulator("http://127.0.0.1:"+port+"/v1/provider-events/simulator", env[receipts.EnvWebhookToken])
 	if err != nil {
 		return err
 	}
@@ -117,23 +118,26 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 			return fmt.Errorf("setenv %s: %w", k, err)
 		}
 	}
-	wk, err := newWorkers(ctx)
-	if err != nil {
-		return err
+	var fns functions
+	switch mode := os.Getenv("RESETNOTIFY_LOCAL_RUNTIME"); mode {
+	case "", runtimeRIE:
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		fns, err = underRIE(ctx, wd, stderr)
+		if err != nil {
+			return err
+		}
+	case runtimeInProcess:
+		if fns, err = inProcess(ctx, awsCfg, stderr); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("RESETNOTIFY_LOCAL_RUNTIME=%q: want %s or %s", mode, runtimeRIE, runtimeInProcess)
 	}
+	defer fns.stop()
 
-	cfg, err := config.FromEnv(config.NeedIntake)
-	if err != nil {
-		return err
-	}
-	intake, err := app.NewIntakeHandler(ctx, cfg, awsCfg, stderr)
-	if err != nil {
-		return err
-	}
-	auditHandler, err := app.NewAuditHandler(ctx, os.Getenv, awsCfg, "AuditFunction", "$LATEST", stderr)
-	if err != nil {
-		return err
-	}
 	routes, err := localapi.RoutesFromTemplate("template.yaml")
 	if err != nil {
 		return err
@@ -144,14 +148,16 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer cancel()
 	errs := make(chan error, 8)
 	go func() {
-		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, auditHandler.Handle, log)
+		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, fns.audit, log)
 	}()
 	sqsClient := awsclient.SQS(awsCfg, "")
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, wk.dispatch.Handle, log) }()
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, wk.reconcile.Handle, log) }()
-	go func() { errs <- runSchedule(ctx, wk.sweeper, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, fns.dispatch, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, fns.reconcile, log) }()
+	go func() { errs <- runSchedule(ctx, fns.sweeper, log) }()
 	srv := &http.Server{
-		Handler:           localapi.NewServer(routes, map[string]localapi.HandlerFunc{"IntakeFunction": intake.Handle}),
+		Handler: localapi.NewServer(routes, map[string]localapi.HandlerFunc{
+			"IntakeFunction": fns.intake, "ProviderEventsFunction": fns.providerEvents,
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() {
@@ -190,10 +196,14 @@ func environment(stack *emulator.Stack) (map[string]string, error) {
 	}
 	key := make([]byte, config.SealLocalKeyLen)
 	pepper := make([]byte, 24)
+	token := make([]byte, 24)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
 	if _, err := rand.Read(pepper); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(token); err != nil {
 		return nil, err
 	}
 	set := func(k, v string) {
@@ -205,6 +215,8 @@ func environment(stack *emulator.Stack) (map[string]string, error) {
 	set(config.EnvAuditTable, auditTable)
 	set(config.EnvPolicyVersion, "local-1")
 	set(config.EnvLogLevel, "info")
+	set(receipts.EnvTable, receiptsTable)
+	env[receipts.EnvWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
 	return env, nil
@@ -219,4 +231,5 @@ func printExports(w io.Writer, stack *emulator.Stack, q queueURLs) {
 	fmt.Fprintf(w, "export AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", emulator.Region)
 	fmt.Fprintf(w, "export %s=%s %s=%s\n", config.EnvNotificationsTable, notificationsTable, config.EnvAuditTable, auditTable)
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvDispatchQueueURL, q.Dispatch)
+	fmt.Fprintf(w, "export %s=%s\n", receipts.EnvTable, receiptsTable)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/emulator"
 	"github.com/resetnotify/resetnotify/shared/smssim"
 	"github.com/resetnotify/resetnotify/shared/worker"
@@ -19,11 +18,12 @@ import (
 // sweepInterval matches the sweeper's `rate(1 minute)` schedule in template.yaml.
 const sweepInterval = time.Minute
 
-// startSimulator starts the SMS provider simulator on a free loopback port. Its fault mix and
+// startSimulator starts the SMS provider simulator on a free loopback port; its delivery
+// receipts go to the provider-events route at webhookURL. Its fault mix and
 // per-number rules come from RESETNOTIFY_SIM_MIX and RESETNOTIFY_SIM_RULES (the syntax of
 // cmd/smssim's -mix and -rules); by default every message is accepted. Faults can also be set
 // per number while it runs: POST <url>/control/faults {"to": "+1555...", "mode": "throttle"}.
-func startSimulator(webhookURL string) (*smssim.Server, error) {
+func startSimulator(webhookURL, webhookToken string) (*smssim.Server, error) {
 	mix, err := smssim.ParseMix(os.Getenv("RESETNOTIFY_SIM_MIX"))
 	if err != nil {
 		return nil, fmt.Errorf("RESETNOTIFY_SIM_MIX: %w", err)
@@ -34,38 +34,12 @@ func startSimulator(webhookURL string) (*smssim.Server, error) {
 	}
 	sim := smssim.New(smssim.Config{
 		Seed: time.Now().UnixNano(), Mix: mix, Rules: rules,
-		DeliveryDelay: 2 * time.Second, WebhookURL: webhookURL,
+		DeliveryDelay: 2 * time.Second, WebhookURL: webhookURL, WebhookToken: webhookToken,
 	})
 	if _, err := sim.Start("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
 	return sim, nil
-}
-
-// workers are the queue and schedule consumers, built by the Lambda functions' own wiring.
-type workers struct {
-	dispatch  *worker.Dispatcher
-	reconcile *worker.Reconciler
-	sweeper   *worker.Sweeper
-}
-
-func newWorkers(ctx context.Context) (workers, error) {
-	var w workers
-	wiring, err := worker.WiringFromEnv(ctx, config.NeedDispatch, true)
-	if err != nil {
-		return w, err
-	}
-	wiring.Out = os.Stderr
-	if w.dispatch, err = worker.NewDispatcherFromConfig(ctx, wiring); err != nil {
-		return w, err
-	}
-	if w.reconcile, err = worker.NewReconcilerFromConfig(ctx, wiring); err != nil {
-		return w, err
-	}
-	if w.sweeper, err = worker.NewSweeperFromConfig(ctx, wiring); err != nil {
-		return w, err
-	}
-	return w, nil
 }
 
 // pumpQueue receives batches from queueURL and hands them to h, as the SQS event source
@@ -82,7 +56,7 @@ func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, h worke
 }
 
 // runSchedule invokes the sweeper every sweepInterval, as the EventBridge schedule would.
-func runSchedule(ctx context.Context, s *worker.Sweeper, log *slog.Logger) error {
+func runSchedule(ctx context.Context, sweep func(context.Context, events.EventBridgeEvent) error, log *slog.Logger) error {
 	t := time.NewTicker(sweepInterval)
 	defer t.Stop()
 	for {
@@ -91,7 +65,7 @@ func runSchedule(ctx context.Context, s *worker.Sweeper, log *slog.Logger) error
 			return nil
 		case now := <-t.C:
 			ev := events.EventBridgeEvent{DetailType: "Scheduled Event", Source: "aws.events", Time: now.UTC(), ID: fmt.Sprintf("local-%d", now.Unix())}
-			if err := s.Handle(ctx, ev); err != nil && ctx.Err() == nil {
+			if err := sweep(ctx, ev); err != nil && ctx.Err() == nil {
 				log.Warn("sweep failed", "error", err)
 			}
 		}

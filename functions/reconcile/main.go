@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/resetnotify/resetnotify/shared/app"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/worker"
@@ -26,6 +27,11 @@ func main() {
 func run(ctx context.Context) error {
 	w, err := worker.WiringFromEnv(ctx, config.NeedReconcile, true)
 	if err != nil {
+		return err
+	}
+	// A provider without a lookup API (End User Messaging SMS) reconciles through the receipts
+	// that provider-events records; RECEIPTS_TABLE names them.
+	if w.Receipts, err = app.NewReceiptReader(os.Getenv, w.AWS); err != nil {
 		return err
 	}
 	r, err := worker.NewReconcilerFromConfig(ctx, w)

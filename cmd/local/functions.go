@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/resetnotify/resetnotify/shared/app"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/rie"
+	"github.com/resetnotify/resetnotify/shared/worker"
+)
+
+// The two ways the local stack runs a function, chosen with RESETNOTIFY_LOCAL_RUNTIME.
+const (
+	// runtimeRIE runs each function's real bootstrap (bin/<name>/bootstrap, built by
+	// `make build`) under the Lambda Runtime Interface Emulator. The default.
+	runtimeRIE = "rie"
+	// runtimeInProcess calls the handlers in this process, built by the same wiring as the
+	// Lambda mains: quicker to start, and a debugger sees everything.
+	runtimeInProcess = "inprocess"
+)
+
+// functions are the handlers of template.yaml's functions, whichever runtime runs them.
+type functions struct {
+	intake    func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	dispatch  worker.BatchHandler
+	reconcile worker.BatchHandler
+	sweeper   func(context.Context, events.EventBridgeEvent) error
+	audit     streamHandler
+	// providerEvents takes the simulator's receipts on its HttpApi route.
+	providerEvents func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	stop           func()
+}
+
+// inProcess builds every handler with the wiring the Lambda mains use.
+func inProcess(ctx context.Context, awsCfg aws.Config, out io.Writer) (functions, error) {
+	cfg, err := config.FromEnv(config.NeedIntake)
+	if err != nil {
+		return functions{}, err
+	}
+	intake, err := app.NewIntakeHandler(ctx, cfg, awsCfg, out)
+	if err != nil {
+		return functions{}, err
+	}
+	audit, err := app.NewAuditHandler(ctx, os.Getenv, awsCfg, "AuditFunction", "$LATEST", out)
+	if err != nil {
+		return functions{}, err
+	}
+	wiring, err := worker.WiringFromEnv(ctx, config.NeedDispatch, true)
+	if err != nil {
+		return functions{}, err
+	}
+	wiring.Out = out
+	if wiring.Receipts, err = app.NewReceiptReader(os.Getenv, awsCfg); err != nil {
+		return functions{}, err
+	}
+	providerEvents, err := app.NewProviderEventsHandler(ctx, os.Getenv, awsCfg, out)
+	if err != nil {
+		return functions{}, err
+	}
+	dispatch, err := worker.NewDispatcherFromConfig(ctx, wiring)
+	if err != nil {
+		return functions{}, err
+	}
+	reconcile, err := worker.NewReconcilerFromConfig(ctx, wiring)
+	if err != nil {
+		return functions{}, err
+	}
+	sweeper, err := worker.NewSweeperFromConfig(ctx, wiring)
+	if err != nil {
+		return functions{}, err
+	}
+	return functions{
+		intake: intake.Handle, dispatch: dispatch.Handle, reconcile: reconcile.Handle,
+		sweeper: sweeper.Handle, audit: audit.Handle, providerEvents: providerEvents.HandleSimulatorWebhook,
+		stop: func() {},
+	}, nil
+}
+
+// underRIE starts each function's bootstrap under the Runtime Interface Emulator with this
+// process's environment (the variables template.yaml would set, and the emulators'
+// endpoints), and returns handlers that invoke them.
+func underRIE(ctx context.Context, root string, out io.Writer) (functions, error) {
+	tools, err := emulator.FindToolsDir()
+	if err != nil {
+		return functions{}, err
+	}
+	rieBin := filepath.Join(tools, "bin", "aws-lambda-rie")
+	started := map[string]*rie.Function{}
+	stop := func() {
+		for _, f := range started {
+			f.Stop()
+		}
+	}
+	for _, fn := range []struct {
+		name    string
+		timeout time.Duration
+	}{
+		{"intake", 10 * time.Second}, {"dispatch", 30 * time.Second}, {"reconcile", 30 * time.Second},
+		{"sweeper", 60 * time.Second}, {"audit", 60 * time.Second}, {"provider-events", 10 * time.Second},
+	} {
+		f, err := rie.Start(ctx, rie.Options{
+			RIE: rieBin, Bootstrap: filepath.Join(root, "bin", fn.name, "bootstrap"), Name: "resetnotify-" + fn.name,
+			Env: os.Environ(), Timeout: fn.timeout, Output: out,
+		})
+		if err != nil {
+			stop()
+			return functions{}, fmt.Errorf("%w; or set RESETNOTIFY_LOCAL_RUNTIME=%s", err, runtimeInProcess)
+		}
+		started[fn.name] = f
+	}
+	return functions{
+		intake:    invoke[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse](started["intake"]),
+		dispatch:  invoke[events.SQSEvent, events.SQSEventResponse](started["dispatch"]),
+		reconcile: invoke[events.SQSEvent, events.SQSEventResponse](started["reconcile"]),
+		sweeper: func(ctx context.Context, ev events.EventBridgeEvent) error {
+			return started["sweeper"].Invoke(ctx, ev, nil)
+		},
+		audit:          invoke[events.DynamoDBEvent, events.DynamoDBEventResponse](started["audit"]),
+		providerEvents: invoke[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse](started["provider-events"]),
+		stop:           stop,
+	}, nil
+}
+
+// invoke adapts a function under the emulator to a typed handler.
+func invoke[In, Out any](f *rie.Function) func(context.Context, In) (Out, error) {
+	return func(ctx context.Context, in In) (Out, error) {
+		var out Out
+		err := f.Invoke(ctx, in, &out)
+		return out, err
+	}
+}

@@ -55,8 +55,8 @@ func TestCounterCountsCallsPerOperation(t *testing.T) {
 	}
 
 	want := map[awsclient.Op]int64{
-		{Service: "DynamoDB", Operation: "GetItem"}:    2,
-		{Service: "DynamoDB", Operation: "PutItem"}:    1,
+		{Service: "DynamoDB", Operation: "GetItem"}:   2,
+		{Service: "DynamoDB", Operation: "PutItem"}:   1,
 		{Service: "SQS", Operation: "ReceiveMessage"}: 1,
 	}
 	if diff := cmp.Diff(want, c.Counts()); diff != "" {

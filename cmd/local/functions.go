@@ -88,7 +88,7 @@ func inProcess(ctx context.Context, awsCfg aws.Config, out io.Writer) (functions
 // underRIE starts each function's bootstrap under the Runtime Interface Emulator with this
 // process's environment (the variables template.yaml would set, and the emulators'
 // endpoints), and returns handlers that invoke them.
-func underRIE(ctx context.Context, root string, out io.Writer) (functions, error) {
+func underRIE(ctx context.Context, binDir string, out io.Writer) (functions, error) {
 	tools, err := emulator.FindToolsDir()
 	if err != nil {
 		return functions{}, err
@@ -108,7 +108,7 @@ func underRIE(ctx context.Context, root string, out io.Writer) (functions, error
 		{"sweeper", 60 * time.Second}, {"audit", 60 * time.Second}, {"provider-events", 10 * time.Second},
 	} {
 		f, err := rie.Start(ctx, rie.Options{
-			RIE: rieBin, Bootstrap: filepath.Join(root, "bin", fn.name, "bootstrap"), Name: "resetnotify-" + fn.name,
+			RIE: rieBin, Bootstrap: filepath.Join(binDir, fn.name, "bootstrap"), Name: "resetnotify-" + fn.name,
 			Env: os.Environ(), Timeout: fn.timeout, Output: out,
 		})
 		if err != nil {

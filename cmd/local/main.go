@@ -7,6 +7,12 @@
 // the notifications table's stream is polled and handed to the audit function in batches, as
 // an event source mapping would. Local authorisation is off: there is no SigV4 check.
 //
+// Functions run as their real bootstrap binaries (bin/<name>/bootstrap from `make build`, or
+// $RESETNOTIFY_BIN_DIR) under the Lambda Runtime Interface Emulator, one emulator process per
+// function; RESETNOTIFY_LOCAL_RUNTIME=inprocess calls the same handlers in this process
+// instead. The SMS provider is the in-process simulator (RESETNOTIFY_SIM_MIX and
+// RESETNOTIFY_SIM_RULES set its faults), and its receipts go to the provider-events route.
+//
 // It prints the `export ...` lines that point the AWS CLI and auditctl at the local stack,
 // then `ready: <base URL>` once requests are accepted. SIGINT or SIGTERM stops every process
 // it started. Secrets for sealing and the destination pepper are random per run: the tables
@@ -121,11 +127,11 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	var fns functions
 	switch mode := os.Getenv("RESETNOTIFY_LOCAL_RUNTIME"); mode {
 	case "", runtimeRIE:
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
+		binDir := os.Getenv("RESETNOTIFY_BIN_DIR")
+		if binDir == "" {
+			binDir = "bin"
 		}
-		fns, err = underRIE(ctx, wd, stderr)
+		fns, err = underRIE(ctx, binDir, stderr)
 		if err != nil {
 			return err
 		}

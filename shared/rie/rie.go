@@ -71,6 +71,10 @@ func Start(ctx context.Context, o Options) (*Function, error) {
 			return nil, fmt.Errorf("rie.start %s: %w (run make tools and make build)", o.Name, err)
 		}
 	}
+	bootstrap, err := filepath.Abs(o.Bootstrap)
+	if err != nil {
+		return nil, fmt.Errorf("rie.start %s: %w", o.Name, err)
+	}
 	invokePort, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("rie.start %s: %w", o.Name, err)
@@ -87,8 +91,8 @@ func Start(ctx context.Context, o Options) (*Function, error) {
 	cmd := exec.Command(o.RIE,
 		"--runtime-interface-emulator-address", invokeAddr,
 		"--runtime-api-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(apiPort)),
-		o.Bootstrap)
-	cmd.Dir = filepath.Dir(o.Bootstrap)
+		bootstrap)
+	cmd.Dir = filepath.Dir(bootstrap)
 	cmd.Env = append(append([]string{}, o.Env...),
 		"AWS_LAMBDA_FUNCTION_NAME="+o.Name,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(timeout/time.Second)),

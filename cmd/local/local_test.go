@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/emulator"
+)
+
+// TestMakeLocal runs the local stack as `make local` does — every function's real bootstrap
+// under the Lambda RIE — and drives it with HTTP as a developer would with curl: a POST is
+// admitted (202), a replay answers 200, and the notification is dispatched to the simulator,
+// sent and delivered; auditctl then shows its transitions. SIGTERM stops everything started.
+func TestMakeLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole local stack")
+	}
+	tools, err := emulator.FindToolsDir()
+	if err == nil {
+		_, err = os.Stat(filepath.Join(tools, "bin", "aws-lambda-rie"))
+	}
+	if err != nil {
+		if os.Getenv(emulator.EnvEmulators) == emulator.EmulatorsRequired {
+			t.Fatalf("the local stack's tools are not installed (make tools): %v", err)
+		}
+		t.Skip("integration test: .tools not installed; run `make test`, which installs them")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	for _, fn := range []string{"intake", "dispatch", "reconcile", "sweeper", "audit", "provider-events"} {
+		build(t, root, filepath.Join(bin, fn, "bootstrap"), "./functions/"+fn, "-tags", "lambda.norpc")
+	}
+	local := filepath.Join(bin, "local")
+	build(t, root, local, "./cmd/local")
+	auditctl := filepath.Join(bin, "auditctl")
+	build(t, root, auditctl, "./cmd/auditctl")
+
+	port := freePort(t)
+	cmd := exec.Command(local)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "RESETNOTIFY_PORT="+port, "RESETNOTIFY_BIN_DIR="+bin)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+
+	exports, base := readUntilReady(t, stdout, &stderr)
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+
+	expires := time.Now().UTC().Add(15 * time.Minute).Format(time.RFC3339)
+	body := `{"event_id":"evt-local","channel":"sms","purpose":"password_reset","to":"+15555550142","locale":"en","params":{"reset_url":"https://shop.example/reset/Zk3q"},"expires_at":"` + expires + `"}`
+	if got := post(t, base+"/v1/notifications", body); got.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST = %d, want 202", got.StatusCode)
+	}
+	replay := post(t, base+"/v1/notifications", body)
+	if replay.StatusCode != http.StatusOK || replay.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay = %d %v, want 200 with Idempotent-Replayed", replay.StatusCode, replay.Header)
+	}
+
+	key := "evt-local:sms:password_reset"
+	deadline := time.Now().Add(90 * time.Second)
+	var state string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/v1/notifications/" + key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			State string `json:"state"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if state = v.State; state == "delivered" {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if state != "delivered" {
+		t.Fatalf("state %q after 90s, want delivered\n%s", state, tail(stderr.String()))
+	}
+
+	// The audit stream lags the table a little: poll for all four transitions.
+	var timeline string
+	for auditDeadline := time.Now().Add(30 * time.Second); time.Now().Before(auditDeadline); {
+		ac := exec.Command(auditctl, "timeline", "--event-id", "evt-local")
+		ac.Env = append(os.Environ(), exports...)
+		out, err := ac.CombinedOutput()
+		if err != nil {
+			t.Fatalf("auditctl: %v\n%s", err, out)
+		}
+		timeline = string(out)
+		if strings.Contains(timeline, "RECEIPT_DELIVERED") {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	for _, want := range []string{"ADMITTED", "LEASE_ACQUIRED", "PROVIDER_ACCEPTED", "RECEIPT_DELIVERED"} {
+		if !strings.Contains(timeline, want) {
+			t.Errorf("auditctl timeline lacks %s:\n%s", want, timeline)
+		}
+	}
+	if strings.Contains(timeline, "+15555550142") || strings.Contains(timeline, "Zk3q") {
+		t.Errorf("auditctl timeline shows a secret:\n%s", timeline)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		stopped = true
+		if err != nil {
+			t.Errorf("local exited with %v after SIGTERM\n%s", err, tail(stderr.String()))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("local did not stop within 30s of SIGTERM")
+	}
+	if strings.Contains(stderr.String(), "+15555550142") || strings.Contains(stderr.String(), "Zk3q") {
+		t.Error("the local stack's logs show a submitted secret")
+	}
+}
+
+func build(t *testing.T, root, out, pkg string, flags ...string) {
+	t.Helper()
+	args := append(append([]string{"build", "-o", out}, flags...), pkg)
+	c := exec.Command("go", args...)
+	c.Dir = root
+	c.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+}
+
+// readUntilReady reads the stack's stdout up to its `ready:` line and returns the export
+// lines as KEY=VALUE pairs and the base URL.
+func readUntilReady(t *testing.T, r io.Reader, stderr *strings.Builder) ([]string, string) {
+	t.Helper()
+	type result struct {
+		exports []string
+		base    string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			line := sc.Text()
+			if rest, ok := strings.CutPrefix(line, "export "); ok {
+				res.exports = append(res.exports, strings.Fields(rest)...)
+			}
+			if base, ok := strings.CutPrefix(line, "ready: "); ok {
+				res.base = base
+				break
+			}
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.base == "" {
+			t.Fatalf("the local stack ended before ready\n%s", tail(stderr.String()))
+		}
+		return res.exports, res.base
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("no ready line within 3 minutes\n%s", tail(stderr.String()))
+	}
+	return nil, ""
+}
+
+func post(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}

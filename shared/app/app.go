@@ -49,26 +49,13 @@ func Pepper(ctx context.Context, cfg config.Config, params ParameterAPI) ([]byte
 	return []byte(aws.ToString(out.Parameter.Value)), nil
 }
 
-// Keys returns the sealing key source: KMS envelope encryption when SEAL_KMS_KEY_ID is set,
-// else the static local key.
-func Keys(cfg config.Config, awsCfg aws.Config) (seal.KeySource, error) {
-	if cfg.SealKMSKeyID != "" {
-		return seal.NewKMSKeys(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID), nil
-	}
-	keys, err := seal.NewStaticKey(cfg.SealLocalKey)
-	if err != nil {
-		return nil, fmt.Errorf("app.keys %s: %w", config.EnvSealLocalKey, err)
-	}
-	return keys, nil
-}
-
 // NewIntakeHandler wires the intake handler: the DynamoDB store, the sealing box, the
 // destination fingerprinter and the dispatch queue behind notify.Intake. Logs and metrics go
 // to out.
 func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config, out io.Writer) (*httpapi.Handler, error) {
-	keys, err := Keys(cfg, awsCfg)
+	keys, err := seal.Source(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID, cfg.SealLocalKey)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("app.intake %s: %w", config.EnvSealLocalKey, err)
 	}
 	pepper, err := Pepper(ctx, cfg, ssm.NewFromConfig(awsCfg))
 	if err != nil {

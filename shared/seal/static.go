@@ -74,3 +74,16 @@ func keyID(key []byte) []byte {
 	sum := sha256.Sum256(append([]byte("resetnotify/seal/static-key-id\x00"), key...))
 	return sum[:keyIDSize]
 }
+
+// Source returns the key source a function runs with: KMS envelope encryption under kmsKeyID
+// when it is set (AWS), else the static localKey (local runs and tests).
+func Source(client KMSAPI, kmsKeyID string, localKey []byte) (KeySource, error) {
+	if kmsKeyID != "" {
+		return NewKMSKeys(client, kmsKeyID), nil
+	}
+	keys, err := NewStaticKey(localKey)
+	if err != nil {
+		return nil, fmt.Errorf("seal.source: %w", err)
+	}
+	return keys, nil
+}

@@ -146,14 +146,9 @@ func NewDispatcherFromConfig(_ context.Context, w Wiring) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	var keys seal.KeySource
-	switch {
-	case w.Config.SealKMSKeyID != "":
-		keys = seal.NewKMSKeys(kms.NewFromConfig(w.AWS), w.Config.SealKMSKeyID)
-	default:
-		if keys, err = seal.NewStaticKey(w.Config.SealLocalKey); err != nil {
-			return nil, fmt.Errorf("worker.dispatch: %s: %w", config.EnvSealLocalKey, err)
-		}
+	keys, err := seal.Source(kms.NewFromConfig(w.AWS), w.Config.SealKMSKeyID, w.Config.SealLocalKey)
+	if err != nil {
+		return nil, fmt.Errorf("worker.dispatch: %s: %w", config.EnvSealLocalKey, err)
 	}
 	prov, err := w.provider("dispatch")
 	if err != nil {

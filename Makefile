@@ -43,11 +43,12 @@ validate: tools ## Lint template.yaml with cfn-lint.
 	$(VENV)/bin/cfn-lint template.yaml
 
 .PHONY: build
-build: ## Build every functions/<name> into bin/<name>/bootstrap.
+build: ## Build every functions/<name> into bin/<name>/bootstrap, and bin/auditctl.
 	@set -e; for dir in $$(find functions -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort); do \
 		name=$${dir#functions/}; echo "build $$name"; \
 		$(call go_build_lambda,./$$dir,bin/$$name); \
 	done
+	go build -o bin/auditctl ./cmd/auditctl
 
 # build-%: SAM's `BuildMethod: makefile` calls `make build-<LogicalId>` with ARTIFACTS_DIR set.
 # The logical ID maps to a folder: drop "Function", then CamelCase to kebab-case

@@ -41,7 +41,7 @@ type fixture struct {
 	seq     atomic.Int64
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{
 		store:   notifytest.NewStore(),

@@ -21,6 +21,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
@@ -73,6 +74,8 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 		Clock:  notify.SystemClock{},
 		Policy: cfg.Policy,
 		NewID:  func() string { return ulid.Make().String() },
+		// The same renderer and budget as dispatch: refuse at once what could never be sent.
+		Messages: render.New(cfg.Worker.MaxSegments),
 	}
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("intake ready", "config", cfg)

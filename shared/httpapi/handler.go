@@ -177,6 +177,8 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	sub, err := h.intake.Submit(ctx, req)
 	res := result{route: route, key: req.IdempotencyKey, notifID: sub.Record.NotificationID, replayed: sub.Replayed}
 	switch {
+	case errors.As(err, new(*notify.ValidationError)):
+		return validationResult(route, err)
 	case errors.Is(err, notify.ErrKeyReuse):
 		res.status = http.StatusUnprocessableEntity
 		res.problem = newProblem(ProblemKeyReused, res.status,

@@ -21,6 +21,8 @@ type Intake struct {
 	Policy Policy
 	// NewID returns a fresh, sortable notification ID (a ULID in production).
 	NewID func() string
+	// Messages, when set, refuses a request whose message cannot be rendered.
+	Messages MessageChecker
 }
 
 // Submitted is the result of Submit.
@@ -33,8 +35,17 @@ type Submitted struct {
 // Submit admits req exactly once per idempotency key. A replay with the same fingerprint
 // returns the stored record; a replay with another fingerprint returns ErrKeyReuse and
 // changes nothing. A newly admitted or still accepted record is sent to the dispatch queue;
-// if that fails the record stays stored and the error wraps ErrEnqueue.
+// if that fails the record stays stored and the error wraps ErrEnqueue. A request whose
+// message cannot be rendered returns a *ValidationError and stores nothing.
 func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
+	if in.Messages != nil {
+		if err := in.Messages.Check(req.Purpose, req.Locale, req.Params); err != nil {
+			// The renderer's error may quote the params; the request's never does.
+			return Submitted{}, &ValidationError{Kind: ProblemInvalid, Fields: []FieldError{{
+				Field: "params", Detail: "the message would not fit the SMS segment budget, or cannot be rendered",
+			}}}
+		}
+	}
 	now := in.Clock.Now()
 	sealed, err := in.Sealer.Seal(ctx, req.IdempotencyKey, req.Secret())
 	if err != nil {

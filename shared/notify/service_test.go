@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,27 @@ func TestCancelLosesRaceToWorker(t *testing.T) {
 	cur, err := f.in.Cancel(ctx, "k")
 	if !errors.Is(err, notify.ErrNotCancellable) || cur.State != notify.StateDispatching {
 		t.Fatalf("cancel after a worker took the lease: %+v %v", cur, err)
+	}
+}
+
+type refuseAll struct{}
+
+func (refuseAll) Check(string, string, map[string]string) error {
+	return errors.New("3 segments, budget 2: https://shop.example/r/abc")
+}
+
+func TestSubmitRefusesUnrenderableMessage(t *testing.T) {
+	f := newIntake()
+	f.in.Messages = refuseAll{}
+	_, err := f.in.Submit(context.Background(), parse(t, body(nil), "k"))
+	var ve *notify.ValidationError
+	if !errors.As(err, &ve) || ve.Kind != notify.ProblemInvalid || !hasField(ve, "params") {
+		t.Fatalf("err = %v, want a params ValidationError", err)
+	}
+	if strings.Contains(err.Error(), "shop.example") {
+		t.Errorf("error %q quotes the params", err)
+	}
+	if len(f.store.All()) != 0 || len(f.queue.Sent()) != 0 {
+		t.Error("an unrenderable request was stored or queued")
 	}
 }

@@ -135,9 +135,13 @@ type ReceiptReader interface {
 }
 
 // ReceiptLookup is a Lookup over recorded delivery events. Found when a receipt with the
-// attempt's reference exists; NotFound when none does and the visibility window (which must
-// cover the provider's event latency plus our event pipeline's) has passed since the attempt;
-// Inconclusive before that or when the reader fails.
+// attempt's reference exists; Inconclusive otherwise, never NotFound. A missing receipt proves
+// nothing: the provider may have accepted the attempt and its event been dropped (SNS retries
+// exhausted) or delayed beyond any window, and "not found" would authorise a re-send. So an
+// unknown outcome is either proven sent by a receipt or ends expired as unresolved at its
+// deadline. The visibility window (which should cover the provider's event latency plus our
+// event pipeline's) only sets the detail: "not_visible_yet" before it has passed since the
+// attempt, "no_receipt" after.
 type ReceiptLookup struct {
 	reader     ReceiptReader
 	visibility time.Duration
@@ -152,7 +156,8 @@ func NewReceiptLookup(r ReceiptReader, visibility time.Duration, clock notify.Cl
 	return &ReceiptLookup{reader: r, visibility: visibility, clock: clock}
 }
 
-// Visibility returns the window after an attempt before "not found" counts.
+// Visibility returns the window after an attempt before a missing receipt is reported as
+// "no_receipt" rather than "not_visible_yet"; both are inconclusive.
 func (l *ReceiptLookup) Visibility() time.Duration { return l.visibility }
 
 // Lookup looks req up among the recorded receipts.
@@ -165,7 +170,11 @@ func (l *ReceiptLookup) Lookup(ctx context.Context, req LookupRequest) (LookupRe
 		return Inconclusive("provider_error"), fmt.Errorf("sms.receipt_lookup %s: %w", req.AttemptRef, err)
 	}
 	if !ok {
-		return Absent(l.clock.Now(), req.AttemptedAt, l.visibility), nil
+		// Never NotFound: events can be lost or arrive late, so absence authorises nothing.
+		if res := Absent(l.clock.Now(), req.AttemptedAt, l.visibility); res.Status == LookupInconclusive {
+			return res, nil
+		}
+		return Inconclusive("no_receipt"), nil
 	}
 	if rc.MessageID == "" {
 		rc.MessageID = req.MessageID

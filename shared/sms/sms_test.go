@@ -227,7 +227,9 @@ func TestReceiptLookup(t *testing.T) {
 		{"final receipt", fakeReader{rc: delivered, ok: true}, at, sms.Found("m1", sms.ReceiptDelivered, at.Add(time.Second)), false},
 		{"intermediate event", fakeReader{rc: sms.Receipt{MessageID: "m1"}, ok: true}, at, sms.Found("m1", sms.ReceiptNone, time.Time{}), false},
 		{"none yet", fakeReader{}, at.Add(time.Minute), sms.Inconclusive("not_visible_yet"), false},
-		{"none after the window", fakeReader{}, at.Add(5 * time.Minute), sms.LookupResult{Status: sms.LookupNotFound}, false},
+		// A receipt may be dropped or arrive late: its absence never proves "not accepted".
+		{"none at the window", fakeReader{}, at.Add(5 * time.Minute), sms.Inconclusive("no_receipt"), false},
+		{"none long after the window", fakeReader{}, at.Add(24 * time.Hour), sms.Inconclusive("no_receipt"), false},
 		{"reader fails", fakeReader{err: errors.New("boom")}, at.Add(time.Hour), sms.Inconclusive("provider_error"), true},
 	}
 	for _, tc := range tests {

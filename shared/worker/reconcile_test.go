@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -170,6 +171,48 @@ func TestReconcileInconclusiveIsBounded(t *testing.T) {
 	}
 	if f.sender.Calls() != 1 {
 		t.Errorf("%d sends", f.sender.Calls())
+	}
+}
+
+// receiptBook is an sms.ReceiptReader over a map from attempt reference to receipt.
+type receiptBook map[string]sms.Receipt
+
+func (b receiptBook) FindByAttemptRef(_ context.Context, ref string) (sms.Receipt, bool, error) {
+	rc, ok := b[ref]
+	return rc, ok, nil
+}
+
+// TestReceiptLookupNeverAuthorisesAResend reconciles through the receipt-based lookup that a
+// provider without a lookup API (AWS End User Messaging SMS) uses. Its delivery events can be
+// dropped or late, so a missing receipt must never count as "not found": the record is either
+// proven sent by a receipt, or expires as unresolved at its deadline, with one send only.
+func TestReceiptLookupNeverAuthorisesAResend(t *testing.T) {
+	tests := []struct {
+		name     string
+		receipts receiptBook
+		want     state
+	}{
+		{"no receipt ever", receiptBook{}, state{notify.StateExpired, notify.ReasonExpiredUnresolved}},
+		{"receipt recorded", receiptBook{"n-k-a1": {AttemptRef: "n-k-a1", MessageID: "aws-1"}}, state{notify.StateSent, notify.ReasonReconciledAccepted}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.r.Lookup = sms.OnlyLookup(sms.NewReceiptLookup(tc.receipts, f.settings.Visibility, f.clock))
+			req := request("k", 10*time.Minute)
+			rec := f.unknownRecord(t, req)
+			f.reconcile(t, notify.MessageOf(rec))
+			f.drain(t, 10)
+			f.clock.Set(deadlineOf(req).Add(f.settings.SweepGrace))
+			f.sweep(t)
+			f.drain(t, 3)
+			if diff := cmp.Diff(tc.want, stateOf(f.get(t, "k"))); diff != "" {
+				t.Errorf("state (-want +got):\n%s", diff)
+			}
+			if f.sender.Calls() != 1 {
+				t.Errorf("%d sends, want the first attempt only", f.sender.Calls())
+			}
+		})
 	}
 }
 

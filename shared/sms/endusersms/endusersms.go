@@ -26,8 +26,12 @@
 //
 // The service has no API to look a message up. NewLookup reconciles from the delivery events
 // that the provider-events function recorded (sms.ReceiptReader): any event carrying the
-// attempt_ref proves acceptance; none after the visibility window means not accepted. The
-// window must cover the event pipeline's latency (service → SNS → provider-events → table).
+// attempt_ref proves acceptance. No event never proves the opposite, however long after the
+// attempt: an event can be dropped (SNS retries exhausted) or arrive late, and "not found"
+// would authorise a re-send. Such a lookup is inconclusive, so an unknown outcome is either
+// proven sent by a receipt or expires as unresolved at its deadline. The visibility window
+// should cover the event pipeline's latency (service → SNS → provider-events → table): the
+// reconcile worker waits that long after an attempt before its lookups.
 package endusersms
 
 import (
@@ -240,8 +244,8 @@ var notProcessed = map[string]bool{
 }
 
 // NewLookup returns the Lookup for this provider: a lookup over the delivery events recorded
-// by provider-events, found by attempt_ref. Its visibility window must cover the event
-// pipeline's latency.
+// by provider-events, found by attempt_ref. It answers Found or Inconclusive, never NotFound
+// (see sms.ReceiptLookup). Its visibility window should cover the event pipeline's latency.
 func NewLookup(r sms.ReceiptReader, visibility time.Duration, clock notify.Clock) *sms.ReceiptLookup {
 	return sms.NewReceiptLookup(r, visibility, clock)
 }

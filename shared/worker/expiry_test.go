@@ -2,14 +2,19 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/sms/provider"
+	"github.com/resetnotify/resetnotify/shared/worker"
 	"github.com/resetnotify/resetnotify/shared/worker/workertest"
 )
 
@@ -51,6 +56,54 @@ func TestNoProviderCallAtOrAfterTheDeadline(t *testing.T) {
 			}
 			if diff := cmp.Diff(state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}, stateOf(got)); diff != "" {
 				t.Errorf("state (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestProviderMinimumValidityExpiresInsteadOfLeasing wires the settings for AWS End User
+// Messaging SMS, whose minimum TimeToLive is 5 s, and a sender that refuses a shorter validity
+// the way its adapter does. With 3 s left the record expires before dispatch: no lease, no
+// attempt spent, no send. With 6 s left it is sent with at least the minimum.
+func TestProviderMinimumValidityExpiresInsteadOfLeasing(t *testing.T) {
+	tests := []struct {
+		name string
+		left time.Duration
+		want state
+	}{
+		{"3s left", 3 * time.Second, state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}},
+		{"6s left", 6 * time.Second, state{notify.StateSent, notify.ReasonProviderAccepted}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.settings = worker.SettingsFromConfig(config.Config{Policy: notify.DefaultPolicy()},
+				provider.Config{Kind: provider.EndUserSMS, Timeout: 5 * time.Second, Visibility: 5 * time.Minute})
+			f.build(t)
+			f.sender.OnSend = func(_ context.Context, n int, req sms.SendRequest) sms.Outcome {
+				if _, err := sms.WholeSeconds(req.ValidityPeriod, endusersms.MinTTLSeconds, endusersms.MaxTTLSeconds); err != nil {
+					return sms.TooShort(err)
+				}
+				return sms.Accepted(fmt.Sprintf("aws-%d", n))
+			}
+			req := request("k", 10*time.Minute)
+			rec := f.admit(t, req)
+			f.clock.Set(deadlineOf(req).Add(-tc.left))
+			f.dispatch(t, notify.MessageOf(rec))
+
+			got := f.get(t, "k")
+			if diff := cmp.Diff(tc.want, stateOf(got)); diff != "" {
+				t.Fatalf("state (-want +got):\n%s", diff)
+			}
+			if tc.want.State == notify.StateExpired {
+				if f.sender.Calls() != 0 || got.Attempt != 0 || got.Version != rec.Version+1 {
+					t.Errorf("%d sends, attempt %d, version %d: want expired straight from v%d, never leased",
+						f.sender.Calls(), got.Attempt, got.Version, rec.Version)
+				}
+				return
+			}
+			if reqs := f.sender.Requests(); len(reqs) != 1 || reqs[0].ValidityPeriod < endusersms.MinValidity {
+				t.Errorf("sends %v, want one with at least %s validity", reqs, endusersms.MinValidity)
 			}
 		})
 	}

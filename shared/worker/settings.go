@@ -32,6 +32,7 @@ type Settings struct {
 	// MinValidity is the least validity period worth sending with. A record with less time
 	// than this left before its dispatch deadline is expired instead of leased, and a worker
 	// that finds less than this left after taking the lease does not call the provider.
+	// SettingsFromConfig keeps it at or above the provider's minimum validity period.
 	MinValidity time.Duration
 	// Visibility is the provider's visibility window: how long after an attempt a lookup must
 	// wait before "not found" proves the provider did not accept it.

@@ -38,6 +38,36 @@ func TestSettingsFromConfig(t *testing.T) {
 	}
 }
 
+// TestSettingsMinValidityCoversTheProvider: AWS End User Messaging SMS refuses a TimeToLive
+// under 5 s without a call, so the workers must not lease with less than that left, whatever
+// MIN_VALIDITY_SECONDS says.
+func TestSettingsMinValidityCoversTheProvider(t *testing.T) {
+	tests := []struct {
+		name       string
+		kind       string
+		configured time.Duration
+		want       time.Duration
+	}{
+		{"endusersms, nothing configured", provider.EndUserSMS, 0, 5 * time.Second},
+		{"endusersms, configured below its minimum", provider.EndUserSMS, 2 * time.Second, 5 * time.Second},
+		{"endusersms, configured above its minimum", provider.EndUserSMS, 8 * time.Second, 8 * time.Second},
+		{"simulator, nothing configured", provider.Simulator, 0, time.Second},
+		{"sinch, configured", provider.Sinch, 3 * time.Second, 3 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := config.Config{Policy: notify.DefaultPolicy(), Worker: config.Worker{MinValidity: tc.configured}}
+			got := worker.SettingsFromConfig(c, provider.Config{Kind: tc.kind, Timeout: 5 * time.Second, Visibility: time.Minute})
+			if got.MinValidity != tc.want {
+				t.Errorf("MinValidity = %s, want %s", got.MinValidity, tc.want)
+			}
+			if got.MinValidity < provider.MinValidity(tc.kind) {
+				t.Errorf("MinValidity %s is under the provider's minimum %s", got.MinValidity, provider.MinValidity(tc.kind))
+			}
+		})
+	}
+}
+
 func TestSettingsValidate(t *testing.T) {
 	if err := worker.DefaultSettings().Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)

@@ -71,7 +71,9 @@ func WiringFromEnv(ctx context.Context, need config.Need, needSMS bool) (Wiring,
 
 // SettingsFromConfig returns DefaultSettings with what the configuration sets applied: the
 // policy's MaxAttempts, the Worker fields that are set, and the provider's timeout and
-// visibility window.
+// visibility window. MinValidity is never below the provider's minimum validity: with less
+// time left the provider refuses the send without a call, and leasing for it would spend an
+// attempt (retry_scheduled, even failed / ATTEMPTS_EXHAUSTED) on a record that should expire.
 func SettingsFromConfig(c config.Config, p provider.Config) Settings {
 	s := DefaultSettings()
 	if c.Policy.MaxAttempts > 0 {
@@ -92,6 +94,7 @@ func SettingsFromConfig(c config.Config, p provider.Config) Settings {
 	if c.Worker.BackoffMax > 0 {
 		s.BackoffMax = c.Worker.BackoffMax
 	}
+	s.MinValidity = max(s.MinValidity, p.MinValidity())
 	if p.Timeout > 0 {
 		s.ProviderTimeout = p.Timeout
 	}

@@ -61,6 +61,10 @@ const (
 	MaxTTLSeconds = 259200
 )
 
+// MinValidity is the shortest validity period a send can carry (MinTTLSeconds): with less
+// time left before the deadline, Send refuses without a call, so the worker must not lease.
+const MinValidity = MinTTLSeconds * time.Second
+
 // DefaultTimeout bounds one send when Config.Timeout is zero.
 const DefaultTimeout = 5 * time.Second
 

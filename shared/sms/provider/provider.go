@@ -76,6 +76,16 @@ func DefaultVisibility(kind string) time.Duration {
 	return 0
 }
 
+// MinValidity returns the shortest validity period the provider of kind accepts: a send with
+// less is refused before it leaves the process. Providers that count validity in whole
+// seconds accept no less than a second.
+func MinValidity(kind string) time.Duration {
+	if kind == EndUserSMS {
+		return endusersms.MinValidity
+	}
+	return time.Second
+}
+
 // Config is the provider configuration.
 type Config struct {
 	Kind       string
@@ -139,6 +149,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// MinValidity returns the shortest validity period cfg's provider accepts (see MinValidity).
+func (cfg Config) MinValidity() time.Duration { return MinValidity(cfg.Kind) }
 
 // Validate reports what cfg lacks for its kind. Its errors name variables, never values.
 func (cfg Config) Validate() error {

@@ -43,26 +43,55 @@ type Metrics struct {
 	mu sync.Mutex
 }
 
+// The metric names and dimension keys this package emits. template.yaml's alarms and
+// dashboard name them too: CloudWatch keeps each combination of dimension keys as a metric of
+// its own, so a dimension set read there must be one emitted here.
+const (
+	// MetricRequests counts HTTP requests by DimRoute and DimStatus; MetricLatency times them.
+	MetricRequests = "Requests"
+	MetricLatency  = "Latency"
+	// MetricTransitions counts state transitions by DimToState and DimReason, and by
+	// DimToState alone (see Transition).
+	MetricTransitions = "Transitions"
+
+	// DimFunction is on every metric: the function that emitted it (Metrics.Function).
+	DimFunction = "Function"
+	DimRoute    = "Route"
+	DimStatus   = "Status"
+	DimToState  = "ToState"
+	DimReason   = "Reason"
+)
+
 // Request records one HTTP request: a Requests count and its Latency, by route and status.
 func (m *Metrics) Request(route string, status int, latency time.Duration) {
-	m.Emit(map[string]string{"Route": route, "Status": strconv.Itoa(status)},
-		Metric{Name: "Requests", Unit: UnitCount, Value: 1},
-		Metric{Name: "Latency", Unit: UnitMilliseconds, Value: float64(latency.Microseconds()) / 1000})
+	m.Emit(map[string]string{DimRoute: route, DimStatus: strconv.Itoa(status)},
+		Metric{Name: MetricRequests, Unit: UnitCount, Value: 1},
+		Metric{Name: MetricLatency, Unit: UnitMilliseconds, Value: float64(latency.Microseconds()) / 1000})
 }
 
 // Transition records one state transition as a Transitions count by target state and reason.
 // The pair names the edge of the transition table (ADMITTED is ∅→accepted, CANCELLED is a
 // caller's cancellation), so no source state is needed, and callers that do not know it
-// exactly can still count.
+// exactly can still count. The count is also published by target state alone, so one metric
+// per function counts, say, every expiry whatever its reason (the expiry alarm reads it).
 func (m *Metrics) Transition(to, reason string) {
-	m.Emit(map[string]string{"ToState": to, "Reason": reason},
-		Metric{Name: "Transitions", Unit: UnitCount, Value: 1})
+	m.EmitRollup(map[string]string{DimToState: to, DimReason: reason}, [][]string{{DimToState}},
+		Metric{Name: MetricTransitions, Unit: UnitCount, Value: 1})
 }
 
 // Emit writes one EMF line with the Function dimension plus dims, and the metrics. All of
 // dims form a single dimension set. Write errors are dropped: metrics must never fail a
 // request.
 func (m *Metrics) Emit(dims map[string]string, metrics ...Metric) {
+	m.EmitRollup(dims, nil, metrics...)
+}
+
+// EmitRollup is Emit that also publishes the metrics under each of rollups, a list of
+// dimension sets made of some of dims' keys (Function is added to each; a key not in dims is
+// ignored). CloudWatch never aggregates across dimension sets, so a rollup is how a reader
+// gets, for example, provider latency per provider whatever the outcome class: the line is
+// written once and CloudWatch extracts one metric per set.
+func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics ...Metric) {
 	if m == nil || m.W == nil || len(metrics) == 0 {
 		return
 	}
@@ -80,16 +109,29 @@ func (m *Metrics) Emit(dims map[string]string, metrics ...Metric) {
 		Metrics    []metricDef `json:"Metrics"`
 	}
 	line := map[string]any{}
-	names := []string{"Function"}
-	line["Function"] = m.Function
+	names := []string{DimFunction}
+	line[DimFunction] = m.Function
 	for k, v := range dims {
-		if k == "Function" {
+		if k == DimFunction {
 			continue
 		}
 		names = append(names, k)
 		line[k] = v
 	}
 	slices.Sort(names[1:])
+	sets := [][]string{names}
+	for _, r := range rollups {
+		set := []string{DimFunction}
+		for _, k := range r {
+			if _, ok := dims[k]; ok && k != DimFunction && !slices.Contains(set, k) {
+				set = append(set, k)
+			}
+		}
+		slices.Sort(set[1:])
+		if !slices.ContainsFunc(sets, func(s []string) bool { return slices.Equal(s, set) }) {
+			sets = append(sets, set)
+		}
+	}
 	defs := make([]metricDef, 0, len(metrics))
 	for _, mt := range metrics {
 		defs = append(defs, metricDef{Name: mt.Name, Unit: mt.Unit})
@@ -97,7 +139,7 @@ func (m *Metrics) Emit(dims map[string]string, metrics ...Metric) {
 	}
 	line["_aws"] = map[string]any{
 		"Timestamp":         now().UnixMilli(),
-		"CloudWatchMetrics": []directive{{Namespace: Namespace, Dimensions: [][]string{names}, Metrics: defs}},
+		"CloudWatchMetrics": []directive{{Namespace: Namespace, Dimensions: sets, Metrics: defs}},
 	}
 	b, err := json.Marshal(line)
 	if err != nil {

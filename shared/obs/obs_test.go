@@ -106,7 +106,7 @@ func TestMetricsEMF(t *testing.T) {
 	}
 	want := []string{
 		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","Route","Status"]],"Metrics":[{"Name":"Requests","Unit":"Count"},{"Name":"Latency","Unit":"Milliseconds"}]}]},"Function":"intake","Route":"POST /v1/notifications","Status":"202","Requests":1,"Latency":1.5}`,
-		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","Reason","ToState"]],"Metrics":[{"Name":"Transitions","Unit":"Count"}]}]},"Function":"intake","ToState":"accepted","Reason":"ADMITTED","Transitions":1}`,
+		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","Reason","ToState"],["Function","ToState"]],"Metrics":[{"Name":"Transitions","Unit":"Count"}]}]},"Function":"intake","ToState":"accepted","Reason":"ADMITTED","Transitions":1}`,
 	}
 	for i := range want {
 		var got, exp any
@@ -119,5 +119,57 @@ func TestMetricsEMF(t *testing.T) {
 		if d := cmp.Diff(exp, got); d != "" {
 			t.Errorf("line %d (-want +got):\n%s", i, d)
 		}
+	}
+}
+
+func TestMetricsRollup(t *testing.T) {
+	tests := []struct {
+		name    string
+		dims    map[string]string
+		rollups [][]string
+		want    [][]string
+	}{
+		{
+			name:    "rollup by one key",
+			dims:    map[string]string{"Provider": "p", "Class": "unknown", "Detail": "timeout"},
+			rollups: [][]string{{"Provider"}},
+			want:    [][]string{{"Function", "Class", "Detail", "Provider"}, {"Function", "Provider"}},
+		},
+		{
+			name:    "keys sorted, Function first, unknown keys and duplicates dropped",
+			dims:    map[string]string{"B": "1", "A": "2", "C": "3"},
+			rollups: [][]string{{"C", "A", "Missing", "Function"}, {"A", "C"}, {"A", "B", "C"}},
+			want:    [][]string{{"Function", "A", "B", "C"}, {"Function", "A", "C"}},
+		},
+		{
+			name:    "Function alone",
+			dims:    map[string]string{"State": "x"},
+			rollups: [][]string{{}},
+			want:    [][]string{{"Function", "State"}, {"Function"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			m := &obs.Metrics{W: &buf, Function: "dispatch"}
+			m.EmitRollup(tc.dims, tc.rollups, obs.Metric{Name: "N", Unit: obs.UnitCount, Value: 1})
+			var line struct {
+				AWS struct {
+					CloudWatchMetrics []struct {
+						Namespace  string
+						Dimensions [][]string
+					}
+				} `json:"_aws"`
+			}
+			if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, buf.String())
+			}
+			if n := len(line.AWS.CloudWatchMetrics); n != 1 {
+				t.Fatalf("%d directives, want 1", n)
+			}
+			if d := cmp.Diff(tc.want, line.AWS.CloudWatchMetrics[0].Dimensions); d != "" {
+				t.Errorf("dimension sets (-want +got):\n%s", d)
+			}
+		})
 	}
 }

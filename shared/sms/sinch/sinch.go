@@ -19,11 +19,12 @@
 // uses the client_reference filter of GET /batches (documented in Sinch's SDKs as
 // ListBatchesRequestData.client_reference), bounded by start_date (the list defaults to the
 // last 24 hours); whether that filter matches exactly is not documented, so the results are
-// filtered again for an exact match. The batch carries no delivery status; receipts arrive
-// at callback_url and are recorded by provider-events. Sinch's documentation does not say
-// that any 5xx means "not processed", so every 5xx, including 503, is unknown; 429 is not
-// accepted; other 4xx (except 408) are permanent. Error bodies are {"code", "text"}: only
-// the code is kept, since the text may echo the number.
+// filtered again for an exact match. Only the first page is read: when the listing's count
+// exceeds it and nothing on it matches, the lookup is inconclusive. The batch carries no
+// delivery status; receipts arrive at callback_url and are recorded by provider-events.
+// Sinch's documentation does not say that any 5xx means "not processed", so every 5xx,
+// including 503, is unknown; 429 is not accepted; other 4xx (except 408) are permanent. Error
+// bodies are {"code", "text"}: only the code is kept, since the text may echo the number.
 package sinch
 
 import (
@@ -233,7 +234,8 @@ func classify(resp sms.HTTPResponse, ref string, now time.Time) sms.Outcome {
 }
 
 // Lookup asks Sinch about an earlier attempt: by batch ID when known, else by client
-// reference.
+// reference. It reads one page of the listing (100 batches); when the listing's count says
+// there are more and none on the page matches, the answer is inconclusive, not "not found".
 func (c *Client) Lookup(ctx context.Context, req sms.LookupRequest) (sms.LookupResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
@@ -259,6 +261,9 @@ func (c *Client) Lookup(ctx context.Context, req sms.LookupRequest) (sms.LookupR
 		return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: %w", req.AttemptRef, resp.BodyErr)
 	}
 	var batches []batch
+	// more is set when the listing holds batches beyond the page read: a match may be among
+	// them, so finding none on this page proves nothing.
+	more := false
 	switch {
 	case resp.StatusCode == http.StatusOK && req.MessageID != "":
 		var b batch
@@ -272,6 +277,7 @@ func (c *Client) Lookup(ctx context.Context, req sms.LookupRequest) (sms.LookupR
 			return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: decoding: %w", req.AttemptRef, err)
 		}
 		batches = l.Batches
+		more = l.Count > len(l.Batches)
 	case resp.StatusCode == http.StatusNotFound && req.MessageID != "":
 	default:
 		var ae apiError
@@ -287,6 +293,9 @@ func (c *Client) Lookup(ctx context.Context, req sms.LookupRequest) (sms.LookupR
 	if len(match) == 0 {
 		if req.MessageID != "" && len(batches) > 0 {
 			return sms.Inconclusive("reference_mismatch"), errors.New("sinch.lookup " + req.AttemptRef + ": the batch found carries another reference")
+		}
+		if more {
+			return sms.Inconclusive("more_pages"), nil
 		}
 		return sms.Absent(c.cfg.Clock.Now(), req.AttemptedAt, c.cfg.Visibility), nil
 	}

@@ -236,6 +236,15 @@ func TestLookup(t *testing.T) {
 		}
 		return fmt.Sprintf(`{"count":%d,"page":0,"page_size":100,"batches":[%s]}`, len(refs), strings.Join(bs, ","))
 	}
+	// page is the first page of a listing of count batches, n of them on the page, none of
+	// them carrying ref.
+	page := func(count, n int) string {
+		var bs []string
+		for i := range n {
+			bs = append(bs, fmt.Sprintf(`{"id":"o%d","client_reference":"other-%d-a1","canceled":false}`, i, i))
+		}
+		return fmt.Sprintf(`{"count":%d,"page":0,"page_size":100,"batches":[%s]}`, count, strings.Join(bs, ","))
+	}
 	twice := sms.Found("b1", sms.ReceiptNone, time.Time{})
 	twice.Matches = 2
 	listQuery := url.Values{"client_reference": {ref}, "page_size": {"100"}, "start_date": {"2026-11-01T11:00:00.250Z"}}
@@ -256,6 +265,8 @@ func TestLookup(t *testing.T) {
 		{name: "batch of another attempt", messageID: "b7", handler: answer(200, "", `{"id":"b7","client_reference":"x-a1"}`), now: t0, wantPath: "/xms/v1/plan123/batches/b7", wantQuery: url.Values{}, want: sms.Inconclusive("reference_mismatch"), wantErr: true},
 		{name: "nothing within the window", handler: answer(200, "", list()), now: t0.Add(29 * time.Second), wantPath: "/xms/v1/plan123/batches", wantQuery: listQuery, want: sms.Inconclusive("not_visible_yet")},
 		{name: "nothing after the window", handler: answer(200, "", list(ref+"0")), now: t0.Add(30 * time.Second), wantPath: "/xms/v1/plan123/batches", wantQuery: listQuery, want: sms.LookupResult{Status: sms.LookupNotFound}},
+		{name: "no match on the first of more pages", handler: answer(200, "", page(150, 100)), now: t0.Add(time.Hour), wantPath: "/xms/v1/plan123/batches", wantQuery: listQuery, want: sms.Inconclusive("more_pages")},
+		{name: "no match on the only page", handler: answer(200, "", page(100, 100)), now: t0.Add(time.Hour), wantPath: "/xms/v1/plan123/batches", wantQuery: listQuery, want: sms.LookupResult{Status: sms.LookupNotFound}},
 		{name: "batch ID not found", messageID: "b7", handler: answer(404, "", `{"code":"not_found"}`), now: t0.Add(time.Hour), wantPath: "/xms/v1/plan123/batches/b7", wantQuery: url.Values{}, want: sms.LookupResult{Status: sms.LookupNotFound}},
 		{name: "429", handler: answer(429, "1", ``), now: t0.Add(time.Hour), wantPath: "/xms/v1/plan123/batches", wantQuery: listQuery, want: sms.Inconclusive("provider_error"), wantErr: true},
 		{name: "500", handler: answer(500, "", ``), now: t0.Add(time.Hour), wantPath: "/xms/v1/plan123/batches", wantQuery: listQuery, want: sms.Inconclusive("provider_error"), wantErr: true},

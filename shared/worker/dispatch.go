@@ -139,6 +139,13 @@ func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec 
 		return nil
 	}
 
+	// Unsealing (a KMS call) and rendering take time: the lease is conditioned on, stamped
+	// with and timed from the clock as it is now, and a deadline crossed meanwhile expires
+	// the record instead.
+	now = d.Clock.Now()
+	if c.tooLate(rec, now) {
+		return c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
+	}
 	leased, err := c.transition(ctx, rec, notify.Change{
 		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
 		LeaseUntil: now.Add(d.Settings.Lease), Provider: d.Provider,

@@ -109,6 +109,70 @@ func TestProviderMinimumValidityExpiresInsteadOfLeasing(t *testing.T) {
 	}
 }
 
+// slowOpener is an Opener that "takes" a while: the clock moves on while it unseals, as it
+// does during a KMS call.
+type slowOpener struct {
+	notifytest.Sealer
+	clock *notifytest.Clock
+	takes time.Duration
+}
+
+func (o slowOpener) Open(ctx context.Context, key string, sealed []byte) (notify.Secret, error) {
+	o.clock.Advance(o.takes)
+	return o.Sealer.Open(ctx, key, sealed)
+}
+
+// TestLeaseTakesTheTimeAfterUnsealing: the lease is stamped with, and timed from, the clock
+// after unsealing, not the time the message was picked up; and a deadline crossed while
+// unsealing expires the record instead of leasing it.
+func TestLeaseTakesTheTimeAfterUnsealing(t *testing.T) {
+	tests := []struct {
+		name   string
+		before time.Duration // how long before the deadline the message is picked up
+		takes  time.Duration // how long unsealing takes
+		want   state
+	}{
+		{"plenty of time", time.Minute, 4 * time.Second, state{notify.StateSent, notify.ReasonProviderAccepted}},
+		{"deadline crossed while unsealing", 2 * time.Second, 3 * time.Second, state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}},
+		{"under MinValidity left after unsealing", 10 * time.Second, 9*time.Second + 500*time.Millisecond, state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.d.Opener = slowOpener{clock: f.clock, takes: tc.takes}
+			req := request("k", 10*time.Minute)
+			deadline := deadlineOf(req)
+			rec := f.admit(t, req)
+			picked := deadline.Add(-tc.before)
+			f.clock.Set(picked)
+			var lease notify.Record
+			f.sender.OnSend = func(_ context.Context, n int, _ sms.SendRequest) sms.Outcome {
+				lease = f.get(t, "k")
+				return sms.Accepted(fmt.Sprintf("m-%d", n))
+			}
+			f.dispatch(t, notify.MessageOf(rec))
+
+			got := f.get(t, "k")
+			if diff := cmp.Diff(tc.want, stateOf(got)); diff != "" {
+				t.Fatalf("state (-want +got):\n%s", diff)
+			}
+			if tc.want.State == notify.StateExpired {
+				if f.sender.Calls() != 0 || got.Attempt != 0 || got.Version != rec.Version+1 {
+					t.Errorf("%d sends, attempt %d, version %d: want expired straight from v%d, never leased",
+						f.sender.Calls(), got.Attempt, got.Version, rec.Version)
+				}
+				return
+			}
+			unsealed := picked.Add(tc.takes)
+			if lease.State != notify.StateDispatching || !lease.AttemptedAt.Equal(unsealed) || !lease.UpdatedAt.Equal(unsealed) ||
+				!lease.LeaseUntil.Equal(unsealed.Add(f.settings.Lease)) {
+				t.Errorf("lease %s attempted_at %s updated_at %s lease_until %s; want taken at %s (picked up at %s)",
+					lease.State, lease.AttemptedAt, lease.UpdatedAt, lease.LeaseUntil, unsealed, picked)
+			}
+		})
+	}
+}
+
 // slowLeaseStore makes the lease write "take" until after the deadline: the clock moves on
 // inside Transition, after the store accepted the lease (whose time was still before the
 // deadline). With conflict set, the write is refused instead, as DynamoDB would refuse it if

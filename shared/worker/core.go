@@ -53,6 +53,22 @@ const (
 	// MetricDoubleSend counts lookups that found more than one accepted message for one
 	// attempt reference: evidence of a duplicate at the provider.
 	MetricDoubleSend = "DoubleSendEvidence"
+	// MetricSwept counts the records one sweep acted on, by Action.
+	MetricSwept = "SweptRecords"
+	// MetricOverdue is a gauge written by every sweep, zeros included: the records it read
+	// from the due index, by DimState, that were overdue by more than SweepGrace. For
+	// dispatch_unknown it is the backlog of reconciliations that are late (a lost or failing
+	// reconcile message); records still inside their visibility window are not counted. It is
+	// a lower bound when a shard held more than SweepLimit records or the sweep ran out of
+	// time, and it costs no read beyond the sweep's own.
+	MetricOverdue = "OverdueRecords"
+
+	// DimProvider names the provider on MetricProviderCalls, MetricProviderLatency and
+	// MetricLookups. The provider metrics are also published under Function and DimProvider
+	// alone, which the latency alarm reads.
+	DimProvider = "Provider"
+	// DimState is the record state of MetricOverdue.
+	DimState = "State"
 )
 
 // Outcome values of MetricMessages.

@@ -77,12 +77,18 @@ func (s *Sweeper) Handle(ctx context.Context, _ events.EventBridgeEvent) error {
 // The due index is eventually consistent, so a record may have moved on since it was read:
 // every transition is conditioned on the version read, and a lost condition is skipped. A
 // duplicate queue message is harmless to the workers. When ctx has a deadline, the sweep
-// stops SweepReserve before it.
+// stops SweepReserve before it. Every run writes MetricOverdue for each state that can be due.
 func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	c := s.core()
 	var (
 		rep  SweepReport
 		errs []error
+		// Every state that can be due, so each run reports a zero as well: a missing gauge
+		// means the sweeper did not run.
+		overdue = map[notify.State]int{
+			notify.StateAccepted: 0, notify.StateRetryScheduled: 0,
+			notify.StateDispatching: 0, notify.StateDispatchUnknown: 0,
+		}
 	)
 	outOfTime := func() bool {
 		dl, ok := ctx.Deadline()
@@ -108,6 +114,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 				break
 			}
 			rep.Seen++
+			if _, ok := overdue[rec.State]; ok {
+				overdue[rec.State]++
+			}
 			if err := s.sweepOne(ctx, c, rec, &rep); err != nil {
 				errs = append(errs, err)
 			}
@@ -121,8 +130,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		"lease_expired": rep.LeaseExpired, "skip": rep.Skipped,
 	} {
 		if n > 0 {
-			s.Metrics.Emit(map[string]string{"Action": action}, obs.Metric{Name: "SweptRecords", Unit: obs.UnitCount, Value: float64(n)})
+			s.Metrics.Emit(map[string]string{"Action": action}, obs.Metric{Name: MetricSwept, Unit: obs.UnitCount, Value: float64(n)})
 		}
+	}
+	for state, n := range overdue {
+		s.Metrics.Emit(map[string]string{DimState: string(state)}, obs.Metric{Name: MetricOverdue, Unit: obs.UnitCount, Value: float64(n)})
 	}
 	return rep, errors.Join(errs...)
 }

@@ -170,13 +170,21 @@ func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec 
 	}
 
 	ref := sms.AttemptRef(leased.NotificationID, leased.Attempt)
-	callCtx, cancel := context.WithTimeout(ctx, c.attemptEnd(leased).Sub(now))
+	// The provider may accept at any moment until the call ends, and counts the validity
+	// period from then. So the call ends MinValidity before the deadline at the latest, and
+	// the validity period runs from the call's end to the deadline: nothing is accepted at or
+	// after the deadline, and nothing accepted stays valid past it.
+	callEnd := c.attemptEnd(leased)
+	if latest := rec.DispatchDeadline.Add(-d.Settings.MinValidity); latest.Before(callEnd) {
+		callEnd = latest
+	}
+	callCtx, cancel := context.WithDeadline(ctx, callEnd)
 	started := time.Now()
 	outcome := d.Sender.Send(callCtx, sms.SendRequest{
 		To: secret.To, Body: msg.Body, AttemptRef: ref,
 		// Rounded down to whole seconds: the carrier must drop the message no later than the
 		// dispatch deadline.
-		ValidityPeriod: left.Truncate(time.Second),
+		ValidityPeriod: rec.DispatchDeadline.Sub(callEnd).Truncate(time.Second),
 	}).Normalized()
 	cancel()
 	// Also under Function and Provider alone: the latency alarm reads p99 over every class.

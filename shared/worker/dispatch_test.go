@@ -78,9 +78,11 @@ func TestProviderOutcomeTable(t *testing.T) {
 			if len(reqs) != 1 {
 				t.Fatalf("%d sends, want 1", len(reqs))
 			}
+			// The validity period counts from the latest moment the provider can accept: the
+			// end of the call, ProviderTimeout after it started.
 			deadline := deadlineOf(req)
 			want := sms.SendRequest{To: secretPhone, Body: "Reset your password: " + secretURL + " This link expires soon. If you did not ask for it, ignore this message.",
-				AttemptRef: "n-k-a1", ValidityPeriod: deadline.Sub(t0)}
+				AttemptRef: "n-k-a1", ValidityPeriod: deadline.Sub(t0.Add(f.settings.ProviderTimeout)).Truncate(time.Second)}
 			if reqs[0] != want {
 				t.Errorf("send request %v, want %v", reqs[0], want)
 			}
@@ -108,9 +110,34 @@ func TestValidityIsWholeSecondsLeft(t *testing.T) {
 	rec := f.admit(t, req)
 	f.clock.Advance(8*time.Minute + 30*time.Second)
 	f.dispatch(t, notify.MessageOf(rec))
-	// Deadline at t0+9m0.7s; the call at t0+8m30s has 30.7s left: 30s, rounded down.
-	if got := f.sender.Requests()[0].ValidityPeriod; got != 30*time.Second {
-		t.Errorf("validity %s, want 30s", got)
+	// Deadline at t0+9m0.7s; the call at t0+8m30s may end (and the provider accept) up to
+	// ProviderTimeout (10s) later, leaving 20.7s: 20s, rounded down.
+	if got := f.sender.Requests()[0].ValidityPeriod; got != 20*time.Second {
+		t.Errorf("validity %s, want 20s", got)
+	}
+}
+
+// TestCallEndsMinValidityBeforeTheDeadline: with less than ProviderTimeout+MinValidity left,
+// the call's context ends MinValidity before the deadline and the validity period is
+// MinValidity, so whatever the provider accepts while the call lasts is accepted before the
+// deadline and valid no longer than it.
+func TestCallEndsMinValidityBeforeTheDeadline(t *testing.T) {
+	f := newFixture(t)
+	req := request("k", 10*time.Minute)
+	rec := f.admit(t, req)
+	deadline := deadlineOf(req)
+	f.clock.Set(deadline.Add(-5 * time.Second))
+	var callEnd time.Time
+	f.sender.OnSend = func(ctx context.Context, _ int, _ sms.SendRequest) sms.Outcome {
+		callEnd, _ = ctx.Deadline()
+		return sms.Accepted("m-1")
+	}
+	f.dispatch(t, notify.MessageOf(rec))
+	if want := deadline.Add(-f.settings.MinValidity); !callEnd.Equal(want) {
+		t.Errorf("call ends at %s, want %s (MinValidity before the deadline)", callEnd, want)
+	}
+	if got := f.sender.Requests()[0].ValidityPeriod; got != f.settings.MinValidity {
+		t.Errorf("validity %s, want %s", got, f.settings.MinValidity)
 	}
 }
 

@@ -3,12 +3,17 @@ package worker_test
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -198,5 +203,228 @@ func TestExpiryIsCountedByTargetState(t *testing.T) {
 	}
 	if l.dims[obs.DimReason] != string(notify.ReasonExpiredBeforeDispatch) {
 		t.Errorf("reason %q", l.dims[obs.DimReason])
+	}
+}
+
+// emittedSchemas runs the workers through every kind of metric they write, and obs's request
+// metrics, and returns each metric name's dimension sets, as "Function,Key,..." strings.
+func emittedSchemas(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	f := newFixture(t)
+	f.sender.Outcomes = []sms.Outcome{sms.Accepted("pm-1"), sms.Unknown(sms.DetailTimeout, errors.New("timeout"))}
+	f.dispatch(t, notify.MessageOf(f.admitKey(t, "sent")))
+	f.dispatch(t, notify.MessageOf(f.admitKey(t, "unknown")))
+	f.admit(t, request("late", 3*time.Minute))
+	f.clock.Set(t0.Add(3 * time.Minute))
+	f.sweep(t)
+	f.clock.Set(t0.Add(time.Hour))
+	f.drain(t, 20)
+	(&obs.Metrics{W: f.metrics, Function: "intake"}).Request("POST /v1/notifications", 202, time.Millisecond)
+
+	got := map[string]map[string]bool{}
+	for _, l := range parseEMF(t, f.metrics.String()) {
+		for name := range l.values {
+			if got[name] == nil {
+				got[name] = map[string]bool{}
+			}
+			for _, set := range l.sets {
+				got[name][schemaKey(set)] = true
+			}
+		}
+	}
+	return got
+}
+
+// schemaKey is a dimension set as "Function,Key,...", Function first and the rest sorted.
+func schemaKey(dims []string) string {
+	rest := slices.DeleteFunc(slices.Clone(dims), func(d string) bool { return d == obs.DimFunction })
+	slices.Sort(rest)
+	return strings.Join(append([]string{obs.DimFunction}, rest...), ",")
+}
+
+// functionNames are the Function dimension values the wiring gives each function's Metrics.
+var functionNames = map[string]bool{
+	"intake": true, "dispatch": true, "reconcile": true, "sweeper": true, "audit": true, "provider-events": true,
+}
+
+// yamlPlain turns a template node into plain Go values; a scalar with a short-form intrinsic
+// function tag becomes "!Ref SmsProvider" and the like.
+func yamlPlain(n *yaml.Node) any {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		return yamlPlain(n.Content[0])
+	case yaml.MappingNode:
+		m := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m[n.Content[i].Value] = yamlPlain(n.Content[i+1])
+		}
+		return m
+	case yaml.SequenceNode:
+		var s []any
+		for _, c := range n.Content {
+			s = append(s, yamlPlain(c))
+		}
+		return s
+	}
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		return n.Tag + " " + n.Value
+	}
+	return n.Value
+}
+
+// TestTemplateReadsEmittedMetrics checks every resetnotify metric that template.yaml's alarms
+// and dashboard read against what the code writes: CloudWatch treats each set of dimension
+// names as a separate metric, so an alarm on a set nobody emits would never leave
+// INSUFFICIENT_DATA (or, treating missing data as not breaching, never fire).
+func TestTemplateReadsEmittedMetrics(t *testing.T) {
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("parse template.yaml: %v", err)
+	}
+	tmpl, _ := yamlPlain(&doc).(map[string]any)
+	resources, _ := tmpl["Resources"].(map[string]any)
+	emitted := emittedSchemas(t)
+
+	check := func(where, name string, dims map[string]string) {
+		t.Helper()
+		keys := make([]string, 0, len(dims))
+		for k := range dims {
+			keys = append(keys, k)
+		}
+		key := schemaKey(keys)
+		if !emitted[name][key] {
+			t.Errorf("%s reads %s by [%s]; the code emits it by %q", where, name, key, slices.Sorted(maps.Keys(emitted[name])))
+		}
+		if fn, ok := dims[obs.DimFunction]; ok && !functionNames[fn] {
+			t.Errorf("%s reads %s of Function %q, which no function is", where, name, fn)
+		}
+	}
+	dimsOf := func(v any) map[string]string {
+		out := map[string]string{}
+		list, _ := v.([]any)
+		for _, d := range list {
+			d, _ := d.(map[string]any)
+			name, _ := d["Name"].(string)
+			value, _ := d["Value"].(string)
+			out[name] = value
+		}
+		return out
+	}
+
+	alarmed := map[string]bool{}
+	var dashboards int
+	for id, r := range resources {
+		r, _ := r.(map[string]any)
+		props, _ := r["Properties"].(map[string]any)
+		switch r["Type"] {
+		case "AWS::CloudWatch::Alarm":
+			stats := []map[string]any{props}
+			metrics, _ := props["Metrics"].([]any)
+			for _, m := range metrics {
+				m, _ := m.(map[string]any)
+				if ms, ok := m["MetricStat"].(map[string]any); ok {
+					metric, _ := ms["Metric"].(map[string]any)
+					stats = append(stats, metric)
+				}
+			}
+			for _, m := range stats {
+				if m["Namespace"] != obs.Namespace {
+					continue
+				}
+				name, _ := m["MetricName"].(string)
+				check(id, name, dimsOf(m["Dimensions"]))
+				alarmed[name] = true
+			}
+		case "AWS::CloudWatch::Dashboard":
+			dashboards++
+			body, _ := props["DashboardBody"].(string)
+			body, ok := strings.CutPrefix(body, "!Sub ")
+			if !ok {
+				t.Fatalf("%s: DashboardBody is not a !Sub string", id)
+			}
+			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check)
+		}
+	}
+	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, obs.MetricTransitions} {
+		if !alarmed[name] {
+			t.Errorf("no alarm reads %s", name)
+		}
+	}
+	if dashboards != 1 {
+		t.Errorf("%d dashboards, want 1", dashboards)
+	}
+}
+
+var (
+	searchSchema = regexp.MustCompile(`\{([^}]*)\}`)
+	searchName   = regexp.MustCompile(`MetricName="([^"]+)"`)
+)
+
+// checkDashboard checks the resetnotify metrics of a dashboard body: metrics written in full
+// (namespace, name, dimension pairs, options) and the schemas of SEARCH expressions.
+func checkDashboard(t *testing.T, id, body string, check func(where, name string, dims map[string]string)) {
+	t.Helper()
+	var dash struct {
+		Widgets []struct {
+			Properties struct {
+				Title   string
+				Metrics [][]any
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &dash); err != nil {
+		t.Fatalf("%s: dashboard body is not JSON: %v", id, err)
+	}
+	for _, w := range dash.Widgets {
+		where := id + " " + strconv.Quote(w.Properties.Title)
+		for _, m := range w.Properties.Metrics {
+			if len(m) == 0 {
+				continue
+			}
+			if opts, ok := m[0].(map[string]any); ok {
+				expr, _ := opts["expression"].(string)
+				schema := searchSchema.FindStringSubmatch(expr)
+				name := searchName.FindStringSubmatch(expr)
+				if schema == nil || name == nil {
+					continue
+				}
+				parts := strings.Split(schema[1], ",")
+				if parts[0] != obs.Namespace {
+					continue
+				}
+				dims := map[string]string{}
+				for _, d := range parts[1:] {
+					dims[strings.TrimSpace(d)] = "intake" // any function: SEARCH matches them all
+				}
+				check(where, name[1], dims)
+				continue
+			}
+			var s []string
+			for _, v := range m {
+				if str, ok := v.(string); ok {
+					s = append(s, str)
+				}
+			}
+			if len(s) > 0 && (s[0] == "." || s[0] == "...") {
+				t.Errorf("%s: write metrics in full, not with %q, so this test can read them", where, s[0])
+				continue
+			}
+			if len(s) < 2 || s[0] != obs.Namespace {
+				continue
+			}
+			if len(s)%2 != 0 {
+				t.Errorf("%s: %v has a dimension without a value", where, s)
+				continue
+			}
+			dims := map[string]string{}
+			for i := 2; i+1 < len(s); i += 2 {
+				dims[s[i]] = s[i+1]
+			}
+			check(where, s[1], dims)
+		}
 	}
 }

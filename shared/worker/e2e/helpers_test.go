@@ -74,6 +74,7 @@ type crew struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	errs   []error
+	once   sync.Once
 }
 
 // crewOptions shape a crew.
@@ -136,13 +137,18 @@ func (c *crew) fail(err error) {
 	c.errs = append(c.errs, err)
 }
 
-// stop stops the workers, waits for them and returns what went wrong while they ran.
+// stop stops the workers, waits for them and returns what went wrong while they ran. Only the
+// first call returns the errors.
 func (c *crew) stop() error {
-	c.cancel()
-	c.wg.Wait()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return errors.Join(c.errs...)
+	var err error
+	c.once.Do(func() {
+		c.cancel()
+		c.wg.Wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		err = errors.Join(c.errs...)
+	})
+	return err
 }
 
 // queueEmpty reports whether the queue holds no message: none visible, in flight or delayed.

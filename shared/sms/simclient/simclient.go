@@ -138,39 +138,19 @@ func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 	return classify(resp, req.AttemptRef, c.clock.Now())
 }
 
-// classify turns the simulator's answer to a send into an outcome.
+// classify turns the simulator's answer to a send into an outcome. The simulator documents
+// 503 as "not processed": nothing was recorded.
 func classify(resp sms.HTTPResponse, ref string, now time.Time) sms.Outcome {
 	var apiErr simapi.Error
 	_ = json.Unmarshal(resp.Body, &apiErr)
-	perr := &sms.ProviderError{Provider: Provider, Op: "send " + ref, StatusCode: resp.StatusCode, Code: apiErr.Code}
-	var out sms.Outcome
-	switch s := resp.StatusCode; {
-	case s == http.StatusCreated || s == http.StatusOK:
-		var sr simapi.SendResponse
-		switch {
-		case resp.BodyErr != nil:
-			out = sms.Unknown(sms.DetailAmbiguous, fmt.Errorf("%w: %w", perr, resp.BodyErr))
-		case json.Unmarshal(resp.Body, &sr) != nil || sr.MessageID == "":
-			out = sms.Unknown(sms.DetailAmbiguous, fmt.Errorf("%w: unreadable acceptance", perr))
-		default:
-			out = sms.Accepted(sr.MessageID)
-		}
-	case s == http.StatusTooManyRequests:
-		out = sms.NotAccepted(sms.DetailThrottled, sms.RetryAfter(resp.Header, now), perr)
-	case s == http.StatusServiceUnavailable:
-		// The simulator documents 503 as "not processed": nothing was recorded.
-		out = sms.NotAccepted(sms.DetailUnavailable, sms.RetryAfter(resp.Header, now), perr)
-	case s >= 400 && s < 500 && s != http.StatusRequestTimeout:
-		out = sms.Rejected(apiErr.Code, perr)
-	default:
-		// 500 may follow a recorded message; 502, 504 and anything unexpected prove nothing.
-		out = sms.Unknown(sms.DetailAmbiguous, perr)
-	}
-	out.HTTPStatus = resp.StatusCode
-	if out.Class != sms.ClassAccepted {
-		out.Code = apiErr.Code
-	}
-	return out
+	return sms.ClassifySend(resp, sms.SendAnswer{
+		Provider: Provider, Op: "send " + ref, Code: apiErr.Code, NotProcessed503: true,
+		MessageID: func(body []byte) (string, bool) {
+			var sr simapi.SendResponse
+			err := json.Unmarshal(body, &sr)
+			return sr.MessageID, err == nil
+		},
+	}, now)
 }
 
 // Lookup asks the simulator about an earlier attempt.

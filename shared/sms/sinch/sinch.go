@@ -202,35 +202,19 @@ func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 	return classify(resp, req.AttemptRef, c.cfg.Clock.Now())
 }
 
-// classify turns Sinch's answer to a send into an outcome.
+// classify turns Sinch's answer to a send into an outcome. Sinch does not document a 503 as
+// "not processed", so it proves nothing.
 func classify(resp sms.HTTPResponse, ref string, now time.Time) sms.Outcome {
 	var ae apiError
 	_ = json.Unmarshal(resp.Body, &ae)
-	perr := &sms.ProviderError{Provider: Provider, Op: "send " + ref, StatusCode: resp.StatusCode, Code: ae.Code}
-	var out sms.Outcome
-	switch s := resp.StatusCode; {
-	case s == http.StatusCreated || s == http.StatusOK:
-		var b batch
-		switch {
-		case resp.BodyErr != nil:
-			out = sms.Unknown(sms.DetailAmbiguous, fmt.Errorf("%w: %w", perr, resp.BodyErr))
-		case json.Unmarshal(resp.Body, &b) != nil || b.ID == "":
-			out = sms.Unknown(sms.DetailAmbiguous, fmt.Errorf("%w: unreadable batch", perr))
-		default:
-			out = sms.Accepted(b.ID)
-		}
-	case s == http.StatusTooManyRequests:
-		out = sms.NotAccepted(sms.DetailThrottled, sms.RetryAfter(resp.Header, now), perr)
-	case s >= 400 && s < 500 && s != http.StatusRequestTimeout:
-		out = sms.Rejected(ae.Code, perr)
-	default:
-		out = sms.Unknown(sms.DetailAmbiguous, perr)
-	}
-	out.HTTPStatus = resp.StatusCode
-	if out.Class != sms.ClassAccepted {
-		out.Code = ae.Code
-	}
-	return out
+	return sms.ClassifySend(resp, sms.SendAnswer{
+		Provider: Provider, Op: "send " + ref, Code: ae.Code,
+		MessageID: func(body []byte) (string, bool) {
+			var b batch
+			err := json.Unmarshal(body, &b)
+			return b.ID, err == nil
+		},
+	}, now)
 }
 
 // Lookup asks Sinch about an earlier attempt: by batch ID when known, else by client

@@ -8,7 +8,16 @@
 // code with the database and not with the SQS emulator. The goal is a ratio of at least 0.8:
 // the database, not our code, is the limit.
 //
-// It needs RESETNOTIFY_DYNAMODB_ENDPOINT (set by `go run ./cmd/devstack exec --`).
+// The dispatch benchmark (dispatch.go) then measures the dispatch side against DynamoDB Local,
+// moto and an in-process SMS simulator, with the workers built by the Lambda functions' wiring:
+// dispatch throughput through the dispatch handler at zero provider latency
+// (dispatch_notifications_per_s), and the AWS requests per notification, counted by an SDK
+// middleware (awsclient.Counter) from admission to the end, on the happy path and under the
+// fault matrix's provider mix (requests_per_notification_happy, _fault_mix, and a
+// per-operation _breakdown line each). -mode admission or -mode dispatch runs one of them.
+//
+// It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch, RESETNOTIFY_SQS_ENDPOINT (both set
+// by `go run ./cmd/devstack exec --`).
 package main
 
 import (
@@ -34,19 +43,42 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	ops := fs.Int("ops", 2000, "operations per measured phase")
-	workers := fs.Int("concurrency", 8, "concurrent callers")
+	mode := fs.String("mode", "all", "which benchmarks to run: all, admission or dispatch")
+	ops := fs.Int("ops", 2000, "admission: operations per measured phase")
+	workers := fs.Int("concurrency", 8, "admission: concurrent callers")
+	happy := fs.Int("dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
+	fault := fs.Int("fault-n", 200, "dispatch: notifications run under the fault mix")
+	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *ops < 100 || *workers < 1 {
 		return errors.New("need -ops >= 100 and -concurrency >= 1")
 	}
+	if *happy < 10 || *fault < 10 || *pollers < 1 {
+		return errors.New("need -dispatch-n >= 10, -fault-n >= 10 and -pollers >= 1")
+	}
+	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
+	if !runAdmission && !runDispatch {
+		return fmt.Errorf("unknown -mode %q: want all, admission or dispatch", *mode)
+	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
 		return errors.New("RESETNOTIFY_DYNAMODB_ENDPOINT is not set: run through `go run ./cmd/devstack exec --` (make bench does)")
 	}
-	return admission(ctx, endpoint, *ops, *workers, out)
+	if runAdmission {
+		if err := admission(ctx, endpoint, *ops, *workers, out); err != nil {
+			return err
+		}
+	}
+	if !runDispatch {
+		return nil
+	}
+	sqsEndpoint := os.Getenv("RESETNOTIFY_SQS_ENDPOINT")
+	if sqsEndpoint == "" {
+		return errors.New("RESETNOTIFY_SQS_ENDPOINT is not set: run through `go run ./cmd/devstack exec --` (make bench does)")
+	}
+	return dispatchBench(ctx, endpoint, sqsEndpoint, dispatchOptions{Happy: *happy, Fault: *fault, Pollers: *pollers}, out)
 }
 
 func randomKey() []byte {

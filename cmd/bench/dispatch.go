@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/sms/provider"
+	"github.com/resetnotify/resetnotify/shared/smssim"
+	"github.com/resetnotify/resetnotify/shared/sqsqueue"
+	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/worker"
+)
+
+// dispatchOptions shape the dispatch benchmark.
+type dispatchOptions struct {
+	// Happy is how many notifications the throughput run pumps through; Fault how many the
+	// fault-mix run does.
+	Happy, Fault int
+	// Pollers is how many concurrent receivers the dispatch queue has (each hands batches of
+	// up to 10 to the handler, which works on them in parallel).
+	Pollers int
+}
+
+// faultMix is the fault matrix's mix (see shared/worker/e2e): 15% accept-then-timeout, 10%
+// accept-then-drop, 10% timeout-before-accept, 10% throttled, 5% 500-after-accept, 5%
+// rejected, the rest accepted.
+var faultMix = smssim.Mix{
+	{Mode: smssim.ModeAcceptThenTimeout, Weight: 15},
+	{Mode: smssim.ModeAcceptThenDrop, Weight: 10},
+	{Mode: smssim.ModeTimeoutBeforeAccept, Weight: 10},
+	{Mode: smssim.ModeThrottle, Weight: 10},
+	{Mode: smssim.ModeErrorAfterAccept, Weight: 5},
+	{Mode: smssim.ModeReject, Weight: 5},
+	{Mode: smssim.ModeAccept, Weight: 45},
+}
+
+// dispatchBench measures the dispatch side against DynamoDB Local, moto and an in-process
+// simulator, with the workers built by the same wiring as the Lambda functions:
+//
+//   - throughput: o.Happy notifications are admitted (not timed), then pumped from the
+//     dispatch queue through Dispatcher.Handle by o.Pollers receivers against a simulator
+//     that accepts at once; dispatch_notifications_per_s is o.Happy over the time until the
+//     last one is sent, receives and deletes included (Lambda's event source mapping does
+//     those in AWS);
+//   - AWS requests per notification, counted by an SDK middleware on every client the intake
+//     and the workers use, from admission to the end: on that happy path, and for o.Fault
+//     notifications under the fault matrix's mix, with the dispatch and reconcile workers
+//     running until every record is done sending. The sweeper is not run: nothing is lost,
+//     and its cost is per run (one query per due-index shard), not per notification.
+func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispatchOptions, out io.Writer) error {
+	// A generous provider timeout on the happy path: a call cut short by a busy machine would
+	// turn into an unknown outcome and leave the happy path.
+	happy, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, "happy")
+	if err != nil {
+		return err
+	}
+	defer happy.close()
+	if err := happy.admit(ctx, o.Happy); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := happy.drainDispatch(ctx, o.Happy, o.Pollers); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if n := len(happy.sim.Messages()); n != o.Happy {
+		return fmt.Errorf("dispatch bench: the simulator accepted %d of %d", n, o.Happy)
+	}
+	happyCounts := happy.counter.Counts()
+
+	faulty, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint,
+		smssim.Config{Seed: 7, Mix: faultMix, RetryAfter: time.Second, Visibility: time.Second, DeliveryDelay: time.Hour}, time.Second, "fault")
+	if err != nil {
+		return err
+	}
+	defer faulty.close()
+	if err := faulty.admit(ctx, o.Fault); err != nil {
+		return err
+	}
+	states, err := faulty.runUntilDone(ctx, o.Pollers, 3*time.Minute)
+	if err != nil {
+		return err
+	}
+	faultCounts := faulty.counter.Counts()
+
+	fmt.Fprintf(out, "dispatch_notifications=%d\ndispatch_pollers=%d\n", o.Happy, o.Pollers)
+	fmt.Fprintf(out, "dispatch_notifications_per_s=%.1f\n", float64(o.Happy)/elapsed.Seconds())
+	fmt.Fprintf(out, "requests_per_notification_happy=%.2f\n", float64(total(happyCounts))/float64(o.Happy))
+	fmt.Fprintf(out, "requests_per_notification_happy_breakdown=%s\n", awsclient.FormatCounts(happyCounts, float64(o.Happy)))
+	fmt.Fprintf(out, "fault_mix_notifications=%d\nfault_mix_final_states=%s\n", o.Fault, states)
+	fmt.Fprintf(out, "requests_per_notification_fault_mix=%.2f\n", float64(total(faultCounts))/float64(o.Fault))
+	fmt.Fprintf(out, "requests_per_notification_fault_mix_breakdown=%s\n", awsclient.FormatCounts(faultCounts, float64(o.Fault)))
+	return nil
+}
+
+func total(counts map[awsclient.Op]int64) int64 {
+	var t int64
+	for _, n := range counts {
+		t += n
+	}
+	return t
+}
+
+// pipeline is one fresh table and pair of queues, a simulator, and the intake and workers over
+// them. Setup and the benchmark's own polling use uncounted clients; everything the intake and
+// the workers do goes through counted ones.
+type pipeline struct {
+	name                      string
+	db                        *dynamodb.Client
+	queues                    *sqs.Client
+	counted                   *sqs.Client
+	store                     *dynamostore.Store
+	table, audit              string
+	dispatchURL, reconcileURL string
+	sim                       *smssim.Server
+	intake                    *notify.Intake
+	dispatcher                *worker.Dispatcher
+	reconciler                *worker.Reconciler
+	counter                   *awsclient.Counter
+	keys                      []string
+}
+
+// newPipeline builds a pipeline whose simulator has simCfg and whose provider calls time out
+// after timeout.
+func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg smssim.Config, timeout time.Duration, kind string) (_ *pipeline, err error) {
+	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
+	p := &pipeline{name: fmt.Sprintf("bench-%s-%d", kind, time.Now().UnixNano()), counter: awsclient.NewCounter()}
+	p.db = awsclient.DynamoDB(plain, ddbEndpoint)
+	p.queues = awsclient.SQS(plain, sqsEndpoint)
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+
+	p.table, p.audit = p.name+"-notifications", p.name+"-audit"
+	if err := tables.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
+		return nil, err
+	}
+	p.store = dynamostore.New(p.db, p.table)
+	for _, q := range []struct {
+		name string
+		url  *string
+	}{{p.name + "-dispatch", &p.dispatchURL}, {p.name + "-reconcile", &p.reconcileURL}} {
+		out, err := p.queues.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.name)})
+		if err != nil {
+			return nil, fmt.Errorf("dispatch bench: create queue: %w", err)
+		}
+		*q.url = aws.ToString(out.QueueUrl)
+	}
+	p.sim = smssim.New(simCfg)
+	simURL, err := p.sim.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+
+	counted := plain
+	p.counter.Instrument(&counted)
+	p.counted = awsclient.SQS(counted, sqsEndpoint)
+	key := randomKey()
+	policy := notify.DefaultPolicy()
+	policy.MaxAttempts = 10 // so a record never waits for its deadline after a run of refusals
+	w := worker.Wiring{
+		Config: config.Config{
+			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
+			Policy: policy, SealLocalKey: key,
+			Worker: config.Worker{Lease: timeout + worker.LeaseMargin + time.Second, BackoffBase: 200 * time.Millisecond, BackoffMax: 2 * time.Second},
+		},
+		AWS: counted, DynamoDBEndpoint: ddbEndpoint, SQSEndpoint: sqsEndpoint,
+		SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: simURL, Timeout: timeout, Visibility: simCfg.Visibility},
+		Out: io.Discard,
+	}
+	if p.dispatcher, err = worker.NewDispatcherFromConfig(ctx, w); err != nil {
+		return nil, err
+	}
+	if p.reconciler, err = worker.NewReconcilerFromConfig(ctx, w); err != nil {
+		return nil, err
+	}
+	keys, err := seal.NewStaticKey(key)
+	if err != nil {
+		return nil, err
+	}
+	hasher, err := seal.NewFingerprinter(randomKey())
+	if err != nil {
+		return nil, err
+	}
+	p.intake = &notify.Intake{
+		Store:  dynamostore.New(awsclient.DynamoDB(counted, ddbEndpoint), p.table),
+		Sealer: seal.New(keys), Hasher: hasher,
+		Queue: sqsqueue.New(p.counted, p.dispatchURL),
+		Clock: notify.SystemClock{}, Policy: policy,
+		NewID: func() string { return ulid.Make().String() },
+	}
+	return p, nil
+}
+
+// close removes what newPipeline created.
+func (p *pipeline) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if p.sim != nil {
+		_ = p.sim.Close()
+	}
+	for _, u := range []string{p.dispatchURL, p.reconcileURL} {
+		if u != "" {
+			_, _ = p.queues.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+		}
+	}
+	for _, t := range []string{p.table, p.audit} {
+		if t != "" {
+			_, _ = p.db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
+		}
+	}
+}
+
+// admit admits n notifications through the intake service, eight at a time, each to its own
+// number and expiring in ten minutes.
+func (p *pipeline) admit(ctx context.Context, n int) error {
+	p.keys = make([]string, n)
+	expires := time.Now().UTC().Add(10 * time.Minute)
+	_, err := measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
+		key := fmt.Sprintf("%s-%06d", p.name, i)
+		p.keys[i] = key
+		_, err := p.intake.Submit(ctx, notify.Request{
+			IdempotencyKey: key, EventID: "evt-" + key, Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,
+			To: fmt.Sprintf("+1555%07d", i), Locale: "en", Params: map[string]string{notify.ParamCode: fmt.Sprintf("%06d", i)},
+			ExpiresAt: expires,
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("dispatch bench: admit: %w", err)
+	}
+	return nil
+}
+
+// drainDispatch pumps the dispatch queue with pollers receivers until n messages were handled
+// and deleted.
+func (p *pipeline) drainDispatch(ctx context.Context, n, pollers int) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var (
+		deleted atomic.Int64
+		wg      sync.WaitGroup
+		errs    = make(chan error, pollers)
+	)
+	for range pollers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for deleted.Load() < int64(n) {
+				res, err := worker.Pump(ctx, p.counted, p.dispatchURL, p.dispatcher.Handle, worker.PumpOptions{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
+				if err != nil {
+					errs <- fmt.Errorf("dispatch bench: %w", err)
+					return
+				}
+				deleted.Add(int64(res.Deleted))
+				if res.Received == 0 {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// runUntilDone runs the dispatch and reconcile workers until no record is due any more and
+// both queues are empty, and returns the final states, counted.
+func (p *pipeline) runUntilDone(ctx context.Context, pollers int, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		stop atomic.Bool
+		mu   sync.Mutex
+		errs []error
+	)
+	poll := func(queueURL string, h worker.BatchHandler) {
+		defer wg.Done()
+		for !stop.Load() && ctx.Err() == nil {
+			// Long polling, as Lambda's event source mapping does, so that waiting for delayed
+			// messages costs few empty receives.
+			_, err := worker.Pump(ctx, p.counted, queueURL, h, worker.PumpOptions{Region: emulator.Region, WaitTime: time.Second, VisibilityTimeout: 30 * time.Second})
+			if err != nil && ctx.Err() == nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+		}
+	}
+	for range pollers {
+		wg.Add(1)
+		go poll(p.dispatchURL, p.dispatcher.Handle)
+	}
+	wg.Add(1)
+	go poll(p.reconcileURL, p.reconciler.Handle)
+
+	err := p.waitDone(ctx)
+	stop.Store(true)
+	wg.Wait()
+	if err = errors.Join(append(errs, err)...); err != nil {
+		return "", fmt.Errorf("dispatch bench: fault mix: %w", err)
+	}
+	states := map[string]int{}
+	for _, k := range p.keys {
+		rec, err := p.store.Get(ctx, k)
+		if err != nil {
+			return "", err
+		}
+		states[string(rec.State)+"/"+string(rec.Reason)]++
+	}
+	names := make([]string, 0, len(states))
+	for s := range states {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, s := range names {
+		parts[i] = fmt.Sprintf("%s:%d", s, states[s])
+	}
+	return strings.Join(parts, ","), nil
+}
+
+// waitDone polls, with the uncounted clients, until the due index holds nothing and both
+// queues are empty.
+func (p *pipeline) waitDone(ctx context.Context) error {
+	for {
+		done, err := p.done(ctx)
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not done: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (p *pipeline) done(ctx context.Context) (bool, error) {
+	far := time.Now().Add(24 * time.Hour)
+	for shard := range tables.DueShards {
+		due, err := p.store.QueryDue(ctx, shard, far, 1)
+		if err != nil || len(due) > 0 {
+			return false, err
+		}
+	}
+	for _, u := range []string{p.dispatchURL, p.reconcileURL} {
+		out, err := p.queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(u),
+			AttributeNames: []sqstypes.QueueAttributeName{
+				sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+			},
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, v := range out.Attributes {
+			if v != "0" {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}

@@ -29,15 +29,17 @@ func steps(ss ...string) []workertest.Step {
 const lease = "dispatching/LEASE_ACQUIRED"
 
 // outcomeStack is a stack whose provider is reached through a fault-injecting gateway, with a
-// one-second visibility window on both sides and Retry-After of retryAfter.
+// one-second visibility window on both sides and Retry-After of retryAfter. The provider
+// timeout (2 s) is long enough that only the modes that hang run into it, even on a busy
+// machine.
 func outcomeStack(t *testing.T, retryAfter time.Duration) (*workertest.Stack, *gateway) {
 	gw := startGateway(t)
 	st := workertest.NewStack(t, workertest.StackOptions{
 		Sim:        smssim.Config{RetryAfter: retryAfter, Visibility: time.Second, DeliveryDelay: time.Hour},
-		SMSTimeout: 500 * time.Millisecond,
+		SMSTimeout: 2 * time.Second,
 		Visibility: time.Second,
 		SMSURL:     gw.URL,
-		Worker:     &config.Worker{Lease: 6 * time.Second, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second},
+		Worker:     &config.Worker{Lease: 8 * time.Second, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second},
 	})
 	gw.setTarget(t, st.SimURL)
 	return st, gw

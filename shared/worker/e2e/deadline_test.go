@@ -12,12 +12,12 @@ import (
 	"github.com/resetnotify/resetnotify/shared/worker/workertest"
 )
 
-// TestSlowProviderNeverAcceptsAfterTheDeadline runs a provider that takes 4 s to accept
+// TestSlowProviderNeverAcceptsAfterTheDeadline runs a provider that takes 6 s to accept
 // (the simulator's latency mode, which records a message only while the client still waits)
 // against the real handlers and checks the two halves of "nothing is sent after the dispatch
 // deadline" that do not depend on the clock at the moment the lease is taken:
 //
-//   - a record whose deadline is about 3 s away when it is dispatched: the provider must not
+//   - a record whose deadline is about 5 s away when it is dispatched: the provider must not
 //     accept its message at or after the deadline, although the send started in time;
 //   - a record whose deadline is minutes away: the validity period the provider received,
 //     counted from when it accepted, must end by the deadline.
@@ -28,12 +28,12 @@ func TestSlowProviderNeverAcceptsAfterTheDeadline(t *testing.T) {
 	policy := notify.DefaultPolicy()
 	policy.SafetyMargin = 2 * time.Second
 	st := workertest.NewStack(t, workertest.StackOptions{
-		Sim:        smssim.Config{Latency: 4 * time.Second, Visibility: time.Second, DeliveryDelay: time.Hour},
-		SMSTimeout: 5 * time.Second,
+		Sim:        smssim.Config{Latency: 6 * time.Second, Visibility: time.Second, DeliveryDelay: time.Hour},
+		SMSTimeout: 7 * time.Second,
 		Visibility: time.Second,
 		Policy:     &policy,
 		Worker: &config.Worker{
-			Lease: 10 * time.Second, MinValidity: time.Second,
+			Lease: 13 * time.Second, MinValidity: time.Second,
 			BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second,
 		},
 	})
@@ -42,7 +42,7 @@ func TestSlowProviderNeverAcceptsAfterTheDeadline(t *testing.T) {
 		deadlineIn time.Duration
 		want       notify.State
 	}{
-		{"deadline three seconds away", 3 * time.Second, notify.StateExpired},
+		{"deadline five seconds away", 5 * time.Second, notify.StateExpired},
 		{"deadline minutes away", 10 * time.Minute, notify.StateSent},
 	}
 	keys := make([]string, len(cases))

@@ -17,9 +17,10 @@
 //	                                          written by hand); TestWorkerKilledMidCall here
 //	                                          (a worker really cut off during the call)
 //
-// The fault matrix (TestFaultMatrix), the crash (TestWorkerKilledMidCall) and lost retry and
-// reconcile messages (TestSweeperRecoversLostRetryAndReconcileMessages) are here too. The
-// expiry boundary with a fake clock is tested by worker.TestNoProviderCallAtOrAfterTheDeadline
-// and worker.TestLeaseTakenJustBeforeTheDeadline, and a lost dispatch message by
-// worker.TestSweeperFinishesARecordWhoseMessageWasLost.
+// The fault matrix (TestFaultMatrix), the crash (TestWorkerKilledMidCall), a slow provider at
+// the deadline (TestSlowProviderNeverAcceptsAfterTheDeadline) and lost retry and reconcile
+// messages (TestSweeperRecoversLostRetryAndReconcileMessages) are here too. The expiry
+// boundary with a fake clock is tested by worker.TestNoProviderCallAtOrAfterTheDeadline,
+// worker.TestLeaseTakenJustBeforeTheDeadline and worker.TestCallEndsMinValidityBeforeTheDeadline,
+// and a lost dispatch message by worker.TestSweeperFinishesARecordWhoseMessageWasLost.
 package e2e

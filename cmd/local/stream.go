@@ -23,6 +23,9 @@ type streamHandler func(context.Context, events.DynamoDBEvent) (events.DynamoDBE
 // a second.
 const pollInterval = 250 * time.Millisecond
 
+// shardRefresh is how often the stream's shard list is read again.
+const shardRefresh = 5 * time.Second
+
 // pollStream reads every shard of table's stream from its oldest record and hands the records
 // to h in batches, as a Lambda event source mapping with ReportBatchItemFailures would: a
 // batch item failure makes the next read start again at the failed record. It returns when ctx
@@ -41,14 +44,21 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 		done     bool
 	}
 	shards := map[string]*shardState{}
+	var described time.Time
 	for ctx.Err() == nil {
-		out, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
-		if err != nil {
-			log.Warn("describe stream failed", "error", err)
-			sleep(ctx, time.Second)
-			continue
+		// New shards appear rarely (DynamoDB Local rolls them over every few hours): look
+		// for them every few seconds, not on every poll.
+		var found []streamtypes.Shard
+		if time.Since(described) >= shardRefresh {
+			out, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+			if err != nil {
+				log.Warn("describe stream failed", "error", err)
+				sleep(ctx, time.Second)
+				continue
+			}
+			described, found = time.Now(), out.StreamDescription.Shards
 		}
-		for _, s := range out.StreamDescription.Shards {
+		for _, s := range found {
 			id := aws.ToString(s.ShardId)
 			if _, ok := shards[id]; ok {
 				continue

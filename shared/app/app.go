@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -76,6 +77,7 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 		NewID:  func() string { return ulid.Make().String() },
 		// The same renderer and budget as dispatch: refuse at once what could never be sent.
 		Messages: render.New(cfg.Worker.MaxSegments),
+		Actor:    actor.For("intake"),
 	}
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("intake ready", "config", cfg)

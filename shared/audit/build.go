@@ -21,7 +21,7 @@ const (
 	ttlIdentityPrincipal = "dynamodb.amazonaws.com"
 )
 
-// Actor identifies the audit function invocation that wrote an entry.
+// Actor identifies the audit function invocation that writes an entry (its written_by).
 type Actor struct {
 	Function  string
 	Version   string
@@ -33,6 +33,7 @@ func (a Actor) String() string { return a.Function + ":" + a.Version + "/" + a.R
 
 // Meta is what Build needs besides the stream record.
 type Meta struct {
+	// Actor is the audit function's own invocation: the entry's written_by.
 	Actor Actor
 	// Retention is added to an entry's at to give retain_until; zero means DefaultRetention.
 	Retention time.Duration
@@ -84,7 +85,7 @@ func Build(rec events.DynamoDBEventRecord, m Meta) (e Entry, ok bool, err error)
 		return Entry{}, false, buildErr(rec, "no image (stream view type must be NEW_AND_OLD_IMAGES)")
 	}
 
-	e = Entry{FromState: from, Actor: m.Actor.String()}
+	e = Entry{FromState: from, WrittenBy: m.Actor.String()}
 	var errs []error
 	get := func(dst *string, attr string) {
 		v, err := img.string(attr)
@@ -99,6 +100,7 @@ func Build(rec events.DynamoDBEventRecord, m Meta) (e Entry, ok bool, err error)
 	get(&e.ProviderMessageID, tables.AttrProviderMessageID)
 	get(&e.DestinationFP, tables.AttrDestinationFP)
 	get(&e.PolicyVersion, tables.AttrPolicyVersion)
+	get(&e.Actor, tables.AttrActor)
 	var err1, err2, err3 error
 	e.Version, err1 = img.number(tables.AttrVersion)
 	e.Attempt, err2 = img.number(tables.AttrAttempt)
@@ -122,6 +124,8 @@ func Build(rec events.DynamoDBEventRecord, m Meta) (e Entry, ok bool, err error)
 	if purged {
 		e.FromState, e.ToState = state, StatePurged
 		e.Reason, e.PurgedBy = purgeReason(rec.UserIdentity)
+		// The record's actor made its last transition, not its removal.
+		e.Actor = ""
 		e.At = rec.Change.ApproximateCreationDateTime.Time
 		if e.At.IsZero() {
 			e.At = m.Now

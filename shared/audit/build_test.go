@@ -18,7 +18,7 @@ func TestBuild(t *testing.T) {
 	meta := Meta{Actor: Actor{Function: "audit", Version: "7", RequestID: "req-1"}, Now: t0.Add(2 * time.Hour)}
 	common := Entry{
 		EventID: "evt-9", NotificationID: "01JTEST", DestinationFP: "fp0123456789abcd",
-		PolicyVersion: "policy-7", SafetyMarginMS: 60000, Actor: "audit:7/req-1", Day: "2026-11-01",
+		PolicyVersion: "policy-7", SafetyMarginMS: 60000, WrittenBy: "audit:7/req-1", Day: "2026-11-01",
 	}
 	with := func(f func(*Entry)) Entry {
 		e := common
@@ -40,6 +40,7 @@ func TestBuild(t *testing.T) {
 			want: with(func(e *Entry) {
 				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001", 1, t0
 				e.ToState, e.Reason = "accepted", "ADMITTED"
+				e.Actor = "fn-accepted:1/req-1"
 			}),
 		},
 		{
@@ -48,6 +49,7 @@ func TestBuild(t *testing.T) {
 				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000003", 3, t0.Add(3*time.Second)
 				e.FromState, e.ToState, e.Reason, e.Attempt = "dispatching", "sent", "PROVIDER_ACCEPTED", 1
 				e.Provider, e.ProviderMessageID = "simulator", "sim-1"
+				e.Actor = "fn-sent:1/req-3"
 			}),
 		},
 		{name: "modify without a new version is no transition", rec: modify(rs[1], sameVersion)},

@@ -12,6 +12,11 @@
 // the stream names one (DynamoDB Streams names only the TTL service, so a manual delete
 // usually has none).
 //
+// actor is the function invocation that made the transition (function, version, request ID),
+// copied from the record's actor, which every transition writes in its own conditional
+// write; written_by is the audit function invocation that wrote the entry. A purged entry
+// has no actor: purged_by names who removed the record, when known.
+//
 // The entry's time, at, is the new image's updated_at, so it is the time of the transition,
 // not of its auditing. A purge has no image after it; its at is the stream record's
 // approximate creation time (whole seconds), or the writer's clock if the record has none.
@@ -47,8 +52,8 @@
 //	<name> ":" <length of value in bytes, decimal> ":" <value> "\n"
 //
 //	event_id seq notification_id version at day from_state to_state reason attempt provider
-//	provider_message_id destination_fp policy_version safety_margin_ms actor purged_by
-//	prev_missing retain_until
+//	provider_message_id destination_fp policy_version safety_margin_ms actor written_by
+//	purged_by prev_missing retain_until
 //
 // Values are the stored ones as text: strings as stored (UTF-8, "" when absent), numbers in
 // base 10 without leading zeros or sign ("0" when absent), at in RFC 3339 UTC with exactly

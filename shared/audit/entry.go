@@ -53,8 +53,12 @@ type Entry struct {
 	DestinationFP     string
 	PolicyVersion     string
 	SafetyMarginMS    int64
-	// Actor is the audit function that wrote the entry: "<function>:<version>/<request ID>".
+	// Actor is the function invocation that made the transition, copied from the record's
+	// actor: "<function>:<version>/<request ID>". Empty on purged entries (PurgedBy names who
+	// removed the record) and on records written before actors were recorded.
 	Actor string
+	// WrittenBy is the audit function invocation that wrote the entry, in the same form.
+	WrittenBy string
 	// PurgedBy is the principal that removed the record, on purged entries when known.
 	PurgedBy string
 	// PrevMissing is true when the previous entry was absent at writing time and the entry was
@@ -180,6 +184,7 @@ var fields = func() []field {
 		f(tables.AuditPolicyVersion, false, func(e *Entry) *string { return &e.PolicyVersion }),
 		n(tables.AuditSafetyMarginMS, func(e *Entry) *int64 { return &e.SafetyMarginMS }),
 		f(tables.AuditActor, false, func(e *Entry) *string { return &e.Actor }),
+		f(tables.AuditWrittenBy, false, func(e *Entry) *string { return &e.WrittenBy }),
 		f(tables.AuditPurgedBy, false, func(e *Entry) *string { return &e.PurgedBy }),
 		mk(tables.AuditPrevMissing, kindBool, false,
 			func(e *Entry) string { return strconv.FormatBool(e.PrevMissing) },

@@ -130,6 +130,7 @@ var descriptions = map[notify.Reason]string{
 	notify.ReasonReconciledAccepted:    "reconciliation found that the provider had accepted it",
 	notify.ReasonReconciledNotFound:    "reconciliation found that the provider never had it; another attempt authorised",
 	notify.ReasonReconcileInconclusive: "reconciliation could not tell yet",
+	notify.ReasonReconciledByReceipt:   "reconciliation found the provider's delivery receipt for the attempt",
 	notify.ReasonExpiredBeforeDispatch: "the dispatch deadline passed before it could be sent",
 	notify.ReasonExpiredUnresolved:     "the dispatch deadline passed while the outcome was still unknown",
 	notify.ReasonCancelled:             "the caller cancelled it",

@@ -117,6 +117,8 @@ func (r rec) image() map[string]events.DynamoDBAttributeValue {
 	if r.provider != "" {
 		m[tables.AttrProvider] = events.NewStringAttribute(r.provider)
 	}
+	// The actor that made the transition, as the store writes it.
+	m[tables.AttrActor] = events.NewStringAttribute("fn-" + r.state + ":1/req-" + strconv.FormatInt(r.version, 10))
 	if r.providerMessageID != "" {
 		m[tables.AttrProviderMessageID] = events.NewStringAttribute(r.providerMessageID)
 	}

@@ -18,7 +18,7 @@ type Handler struct {
 	Writer *Writer
 	// Retention is how long entries are kept; zero means DefaultRetention.
 	Retention time.Duration
-	// Function and FunctionVersion name the function in each entry's actor; the request ID
+	// Function and FunctionVersion name the function in each entry's written_by; the request ID
 	// comes from the invocation's context.
 	Function, FunctionVersion string
 	Clock                     notify.Clock

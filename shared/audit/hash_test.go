@@ -23,7 +23,8 @@ func knownEntry() Entry {
 		DestinationFP:  "a1b2c3d4e5f60718",
 		PolicyVersion:  "2026-11-01",
 		SafetyMarginMS: 60000,
-		Actor:          "resetnotify-audit:$LATEST/req-1",
+		Actor:          "resetnotify-dispatch:$LATEST/req-9",
+		WrittenBy:      "resetnotify-audit:$LATEST/req-1",
 		RetainUntil:    1797069601,
 	}
 }
@@ -34,8 +35,8 @@ func TestComputeHashKnownAnswer(t *testing.T) {
 	tests := []struct {
 		name, prev, want string
 	}{
-		{"genesis", GenesisHash, "ce0063ca0569683f94e61800ae06862db4cf330df3ee1b44226558823ecfdd23"},
-		{"linked", strings.Repeat("ab", 32), "ac1fd86b0eef437ea62ee5674a1d6de2c765b608e2cf1d37fe7f4362a924932c"},
+		{"genesis", GenesisHash, "2c2441a791d748a06a09c5a8c4088363f272c2c74dca7338b552ea71810b1937"},
+		{"linked", strings.Repeat("ab", 32), "a2694fabf9c17949ea4858e40200109c0bea3676127d7bf8ef6f200db499b4eb"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +70,8 @@ func TestCanonical(t *testing.T) {
 		"destination_fp:16:a1b2c3d4e5f60718\n" +
 		"policy_version:10:2026-11-01\n" +
 		"safety_margin_ms:5:60000\n" +
-		"actor:31:resetnotify-audit:$LATEST/req-1\n" +
+		"actor:34:resetnotify-dispatch:$LATEST/req-9\n" +
+		"written_by:31:resetnotify-audit:$LATEST/req-1\n" +
 		"purged_by:0:\n" +
 		"prev_missing:5:false\n" +
 		"retain_until:10:1797069601\n"

@@ -72,8 +72,8 @@ func TestHandlerWritesAChain(t *testing.T) {
 	if p := Verify(got); len(p) != 0 {
 		t.Errorf("Verify: %v", p)
 	}
-	if got[0].Actor != "audit:$LATEST/req-1" {
-		t.Errorf("actor = %q", got[0].Actor)
+	if got[0].WrittenBy != "audit:$LATEST/req-1" || got[0].Actor != "fn-accepted:1/req-1" {
+		t.Errorf("written_by = %q, actor = %q; want the audit function and the record's actor", got[0].WrittenBy, got[0].Actor)
 	}
 }
 

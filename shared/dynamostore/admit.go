@@ -2,7 +2,6 @@ package dynamostore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,12 +16,15 @@ import (
 // Admit writes rec unless an item holds its key, as one PutItem conditioned on
 // attribute_not_exists(idempotency_key). On a conflict DynamoDB returns the existing item in
 // the same call (ReturnValuesOnConditionCheckFailure ALL_OLD), so a replay costs one request
-// and never a second read.
+// and never a second read. The put carries a fresh write token: when the SDK retried a put that
+// had already committed, the item returned holds that token and the admission is ours.
 func (s *Store) Admit(ctx context.Context, rec notify.Record) (notify.Record, bool, error) {
 	av, err := ItemFromRecord(rec)
 	if err != nil {
 		return notify.Record{}, false, fmt.Errorf("store.admit %s: %w", rec.IdempotencyKey, err)
 	}
+	token := newToken()
+	av[tables.AttrWriteToken] = &ddbtypes.AttributeValueMemberS{Value: token}
 	expr, err := expression.NewBuilder().
 		WithCondition(expression.AttributeNotExists(expression.Name(tables.AttrIdempotencyKey))).
 		Build()
@@ -42,18 +44,12 @@ func (s *Store) Admit(ctx context.Context, rec notify.Record) (notify.Record, bo
 	if !isConditionFailed(err) {
 		return notify.Record{}, false, fmt.Errorf("store.admit %s: %w", rec.IdempotencyKey, err)
 	}
-	existing, err := oldItem(err)
+	existing, stored, err := failedItem(err)
 	if err != nil {
 		return notify.Record{}, false, fmt.Errorf("store.admit %s: %w", rec.IdempotencyKey, err)
 	}
-	return existing, false, nil
-}
-
-// oldItem decodes the item a failed condition returned with ALL_OLD.
-func oldItem(err error) (notify.Record, error) {
-	var ccf *ddbtypes.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) || len(ccf.Item) == 0 {
-		return notify.Record{}, fmt.Errorf("condition failed without the existing item: %w", err)
+	if stored == token {
+		return rec, true, nil
 	}
-	return RecordFromItem(ccf.Item)
+	return existing, false, nil
 }

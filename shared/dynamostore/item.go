@@ -40,8 +40,13 @@ type item struct {
 	ReconcileCount     int    `dynamodbav:"reconcile_count"`
 	NextActionAt       string `dynamodbav:"next_action_at,omitempty"`
 	// DueShard is a pointer because shard 0 is a real shard; nil keeps it off the due index.
-	DueShard *int  `dynamodbav:"due_shard,omitempty"`
-	TTL      int64 `dynamodbav:"ttl,omitempty"`
+	DueShard     *int   `dynamodbav:"due_shard,omitempty"`
+	TTL          int64  `dynamodbav:"ttl,omitempty"`
+	LeaseToken   string `dynamodbav:"lease_token,omitempty"`
+	WriteToken   string `dynamodbav:"write_token,omitempty"`
+	Actor        string `dynamodbav:"actor,omitempty"`
+	EarlyReceipt string `dynamodbav:"early_receipt,omitempty"`
+	RequeuedAt   string `dynamodbav:"requeued_at,omitempty"`
 }
 
 // toItem converts a record to its stored form.
@@ -72,6 +77,10 @@ func toItem(r notify.Record) item {
 		ReconcileCount:     r.ReconcileCount,
 		NextActionAt:       tables.FormatTime(r.NextActionAt),
 		TTL:                ttlOf(r.PurgeAt),
+		LeaseToken:         r.LeaseToken,
+		Actor:              r.Actor.String(),
+		EarlyReceipt:       string(r.EarlyReceipt),
+		RequeuedAt:         tables.FormatTime(r.RequeuedAt),
 	}
 	if it.NextActionAt != "" {
 		shard := tables.DueShard(r.IdempotencyKey)
@@ -116,6 +125,9 @@ func (it item) toRecord() (notify.Record, error) {
 		Provider:           it.Provider,
 		ProviderMessageID:  it.ProviderMessageID,
 		ReconcileCount:     it.ReconcileCount,
+		LeaseToken:         it.LeaseToken,
+		Actor:              notify.ParseActor(it.Actor),
+		EarlyReceipt:       notify.State(it.EarlyReceipt),
 	}
 	if it.TTL != 0 {
 		r.PurgeAt = time.Unix(it.TTL, 0).UTC()
@@ -133,6 +145,7 @@ func (it item) toRecord() (notify.Record, error) {
 		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
 		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
 		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
+		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
 	} {
 		t, err := tables.ParseTime(f.in)
 		if err != nil {
@@ -142,6 +155,9 @@ func (it item) toRecord() (notify.Record, error) {
 	}
 	if !r.State.Valid() {
 		errs = append(errs, fmt.Errorf("%s: unknown state %q", tables.AttrState, it.State))
+	}
+	if r.EarlyReceipt != notify.StateNone && r.EarlyReceipt != notify.StateDelivered && r.EarlyReceipt != notify.StateUndelivered {
+		errs = append(errs, fmt.Errorf("%s: not a final receipt %q", tables.AttrEarlyReceipt, it.EarlyReceipt))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return notify.Record{}, fmt.Errorf("item %s: %w", it.IdempotencyKey, err)
@@ -162,13 +178,19 @@ func ItemFromRecord(r notify.Record) (map[string]ddbtypes.AttributeValue, error)
 // RecordFromItem decodes an item of the notifications table, as GetItem, Query or a stream
 // image (once converted to the SDK's attribute values) returns it.
 func RecordFromItem(av map[string]ddbtypes.AttributeValue) (notify.Record, error) {
+	r, _, err := decodeItem(av)
+	return r, err
+}
+
+// decodeItem is RecordFromItem that also returns the item's write token.
+func decodeItem(av map[string]ddbtypes.AttributeValue) (notify.Record, string, error) {
 	var it item
 	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-		return notify.Record{}, fmt.Errorf("dynamostore.record: %w", err)
+		return notify.Record{}, "", fmt.Errorf("dynamostore.record: %w", err)
 	}
 	r, err := it.toRecord()
 	if err != nil {
-		return notify.Record{}, fmt.Errorf("dynamostore.record: %w", err)
+		return notify.Record{}, "", fmt.Errorf("dynamostore.record: %w", err)
 	}
-	return r, nil
+	return r, it.WriteToken, nil
 }

@@ -27,7 +27,8 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrPolicyVersion, tables.AttrSafetyMarginMS, tables.AttrRequestFingerprint,
 		tables.AttrSealed, tables.AttrDestinationFP, tables.AttrProvider, tables.AttrProviderMessageID,
 		tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
-		tables.AttrTTL,
+		tables.AttrTTL, tables.AttrLeaseToken, tables.AttrWriteToken, tables.AttrActor, tables.AttrEarlyReceipt,
+		tables.AttrRequeuedAt,
 	}
 	var got []string
 	typ := reflect.TypeFor[item]()

@@ -13,7 +13,10 @@ package dynamostore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -63,4 +66,32 @@ func isConditionFailed(err error) bool {
 		}
 	}
 	return false
+}
+
+// newToken returns a random write token: 128 bits, so two writes never share one.
+func newToken() string { return rand.Text() }
+
+// failedItem decodes the item a failed condition returned with ALL_OLD, and its write token.
+func failedItem(err error) (notify.Record, string, error) {
+	var ccf *ddbtypes.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) || len(ccf.Item) == 0 {
+		return notify.Record{}, "", fmt.Errorf("condition failed without the existing item: %w", err)
+	}
+	return decodeItem(ccf.Item)
+}
+
+// conflict turns a failed condition into the store's answer. When the returned item carries
+// token at version, the write is our own: the SDK retried it after the first try had
+// committed (a timeout or a reset connection on the response), and the retry failed its
+// condition only because the write it repeats is already there. It returns nil then, and
+// otherwise a *notify.ConflictError holding the stored record.
+func conflict(err error, token string, version int64) error {
+	cur, stored, derr := failedItem(err)
+	if derr != nil {
+		return fmt.Errorf("%w: %w", notify.ErrConflict, derr)
+	}
+	if stored == token && cur.Version == version {
+		return nil
+	}
+	return &notify.ConflictError{Current: cur}
 }

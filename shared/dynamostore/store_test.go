@@ -214,7 +214,7 @@ func TestTransitionWalkAndVersionConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := t0.Add(2 * time.Second)
-	v2 := apply(t, v1, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(30 * time.Second)}, now)
+	v2 := apply(t, v1, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: now.Add(30 * time.Second)}, now)
 	v3 := apply(t, v2, notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonProviderThrottled, NextActionAt: now.Add(10 * time.Second)}, now.Add(time.Second))
 	for _, step := range []struct{ prev, next notify.Record }{{v1, v2}, {v2, v3}} {
 		if err := f.store.Transition(ctx, step.prev, step.next); err != nil {
@@ -266,7 +266,7 @@ func TestLeaseRefusedAtOrAfterDeadline(t *testing.T) {
 			}
 			// The lease as a worker computed it in time; the store re-checks with the time the
 			// write carries, as a worker that stalled between Apply and the write would send it.
-			v2 := apply(t, v1, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: t0.Add(time.Hour)}, t0.Add(time.Second))
+			v2 := apply(t, v1, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: t0.Add(time.Hour)}, t0.Add(time.Second))
 			v2.UpdatedAt = tc.at(v1.DispatchDeadline)
 			err := f.store.Transition(ctx, v1, v2)
 			if tc.ok && err != nil {
@@ -300,7 +300,7 @@ func TestSentRemovesSealedAndLeavesTheDueIndex(t *testing.T) {
 		}
 	}
 	now := t0.Add(time.Second)
-	v2 := apply(t, v1, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(30 * time.Second)}, now)
+	v2 := apply(t, v1, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: now.Add(30 * time.Second)}, now)
 	v3 := apply(t, v2, notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, Provider: "simulator", ProviderMessageID: "pm-1"}, now.Add(time.Second))
 	for _, step := range []struct{ prev, next notify.Record }{{v1, v2}, {v2, v3}} {
 		if err := f.store.Transition(ctx, step.prev, step.next); err != nil {

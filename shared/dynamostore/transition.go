@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -14,18 +15,48 @@ import (
 
 // Transition replaces prev by next in one UpdateItem. It SETs the fields a transition may
 // change and REMOVEs those that became empty: sealed once sending is done, next_action_at and
-// due_shard once nothing is due, lease_until when the lease is released. The fields fixed at
-// admission (key, IDs, request fingerprint, deadlines, policy, ttl) are never written again.
+// due_shard once nothing is due, lease_until and lease_token when the lease is released. The
+// fields fixed at admission (key, IDs, request fingerprint, deadlines, policy, ttl) are never
+// written again. It also writes next's actor and a fresh write token.
 //
 // The write is conditioned on the stored version being prev.Version and, when next takes the
 // lease (state dispatching), on dispatch_deadline being after next.UpdatedAt, so a slow worker
-// cannot lease late. A failed condition returns an error wrapping notify.ErrConflict.
+// cannot lease late. From dispatching it is also conditioned on no early receipt having
+// arrived since prev was read, so the caller learns of one and can apply it. A failed
+// condition returns a *notify.ConflictError with the stored record (ALL_OLD), unless that
+// record is this very write, committed by an earlier try of the SDK's retryer: then
+// Transition succeeds.
 func (s *Store) Transition(ctx context.Context, prev, next notify.Record) error {
 	key := prev.IdempotencyKey
 	if next.IdempotencyKey != key || next.Version != prev.Version+1 {
 		return fmt.Errorf("store.transition %s: next is %s v%d, want %s v%d", key,
 			next.IdempotencyKey, next.Version, key, prev.Version+1)
 	}
+	token := newToken()
+	expr, err := transitionExpression(prev, next, token)
+	if err != nil {
+		return fmt.Errorf("store.transition %s: build expression: %w", key, err)
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 keyOf(key),
+		UpdateExpression:                    expr.Update(),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if isConditionFailed(err) {
+		err = conflict(err, token, next.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("store.transition %s v%d -> %s: %w", key, prev.Version, next.State, err)
+	}
+	return nil
+}
+
+// transitionExpression builds the update and condition of Transition.
+func transitionExpression(prev, next notify.Record, token string) (expression.Expression, error) {
 	it := toItem(next)
 	name := expression.Name
 
@@ -34,7 +65,8 @@ func (s *Store) Transition(ctx context.Context, prev, next notify.Record) error 
 		Set(name(tables.AttrVersion), expression.Value(it.Version)).
 		Set(name(tables.AttrAttempt), expression.Value(it.Attempt)).
 		Set(name(tables.AttrUpdatedAt), expression.Value(it.UpdatedAt)).
-		Set(name(tables.AttrReconcileCount), expression.Value(it.ReconcileCount))
+		Set(name(tables.AttrReconcileCount), expression.Value(it.ReconcileCount)).
+		Set(name(tables.AttrWriteToken), expression.Value(token))
 	optional := []struct {
 		attr  string
 		set   bool
@@ -44,9 +76,13 @@ func (s *Store) Transition(ctx context.Context, prev, next notify.Record) error 
 		{tables.AttrProvider, it.Provider != "", it.Provider},
 		{tables.AttrProviderMessageID, it.ProviderMessageID != "", it.ProviderMessageID},
 		{tables.AttrLeaseUntil, it.LeaseUntil != "", it.LeaseUntil},
+		{tables.AttrLeaseToken, it.LeaseToken != "", it.LeaseToken},
 		{tables.AttrAttemptedAt, it.AttemptedAt != "", it.AttemptedAt},
 		{tables.AttrNextActionAt, it.NextActionAt != "", it.NextActionAt},
 		{tables.AttrDueShard, it.DueShard != nil, it.DueShard},
+		{tables.AttrActor, it.Actor != "", it.Actor},
+		{tables.AttrEarlyReceipt, it.EarlyReceipt != "", it.EarlyReceipt},
+		{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
 	}
 	for _, o := range optional {
 		if o.set {
@@ -60,23 +96,8 @@ func (s *Store) Transition(ctx context.Context, prev, next notify.Record) error 
 	if next.State == notify.StateDispatching {
 		cond = cond.And(name(tables.AttrDispatchDeadline).GreaterThan(expression.Value(it.UpdatedAt)))
 	}
-	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
-	if err != nil {
-		return fmt.Errorf("store.transition %s: build expression: %w", key, err)
+	if prev.State == notify.StateDispatching && prev.EarlyReceipt == notify.StateNone {
+		cond = cond.And(expression.AttributeNotExists(name(tables.AttrEarlyReceipt)))
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       keyOf(key),
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	})
-	if isConditionFailed(err) {
-		return fmt.Errorf("store.transition %s v%d -> %s: %w", key, prev.Version, next.State, notify.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("store.transition %s v%d -> %s: %w", key, prev.Version, next.State, err)
-	}
-	return nil
+	return expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
 }

@@ -33,7 +33,7 @@ func TestTransitionWritesAttemptedAt(t *testing.T) {
 	prev.State, prev.Reason, prev.Version = notify.StateAccepted, notify.ReasonAdmitted, 1
 	prev.LeaseUntil, prev.AttemptedAt = time.Time{}, time.Time{}
 	now := prev.UpdatedAt.Add(time.Second)
-	lease, err := prev.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(30 * time.Second)}, now)
+	lease, err := prev.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "tok-1", LeaseUntil: now.Add(30 * time.Second)}, now)
 	if err != nil {
 		t.Fatal(err)
 	}

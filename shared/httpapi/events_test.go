@@ -35,28 +35,28 @@ type sampleExpectation struct {
 	problem   httpapi.ProblemType
 	state     notify.State // for 2xx
 	replayed  bool
-	wantQueue int // messages in the queue after this sample
+	wantQueue int // messages in the queue after this sample (a replay adds none within the enqueue grace)
 }
 
 var samples = []sampleExpectation{
 	{file: "intake-post.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 1},
-	{file: "intake-post-replay.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusOK, state: notify.StateAccepted, replayed: true, wantQueue: 2},
-	{file: "intake-post-key-reuse.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusUnprocessableEntity, problem: httpapi.ProblemKeyReused, wantQueue: 2},
-	{file: "intake-post-body-key.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 3},
-	{file: "intake-post-base64.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 4},
-	{file: "intake-post-expired.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateExpired, wantQueue: 4},
-	{file: "intake-get.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order-4711-reset-1", status: http.StatusOK, state: notify.StateAccepted, wantQueue: 4},
-	{file: "intake-get-derived-key.json", routeKey: httpapi.RouteStatus, method: "GET", key: "evt-9001:sms:magic_link", status: http.StatusOK, state: notify.StateAccepted, wantQueue: 4},
-	{file: "intake-get-not-found.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order-0000-unknown", status: http.StatusNotFound, problem: httpapi.ProblemNotificationNotFound, wantQueue: 4},
-	{file: "intake-get-invalid-key.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order 4711", status: http.StatusBadRequest, problem: httpapi.ProblemInvalidRequest, wantQueue: 4},
-	{file: "intake-delete.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-4711-reset-1", status: http.StatusOK, state: notify.StateCancelled, wantQueue: 4},
-	{file: "intake-delete-conflict.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-4711-reset-1", status: http.StatusConflict, problem: httpapi.ProblemNotCancellable, wantQueue: 4},
-	{file: "intake-delete-not-found.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-0000-unknown", status: http.StatusNotFound, problem: httpapi.ProblemNotificationNotFound, wantQueue: 4},
-	{file: "intake-post-bad-json.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemMalformedRequest, wantQueue: 4},
-	{file: "intake-post-invalid.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemInvalidRequest, wantQueue: 4},
-	{file: "intake-post-key-mismatch.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemKeyMismatch, wantQueue: 4},
-	{file: "intake-post-wrong-content-type.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusUnsupportedMediaType, problem: httpapi.ProblemUnsupportedMediaType, wantQueue: 4},
-	{file: "intake-post-too-large.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusRequestEntityTooLarge, problem: httpapi.ProblemPayloadTooLarge, wantQueue: 4},
+	{file: "intake-post-replay.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusOK, state: notify.StateAccepted, replayed: true, wantQueue: 1},
+	{file: "intake-post-key-reuse.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusUnprocessableEntity, problem: httpapi.ProblemKeyReused, wantQueue: 1},
+	{file: "intake-post-body-key.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 2},
+	{file: "intake-post-base64.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 3},
+	{file: "intake-post-expired.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateExpired, wantQueue: 3},
+	{file: "intake-get.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order-4711-reset-1", status: http.StatusOK, state: notify.StateAccepted, wantQueue: 3},
+	{file: "intake-get-derived-key.json", routeKey: httpapi.RouteStatus, method: "GET", key: "evt-9001:sms:magic_link", status: http.StatusOK, state: notify.StateAccepted, wantQueue: 3},
+	{file: "intake-get-not-found.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order-0000-unknown", status: http.StatusNotFound, problem: httpapi.ProblemNotificationNotFound, wantQueue: 3},
+	{file: "intake-get-invalid-key.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order 4711", status: http.StatusBadRequest, problem: httpapi.ProblemInvalidRequest, wantQueue: 3},
+	{file: "intake-delete.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-4711-reset-1", status: http.StatusOK, state: notify.StateCancelled, wantQueue: 3},
+	{file: "intake-delete-conflict.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-4711-reset-1", status: http.StatusConflict, problem: httpapi.ProblemNotCancellable, wantQueue: 3},
+	{file: "intake-delete-not-found.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-0000-unknown", status: http.StatusNotFound, problem: httpapi.ProblemNotificationNotFound, wantQueue: 3},
+	{file: "intake-post-bad-json.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemMalformedRequest, wantQueue: 3},
+	{file: "intake-post-invalid.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemInvalidRequest, wantQueue: 3},
+	{file: "intake-post-key-mismatch.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemKeyMismatch, wantQueue: 3},
+	{file: "intake-post-wrong-content-type.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusUnsupportedMediaType, problem: httpapi.ProblemUnsupportedMediaType, wantQueue: 3},
+	{file: "intake-post-too-large.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusRequestEntityTooLarge, problem: httpapi.ProblemPayloadTooLarge, wantQueue: 3},
 }
 
 // TestSampleEventsAreAllCovered fails when a sample event has no expectation, or an

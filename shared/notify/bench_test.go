@@ -35,7 +35,7 @@ func BenchmarkApplyLease(b *testing.B) {
 		b.Fatal(err)
 	}
 	rec := notify.NewRecord(req, notify.Admission{NotificationID: "n"}, t0, notify.DefaultPolicy())
-	ch := notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: t0.Add(time.Minute)}
+	ch := notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: t0.Add(time.Minute)}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := rec.Apply(ch, t0.Add(time.Second)); err != nil {

@@ -12,7 +12,8 @@
 //	dispatching ──PROVIDER_TIMEOUT | CONNECTION_LOST | PROVIDER_AMBIGUOUS | LEASE_EXPIRED──▶ dispatch_unknown
 //	dispatching ──PROVIDER_THROTTLED | PROVIDER_UNAVAILABLE──▶ retry_scheduled
 //	dispatching ──PROVIDER_REJECTED | ATTEMPTS_EXHAUSTED──▶ failed
-//	dispatch_unknown ──RECONCILED_ACCEPTED──▶ sent
+//	dispatch_unknown ──RECONCILED_ACCEPTED | RECONCILED_BY_RECEIPT──▶ sent
+//	dispatch_unknown ──RECONCILED_BY_RECEIPT──▶ delivered | undelivered   (a stored final receipt)
 //	dispatch_unknown ──RECONCILED_NOT_FOUND──▶ retry_scheduled
 //	dispatch_unknown ──RECONCILE_INCONCLUSIVE──▶ dispatch_unknown
 //	accepted | retry_scheduled ──EXPIRED_BEFORE_DISPATCH──▶ expired

@@ -16,6 +16,11 @@ type Store interface {
 	// deadline is still after next.UpdatedAt. Otherwise it returns an error wrapping
 	// ErrConflict.
 	Transition(ctx context.Context, prev, next Record) error
+	// Reschedule writes next's NextActionAt and RequeuedAt over prev without a transition (the
+	// version stays), in one conditional write that succeeds only if the stored version and
+	// next_action_at are still prev's; otherwise it returns an error wrapping ErrConflict.
+	// Whoever wins it is the one that sends the replacement queue message.
+	Reschedule(ctx context.Context, prev, next Record) error
 }
 
 // Sealer encrypts a request's secret part, bound to its idempotency key.

@@ -21,6 +21,10 @@ const (
 	ReasonReconciledAccepted    Reason = "RECONCILED_ACCEPTED"
 	ReasonReconciledNotFound    Reason = "RECONCILED_NOT_FOUND"
 	ReasonReconcileInconclusive Reason = "RECONCILE_INCONCLUSIVE"
+	// ReasonReconciledByReceipt settles dispatch_unknown from a delivery receipt stored for the
+	// attempt (sent on an intermediate one, delivered or undelivered on a final one), before
+	// and whatever the provider's lookup says.
+	ReasonReconciledByReceipt   Reason = "RECONCILED_BY_RECEIPT"
 	ReasonExpiredBeforeDispatch Reason = "EXPIRED_BEFORE_DISPATCH"
 	ReasonExpiredUnresolved     Reason = "EXPIRED_UNRESOLVED"
 	ReasonCancelled             Reason = "CANCELLED"

@@ -30,6 +30,21 @@ type Record struct {
 	Provider          string
 	ProviderMessageID string
 	LeaseUntil        time.Time
+	// LeaseToken is the random token of the current lease, written by the lease itself; empty
+	// once the lease is released. A lease write that the SDK retried after it had committed is
+	// recognised by it as the worker's own.
+	LeaseToken string
+	// Actor is who made the last transition.
+	Actor Actor
+	// EarlyReceipt is a final delivery receipt (StateDelivered or StateUndelivered) for the
+	// current attempt that arrived while the record was dispatching. It is kept on the record
+	// and applied by the transitions that follow (sent → delivered or undelivered; reconciliation
+	// of dispatch_unknown), so it is never lost when the receipt's own redelivery runs out.
+	EarlyReceipt State
+	// RequeuedAt is when the dispatch or reconcile message of the current version was last
+	// presumed lost and sent again (by the sweeper or by a replay of the request); zero after
+	// every transition. A requeued record is due although its NextActionAt moved forward.
+	RequeuedAt time.Time
 	// AttemptedAt is when the current attempt took its lease: reconciliation counts a
 	// provider's "not found" only once its visibility window has passed since then.
 	AttemptedAt    time.Time
@@ -85,8 +100,12 @@ func NewRecord(req Request, a Admission, now time.Time, p Policy) Record {
 type Change struct {
 	To     State
 	Reason Reason
-	// LeaseUntil is required when taking the lease: when the worker's hold runs out.
+	// LeaseUntil and LeaseToken are required when taking the lease: when the worker's hold
+	// runs out, and a random token naming this lease.
 	LeaseUntil time.Time
+	LeaseToken string
+	// Actor is who makes the transition; it is written onto the record with it.
+	Actor Actor
 	// Provider and ProviderMessageID record who accepted the message, when known.
 	Provider          string
 	ProviderMessageID string
@@ -108,6 +127,8 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 	next.Version = r.Version + 1
 	next.UpdatedAt = now
 	next.NextActionAt = ch.NextActionAt
+	next.Actor = ch.Actor
+	next.RequeuedAt = time.Time{}
 	if ch.Provider != "" {
 		next.Provider = ch.Provider
 	}
@@ -120,25 +141,31 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 			return Record{}, fmt.Errorf("notify.apply %s: lease at %s, deadline %s: %w",
 				r.NotificationID, now.Format(time.RFC3339Nano), r.DispatchDeadline.Format(time.RFC3339Nano), ErrConflict)
 		}
-		if !ch.LeaseUntil.After(now) {
-			return Record{}, fmt.Errorf("notify.apply %s: lease must end after now: %w", r.NotificationID, ErrInvalidTransition)
+		if !ch.LeaseUntil.After(now) || ch.LeaseToken == "" {
+			return Record{}, fmt.Errorf("notify.apply %s: a lease needs a token and must end after now: %w", r.NotificationID, ErrInvalidTransition)
 		}
 		next.Attempt = r.Attempt + 1
-		next.LeaseUntil = ch.LeaseUntil
+		next.LeaseUntil, next.LeaseToken = ch.LeaseUntil, ch.LeaseToken
+		// A receipt held for the previous attempt says nothing about this one.
+		next.EarlyReceipt = StateNone
 		next.AttemptedAt = now
 		next.ReconcileCount = 0
 		// If the worker dies, the sweeper finds the record when the lease runs out.
 		next.NextActionAt = ch.LeaseUntil
 	case StateDispatchUnknown:
-		next.LeaseUntil = time.Time{}
+		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
 		if ch.Reason == ReasonReconcileInconclusive {
 			next.ReconcileCount = r.ReconcileCount + 1
 		}
 	default:
-		next.LeaseUntil = time.Time{}
+		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
 	}
 	if next.State.SendingDone() {
 		next.Sealed = nil
+	}
+	if next.State.Terminal() {
+		// Applied, or past the point where it could be.
+		next.EarlyReceipt = StateNone
 	}
 	if next.State.Terminal() {
 		next.NextActionAt = time.Time{}
@@ -153,6 +180,42 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 		next.NextActionAt = time.Time{}
 	}
 	return next, nil
+}
+
+// HeldReceipt returns the change that applies the early receipt r holds, when r is sent and
+// holds one: delivered / RECEIPT_DELIVERED or undelivered / RECEIPT_FAILED.
+func (r Record) HeldReceipt() (Change, bool) {
+	if r.State != StateSent {
+		return Change{}, false
+	}
+	switch r.EarlyReceipt {
+	case StateDelivered:
+		return Change{To: StateDelivered, Reason: ReasonReceiptDelivered}, true
+	case StateUndelivered:
+		return Change{To: StateUndelivered, Reason: ReasonReceiptFailed}, true
+	}
+	return Change{}, false
+}
+
+// Requeue returns r as it stands once its queue message has been presumed lost and sent again
+// at now: the same version, RequeuedAt now, and NextActionAt moved forward by after (but never
+// past a dispatch deadline still ahead, where the sweeper must find the record to expire it).
+// The store writes it conditioned on r's version and NextActionAt, so of several sweeps or
+// replays acting at once only one sends the message.
+func (r Record) Requeue(now time.Time, after time.Duration) Record {
+	next := r
+	next.RequeuedAt = now
+	next.NextActionAt = now.Add(after)
+	if now.Before(r.DispatchDeadline) {
+		next.NextActionAt = earliest(next.NextActionAt, r.DispatchDeadline)
+	}
+	return next
+}
+
+// Due reports whether a worker may act on r at now: its NextActionAt has come, or its message
+// was requeued because the one sent earlier was presumed lost.
+func (r Record) Due(now time.Time) bool {
+	return !now.Before(r.NextActionAt) || !r.RequeuedAt.IsZero()
 }
 
 // Cancel returns the next version of r after a caller's cancellation, or an error wrapping

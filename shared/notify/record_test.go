@@ -70,7 +70,7 @@ func TestLeaseAtDeadlineRefused(t *testing.T) {
 		{"after", r.DispatchDeadline.Add(time.Second), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			next, err := r.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: tc.at.Add(30 * time.Second)}, tc.at)
+			next, err := r.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: tc.at.Add(30 * time.Second)}, tc.at)
 			if tc.ok {
 				if err != nil {
 					t.Fatal(err)
@@ -90,7 +90,7 @@ func TestLeaseAtDeadlineRefused(t *testing.T) {
 func TestApplyLifecycle(t *testing.T) {
 	r := admitted(t, t0, 10*time.Minute)
 	now := t0.Add(time.Second)
-	lease, err := r.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(30 * time.Second)}, now)
+	lease, err := r.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: now.Add(30 * time.Second)}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestApplyLifecycle(t *testing.T) {
 	if sent.Sealed != nil || !sent.NextActionAt.IsZero() || sent.ProviderMessageID != "m-1" || sent.Version != 5 {
 		t.Errorf("sent: sealed %v next %s msg %q version %d", sent.Sealed, sent.NextActionAt, sent.ProviderMessageID, sent.Version)
 	}
-	if _, err := sent.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(time.Minute)}, now); !errors.Is(err, notify.ErrInvalidTransition) {
+	if _, err := sent.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: now.Add(time.Minute)}, now); !errors.Is(err, notify.ErrInvalidTransition) {
 		t.Errorf("lease on a sent record: %v", err)
 	}
 	if _, err := sent.Cancel(now); !errors.Is(err, notify.ErrNotCancellable) {

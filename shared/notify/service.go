@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrEnqueue means a record was stored but could not be handed to the dispatch queue. The
-// request may be repeated: a replay of an accepted record enqueues it again.
+// request may be repeated: the record is marked due at once, so a replay of it while it is
+// still accepted enqueues it again.
 var ErrEnqueue = errors.New("dispatch queue unavailable")
 
 // Intake admits, reads and cancels notifications. It is the whole behaviour behind the HTTP
@@ -23,6 +25,9 @@ type Intake struct {
 	NewID func() string
 	// Messages, when set, refuses a request whose message cannot be rendered.
 	Messages MessageChecker
+	// Actor, when set, names who admits and cancels (the intake function and its invocation);
+	// it is written onto the record with each transition.
+	Actor func(context.Context) Actor
 }
 
 // Submitted is the result of Submit.
@@ -34,9 +39,11 @@ type Submitted struct {
 
 // Submit admits req exactly once per idempotency key. A replay with the same fingerprint
 // returns the stored record; a replay with another fingerprint returns ErrKeyReuse and
-// changes nothing. A newly admitted or still accepted record is sent to the dispatch queue;
-// if that fails the record stays stored and the error wraps ErrEnqueue. A request whose
-// message cannot be rendered returns a *ValidationError and stores nothing.
+// changes nothing. A newly admitted record is sent to the dispatch queue; if that fails the
+// record stays stored, is marked due at once, and the error wraps ErrEnqueue. A replay of a
+// record still accepted sends the dispatch message again only when the first one can be
+// presumed lost (see redispatch); otherwise a replay is the one conditional put. A request
+// whose message cannot be rendered returns a *ValidationError and stores nothing.
 func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if in.Messages != nil {
 		if err := in.Messages.Check(req.Purpose, req.Locale, req.Params); err != nil {
@@ -56,6 +63,7 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 		Sealed:         sealed,
 		DestinationFP:  in.Hasher.DestinationFP(req.To),
 	}, now, in.Policy)
+	rec.Actor = in.actor(ctx)
 	stored, created, err := in.Store.Admit(ctx, rec)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
@@ -64,12 +72,59 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{Record: stored, Replayed: true}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, ErrKeyReuse)
 	}
 	out := Submitted{Record: stored, Replayed: !created}
-	if stored.State == StateAccepted {
-		if err := in.Queue.EnqueueDispatch(ctx, MessageOf(stored)); err != nil {
-			return out, fmt.Errorf("intake.submit %s: %w: %w", req.IdempotencyKey, ErrEnqueue, err)
+	if stored.State != StateAccepted {
+		return out, nil
+	}
+	queued := stored
+	if !created {
+		var send bool
+		if queued, send, err = in.redispatch(ctx, stored, now); !send {
+			return out, err
 		}
 	}
+	if err := in.Queue.EnqueueDispatch(ctx, MessageOf(queued)); err != nil {
+		in.markDue(ctx, queued, now)
+		return out, fmt.Errorf("intake.submit %s: %w: %w", req.IdempotencyKey, ErrEnqueue, err)
+	}
 	return out, nil
+}
+
+// redispatch decides whether a replay of the accepted record rec sends the dispatch message
+// again. The first message is presumed lost once rec is due (its next_action_at, the
+// admission time plus the enqueue grace Policy.SweepAfter, has come: the sweeper would
+// re-enqueue it too) or at once when admission answered 503 (markDue). Only the replay that
+// wins the conditional write moving next_action_at forward sends, so concurrent replays add
+// at most one message. A store failure wraps ErrEnqueue, so the caller repeats the request.
+func (in *Intake) redispatch(ctx context.Context, rec Record, now time.Time) (Record, bool, error) {
+	if now.Before(rec.NextActionAt) {
+		return rec, false, nil
+	}
+	claimed := rec.Requeue(now, in.Policy.SweepAfter)
+	err := in.Store.Reschedule(ctx, rec, claimed)
+	if errors.Is(err, ErrConflict) {
+		// Another replay or the sweeper sent it, or a worker moved the record on.
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, fmt.Errorf("intake.redispatch %s: %w: %w", rec.IdempotencyKey, ErrEnqueue, err)
+	}
+	return claimed, true, nil
+}
+
+// markDue makes rec due now after its dispatch message could not be sent, so that a replay
+// (which the 503 invites) sends it at once and the sweeper finds it on its next run. It is
+// best effort: if it fails too, rec is due at its next_action_at anyway.
+func (in *Intake) markDue(ctx context.Context, rec Record, now time.Time) {
+	due := rec
+	due.NextActionAt = now
+	_ = in.Store.Reschedule(ctx, rec, due)
+}
+
+func (in *Intake) actor(ctx context.Context) Actor {
+	if in.Actor == nil {
+		return Actor{}
+	}
+	return in.Actor(ctx)
 }
 
 // Status returns the stored record for key. It reads local state only and never causes work.
@@ -97,6 +152,7 @@ func (in *Intake) Cancel(ctx context.Context, key string) (Record, error) {
 		if err != nil {
 			return rec, err
 		}
+		next.Actor = in.actor(ctx)
 		err = in.Store.Transition(ctx, rec, next)
 		if err == nil {
 			return next, nil

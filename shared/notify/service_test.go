@@ -50,9 +50,9 @@ func TestSubmitReplayAndReuse(t *testing.T) {
 	if err != nil || !again.Replayed || again.Record.NotificationID != first.Record.NotificationID {
 		t.Fatalf("replay: %+v %v", again, err)
 	}
-	// A replay of a record still accepted re-enqueues: dispatch tolerates duplicates.
-	if got := len(f.queue.Sent()); got != 2 {
-		t.Errorf("enqueued %d, want 2", got)
+	// A replay inside the enqueue grace presumes the first message on its way.
+	if got := len(f.queue.Sent()); got != 1 {
+		t.Errorf("enqueued %d, want 1", got)
 	}
 	before := f.store.All()
 	other := parse(t, body(func(m map[string]any) { m["to"] = "+14155550199" }), "k")
@@ -82,6 +82,51 @@ func TestSubmitEnqueueFailureKeepsRecord(t *testing.T) {
 	out, err := f.in.Submit(ctx, req)
 	if err != nil || !out.Replayed || len(f.queue.Sent()) != 1 {
 		t.Fatalf("retry after queue failure: %+v %v (sent %d)", out, err, len(f.queue.Sent()))
+	}
+}
+
+// TestReplayRedispatch checks when a replay of an accepted record sends the dispatch message
+// again: only once the first one can be presumed lost (the record stayed accepted past the
+// enqueue grace, or admission answered 503), and then only one of the replays that follow.
+func TestReplayRedispatch(t *testing.T) {
+	grace := notify.DefaultPolicy().SweepAfter
+	cases := []struct {
+		name      string
+		queueDown bool          // the first submission's enqueue fails (503)
+		wait      time.Duration // between the first submission and the replays
+		replays   int
+		want      int // messages on the queue at the end
+	}{
+		{name: "inside the grace", wait: grace - time.Second, replays: 3, want: 1},
+		{name: "past the grace: one replay re-sends", wait: grace, replays: 3, want: 2},
+		{name: "after a 503: the next replay re-sends at once", queueDown: true, wait: time.Second, replays: 3, want: 1},
+		{name: "no replay", wait: grace, replays: 0, want: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newIntake()
+			req := parse(t, body(nil), "k")
+			if tc.queueDown {
+				f.queue.Err = errors.New("sqs down")
+			}
+			if _, err := f.in.Submit(ctx, req); (err != nil) != tc.queueDown {
+				t.Fatalf("first submission: %v", err)
+			}
+			f.queue.Err = nil
+			f.clock.Advance(tc.wait)
+			for range tc.replays {
+				if out, err := f.in.Submit(ctx, req); err != nil || !out.Replayed {
+					t.Fatalf("replay: %+v %v", out, err)
+				}
+			}
+			if got := len(f.queue.Sent()); got != tc.want {
+				t.Errorf("queue holds %d messages, want %d", got, tc.want)
+			}
+			if rec := f.store.All()[0]; rec.Version != 1 || rec.State != notify.StateAccepted {
+				t.Errorf("record %s v%d: a re-send must not be a transition", rec.State, rec.Version)
+			}
+		})
 	}
 }
 
@@ -128,7 +173,7 @@ type racingStore struct {
 func (s *racingStore) Transition(ctx context.Context, prev, next notify.Record) error {
 	if !s.raced {
 		s.raced = true
-		lease, err := prev.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: next.UpdatedAt.Add(time.Minute)}, next.UpdatedAt)
+		lease, err := prev.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: next.UpdatedAt.Add(time.Minute)}, next.UpdatedAt)
 		if err != nil {
 			return err
 		}

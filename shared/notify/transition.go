@@ -20,7 +20,9 @@ var allowed = map[edge][]Reason{
 	{StateDispatching, StateRetryScheduled}: {ReasonProviderThrottled, ReasonProviderUnavailable},
 	{StateDispatching, StateFailed}:         {ReasonProviderRejected, ReasonAttemptsExhausted},
 
-	{StateDispatchUnknown, StateSent}:            {ReasonReconciledAccepted},
+	{StateDispatchUnknown, StateSent}:            {ReasonReconciledAccepted, ReasonReconciledByReceipt},
+	{StateDispatchUnknown, StateDelivered}:       {ReasonReconciledByReceipt},
+	{StateDispatchUnknown, StateUndelivered}:     {ReasonReconciledByReceipt},
 	{StateDispatchUnknown, StateRetryScheduled}:  {ReasonReconciledNotFound},
 	{StateDispatchUnknown, StateDispatchUnknown}: {ReasonReconcileInconclusive},
 

@@ -9,7 +9,8 @@ import (
 )
 
 // designTransitions is the "Allowed transitions" paragraph of DESIGN.md, written out as
-// "from -> to : REASON" lines, independently of the table in transition.go.
+// "from -> to : REASON" lines, independently of the table in transition.go, with the edges
+// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT).
 const designTransitions = `
 none -> accepted : ADMITTED
 none -> expired : EXPIRED_AT_ADMISSION
@@ -27,6 +28,9 @@ dispatching -> failed : ATTEMPTS_EXHAUSTED
 dispatch_unknown -> sent : RECONCILED_ACCEPTED
 dispatch_unknown -> retry_scheduled : RECONCILED_NOT_FOUND
 dispatch_unknown -> dispatch_unknown : RECONCILE_INCONCLUSIVE
+dispatch_unknown -> sent : RECONCILED_BY_RECEIPT
+dispatch_unknown -> delivered : RECONCILED_BY_RECEIPT
+dispatch_unknown -> undelivered : RECONCILED_BY_RECEIPT
 accepted -> expired : EXPIRED_BEFORE_DISPATCH
 retry_scheduled -> expired : EXPIRED_BEFORE_DISPATCH
 dispatch_unknown -> expired : EXPIRED_UNRESOLVED
@@ -45,6 +49,7 @@ var allReasons = []notify.Reason{
 	notify.ReasonProviderAmbiguous, notify.ReasonLeaseExpired, notify.ReasonProviderThrottled,
 	notify.ReasonProviderUnavailable, notify.ReasonProviderRejected, notify.ReasonAttemptsExhausted,
 	notify.ReasonReconciledAccepted, notify.ReasonReconciledNotFound, notify.ReasonReconcileInconclusive,
+	notify.ReasonReconciledByReceipt,
 	notify.ReasonExpiredBeforeDispatch, notify.ReasonExpiredUnresolved, notify.ReasonCancelled,
 	notify.ReasonSuperseded, notify.ReasonReceiptDelivered, notify.ReasonReceiptFailed,
 }

@@ -76,8 +76,9 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 
 // HandleSNS records the AWS End User Messaging SMS events of an SNS event, one per record. A
 // malformed record is poison: counted and skipped. It returns an error, so that Lambda retries
-// the invocation, only when a store failed or a final receipt arrived early; recording is
-// idempotent, so a retry redoes nothing that was done.
+// the invocation, only when a store failed; recording is idempotent, so a retry redoes nothing
+// that was done. A final receipt that arrives while its attempt is still being sent is held on
+// the record and acknowledged.
 func (h *Handler) HandleSNS(ctx context.Context, ev events.SNSEvent) error {
 	var errs []error
 	for _, rec := range ev.Records {
@@ -86,12 +87,8 @@ func (h *Handler) HandleSNS(ctx context.Context, ev events.SNSEvent) error {
 			h.Recorder.Poison(ctx, endusersms.Provider, err)
 			continue
 		}
-		res, err := h.Recorder.Record(ctx, rc)
-		switch {
-		case err != nil:
+		if _, err := h.Recorder.Record(ctx, rc); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %w", ErrRetryLater, err))
-		case res.Outcome == OutcomeEarly:
-			errs = append(errs, fmt.Errorf("receipts.sns %s: %w: the attempt's lease is still held", rc.AttemptRef, ErrRetryLater))
 		}
 	}
 	return errors.Join(errs...)
@@ -131,17 +128,12 @@ func (h *Handler) HandleSimulatorWebhook(ctx context.Context, req events.APIGate
 		return respond(http.StatusBadRequest, OutcomePoison), nil
 	}
 	res, err := h.Recorder.Record(ctx, rc)
-	var resp events.APIGatewayV2HTTPResponse
-	switch {
-	case err != nil:
-		resp = respondStatus(http.StatusServiceUnavailable, "try again later")
-	case res.Outcome == OutcomeEarly:
-		resp = respond(http.StatusServiceUnavailable, res.Outcome)
-	default:
-		return respond(http.StatusOK, res.Outcome), nil
+	if err != nil {
+		resp := respondStatus(http.StatusServiceUnavailable, "try again later")
+		resp.Headers["Retry-After"] = "1"
+		return resp, nil
 	}
-	resp.Headers["Retry-After"] = "1"
-	return resp, nil
+	return respond(http.StatusOK, res.Outcome), nil
 }
 
 // authorised compares the request's token with the configured one in constant time. Both are

@@ -83,7 +83,7 @@ func TestSimulatorWebhook(t *testing.T) {
 		{name: "too large", path: []notify.Change{lease, accepted}, req: webhookRequest(strings.Repeat("x", 9000), nil),
 			wantStatus: 413, wantState: notify.StateSent},
 		{name: "early", path: []notify.Change{lease}, req: webhookRequest(delivered, nil),
-			wantStatus: 503, wantBody: `{"outcome":"early"}`, wantState: notify.StateDispatching},
+			wantStatus: 200, wantBody: `{"outcome":"early"}`, wantState: notify.StateDispatching},
 		{name: "store failure", path: []notify.Change{lease, accepted}, req: webhookRequest(delivered, nil), storeErr: errors.New("dynamodb down"),
 			wantStatus: 503, wantState: notify.StateSent},
 		{name: "orphan is acknowledged", path: []notify.Change{lease, accepted}, req: webhookRequest(simBody(sms2(), "delivered"), nil),
@@ -148,15 +148,19 @@ func TestHandleSNS(t *testing.T) {
 			t.Errorf("logs hold the number:\n%s", f.out.String())
 		}
 	})
-	t.Run("an early receipt asks for a retry", func(t *testing.T) {
+	t.Run("an early receipt is held on the record", func(t *testing.T) {
 		f := newFixture(t)
 		f.admit(t, "k", id, lease)
 		h := &receipts.Handler{Recorder: f.rec}
-		if err := h.HandleSNS(ctx, snsEvent(eumEvent(nil))); !errors.Is(err, receipts.ErrRetryLater) {
-			t.Fatalf("HandleSNS = %v, want ErrRetryLater", err)
+		if err := h.HandleSNS(ctx, snsEvent(eumEvent(nil))); err != nil {
+			t.Fatalf("HandleSNS = %v, want nil: the receipt is held, not retried", err)
 		}
-		// The worker records sent; the redelivered event finishes the job.
+		// The worker records sent over the record that holds it; a redelivered event finishes
+		// the job as well (the worker would have applied the held receipt itself).
 		rec, _ := f.store.Get(ctx, "k")
+		if rec.EarlyReceipt != notify.StateDelivered {
+			t.Fatalf("record holds %q, want the delivered receipt", rec.EarlyReceipt)
+		}
 		next, err := rec.Apply(accepted, t0)
 		if err != nil {
 			t.Fatal(err)

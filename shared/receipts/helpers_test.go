@@ -160,7 +160,7 @@ func (f *fixture) admit(t *testing.T, key, id string, path ...notify.Change) not
 
 // Transitions a test record goes through.
 var (
-	lease       = notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: t0.Add(time.Minute)}
+	lease       = notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: t0.Add(time.Minute)}
 	accepted    = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "msg-1", Provider: "simulator"}
 	timedOut    = notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonProviderTimeout}
 	throttled   = notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonProviderThrottled, NextActionAt: t0.Add(time.Second)}

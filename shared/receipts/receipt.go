@@ -98,7 +98,8 @@ const (
 	// intermediate receipt, or a final one for a record waiting for reconciliation).
 	OutcomeRecorded Outcome = "recorded"
 	// OutcomeEarly: a final receipt arrived while the dispatch worker still holds the lease
-	// for that attempt; it is recorded, and the source should deliver it again shortly.
+	// for that attempt; it is recorded and held on the notification, whose next transition
+	// applies it (sent → delivered or undelivered, or reconciliation of dispatch_unknown).
 	OutcomeEarly Outcome = "early"
 	// OutcomeDuplicate: the record already holds this final receipt's state.
 	OutcomeDuplicate Outcome = "duplicate"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
@@ -21,11 +22,17 @@ type Keys interface {
 	KeyByNotificationID(ctx context.Context, notificationID string) (string, error)
 }
 
-// Notifications is the part of notify.Store a receipt needs.
+// Notifications is the part of notify.Store a receipt needs, and HoldReceipt, which keeps a
+// final receipt on a dispatching record; *dynamostore.Store is one.
 type Notifications interface {
 	Get(ctx context.Context, key string) (notify.Record, error)
 	Transition(ctx context.Context, prev, next notify.Record) error
+	HoldReceipt(ctx context.Context, rec notify.Record, receipt notify.State) error
 }
+
+// Component names provider-events in the actor of its transitions when it runs outside
+// Lambda.
+const Component = "provider-events"
 
 // DefaultMaxTries bounds the optimistic retries of a transition that lost a race.
 const DefaultMaxTries = 5
@@ -54,7 +61,8 @@ type Result struct {
 }
 
 // Record records rc and, when it is final and its record is sent for the same attempt, moves
-// the record to delivered or undelivered. A non-nil error means a store failed or a transition
+// the record to delivered or undelivered; when the record is still dispatching that attempt,
+// the receipt is held on the record (HoldReceipt) for the transition that ends the attempt. A non-nil error means a store failed or a transition
 // kept losing races: the caller should have the event delivered again. Every other case,
 // including poison, returns a nil error and is counted and logged by outcome.
 func (r *Recorder) Record(ctx context.Context, rc Receipt) (Result, error) {
@@ -119,6 +127,19 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 		}
 		res.State = rec.State
 		outcome, ch := decide(rec, id, n, stored)
+		if outcome == OutcomeEarly {
+			// The dispatch worker is still calling the provider: keep the receipt on the
+			// record, and the transition that ends the attempt applies it.
+			err := r.Notifications.HoldReceipt(ctx, rec, stored.Status.State())
+			if errors.Is(err, notify.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+			}
+			res.Outcome = outcome
+			return res, nil
+		}
 		if outcome != OutcomeTransitioned {
 			res.Outcome = outcome
 			if outcome == OutcomeStale {
@@ -129,6 +150,7 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 			}
 			return res, nil
 		}
+		ch.Actor = actor.Of(ctx, Component)
 		next, err := rec.Apply(ch, r.clock().Now())
 		if err != nil {
 			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
@@ -156,8 +178,11 @@ func decide(rec notify.Record, id string, n int, rc Receipt) (Outcome, notify.Ch
 	switch {
 	case rec.State == notify.StateSent && sameAttempt:
 		return OutcomeTransitioned, notify.Change{To: rc.Status.State(), Reason: rc.Status.Reason()}
-	case rec.State == notify.StateDispatching && sameAttempt:
+	case rec.State == notify.StateDispatching && sameAttempt && rec.EarlyReceipt == notify.StateNone:
 		return OutcomeEarly, notify.Change{}
+	case rec.State == notify.StateDispatching && sameAttempt:
+		// One final receipt is already held for the attempt; the first final word wins.
+		return OutcomeDuplicate, notify.Change{}
 	case rec.State == notify.StateDispatchUnknown && sameAttempt:
 		return OutcomeRecorded, notify.Change{}
 	case (rec.State == notify.StateDelivered || rec.State == notify.StateUndelivered) && sameAttempt &&

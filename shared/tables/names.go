@@ -31,6 +31,19 @@ const (
 	AttrNextActionAt       = "next_action_at"
 	AttrDueShard           = "due_shard"
 	AttrTTL                = "ttl"
+	// AttrLeaseToken is the random token of the current lease.
+	AttrLeaseToken = "lease_token"
+	// AttrWriteToken is random per conditional write of the store: a write that fails its
+	// condition because the SDK retried it after it had committed finds its own token in the
+	// item the failure returns.
+	AttrWriteToken = "write_token"
+	// AttrActor names who made the last transition: "<function>:<version>/<request ID>".
+	AttrActor = "actor"
+	// AttrEarlyReceipt is a final receipt ("delivered", "undelivered") held for the current
+	// attempt, recorded while the record was dispatching.
+	AttrEarlyReceipt = "early_receipt"
+	// AttrRequeuedAt is when the current version's queue message was last sent again.
+	AttrRequeuedAt = "requeued_at"
 )
 
 // Indexes of the notifications table.
@@ -68,6 +81,9 @@ const (
 	AuditPolicyVersion     = "policy_version"
 	AuditSafetyMarginMS    = "safety_margin_ms"
 	AuditActor             = "actor"
+	// AuditWrittenBy is the audit function invocation that wrote the entry; actor is the one
+	// that made the transition, copied from the record.
+	AuditWrittenBy = "written_by"
 	AuditPrevHash          = "prev_hash"
 	AuditHash              = "hash"
 	AuditRetainUntil       = "retain_until"

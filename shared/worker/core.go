@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
@@ -215,9 +216,41 @@ func (c core) load(ctx context.Context, m notify.Message) (notify.Record, bool, 
 	return rec, true, nil
 }
 
-// transition applies ch to rec at now and writes it conditioned on rec's version. It returns
-// an error wrapping notify.ErrConflict when another writer won.
+// transition applies ch to rec at now and writes it conditioned on rec's version, with this
+// invocation as its actor. It returns an error wrapping notify.ErrConflict when another writer
+// won. A final receipt that provider-events held on the record while it was dispatching is
+// not a rival: the change is applied again over the record that holds it, and once the record
+// is sent the receipt is applied too (sent → delivered or undelivered).
 func (c core) transition(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, error) {
+	ch.Actor = actor.Of(ctx, c.function)
+	next, err := c.write(ctx, rec, ch, now)
+	if cur, ok := notify.CurrentOf(err); ok && heldSince(rec, cur) {
+		next, err = c.write(ctx, cur, ch, now)
+	}
+	if err != nil {
+		return notify.Record{}, err
+	}
+	if held, ok := next.HeldReceipt(); ok {
+		held.Actor = ch.Actor
+		applied, err := c.write(ctx, next, held, now)
+		if err != nil {
+			// Still held on the record: provider-events' redelivery or a later read applies it.
+			c.logger().Warn("held receipt not applied yet", append(attrs(next), "error", err)...)
+			return next, nil
+		}
+		next = applied
+	}
+	return next, nil
+}
+
+// heldSince reports whether cur is rec with nothing changed but a receipt held since.
+func heldSince(rec, cur notify.Record) bool {
+	return cur.Version == rec.Version && cur.State == rec.State && cur.NotificationID == rec.NotificationID &&
+		rec.EarlyReceipt == notify.StateNone && cur.EarlyReceipt != notify.StateNone
+}
+
+// write is one Apply and one conditional Transition, logged and counted.
+func (c core) write(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, error) {
 	next, err := rec.Apply(ch, now)
 	if err != nil {
 		return notify.Record{}, fmt.Errorf("%s.apply %s: %w", c.function, rec.IdempotencyKey, err)
@@ -228,6 +261,23 @@ func (c core) transition(ctx context.Context, rec notify.Record, ch notify.Chang
 	c.metrics.Transition(string(next.State), string(next.Reason))
 	c.logger().Info("transition", append(attrs(next), "from_state", string(rec.State), "reason", string(next.Reason))...)
 	return next, nil
+}
+
+// requeue moves rec's next_action_at forward by after in one conditional write and reports
+// whether this call won it; only the winner sends the replacement queue message, so a record
+// overdue through several sweeps gets one message, not one per sweep. A lost condition (the
+// record moved on, or another sweep took it) is a skip; another error is returned.
+func (c core) requeue(ctx context.Context, rec notify.Record, now time.Time, after time.Duration) (notify.Record, bool, error) {
+	next := rec.Requeue(now, after)
+	err := c.store.Reschedule(ctx, rec, next)
+	if errors.Is(err, notify.ErrConflict) {
+		c.skip(OutcomeConflict, rec)
+		return notify.Record{}, false, nil
+	}
+	if err != nil {
+		return notify.Record{}, false, fmt.Errorf("%s.requeue %s: %w", c.function, rec.IdempotencyKey, err)
+	}
+	return next, true, nil
 }
 
 // settle writes a transition whose loss to a concurrent writer is fine: the winner moved the

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -98,7 +99,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec 
 	if c.tooLate(rec, now) {
 		return c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
-	if rec.State == notify.StateRetryScheduled && now.Before(rec.NextActionAt) {
+	if rec.State == notify.StateRetryScheduled && !rec.Due(now) {
 		// Early: the wait was longer than SQS allows, or this is a duplicate. Only the message
 		// of the current version carries the schedule on, so duplicates do not multiply.
 		if m.Version != rec.Version {
@@ -148,7 +149,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec 
 	}
 	leased, err := c.transition(ctx, rec, notify.Change{
 		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
-		LeaseUntil: now.Add(d.Settings.Lease), Provider: d.Provider,
+		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text(), Provider: d.Provider,
 	}, now)
 	if errors.Is(err, notify.ErrConflict) {
 		return d.lostLease(ctx, c, rec)

@@ -185,7 +185,7 @@ func (f *fixture) move(t *testing.T, key string, ch notify.Change) notify.Record
 // lease moves the stored record to dispatching now, as a worker taking the lease would.
 func (f *fixture) lease(t *testing.T, key string) notify.Record {
 	t.Helper()
-	return f.move(t, key, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
+	return f.move(t, key, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease",
 		LeaseUntil: f.clock.Now().Add(f.settings.Lease), Provider: providerSim})
 }
 

@@ -77,7 +77,7 @@ func TestProviderOutcomesEndToEnd(t *testing.T) {
 				// Take the lease as a worker would, then "die": no call, no outcome.
 				rec := st.Get(t, key)
 				now := time.Now().UTC()
-				leased, err := rec.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
+				leased, err := rec.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease",
 					LeaseUntil: now.Add(time.Second), Provider: st.Dispatcher.Provider}, now)
 				if err != nil {
 					t.Fatal(err)

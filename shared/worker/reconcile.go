@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,6 +21,10 @@ import (
 type Reconciler struct {
 	Store  notify.Store
 	Lookup sms.LookupOnly
+	// Receipts reads the delivery receipts provider-events stored, for every provider: they
+	// are read before the lookup and settle the attempt when they are conclusive. Nil means
+	// no receipts table is configured; only a receipt held on the record is read then.
+	Receipts sms.ReceiptReader
 	// Provider names the provider Lookup reads. A record whose attempt went to another
 	// provider (the configuration changed) cannot be looked up here: its lookups are
 	// inconclusive until it expires as unresolved.
@@ -49,8 +54,11 @@ func (r *Reconciler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	return r.core().handleBatch(ctx, ev, r.Settings.Parallelism, r.Reconcile), nil
 }
 
-// Reconcile handles one reconcile message. Only a dispatch_unknown record is looked up;
-// anything else is acknowledged. The lookup's answer decides:
+// Reconcile handles one reconcile message. Only a dispatch_unknown record is reconciled;
+// anything else is acknowledged. The stored receipts of the attempt are read first, for every
+// provider (see byReceipt): a final one settles the record as delivered or undelivered, an
+// intermediate one with a message ID as sent, all with RECONCILED_BY_RECEIPT, and the provider
+// is not asked. Otherwise the lookup's answer decides:
 //
 //	found          → sent / RECONCILED_ACCEPTED, then delivered or undelivered when the
 //	                 provider already holds a final receipt
@@ -75,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 		return nil
 	}
 	now := r.Clock.Now()
-	if now.Before(rec.NextActionAt) && now.Before(rec.DispatchDeadline) {
+	if !rec.Due(now) && now.Before(rec.DispatchDeadline) {
 		// Early (a duplicate, or a wait longer than SQS allows): do not spend a lookup, or one of
 		// the bounded inconclusive rounds, before the record is due.
 		if m.Version != rec.Version {
@@ -87,7 +95,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 		return nil
 	}
 
+	ch, seen, err := r.byReceipt(ctx, c, rec)
+	if err != nil {
+		return err
+	}
+	if ch.To != notify.StateNone {
+		_, _, err := c.settle(ctx, rec, ch, r.Clock.Now())
+		return err
+	}
 	res := r.lookup(ctx, c, rec)
+	if seen && res.Status == sms.LookupNotFound {
+		// A receipt proves the provider accepted the attempt: its "not found" is wrong, and
+		// must never authorise another send.
+		res = sms.Inconclusive("receipt_contradicts_not_found")
+	}
 	now = r.Clock.Now()
 	switch res.Reason() {
 	case notify.ReasonReconciledAccepted:
@@ -96,6 +117,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 		return r.notFound(ctx, c, rec, now)
 	}
 	return r.inconclusive(ctx, c, m, rec, res, now)
+}
+
+// byReceipt reads the receipt stored for rec's current attempt: the final receipt held on the
+// record (it arrived while the record was dispatching), else the receipts table. It returns
+// the change that settles rec (To is StateNone when the receipts say nothing conclusive) and
+// whether any receipt was found. A failed read is returned, so the message is retried: a
+// lookup's "not found" must not be trusted while a receipt may be stored.
+func (r *Reconciler) byReceipt(ctx context.Context, c core, rec notify.Record) (notify.Change, bool, error) {
+	ch := notify.Change{Reason: notify.ReasonReconciledByReceipt}
+	if rec.Attempt < 1 {
+		return notify.Change{}, false, nil
+	}
+	if rec.EarlyReceipt == notify.StateDelivered || rec.EarlyReceipt == notify.StateUndelivered {
+		ch.To = rec.EarlyReceipt
+		return ch, true, nil
+	}
+	if r.Receipts == nil {
+		return notify.Change{}, false, nil
+	}
+	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
+	rc, ok, err := r.Receipts.FindByAttemptRef(ctx, ref)
+	if err != nil {
+		return notify.Change{}, false, fmt.Errorf("reconcile.receipts %s: %w", ref, err)
+	}
+	if !ok {
+		return notify.Change{}, false, nil
+	}
+	c.logger().Info("stored receipt", append(attrs(rec), "attempt_ref", ref, "receipt_status", string(rc.Status))...)
+	ch.ProviderMessageID = rc.MessageID
+	switch {
+	case rc.Status != sms.ReceiptNone:
+		ch.To = rc.Status.State()
+	case rc.MessageID != "" || rec.ProviderMessageID != "":
+		ch.To = notify.StateSent
+	default:
+		// Accepted, but with no message ID to record as sent: the lookup may supply one.
+		return notify.Change{}, true, nil
+	}
+	return ch, true, nil
 }
 
 // lookup asks the provider about rec's current attempt. A lookup error becomes an inconclusive

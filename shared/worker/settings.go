@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
 
@@ -49,6 +50,10 @@ type Settings struct {
 	// SweepGrace is how overdue a record must be before the sweeper acts on it, so the sweeper
 	// does not race a delayed message that is about to arrive.
 	SweepGrace time.Duration
+	// RequeueAfter is how far the sweeper moves a record's next_action_at forward when it sends
+	// its queue message again: the record is looked at again only if that message is lost too.
+	// It is the policy's enqueue grace (notify.Policy.SweepAfter).
+	RequeueAfter time.Duration
 	// SweepLimit bounds the records the sweeper reads per shard and run.
 	SweepLimit int
 	// Parallelism is how many messages of one SQS batch a worker handles at once.
@@ -67,6 +72,7 @@ func DefaultSettings() Settings {
 		BackoffBase:     time.Second,
 		BackoffMax:      5 * time.Minute,
 		SweepGrace:      30 * time.Second,
+		RequeueAfter:    notify.DefaultPolicy().SweepAfter,
 		SweepLimit:      500,
 		Parallelism:     10,
 	}
@@ -87,8 +93,8 @@ func (s Settings) Validate() error {
 	if s.MinValidity < time.Second {
 		errs = append(errs, fmt.Errorf("min validity %s must be at least 1s (providers count validity in whole seconds)", s.MinValidity))
 	}
-	if s.Visibility < 0 || s.SweepGrace < 0 {
-		errs = append(errs, errors.New("visibility and sweep grace must not be negative"))
+	if s.Visibility < 0 || s.SweepGrace < 0 || s.RequeueAfter <= 0 {
+		errs = append(errs, errors.New("visibility and sweep grace must not be negative, requeue delay must be positive"))
 	}
 	if s.MaxReconciles < 1 {
 		errs = append(errs, fmt.Errorf("max reconciles %d must be at least 1", s.MaxReconciles))

@@ -74,8 +74,13 @@ func (s *Sweeper) Handle(ctx context.Context, _ events.EventBridgeEvent) error {
 //	dispatch_unknown            a reconcile message now (reconciliation decides, including
 //	                            expiry: an unknown outcome is never expired without a lookup)
 //
+// A re-enqueue first moves the record's next_action_at forward by Settings.RequeueAfter in one
+// conditional write (notify.Store.Reschedule) and sends the message only when it won that
+// write, so a record that stays overdue through several sweeps gets one message, not one per
+// sweep; if the message is lost again, the record is due again after RequeueAfter.
+//
 // The due index is eventually consistent, so a record may have moved on since it was read:
-// every transition is conditioned on the version read, and a lost condition is skipped. A
+// every write is conditioned on the version read, and a lost condition is skipped. A
 // duplicate queue message is harmless to the workers. When ctx has a deadline, the sweep
 // stops SweepReserve before it. Every run writes MetricOverdue for each state that can be due.
 func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
@@ -157,7 +162,12 @@ func (s *Sweeper) sweepOne(ctx context.Context, c core, rec notify.Record, rep *
 			rep.Skipped++
 			return nil
 		}
-		c.scheduleDispatch(ctx, rec, 0)
+		next, ok, err := c.requeue(ctx, rec, now, s.Settings.RequeueAfter)
+		if !ok {
+			rep.Skipped++
+			return err
+		}
+		c.scheduleDispatch(ctx, next, 0)
 		rep.Dispatched++
 	case notify.StateDispatching:
 		if now.Before(rec.LeaseUntil) {
@@ -171,7 +181,12 @@ func (s *Sweeper) sweepOne(ctx context.Context, c core, rec notify.Record, rep *
 		}
 		rep.LeaseExpired++
 	case notify.StateDispatchUnknown:
-		c.scheduleReconcile(ctx, rec, 0)
+		next, ok, err := c.requeue(ctx, rec, now, s.Settings.RequeueAfter)
+		if !ok {
+			rep.Skipped++
+			return err
+		}
+		c.scheduleReconcile(ctx, next, 0)
 		rep.Reconciles++
 	default:
 		// Sent or terminal: the index had not caught up yet.

@@ -39,8 +39,9 @@ type Wiring struct {
 	// provider call and its Visibility is the lookup window: they become Settings'
 	// ProviderTimeout and Visibility, so the adapter and the worker agree.
 	SMS provider.Config
-	// Receipts reads delivery events recorded by provider-events; a provider without a lookup
-	// API (endusersms) reconciles through it. Optional.
+	// Receipts reads delivery events recorded by provider-events. The reconcile worker reads
+	// them first for every provider, and a provider without a lookup API (endusersms)
+	// reconciles through them alone. Optional.
 	Receipts sms.ReceiptReader
 	// HTTPClient is the HTTP adapters' client; nil means their own.
 	HTTPClient *http.Client
@@ -93,6 +94,9 @@ func SettingsFromConfig(c config.Config, p provider.Config) Settings {
 	}
 	if c.Worker.BackoffMax > 0 {
 		s.BackoffMax = c.Worker.BackoffMax
+	}
+	if c.Policy.SweepAfter > 0 {
+		s.RequeueAfter = c.Policy.SweepAfter
 	}
 	s.MinValidity = max(s.MinValidity, p.MinValidity())
 	if p.Timeout > 0 {
@@ -178,7 +182,7 @@ func NewReconcilerFromConfig(_ context.Context, w Wiring) (*Reconciler, error) {
 		return nil, err
 	}
 	return &Reconciler{
-		Store: p.store, Lookup: prov.Lookup, Provider: prov.Name, Scheduler: p.scheduler,
+		Store: p.store, Lookup: prov.Lookup, Receipts: w.Receipts, Provider: prov.Name, Scheduler: p.scheduler,
 		Clock: p.clock, Settings: p.settings, Log: obs.NewLogger(p.out, w.Config.LogLevel),
 		Metrics: &obs.Metrics{W: p.out, Function: "reconcile"},
 	}, nil

@@ -51,6 +51,8 @@ type Store struct {
 	mu      sync.Mutex
 	records map[string]notify.Record
 	Err     error
+	// Reschedules counts the Reschedule calls that won.
+	Reschedules int
 }
 
 var _ notify.Store = (*Store)(nil)
@@ -94,13 +96,52 @@ func (s *Store) Transition(_ context.Context, prev, next notify.Record) error {
 		return s.Err
 	}
 	cur, ok := s.records[prev.IdempotencyKey]
-	if !ok || cur.Version != prev.Version {
+	if !ok {
 		return fmt.Errorf("notifytest.transition %s: %w", prev.IdempotencyKey, notify.ErrConflict)
+	}
+	held := prev.State == notify.StateDispatching && prev.EarlyReceipt == notify.StateNone && cur.EarlyReceipt != notify.StateNone
+	if cur.Version != prev.Version || held {
+		return fmt.Errorf("notifytest.transition %s: %w", prev.IdempotencyKey, &notify.ConflictError{Current: cur})
 	}
 	if next.State == notify.StateDispatching && !next.UpdatedAt.Before(cur.DispatchDeadline) {
 		return fmt.Errorf("notifytest.transition %s: deadline: %w", prev.IdempotencyKey, notify.ErrConflict)
 	}
 	s.records[prev.IdempotencyKey] = next
+	return nil
+}
+
+// Reschedule writes next's NextActionAt and RequeuedAt if the stored version and NextActionAt
+// are still prev's.
+func (s *Store) Reschedule(_ context.Context, prev, next notify.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return s.Err
+	}
+	cur, ok := s.records[prev.IdempotencyKey]
+	if !ok || cur.Version != prev.Version || !cur.NextActionAt.Equal(prev.NextActionAt) {
+		return fmt.Errorf("notifytest.reschedule %s: %w", prev.IdempotencyKey, notify.ErrConflict)
+	}
+	cur.NextActionAt, cur.RequeuedAt = next.NextActionAt, next.RequeuedAt
+	s.records[prev.IdempotencyKey] = cur
+	s.Reschedules++
+	return nil
+}
+
+// HoldReceipt keeps receipt on the record if it is still rec's version, dispatching, and holds
+// none yet.
+func (s *Store) HoldReceipt(_ context.Context, rec notify.Record, receipt notify.State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return s.Err
+	}
+	cur, ok := s.records[rec.IdempotencyKey]
+	if !ok || cur.Version != rec.Version || cur.State != notify.StateDispatching || cur.EarlyReceipt != notify.StateNone {
+		return fmt.Errorf("notifytest.hold_receipt %s: %w", rec.IdempotencyKey, &notify.ConflictError{Current: cur})
+	}
+	cur.EarlyReceipt = receipt
+	s.records[rec.IdempotencyKey] = cur
 	return nil
 }
 

@@ -83,11 +83,11 @@ const (
 	AuditActor             = "actor"
 	// AuditWrittenBy is the audit function invocation that wrote the entry; actor is the one
 	// that made the transition, copied from the record.
-	AuditWrittenBy = "written_by"
-	AuditPrevHash          = "prev_hash"
-	AuditHash              = "hash"
-	AuditRetainUntil       = "retain_until"
-	AuditDay               = "day"
+	AuditWrittenBy   = "written_by"
+	AuditPrevHash    = "prev_hash"
+	AuditHash        = "hash"
+	AuditRetainUntil = "retain_until"
+	AuditDay         = "day"
 	// AuditPurgedBy names the principal that removed a notification (purged entries only).
 	AuditPurgedBy = "purged_by"
 	// AuditPrevMissing is true on an entry whose previous entry was absent when it was

@@ -2,6 +2,7 @@ package audittest
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -80,6 +81,7 @@ func (s *Scenario) Step(t testing.TB, key string, after time.Duration, ch notify
 	}
 	if ch.To == notify.StateDispatching && ch.LeaseUntil.IsZero() {
 		ch.LeaseUntil = s.Clock.Now().Add(30 * time.Second)
+		ch.LeaseToken = "scenario-lease-" + strconv.FormatInt(cur.Version, 10)
 	}
 	next, err := cur.Apply(ch, s.Clock.Now())
 	if err != nil {

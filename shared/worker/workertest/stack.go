@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -13,12 +14,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/shared/actor"
+	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/emulator"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/smssim"
@@ -65,6 +71,9 @@ type StackOptions struct {
 	Worker *config.Worker
 	// SMSURL, when set, replaces the simulator's URL for the workers (e.g. a closed port).
 	SMSURL string
+	// APIOptions are added to the AWS configuration of every client the stack builds (the
+	// store, the workers, intake, the receipts): SDK middleware such as CommitThenFail.
+	APIOptions []func(*middleware.Stack) error
 }
 
 // Stack is the dispatch pipeline wired as in AWS, against the local emulators: a fresh
@@ -85,6 +94,10 @@ type Stack struct {
 	Dispatcher   *worker.Dispatcher
 	Reconciler   *worker.Reconciler
 	Sweeper      *worker.Sweeper
+	// Receipts is the receipts table, which the reconcile worker reads, and Recorder is
+	// provider-events' recorder over it and the notifications table.
+	Receipts *receipts.Store
+	Recorder *receipts.Recorder
 	// Logs holds the workers' JSON log lines and metric lines.
 	Logs *SyncBuffer
 }
@@ -92,27 +105,31 @@ type Stack struct {
 // NewStack builds a Stack for t; everything it creates is removed when t ends.
 func NewStack(t testing.TB, o StackOptions) *Stack {
 	t.Helper()
-	ddb := testenv.DynamoDB(t)
+	plainDDB := testenv.DynamoDB(t)
 	sqsClient := testenv.SQS(t)
+	awsCfg := testenv.Config()
+	awsCfg.APIOptions = append(awsCfg.APIOptions, o.APIOptions...)
+	ddb := awsclient.DynamoDB(awsCfg, os.Getenv(emulator.EnvDynamoDBEndpoint))
 	s := &Stack{DynamoDB: ddb, SQS: sqsClient, Logs: &SyncBuffer{}}
 
-	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit")}
+	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Receipts: testenv.UniqueName(t, "receipts")}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := tables.Create(ctx, ddb, names); err != nil {
+	if err := tables.Create(ctx, plainDDB, names); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		for _, n := range []string{names.Notifications, names.Audit} {
-			if _, err := ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(n)}); err != nil {
+		for _, n := range []string{names.Notifications, names.Audit, names.Receipts} {
+			if _, err := plainDDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(n)}); err != nil {
 				t.Errorf("delete table %s: %v", n, err)
 			}
 		}
 	})
 	s.Table = names.Notifications
 	s.Store = dynamostore.New(ddb, s.Table)
+	s.Receipts = receipts.NewStore(ddb, names.Receipts, 0, nil)
 	s.DispatchURL = testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))
 	s.ReconcileURL = testenv.Queue(t, sqsClient, testenv.UniqueName(t, "reconcile"))
 	s.Sim, s.SimURL = smssimtest.Start(t, o.Sim)
@@ -143,10 +160,11 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 			NotificationsTable: s.Table, DispatchQueueURL: s.DispatchURL, ReconcileQueueURL: s.ReconcileURL,
 			Policy: policy, SealLocalKey: key, Worker: wcfg,
 		},
-		AWS:              testenv.Config(),
+		AWS:              awsCfg,
 		DynamoDBEndpoint: os.Getenv(emulator.EnvDynamoDBEndpoint),
 		SQSEndpoint:      os.Getenv(emulator.EnvSQSEndpoint),
 		SMS:              provider.Config{Kind: provider.Simulator, SimulatorURL: smsURL, Timeout: timeout, Visibility: o.Visibility},
+		Receipts:         s.Receipts,
 		Out:              s.Logs,
 	}
 	var err error
@@ -175,6 +193,11 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 		Store: s.Store, Sealer: seal.New(keys), Hasher: hasher, Queue: sqsqueue.New(sqsClient, s.DispatchURL),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
+		Actor: actor.For("intake"),
+	}
+	s.Recorder = &receipts.Recorder{
+		Receipts: s.Receipts, Keys: s.Store, Notifications: s.Store, Clock: notify.SystemClock{},
+		Log: obs.NewLogger(s.Logs, slog.LevelInfo), Metrics: &obs.Metrics{W: s.Logs, Function: receipts.Component},
 	}
 	return s
 }

@@ -77,8 +77,8 @@ func TestStreamReplay(t *testing.T) {
 	if p := audit.Verify(got); len(p) != 0 {
 		t.Errorf("Verify: %v", p)
 	}
-	if got[0].At != audittest.ScenarioStart.Add(250*time.Millisecond) || got[0].Actor != "resetnotify-audit:$LATEST/req-1" {
-		t.Errorf("first entry at %s by %s", got[0].At, got[0].Actor)
+	if got[0].At != audittest.ScenarioStart.Add(250*time.Millisecond) || got[0].WrittenBy != "resetnotify-audit:$LATEST/req-1" {
+		t.Errorf("first entry at %s written by %s", got[0].At, got[0].WrittenBy)
 	}
 
 	before := env.ScanAudit(t)

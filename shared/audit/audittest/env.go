@@ -49,7 +49,6 @@ type Env struct {
 func NewEnv(t testing.TB) *Env {
 	t.Helper()
 	db := testenv.DynamoDB(t)
-	streams := testenv.Streams(t)
 	names := tables.Names{
 		Notifications: testenv.UniqueName(t, "notif"),
 		Audit:         testenv.UniqueName(t, "audit"),
@@ -66,6 +65,18 @@ func NewEnv(t testing.TB) *Env {
 			_, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(n)})
 		}
 	})
+	return Attach(t, names)
+}
+
+// Attach returns an Env over tables that already exist (created by tables.Create, e.g. by
+// workertest.Stack), reading the notifications table's stream from now on. It does not delete
+// them when t ends.
+func Attach(t testing.TB, names tables.Names) *Env {
+	t.Helper()
+	db := testenv.DynamoDB(t)
+	streams := testenv.Streams(t)
+	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
+	defer cancel()
 	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(names.Notifications)})
 	if err != nil {
 		t.Fatal(err)

@@ -82,6 +82,8 @@ type StackOptions struct {
 // same wiring as the Lambda functions. It skips the test when the emulators are not
 // configured (see testenv).
 type Stack struct {
+	// Names are the tables' names: Table is Names.Notifications.
+	Names        tables.Names
 	Table        string
 	DispatchURL  string
 	ReconcileURL string
@@ -127,7 +129,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 			}
 		}
 	})
-	s.Table = names.Notifications
+	s.Names, s.Table = names, names.Notifications
 	s.Store = dynamostore.New(ddb, s.Table)
 	s.Receipts = receipts.NewStore(ddb, names.Receipts, 0, nil)
 	s.DispatchURL = testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))

@@ -285,3 +285,46 @@ func TestAuditActorsInOrder(t *testing.T) {
 		t.Errorf("audit entries (-want +got):\n%s", diff)
 	}
 }
+
+// TestReceiptWhileDispatchingIsHeld has the provider's delivered receipt recorded while the
+// dispatch worker is still inside the provider call, against DynamoDB Local: provider-events
+// holds it on the dispatching record (no redelivery needed, so none can run out), and the
+// dispatch worker's own transition applies it: sent, then delivered.
+func TestReceiptWhileDispatchingIsHeld(t *testing.T) {
+	st := workertest.NewStack(t, workertest.StackOptions{})
+	ctx := context.Background()
+	var early receipts.Result
+	sender := &workertest.Sender{OnSend: func(ctx context.Context, _ int, req sms.SendRequest) sms.Outcome {
+		var err error
+		early, err = st.Recorder.Record(ctx, receipts.Receipt{
+			AttemptRef: req.AttemptRef, MessageID: "m-early", Status: sms.ReceiptDelivered, At: time.Now().UTC(), Provider: "simulator",
+		})
+		if err != nil {
+			t.Errorf("receipt: %v", err)
+		}
+		return sms.Accepted("m-early")
+	}}
+	base := st.Dispatcher
+	d := &worker.Dispatcher{
+		Store: base.Store, Opener: base.Opener, Renderer: base.Renderer, Sender: sender, Provider: base.Provider,
+		Scheduler: base.Scheduler, Clock: base.Clock, Settings: base.Settings, Log: base.Log, Metrics: base.Metrics,
+	}
+	const key = "early-receipt"
+	rec := st.Submit(t, liveRequest(key, "+491555000999"))
+	if err := d.Dispatch(ctx, notify.MessageOf(rec)); err != nil {
+		t.Fatal(err)
+	}
+	if early.Outcome != receipts.OutcomeEarly || early.State != notify.StateDispatching {
+		t.Errorf("receipt during the call: %s with the record %s, want early while dispatching", early.Outcome, early.State)
+	}
+	got := st.Get(t, key)
+	if got.State != notify.StateDelivered || got.Reason != notify.ReasonReceiptDelivered || got.EarlyReceipt != notify.StateNone {
+		t.Errorf("record %s/%s holding %q, want delivered/RECEIPT_DELIVERED with nothing held", got.State, got.Reason, got.EarlyReceipt)
+	}
+	if diff := cmp.Diff(steps("dispatching/LEASE_ACQUIRED", "sent/PROVIDER_ACCEPTED", "delivered/RECEIPT_DELIVERED"), st.Transitions(key)); diff != "" {
+		t.Errorf("worker path (-want +got):\n%s", diff)
+	}
+	if sender.Calls() != 1 {
+		t.Errorf("%d sends, want 1", sender.Calls())
+	}
+}

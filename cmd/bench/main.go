@@ -14,9 +14,12 @@
 // (dispatch_notifications_per_s), and the AWS requests per notification, counted by an SDK
 // middleware (awsclient.Counter) from admission to the end, on the happy path and under the
 // fault matrix's provider mix (requests_per_notification_happy, _fault_mix, and a
-// per-operation _breakdown line each). -mode admission or -mode dispatch runs one of them.
+// per-operation _breakdown line each). The replay benchmark (replay.go) counts the AWS requests
+// of one replay (requests_per_replay, goal 1) and the dispatch messages that 64 concurrent
+// duplicates of one request put on the queue (dispatch_messages_per_64_duplicates, goal at
+// most 2). -mode admission, dispatch or replay runs one of them.
 //
-// It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch, RESETNOTIFY_SQS_ENDPOINT (both set
+// It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
 package main
 
@@ -43,24 +46,26 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	mode := fs.String("mode", "all", "which benchmarks to run: all, admission or dispatch")
+	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch or replay")
 	ops := fs.Int("ops", 2000, "admission: operations per measured phase")
 	workers := fs.Int("concurrency", 8, "admission: concurrent callers")
 	happy := fs.Int("dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
 	fault := fs.Int("fault-n", 200, "dispatch: notifications run under the fault mix")
 	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
+	replays := fs.Int("replays", 200, "replay: sequential replays measured")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *ops < 100 || *workers < 1 {
 		return errors.New("need -ops >= 100 and -concurrency >= 1")
 	}
-	if *happy < 10 || *fault < 10 || *pollers < 1 {
-		return errors.New("need -dispatch-n >= 10, -fault-n >= 10 and -pollers >= 1")
+	if *happy < 10 || *fault < 10 || *pollers < 1 || *replays < 1 {
+		return errors.New("need -dispatch-n >= 10, -fault-n >= 10, -pollers >= 1 and -replays >= 1")
 	}
 	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
-	if !runAdmission && !runDispatch {
-		return fmt.Errorf("unknown -mode %q: want all, admission or dispatch", *mode)
+	runReplay := *mode == "all" || *mode == "replay"
+	if !runAdmission && !runDispatch && !runReplay {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch or replay", *mode)
 	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -71,14 +76,22 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if !runDispatch {
+	if !runDispatch && !runReplay {
 		return nil
 	}
 	sqsEndpoint := os.Getenv("RESETNOTIFY_SQS_ENDPOINT")
 	if sqsEndpoint == "" {
 		return errors.New("RESETNOTIFY_SQS_ENDPOINT is not set: run through `go run ./cmd/devstack exec --` (make bench does)")
 	}
-	return dispatchBench(ctx, endpoint, sqsEndpoint, dispatchOptions{Happy: *happy, Fault: *fault, Pollers: *pollers}, out)
+	if runDispatch {
+		if err := dispatchBench(ctx, endpoint, sqsEndpoint, dispatchOptions{Happy: *happy, Fault: *fault, Pollers: *pollers}, out); err != nil {
+			return err
+		}
+	}
+	if !runReplay {
+		return nil
+	}
+	return replayBench(ctx, endpoint, sqsEndpoint, *replays, out)
 }
 
 func randomKey() []byte {

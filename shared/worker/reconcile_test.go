@@ -339,3 +339,66 @@ func TestReconcilerCannotSend(t *testing.T) {
 		t.Error("*Reconciler is an sms.Sender")
 	}
 }
+
+// TestReconcileByReceipt checks the stored receipts that reconciliation reads before the
+// lookup: what each settles, when the lookup is still asked, and that a failed read retries
+// the message rather than trusting a "not found".
+func TestReconcileByReceipt(t *testing.T) {
+	notFound := workertest.Answer{Result: sms.LookupResult{Status: sms.LookupNotFound}}
+	tests := []struct {
+		name    string
+		receipt *sms.Receipt
+		held    notify.State
+		readErr error
+		answer  workertest.Answer
+		want    state
+		lookups int
+		wantErr bool
+	}{
+		{name: "final receipt: delivered, no lookup", receipt: &sms.Receipt{MessageID: "pm-r", Status: sms.ReceiptDelivered},
+			answer: notFound, want: state{notify.StateDelivered, notify.ReasonReconciledByReceipt}},
+		{name: "final receipt: undelivered, no lookup", receipt: &sms.Receipt{MessageID: "pm-r", Status: sms.ReceiptUndelivered},
+			answer: notFound, want: state{notify.StateUndelivered, notify.ReasonReconciledByReceipt}},
+		{name: "intermediate receipt with an ID: sent, no lookup", receipt: &sms.Receipt{MessageID: "pm-r"},
+			answer: notFound, want: state{notify.StateSent, notify.ReasonReconciledByReceipt}},
+		{name: "receipt held on the record", held: notify.StateDelivered,
+			answer: notFound, want: state{notify.StateDelivered, notify.ReasonReconciledByReceipt}},
+		{name: "intermediate receipt without an ID: the lookup's not found is inconclusive", receipt: &sms.Receipt{},
+			answer: notFound, want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, lookups: 1},
+		{name: "no receipt: the lookup decides", answer: notFound,
+			want: state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}, lookups: 1},
+		{name: "receipts unreadable: retried, nothing changes", readErr: errors.New("throttled"), answer: notFound,
+			want: state{notify.StateDispatchUnknown, notify.ReasonProviderTimeout}, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			rec := f.unknownRecord(t, request("k", 10*time.Minute))
+			if tc.held != notify.StateNone {
+				rec.EarlyReceipt = tc.held
+				f.put(t, rec)
+			}
+			reader := &workertest.Receipts{ByRef: map[string]sms.Receipt{}, Err: tc.readErr}
+			if tc.receipt != nil {
+				rc := *tc.receipt
+				rc.AttemptRef = sms.AttemptRef(rec.NotificationID, rec.Attempt)
+				reader.ByRef[rc.AttemptRef] = rc
+			}
+			f.r.Receipts = reader
+			f.lookup.Answers = []workertest.Answer{tc.answer}
+			err := f.r.Reconcile(context.Background(), notify.MessageOf(rec))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Reconcile = %v, want error %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, stateOf(f.get(t, "k"))); diff != "" {
+				t.Errorf("state (-want +got):\n%s", diff)
+			}
+			if n := len(f.lookup.Requests()); n != tc.lookups {
+				t.Errorf("%d lookups, want %d", n, tc.lookups)
+			}
+			if f.sender.Calls() != 1 {
+				t.Errorf("%d sends: reconciliation sent", f.sender.Calls())
+			}
+		})
+	}
+}

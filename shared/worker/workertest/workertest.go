@@ -216,3 +216,33 @@ func (s *DueStore) Queried() []int {
 	defer s.mu.Unlock()
 	return append([]int(nil), s.queried...)
 }
+
+// Receipts is an sms.ReceiptReader over a map of attempt references. Err, when set, is
+// returned by every call.
+type Receipts struct {
+	mu    sync.Mutex
+	ByRef map[string]sms.Receipt
+	Err   error
+	reads int
+}
+
+var _ sms.ReceiptReader = (*Receipts)(nil)
+
+// FindByAttemptRef returns the receipt stored for attemptRef.
+func (r *Receipts) FindByAttemptRef(_ context.Context, attemptRef string) (sms.Receipt, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads++
+	if r.Err != nil {
+		return sms.Receipt{}, false, r.Err
+	}
+	rc, ok := r.ByRef[attemptRef]
+	return rc, ok, nil
+}
+
+// Reads returns how many times FindByAttemptRef was called.
+func (r *Receipts) Reads() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reads
+}

@@ -27,16 +27,18 @@
 //
 // Recorder.Record makes one domain call per receipt. It records the receipt first, always, as
 // evidence for reconciliation: the reconcile worker of a provider without a lookup API (AWS
-// End User Messaging SMS) reads this table through Store, an sms.ReceiptReader. Then, for a
+// End User Messaging SMS), and the reconcile worker of every provider before its lookup, read
+// this table through Store, an sms.ReceiptReader. Then, for a
 // final receipt, it finds the record through the notifications table's by_notification index
 // and acts on its state:
 //
 //	sent, same attempt                  → delivered / undelivered (RECEIPT_DELIVERED / RECEIPT_FAILED),
 //	                                      one conditional Transition, re-read and retried on a conflict
-//	dispatching, same attempt           → early: recorded; the entry point asks the provider to
-//	                                      redeliver (the worker is about to record sent)
-//	dispatch_unknown, same attempt      → recorded: reconciliation finds it
-//	delivered / undelivered, same word  → duplicate
+//	dispatching, same attempt           → early: held on the record (HoldReceipt, one conditional
+//	                                      write, no version change) and acknowledged; the dispatch
+//	                                      worker's next transition applies it
+//	dispatch_unknown, same attempt      → recorded: reconciliation reads it before the lookup
+//	delivered / undelivered, same word  → duplicate (also a second final receipt while one is held)
 //	no record (never existed or purged) → orphan: recorded and acknowledged
 //	anything else                       → stale: recorded, acknowledged and logged (a receipt for
 //	                                      another attempt than the record's is evidence of a
@@ -54,9 +56,9 @@
 // exported so that the local stack can serve the webhook route directly.
 //
 // HandleSNS returns an error, so that Lambda's asynchronous invocation retries the event, only
-// when the store failed or an early final receipt must be seen again after the dispatch worker
-// has recorded sent; SNS events carry no partial-batch response. HandleSimulatorWebhook checks
+// when a store failed; SNS events carry no partial-batch response. An early final receipt is
+// held on the record, so it no longer depends on a redelivery that may run out. HandleSimulatorWebhook checks
 // the simulator's shared token (simapi.WebhookTokenHeader) in constant time and answers 200 on
-// every acknowledged receipt, 400 on poison, 401 on a bad token and 503 (Retry-After) when the
-// provider should try again.
+// every acknowledged receipt (an early one included), 400 on poison, 401 on a bad token and 503
+// (Retry-After) when a store failed and the provider should try again.
 package receipts

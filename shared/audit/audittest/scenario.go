@@ -40,9 +40,15 @@ func NewScenario(env *Env) *Scenario {
 			Store: env.Store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{},
 			Queue: &notifytest.Queue{}, Clock: clock, Policy: p,
 			NewID: notifytest.IDs("01HZSCENARIO"),
+			Actor: func(context.Context) notify.Actor {
+				return notify.Actor{Function: "resetnotify-intake", Version: "$LATEST", RequestID: "req-intake"}
+			},
 		},
 	}
 }
+
+// workerActor is the actor of every Step: the scenario stands in for the workers.
+var workerActor = notify.Actor{Function: "resetnotify-scenario", Version: "$LATEST", RequestID: "req-step"}
 
 // Submit admits a request for eventID to phone with params, under key (derived from the event
 // when empty), 250 ms after the previous step, expiring ttl after that.
@@ -82,6 +88,9 @@ func (s *Scenario) Step(t testing.TB, key string, after time.Duration, ch notify
 	if ch.To == notify.StateDispatching && ch.LeaseUntil.IsZero() {
 		ch.LeaseUntil = s.Clock.Now().Add(30 * time.Second)
 		ch.LeaseToken = "scenario-lease-" + strconv.FormatInt(cur.Version, 10)
+	}
+	if ch.Actor == (notify.Actor{}) {
+		ch.Actor = workerActor
 	}
 	next, err := cur.Apply(ch, s.Clock.Now())
 	if err != nil {

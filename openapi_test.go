@@ -189,7 +189,9 @@ func newRequest(method, path string, headers map[string]string, body string) *ht
 
 func contractCases() []contractCase {
 	js := map[string]string{"Content-Type": "application/json"}
-	withKey := func(k string) map[string]string { return map[string]string{"Content-Type": "application/json", "Idempotency-Key": k} }
+	withKey := func(k string) map[string]string {
+		return map[string]string{"Content-Type": "application/json", "Idempotency-Key": k}
+	}
 	const coll = "/v1/notifications"
 	return []contractCase{
 		{name: "202 password_reset with reset_url", method: "POST", path: coll, headers: withKey("k1"), body: resetBody(nil), specValid: true, status: 202},

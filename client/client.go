@@ -160,9 +160,24 @@ type response struct {
 	body   []byte
 }
 
-// try sends req once, signed, bounded by the try timeout.
+// maxReserve bounds the time kept back before a context's deadline; see tryContext.
+const maxReserve = 250 * time.Millisecond
+
+// tryContext bounds one try by the try timeout, and ends it a little before ctx's deadline (a
+// tenth of the time left, at most maxReserve), so that the call returns by its deadline with
+// the last answer rather than just after it.
+func (c *Client) tryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := c.opts.TryTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		d = min(d, left-min(left/10, maxReserve))
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// try sends req once, signed, bounded by tryContext.
 func (c *Client) try(ctx context.Context, req request) (*response, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.TryTimeout)
+	ctx, cancel := c.tryContext(ctx)
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, req.method, c.base.String()+req.path, bytes.NewReader(req.body))
 	if err != nil {

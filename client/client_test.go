@@ -536,3 +536,21 @@ func TestProblemTypesAreTheAPIs(t *testing.T) {
 		}
 	}
 }
+
+// TestHangingTryEndsBeforeTheDeadline checks that a try the server never answers is cut short
+// of the context's deadline, so the call returns by it although the try timeout is longer.
+func TestHangingTryEndsBeforeTheDeadline(t *testing.T) {
+	s := newScripted(t, hang)
+	opts := fast(s.srv.URL)
+	opts.TryTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	_, err := newClient(t, opts).Send(ctx, otc())
+	if !time.Now().Before(dl) {
+		t.Error("Send returned after its context's deadline")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want one that matches context.DeadlineExceeded", err)
+	}
+}

@@ -67,12 +67,12 @@ func (c *Client) stopped(op string, n int, ctxErr, last error) error {
 }
 
 // fits reports whether a try could start after delay, before the context's deadline and the
-// request's notAfter. A try needs some time to be of use; a tenth of the try timeout, at most
-// 100 ms, is kept for it.
+// request's notAfter. A try needs some time to be of use: a tenth of the try timeout, at most
+// 100 ms, besides what tryContext keeps back.
 func (c *Client) fits(ctx context.Context, req request, delay time.Duration) bool {
 	start := time.Now().Add(delay)
 	need := min(c.opts.TryTimeout/10, 100*time.Millisecond)
-	if dl, ok := ctx.Deadline(); ok && !start.Add(need).Before(dl) {
+	if dl, ok := ctx.Deadline(); ok && !start.Add(need+min(dl.Sub(start)/10, maxReserve)).Before(dl) {
 		return false
 	}
 	return req.notAfter.IsZero() || start.Before(req.notAfter)

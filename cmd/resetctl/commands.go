@@ -108,16 +108,24 @@ func (p *params) check() error {
 	return nil
 }
 
-// parse parses args into fs, printing a usage error with the flag set's defaults.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+// parse parses args into fs, flags and arguments in any order, and returns the arguments. A
+// usage error is printed with the flag set's defaults.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
 	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
 		}
-		return errUsage
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	return nil
 }
 
 // usageError prints msg and the flags of fs, and returns errUsage.
@@ -144,10 +152,11 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 	fs.Var(ps, "param", "name=value, repeatable: reset_url, code or link (never printed)")
 	fs.DurationVar(&expiresIn, "expires-in", 0, "expires_at as a duration from now, e.g. 10m")
 	fs.StringVar(&expiresAt, "expires-at", "", "expires_at as an RFC 3339 time")
-	if err := parse(fs, args, stderr); err != nil {
+	rest, err := parse(fs, args, stderr)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
+	if len(rest) > 0 {
 		return usageError(fs, stderr, "send takes no arguments, only flags")
 	}
 	if err := ps.check(); err != nil {
@@ -194,16 +203,17 @@ func runKeyed(ctx context.Context, cmd string, args []string, getenv func(string
 	c.register(fs, getenv)
 	var key string
 	fs.StringVar(&key, "key", "", "idempotency key (or give it as the argument)")
-	if err := parse(fs, args, stderr); err != nil {
+	rest, err := parse(fs, args, stderr)
+	if err != nil {
 		return err
 	}
 	if err := c.check(); err != nil {
 		return usageError(fs, stderr, err.Error())
 	}
 	switch {
-	case fs.NArg() == 1 && key == "":
-		key = fs.Arg(0)
-	case fs.NArg() > 1 || (fs.NArg() == 1 && key != ""):
+	case len(rest) == 1 && key == "":
+		key = rest[0]
+	case len(rest) > 1 || (len(rest) == 1 && key != ""):
 		return usageError(fs, stderr, cmd+" takes one key")
 	case key == "":
 		return usageError(fs, stderr, cmd+" needs a key")

@@ -122,7 +122,7 @@ func TestStatusAndCancel(t *testing.T) {
 	if status, out, _ := cli(t, env, "cancel", "order-1"); status != 0 || !strings.Contains(out, "cancelled (CANCELLED)") {
 		t.Errorf("a second cancel: exit %d\n%s", status, out)
 	}
-	status, out, errOut = cli(t, env, "status", "--output", "json", "nope")
+	status, out, errOut = cli(t, env, "status", "nope", "--output", "json")
 	if status != 1 || !strings.Contains(errOut, "notification-not-found") || !strings.Contains(out, `"status": 404`) {
 		t.Errorf("status of an unknown key: exit %d\n%s%s", status, out, errOut)
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -552,5 +553,19 @@ func TestHangingTryEndsBeforeTheDeadline(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want one that matches context.DeadlineExceeded", err)
+	}
+}
+
+// TestImportsNothingOfShared keeps the client light for callers: it must not pull in the
+// functions' code (shared/...), nor anything of Lambda.
+func TestImportsNothingOfShared(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/resetnotify/resetnotify/shared") || strings.HasPrefix(dep, "github.com/aws/aws-lambda-go") {
+			t.Errorf("the client depends on %s", dep)
+		}
 	}
 }

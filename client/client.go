@@ -73,6 +73,7 @@ type Client struct {
 	creds  aws.CredentialsProvider
 	region string
 	jitter func(time.Duration) time.Duration
+	sleep  func(context.Context, time.Duration) error
 }
 
 // executeAPIHost matches API Gateway's default host names and captures the region.
@@ -88,7 +89,7 @@ func New(opts Options) (*Client, error) {
 		return nil, errors.New("client.new: the endpoint must have no query or fragment")
 	}
 	setDefaults(&opts)
-	c := &Client{base: base, opts: opts, http: opts.HTTPClient, region: opts.Region, jitter: fullJitter}
+	c := &Client{base: base, opts: opts, http: opts.HTTPClient, region: opts.Region, jitter: fullJitter, sleep: sleep}
 	if opts.Credentials != nil {
 		c.creds = opts.Credentials
 		if _, cached := opts.Credentials.(*aws.CredentialsCache); !cached {

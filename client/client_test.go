@@ -202,7 +202,7 @@ func TestSendRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScripted(t, tc.answers...)
 			opts := fast(s.srv.URL)
-			opts.TryTimeout = 300 * time.Millisecond
+			opts.TryTimeout = time.Second
 			res, err := newClient(t, opts).Send(t.Context(), otc())
 			if err != nil {
 				t.Fatal(err)
@@ -332,7 +332,7 @@ func TestSendEndsByItsDeadline(t *testing.T) {
 	s := newScripted(t, gateway(503, nil))
 	opts := fast(s.srv.URL)
 	opts.MaxAttempts, opts.MaxDelay = 1000, 50*time.Millisecond
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	dl, _ := ctx.Deadline()
 	_, err := newClient(t, opts).Send(ctx, otc())
@@ -351,23 +351,67 @@ func TestSendEndsByItsDeadline(t *testing.T) {
 // although the context would allow more.
 func TestSendStopsAtExpiresAt(t *testing.T) {
 	s := newScripted(t, gateway(503, nil))
+	starts := &startRecorder{}
 	opts := fast(s.srv.URL)
-	opts.MaxAttempts, opts.MaxDelay = 1000, 20*time.Millisecond
+	opts.MaxAttempts, opts.MaxDelay, opts.HTTPClient = 1000, 20*time.Millisecond, starts
 	n := otc()
-	n.ExpiresAt = time.Now().Add(300 * time.Millisecond)
+	n.ExpiresAt = time.Now().Add(time.Second)
 	_, err := newClient(t, opts).Send(t.Context(), n)
 	if !errors.Is(err, client.ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}
-	reqs := s.requests()
-	if len(reqs) < 2 {
-		t.Fatalf("only %d requests: no retry happened", len(reqs))
+	at := starts.times()
+	if len(at) < 2 {
+		t.Fatalf("only %d tries: no retry happened", len(at))
 	}
-	for _, r := range reqs {
-		if !r.at.Before(n.ExpiresAt) {
-			t.Errorf("a try started %v after expires_at", r.at.Sub(n.ExpiresAt))
+	for _, start := range at {
+		if !start.Before(n.ExpiresAt) {
+			t.Errorf("a try started %v after expires_at", start.Sub(n.ExpiresAt))
 		}
 	}
+}
+
+// TestLateTimerStartsNoTryPastExpiresAt checks the deadline is checked again after a backoff,
+// whose timer may fire later than asked.
+func TestLateTimerStartsNoTryPastExpiresAt(t *testing.T) {
+	s := newScripted(t, gateway(503, nil))
+	starts := &startRecorder{}
+	opts := fast(s.srv.URL)
+	opts.HTTPClient = starts
+	c := newClient(t, opts)
+	client.SetSleep(c, func(ctx context.Context, d time.Duration) error {
+		time.Sleep(d + 300*time.Millisecond)
+		return ctx.Err()
+	})
+	n := otc()
+	n.ExpiresAt = time.Now().Add(200 * time.Millisecond)
+	if _, err := c.Send(t.Context(), n); !errors.Is(err, client.ErrUnavailable) {
+		t.Errorf("err = %v, want ErrUnavailable", err)
+	}
+	for _, start := range starts.times() {
+		if !start.Before(n.ExpiresAt) {
+			t.Errorf("a try started %v after expires_at", start.Sub(n.ExpiresAt))
+		}
+	}
+}
+
+// startRecorder is an HTTP client that records when each try is sent.
+type startRecorder struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (r *startRecorder) Do(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.at = append(r.at, time.Now())
+	r.mu.Unlock()
+	return http.DefaultClient.Do(req)
+}
+
+func (r *startRecorder) times() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.at...)
 }
 
 // TestCancellationStopsRetries checks that cancelling the context ends the call during its
@@ -544,7 +588,7 @@ func TestHangingTryEndsBeforeTheDeadline(t *testing.T) {
 	s := newScripted(t, hang)
 	opts := fast(s.srv.URL)
 	opts.TryTimeout = time.Minute
-	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	dl, _ := ctx.Deadline()
 	_, err := newClient(t, opts).Send(ctx, otc())

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -166,25 +165,25 @@ const (
 
 var faults = []fault{dropAfter, timeoutAfter, timeoutBefore, unavailable, unavailableAfter, throttled}
 
-// faultProxy sits between the client and the backend. Each key's first requests (up to
-// maxFaults, drawn per key from a seeded source) meet a random fault; later ones pass. Every
-// request is kept, to be checked against openapi.yaml afterwards.
+// faultProxy sits between the client and the backend. Each key's first requests (one to
+// maxFaults of them) meet faults, in turn through the list; later ones pass. Every request is
+// kept, to be checked against openapi.yaml afterwards.
 type faultProxy struct {
 	t         *testing.T
 	target    string
 	router    routers.Router
 	mu        sync.Mutex
-	rng       *rand.Rand
-	budget    map[string]int
+	index     map[string]int // order of first sight, per key
+	tries     map[string]int
 	seen      map[fault]int
 	requests  []*http.Request
 	maxFaults int
 	srv       *httptest.Server
 }
 
-func newFaultProxy(t *testing.T, target string, seed uint64, maxFaults int) *faultProxy {
+func newFaultProxy(t *testing.T, target string, maxFaults int) *faultProxy {
 	t.Helper()
-	p := &faultProxy{t: t, target: target, rng: rand.New(rand.NewPCG(seed, seed)), budget: map[string]int{}, seen: map[fault]int{}, maxFaults: maxFaults}
+	p := &faultProxy{t: t, target: target, index: map[string]int{}, tries: map[string]int{}, seen: map[fault]int{}, maxFaults: maxFaults}
 	p.srv = httptest.NewServer(p)
 	t.Cleanup(p.srv.Close)
 	p.router = specRouter(t, p.srv.URL)
@@ -210,16 +209,19 @@ func specRouter(t *testing.T, server string) routers.Router {
 func (p *faultProxy) next(key string) fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	left, ok := p.budget[key]
+	i, ok := p.index[key]
 	if !ok {
-		left = p.rng.IntN(p.maxFaults + 1)
+		i = len(p.index)
+		p.index[key] = i
 	}
+	n := p.tries[key]
+	p.tries[key]++
 	f := pass
-	if left > 0 {
-		f = faults[p.rng.IntN(len(faults))]
-		left--
+	// Key i (in order of first sight) meets 1 + i%maxFaults faults, starting at faults[i]: with
+	// at least len(faults) keys, every fault is applied, whatever order the requests come in.
+	if n < 1+i%p.maxFaults {
+		f = faults[(i+n)%len(faults)]
 	}
-	p.budget[key] = left
 	p.seen[f]++
 	return f
 }
@@ -387,7 +389,7 @@ func TestExactlyOnceThroughFaults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.new(t)
-			proxy := newFaultProxy(t, b.url, 13, 4)
+			proxy := newFaultProxy(t, b.url, 4)
 			c := newClient(t, proofOptions(proxy.srv.URL))
 			const keys, callers = 12, 3
 			results := make([][]*client.Result, keys)

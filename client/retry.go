@@ -51,8 +51,12 @@ func (c *Client) do(ctx context.Context, req request, decode decodeFunc) (int, e
 		if !c.fits(ctx, req, delay) {
 			return n, fmt.Errorf("%s: gave up after %d tries, no time left for another: %w", req.op, n, last)
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := c.sleep(ctx, delay); err != nil {
 			return n, c.stopped(req.op, n, err, last)
+		}
+		// A timer may fire late: check again that the next try may still start.
+		if !c.fits(ctx, req, 0) {
+			return n, fmt.Errorf("%s: gave up after %d tries, no time left for another: %w", req.op, n, last)
 		}
 	}
 }

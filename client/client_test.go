@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/client"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
 const (
@@ -610,6 +613,45 @@ func TestImportsNothingOfShared(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.HasPrefix(dep, "github.com/resetnotify/resetnotify/shared") || strings.HasPrefix(dep, "github.com/aws/aws-lambda-go") {
 			t.Errorf("the client depends on %s", dep)
+		}
+	}
+}
+
+// TestWireTypesAreTheAPIs checks the client's JSON types against the handler's: the same fields,
+// so a field the API adds or renames fails here first.
+func TestWireTypesAreTheAPIs(t *testing.T) {
+	for _, tc := range []struct{ client, api reflect.Type }{
+		{reflect.TypeFor[client.Status](), reflect.TypeFor[httpapi.StatusView]()},
+		{reflect.TypeFor[client.Problem](), reflect.TypeFor[httpapi.Problem]()},
+		{reflect.TypeFor[client.FieldError](), reflect.TypeFor[notify.FieldError]()},
+	} {
+		if diff := cmp.Diff(jsonFields(tc.api), jsonFields(tc.client)); diff != "" {
+			t.Errorf("%s (-API +client):\n%s", tc.client, diff)
+		}
+	}
+}
+
+func jsonFields(typ reflect.Type) []string {
+	var out []string
+	for i := range typ.NumField() {
+		out = append(out, typ.Field(i).Tag.Get("json"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestVocabularyIsTheAPIs checks the client's channel, purposes and params against the domain
+// core's.
+func TestVocabularyIsTheAPIs(t *testing.T) {
+	if diff := cmp.Diff(notify.Purposes(), []string{client.PurposeMagicLink, client.PurposeOneTimeCode, client.PurposePasswordReset}); diff != "" {
+		t.Errorf("purposes (-API +client):\n%s", diff)
+	}
+	for got, want := range map[string]string{
+		client.ChannelSMS: notify.ChannelSMS, client.ParamResetURL: notify.ParamResetURL,
+		client.ParamCode: notify.ParamCode, client.ParamLink: notify.ParamLink,
+	} {
+		if got != want {
+			t.Errorf("client has %q, the API %q", got, want)
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/localapi"
+	"github.com/resetnotify/resetnotify/shared/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
@@ -105,27 +106,8 @@ func (s *switchStore) Transition(ctx context.Context, prev, next notify.Record) 
 func newContractFixture(t *testing.T) *contractFixture {
 	t.Helper()
 	f := &contractFixture{store: &switchStore{Store: notifytest.NewStore()}, queue: &notifytest.Queue{}}
-	in := &notify.Intake{
-		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Queue: f.queue,
-		Clock: notifytest.NewClock(contractT0), Policy: notify.DefaultPolicy(),
-		NewID: ulids(),
-	}
-	routes, err := localapi.RoutesFromTemplate("template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.srv = localapi.NewServer(routes, map[string]localapi.HandlerFunc{"IntakeFunction": httpapi.New(in, nil, nil).Handle})
+	f.srv = localapitest.Handler(t, "template.yaml", localapitest.FakeIntake(f.store, f.queue, notifytest.NewClock(contractT0)), nil)
 	return f
-}
-
-// ulids returns distinct, valid ULIDs in order, so that the spec's pattern holds.
-func ulids() func() string {
-	n := 0
-	return func() string {
-		n++
-		s := strconv.Itoa(n)
-		return "01JC0000000000000000000000"[:26-len(s)] + s
-	}
 }
 
 // contractCase is one request; specValid says whether the spec itself admits the request, so

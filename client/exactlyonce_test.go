@@ -23,8 +23,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/client"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
-	"github.com/resetnotify/resetnotify/shared/localapi"
+	"github.com/resetnotify/resetnotify/shared/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -75,11 +74,7 @@ func (s *countingStore) counts() map[string]int {
 func newFakeBackend(t *testing.T) *backend {
 	t.Helper()
 	store := &countingStore{Store: notifytest.NewStore(), created: map[string]int{}}
-	in := &notify.Intake{
-		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Queue: &notifytest.Queue{},
-		Clock: notifytest.NewClock(time.Now()), Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
-	}
-	b := serveBackend(t, in)
+	b := serveBackend(t, localapitest.FakeIntake(store, &notifytest.Queue{}, nil))
 	b.created = store.counts
 	return b
 }
@@ -108,25 +103,15 @@ func newDynamoBackend(t *testing.T) *backend {
 	in := &notify.Intake{
 		Store: dynamostore.New(ddb, names.Notifications), Sealer: seal.New(keys), Hasher: hasher,
 		Queue: sqsqueue.New(sqsClient, testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))),
-		Clock: realClock{}, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
+		Clock: notify.SystemClock{}, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
 	}
 	return serveBackend(t, in)
 }
 
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now().UTC() }
-
 func serveBackend(t *testing.T, in *notify.Intake) *backend {
 	t.Helper()
-	routes, err := localapi.RoutesFromTemplate("../template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &lockedBuffer{}
-	h := httpapi.New(in, obs.NewLogger(logs, nil), nil)
-	srv := httptest.NewServer(localapi.NewServer(routes, map[string]localapi.HandlerFunc{"IntakeFunction": h.Handle}))
-	t.Cleanup(srv.Close)
+	srv := localapitest.Server(t, "../template.yaml", in, obs.NewLogger(logs, nil))
 	return &backend{url: srv.URL, store: in.Store, logs: logs}
 }
 

@@ -9,13 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/oklog/ulid/v2"
-
-	"github.com/resetnotify/resetnotify/shared/httpapi"
-	"github.com/resetnotify/resetnotify/shared/localapi"
-	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
@@ -28,17 +23,8 @@ const (
 // newAPI serves the real intake handler, wired to fakes, on a loopback port.
 func newAPI(t *testing.T) string {
 	t.Helper()
-	in := &notify.Intake{
-		Store: notifytest.NewStore(), Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Queue: &notifytest.Queue{},
-		Clock: notifytest.NewClock(time.Now()), Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
-	}
-	routes, err := localapi.RoutesFromTemplate("../../template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(localapi.NewServer(routes, map[string]localapi.HandlerFunc{"IntakeFunction": httpapi.New(in, nil, nil).Handle}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	in := localapitest.FakeIntake(notifytest.NewStore(), &notifytest.Queue{}, nil)
+	return localapitest.Server(t, "../../template.yaml", in, nil).URL
 }
 
 // cli runs resetctl with args and env, and returns its exit status, stdout and stderr.

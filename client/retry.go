@@ -28,7 +28,7 @@ func (c *Client) do(ctx context.Context, req request, decode decodeFunc) (int, e
 		case errors.As(err, new(permanentError)):
 			return n, fmt.Errorf("%s: %w", req.op, err)
 		case err != nil && ctx.Err() != nil:
-			return n, c.stopped(req.op, n, ctx.Err(), errors.Join(last, err))
+			return n, c.stopped(req.op, n, ctx.Err(), fmt.Errorf("try %d: %w", n, err))
 		case err != nil:
 			last = fmt.Errorf("try %d: %w", n, err)
 		case retryableStatus(resp.status):
@@ -49,16 +49,21 @@ func (c *Client) do(ctx context.Context, req request, decode decodeFunc) (int, e
 		}
 		delay := max(c.jitter(c.backoffCap(n)), retryAfter)
 		if !c.fits(ctx, req, delay) {
-			return n, fmt.Errorf("%s: gave up after %d tries, no time left for another: %w", req.op, n, last)
+			return n, noTimeLeft(req.op, n, last)
 		}
 		if err := c.sleep(ctx, delay); err != nil {
 			return n, c.stopped(req.op, n, err, last)
 		}
 		// A timer may fire late: check again that the next try may still start.
 		if !c.fits(ctx, req, 0) {
-			return n, fmt.Errorf("%s: gave up after %d tries, no time left for another: %w", req.op, n, last)
+			return n, noTimeLeft(req.op, n, last)
 		}
 	}
+}
+
+// noTimeLeft is the error of a call that stopped because no further try could start in time.
+func noTimeLeft(op string, n int, last error) error {
+	return fmt.Errorf("%s: gave up after %d tries, no time left for another: %w", op, n, last)
 }
 
 // stopped is the error of a call whose context ended, wrapping both the context's error and

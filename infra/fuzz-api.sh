@@ -66,5 +66,7 @@ stop_local
 if [[ $status -ne 0 ]]; then
   echo "fuzz-api: schemathesis found answers outside openapi.yaml or server errors (exit $status)" >&2
   [[ -n "$logs" ]] && echo "fuzz-api: the local stack's logs are in $logs" >&2
+elif [[ -n "$logs" ]]; then
+  rm -rf "$logs"
 fi
 exit "$status"

@@ -1,13 +1,15 @@
 # resetnotify — build, test and local-run entry points. `make help` lists the targets.
 #
-# Tools (DynamoDB Local, moto, cfn-lint) live in .tools/, installed by `make tools`; nothing
-# else beyond Go, Java 17, npm and Python 3 is assumed on the machine.
+# Tools (DynamoDB Local, moto, cfn-lint, and the API contract tools openapi-spec-validator and
+# schemathesis) live in .tools/, installed by `make tools`; nothing else beyond Go, Java 17, npm
+# and Python 3 is assumed on the machine.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 TOOLS   := .tools
 VENV    := $(TOOLS)/venv
+API_VENV := $(TOOLS)/api-venv
 DEVSTACK := go run ./cmd/devstack exec --
 
 # Lambda binaries target the machine's own architecture unless GOARCH is given: local runs need
@@ -24,7 +26,7 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_%-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Install DynamoDB Local, moto and cfn-lint into .tools/ (idempotent).
+tools: ## Install DynamoDB Local, moto, cfn-lint, openapi-spec-validator and schemathesis into .tools/ (idempotent).
 	@./infra/install-tools.sh
 
 .PHONY: test
@@ -39,8 +41,13 @@ bench: tools ## Run the Go benchmarks and cmd/bench against one DynamoDB Local a
 	$(DEVSTACK) bash -c "go test -run '^$$' -bench . -benchmem ./... && go run ./cmd/bench"
 
 .PHONY: validate
-validate: tools ## Lint template.yaml with cfn-lint.
+validate: tools ## Lint template.yaml with cfn-lint; validate openapi.yaml with openapi-spec-validator.
 	$(VENV)/bin/cfn-lint template.yaml
+	$(API_VENV)/bin/openapi-spec-validator openapi.yaml
+
+.PHONY: fuzz-api
+fuzz-api: tools build ## Fuzz the local stack from openapi.yaml with schemathesis: no 5xx, no answer outside the spec.
+	./infra/fuzz-api.sh
 
 .PHONY: build
 build: ## Build every functions/<name> into bin/<name>/bootstrap, and bin/auditctl.

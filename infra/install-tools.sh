@@ -3,6 +3,10 @@
 #   .tools/dynamodb-local/   DynamoDB Local (DynamoDBLocal.jar + DynamoDBLocal_lib), taken from the
 #                            npm package amplify-dynamodb-simulator, which ships AWS's own engine.
 #   .tools/venv/             a Python virtualenv with moto[server] (SQS) and cfn-lint.
+#   .tools/api-venv/         a second virtualenv with the API contract tools of
+#                            infra/api-tools.txt (openapi-spec-validator, schemathesis), every
+#                            dependency pinned by infra/api-tools.constraints.txt; kept apart so
+#                            that their dependencies cannot break moto or cfn-lint.
 #   .tools/bin/aws-lambda-rie the Lambda Runtime Interface Emulator, built with go install.
 # Each part writes a stamp file naming what it installed, so a second run is instant and a change
 # of pinned version reinstalls only that part. It needs Java 17, npm and Python 3.11 on PATH.
@@ -61,6 +65,22 @@ install_venv() {
   echo "$want" >"$stamp"
 }
 
+install_api_venv() {
+  local venv="$tools/api-venv" stamp="$tools/.api-venv.stamp"
+  local reqs="$root/infra/api-tools.txt" constraints="$root/infra/api-tools.constraints.txt"
+  local want
+  want=$(python3 --version 2>&1; cat "$reqs" "$constraints")
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/openapi-spec-validator" && -x "$venv/bin/schemathesis" ]]; then
+    return 0
+  fi
+  need python3 "needed for openapi-spec-validator and schemathesis"
+  echo "install-tools: API contract tools from infra/api-tools.txt"
+  rm -rf "$venv" "$stamp"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqs" -c "$constraints"
+  echo "$want" >"$stamp"
+}
+
 install_rie() {
   local stamp="$tools/.rie.stamp"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$RIE_MODULE" && -x "$tools/bin/aws-lambda-rie" ]]; then
@@ -75,4 +95,5 @@ install_rie() {
 
 install_dynamodb_local
 install_venv
+install_api_venv
 install_rie

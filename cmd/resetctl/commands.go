@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/resetnotify/resetnotify/client"
+)
+
+// common holds the flags every command takes.
+type common struct {
+	endpoint string
+	output   string
+	timeout  time.Duration
+	region   string
+	sign     bool
+}
+
+func (c *common) register(fs *flag.FlagSet, getenv func(string) string) {
+	fs.StringVar(&c.endpoint, "endpoint", getenv(EnvEndpoint), "the API's base URL (default $"+EnvEndpoint+")")
+	fs.StringVar(&c.output, "output", "text", "text or json")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "deadline of the whole call, retries included")
+	fs.StringVar(&c.region, "region", "", "SigV4 signing region (default: the execute-api host's, else the AWS config's)")
+	fs.BoolVar(&c.sign, "sign", false, "sign requests to a loopback endpoint too (others are always signed)")
+}
+
+func (c *common) check() error {
+	if c.endpoint == "" {
+		return fmt.Errorf("--endpoint (or $%s) is required", EnvEndpoint)
+	}
+	if c.output != "text" && c.output != "json" {
+		return errors.New("--output must be text or json")
+	}
+	if c.timeout <= 0 {
+		return errors.New("--timeout must be positive")
+	}
+	return nil
+}
+
+// newClient builds the client: signed with the standard AWS credential chain, except for a
+// loopback endpoint without --sign, whose local stack checks no signature.
+func (c *common) newClient(ctx context.Context) (*client.Client, error) {
+	u, err := url.Parse(c.endpoint)
+	if err != nil {
+		return nil, errors.New("--endpoint is not a URL")
+	}
+	if isLoopback(u.Hostname()) && !c.sign {
+		return client.New(client.Options{Endpoint: c.endpoint})
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS config: %w", err)
+	}
+	return client.NewFromConfig(cfg, c.endpoint, func(o *client.Options) {
+		if c.region != "" {
+			o.Region = c.region
+		}
+	})
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// params is the repeatable --param name=value flag. The flag package quotes the value of a
+// flag whose Set fails, so Set never fails: it keeps the first problem for check, whose error
+// quotes nothing.
+type params struct {
+	values  map[string]string
+	problem string
+}
+
+func (p *params) String() string { return "" }
+
+func (p *params) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	switch {
+	case p.problem != "":
+	case !ok || name == "":
+		p.problem = "--param wants name=value"
+	default:
+		if _, dup := p.values[name]; dup {
+			p.problem = "--param names a param twice"
+			break
+		}
+		p.values[name] = value
+	}
+	return nil
+}
+
+func (p *params) check() error {
+	if p.problem != "" {
+		return errors.New(p.problem)
+	}
+	return nil
+}
+
+// parse parses args into fs, flags and arguments in any order, and returns the arguments. A
+// usage error is printed with the flag set's defaults.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
+	fs.SetOutput(stderr)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// usageError prints msg and the flags of fs, and returns errUsage.
+func usageError(fs *flag.FlagSet, stderr io.Writer, msg string) error {
+	fmt.Fprintln(stderr, "resetctl "+fs.Name()+": "+msg)
+	fs.Usage()
+	return errUsage
+}
+
+func runSend(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("send", flag.ContinueOnError)
+	var c common
+	c.register(fs, getenv)
+	var n client.Notification
+	ps := &params{values: map[string]string{}}
+	var expiresIn time.Duration
+	var expiresAt string
+	fs.StringVar(&n.IdempotencyKey, "key", "", "idempotency key (default <event-id>:<channel>:<purpose>)")
+	fs.StringVar(&n.EventID, "event-id", "", "the event this notification answers (required)")
+	fs.StringVar(&n.Channel, "channel", client.ChannelSMS, "channel")
+	fs.StringVar(&n.Purpose, "purpose", "", "password_reset, one_time_code or magic_link (required)")
+	fs.StringVar(&n.To, "to", "", "E.164 phone number (required; never printed)")
+	fs.StringVar(&n.Locale, "locale", "", "language tag such as en or pt-BR (default: the API's, en)")
+	fs.Var(ps, "param", "name=value, repeatable: reset_url, code or link (never printed)")
+	fs.DurationVar(&expiresIn, "expires-in", 0, "expires_at as a duration from now, e.g. 10m")
+	fs.StringVar(&expiresAt, "expires-at", "", "expires_at as an RFC 3339 time")
+	rest, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageError(fs, stderr, "send takes no arguments, only flags")
+	}
+	if err := ps.check(); err != nil {
+		return usageError(fs, stderr, err.Error())
+	}
+	if err := c.check(); err != nil {
+		return usageError(fs, stderr, err.Error())
+	}
+	switch {
+	case n.EventID == "" || n.Purpose == "" || n.To == "" || len(ps.values) == 0:
+		return usageError(fs, stderr, "--event-id, --purpose, --to and --param are required")
+	case (expiresIn == 0) == (expiresAt == ""):
+		return usageError(fs, stderr, "give one of --expires-in and --expires-at")
+	case expiresIn < 0:
+		return usageError(fs, stderr, "--expires-in must be positive")
+	case expiresIn > 0:
+		// Whole seconds, so that the printed expires_at can be passed to --expires-at to
+		// repeat the very same request.
+		n.ExpiresAt = time.Now().Add(expiresIn).Truncate(time.Second)
+	default:
+		t, err := time.Parse(time.RFC3339Nano, expiresAt)
+		if err != nil {
+			return usageError(fs, stderr, "--expires-at must be an RFC 3339 time")
+		}
+		n.ExpiresAt = t
+	}
+	n.Params = ps.values
+	cl, err := c.newClient(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	res, err := cl.Send(ctx, n)
+	if err != nil {
+		return report(c.output, stdout, err)
+	}
+	return printResult(c.output, stdout, res.Status, res)
+}
+
+func runKeyed(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	var c common
+	c.register(fs, getenv)
+	var key string
+	fs.StringVar(&key, "key", "", "idempotency key (or give it as the argument)")
+	rest, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if err := c.check(); err != nil {
+		return usageError(fs, stderr, err.Error())
+	}
+	switch {
+	case len(rest) == 1 && key == "":
+		key = rest[0]
+	case len(rest) > 1 || (len(rest) == 1 && key != ""):
+		return usageError(fs, stderr, cmd+" takes one key")
+	case key == "":
+		return usageError(fs, stderr, cmd+" needs a key")
+	}
+	cl, err := c.newClient(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	call := cl.Status
+	if cmd == "cancel" {
+		call = cl.Cancel
+	}
+	st, err := call(ctx, key)
+	if err != nil {
+		return report(c.output, stdout, err)
+	}
+	return printResult(c.output, stdout, *st, st)
+}

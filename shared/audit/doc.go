@@ -48,12 +48,12 @@
 //
 //	event_id seq notification_id version at day from_state to_state reason attempt provider
 //	provider_message_id destination_fp policy_version safety_margin_ms actor purged_by
-//	prev_missing retain_until
+//	prev_missing retain_until written_at write_day replayed reconstructed gap_from
 //
 // Values are the stored ones as text: strings as stored (UTF-8, "" when absent), numbers in
-// base 10 without leading zeros or sign ("0" when absent), at in RFC 3339 UTC with exactly
-// nine fraction digits (2006-01-02T15:04:05.000000000Z), prev_missing "true" or "false" (false
-// when absent). prev_hash and hash themselves are not part of the canonical encoding. An
+// base 10 without leading zeros or sign ("0" when absent), at and written_at in RFC 3339 UTC
+// with exactly nine fraction digits (2006-01-02T15:04:05.000000000Z, "" when absent), the
+// booleans prev_missing, replayed and reconstructed "true" or "false" (false when absent). prev_hash and hash themselves are not part of the canonical encoding. An
 // auditor can recompute a chain from an export with nothing but SHA-256; in Python:
 //
 //	canon = b"resetnotify-audit-v1\n" + b"".join(

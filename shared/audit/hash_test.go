@@ -25,6 +25,8 @@ func knownEntry() Entry {
 		SafetyMarginMS: 60000,
 		Actor:          "resetnotify-audit:$LATEST/req-1",
 		RetainUntil:    1797069601,
+		WrittenAt:      time.Date(2026, 11, 1, 10, 0, 2, 250_000_000, time.UTC),
+		WriteDay:       "2026-11-01",
 	}
 }
 
@@ -34,8 +36,8 @@ func TestComputeHashKnownAnswer(t *testing.T) {
 	tests := []struct {
 		name, prev, want string
 	}{
-		{"genesis", GenesisHash, "ce0063ca0569683f94e61800ae06862db4cf330df3ee1b44226558823ecfdd23"},
-		{"linked", strings.Repeat("ab", 32), "ac1fd86b0eef437ea62ee5674a1d6de2c765b608e2cf1d37fe7f4362a924932c"},
+		{"genesis", GenesisHash, "2e28a8df4ebf4832d73f6bb52a81758a8df67682467524add35418f1e2fdb3b0"},
+		{"linked", strings.Repeat("ab", 32), "a0814e617a46b63a47ae6beaf4a03c6035c0cd729ec3dc9206375bda3a159246"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +74,12 @@ func TestCanonical(t *testing.T) {
 		"actor:31:resetnotify-audit:$LATEST/req-1\n" +
 		"purged_by:0:\n" +
 		"prev_missing:5:false\n" +
-		"retain_until:10:1797069601\n"
+		"retain_until:10:1797069601\n" +
+		"written_at:30:2026-11-01T10:00:02.250000000Z\n" +
+		"write_day:10:2026-11-01\n" +
+		"replayed:5:false\n" +
+		"reconstructed:5:false\n" +
+		"gap_from:1:0\n"
 	if diff := cmp.Diff(want, string(Canonical(e))); diff != "" {
 		t.Errorf("Canonical (-want +got):\n%s", diff)
 	}
@@ -93,7 +100,7 @@ func TestHashCoversEveryField(t *testing.T) {
 				v = "true"
 			case kindString:
 				v = f.get(&e) + "x"
-				if f.name == "at" {
+				if f.name == "at" || f.name == "written_at" {
 					v = "2027-01-01T00:00:00.000000000Z"
 				}
 			case kindNumber:

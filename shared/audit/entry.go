@@ -86,7 +86,7 @@ type Entry struct {
 	Reconstructed bool
 	GapFrom       int64
 	PrevHash      string
-	Hash        string
+	Hash          string
 	// Unexpected names the attributes of a stored item that are outside the allow-list. Their
 	// values are never read, so a stray secret cannot leak through a reader.
 	Unexpected []string

@@ -58,16 +58,26 @@ func Sorted(entries []Entry) []Entry {
 
 // Problem is one broken or missing link found by Verify.
 type Problem struct {
-	NotificationID string `json:"notification_id"`
+	NotificationID string `json:"notification_id,omitempty"`
 	// Seq is the entry where the problem shows: the edited entry, or the first entry after a
 	// gap or a broken link.
-	Seq  string `json:"seq"`
-	What string `json:"what"`
+	Seq string `json:"seq,omitempty"`
+	// Period names the digest period of a problem found against the digests.
+	Period string `json:"period,omitempty"`
+	What   string `json:"what"`
 }
 
-// String names the notification, the seq and what is wrong.
+// String names the notification and the seq, or the period, and what is wrong.
 func (p Problem) String() string {
-	return fmt.Sprintf("notification %s, seq %s: %s", p.NotificationID, p.Seq, p.What)
+	switch {
+	case p.NotificationID != "" && p.Seq != "":
+		return fmt.Sprintf("notification %s, seq %s: %s", p.NotificationID, p.Seq, p.What)
+	case p.NotificationID != "":
+		return fmt.Sprintf("notification %s: %s", p.NotificationID, p.What)
+	case p.Period != "":
+		return fmt.Sprintf("period %s: %s", p.Period, p.What)
+	}
+	return p.What
 }
 
 // Verify recomputes every chain in entries and checks it. It returns the problems in chain

@@ -2,6 +2,7 @@ package audittest
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"sort"
@@ -22,6 +23,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/testenv"
 )
@@ -39,6 +41,12 @@ type Env struct {
 	Store   *dynamostore.Store
 	Handler *audit.Handler
 	Reader  *audit.Reader
+	// WriteClock is the audit writer's clock, which stamps written_at: it starts at
+	// WriteStart and moves only when a test moves it.
+	WriteClock *notifytest.Clock
+	// SigningKey signs the digests of Digester; PublicKeyPEM is its public half.
+	SigningKey   *ecdsa.PrivateKey
+	PublicKeyPEM []byte
 
 	streamARN string
 	iterators map[string]string // shard ID → next iterator; "" once the shard is closed
@@ -70,13 +78,25 @@ func NewEnv(t testing.TB) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	key, _, err := audit.NewLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := audit.PublicKeyPEM(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := notifytest.NewClock(WriteStart)
 	return &Env{
-		DB:      db,
-		Streams: streams,
-		Names:   names,
-		Store:   dynamostore.New(db, names.Notifications),
+		DB:           db,
+		Streams:      streams,
+		Names:        names,
+		Store:        dynamostore.New(db, names.Notifications),
+		WriteClock:   clock,
+		SigningKey:   key,
+		PublicKeyPEM: pub,
 		Handler: &audit.Handler{
-			Writer:   &audit.Writer{DB: db, Table: names.Audit},
+			Writer:   &audit.Writer{DB: db, Table: names.Audit, Clock: clock},
 			Function: "resetnotify-audit", FunctionVersion: "$LATEST",
 			Clock: notify.SystemClock{},
 		},
@@ -84,6 +104,39 @@ func NewEnv(t testing.TB) *Env {
 		streamARN: aws.ToString(out.Table.LatestStreamArn),
 		iterators: map[string]string{},
 	}
+}
+
+// WriteStart is where the audit writer's clock starts: half an hour after ScenarioStart, when
+// every scenario has ended, so each entry is written after its transition.
+var WriteStart = ScenarioStart.Add(30 * time.Minute)
+
+// DigestPeriod and DigestGrace are the digest settings of Digester: the local stack's.
+const (
+	DigestPeriod = time.Minute
+	DigestGrace  = 10 * time.Second
+)
+
+// Digester returns the real digest step over the audit table, signing with e.SigningKey and
+// reading the time from clock.
+func (e *Env) Digester(clock notify.Clock) *audit.Digester {
+	return &audit.Digester{
+		DB: e.DB, Table: e.Names.Audit, Signer: audit.LocalSigner{Key: e.SigningKey},
+		Period: DigestPeriod, Grace: DigestGrace, Retention: audit.DefaultRetention, Clock: clock,
+	}
+}
+
+// CloseDigests moves the writer's clock past the grace of the current period and runs the
+// digest step at that time, so every entry written so far is covered; it returns the
+// digests written.
+func (e *Env) CloseDigests(t testing.TB) []audit.Digest {
+	t.Helper()
+	now := e.WriteClock.Now().Truncate(DigestPeriod).Add(DigestPeriod + DigestGrace)
+	e.WriteClock.Set(now)
+	ds, err := e.Digester(notifytest.NewClock(now)).Run(context.Background())
+	if err != nil {
+		t.Fatalf("digest step: %v", err)
+	}
+	return ds
 }
 
 // StreamARN returns the notifications table's stream ARN.

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -25,16 +24,10 @@ type Bundle struct {
 func (r *Reader) Collect(ctx context.Context, from, to time.Time) (Bundle, error) {
 	from, to = from.UTC(), to.UTC()
 	b := Bundle{From: from, To: to}
-	for d, err := range Digests(ctx, r.DB, r.Table, time.Time{}, to, false) {
-		if err != nil {
-			return Bundle{}, fmt.Errorf("audit.collect: %w", err)
-		}
-		b.Digests = append(b.Digests, d)
-		if !d.PeriodEnd.After(from) {
-			break // the digest before the range, kept for its link
-		}
+	var err error
+	if b.Digests, err = DigestsCovering(ctx, r.DB, r.Table, from, to); err != nil {
+		return Bundle{}, fmt.Errorf("audit.collect: %w", err)
 	}
-	slices.Reverse(b.Digests)
 	coverFrom, coverTo := b.CoverSpan()
 	want := map[string]map[string]bool{} // event ID → notification IDs
 	var events []string

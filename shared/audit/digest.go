@@ -171,7 +171,9 @@ func DigestItem(d Digest) (map[string]ddbtypes.AttributeValue, error) {
 		return nil, fmt.Errorf("audit.digest item %s: %w", d.Period(), err)
 	}
 	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
-	n := func(v int64) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+	n := func(v int64) ddbtypes.AttributeValue {
+		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
 	item := map[string]ddbtypes.AttributeValue{
 		tables.AuditEventID:        s(tables.DigestEventID),
 		tables.AuditSeq:            s(tables.FormatTime(d.PeriodStart)),

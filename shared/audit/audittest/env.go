@@ -50,6 +50,7 @@ type Env struct {
 
 	streamARN string
 	iterators map[string]string // shard ID → next iterator; "" once the shard is closed
+	shards    map[string]string // sequence number → shard ID of every record read
 }
 
 // NewEnv creates the tables (tables.Create) under unique names, or skips t when DynamoDB
@@ -103,6 +104,7 @@ func NewEnv(t testing.TB) *Env {
 		Reader:    &audit.Reader{DB: db, Table: names.Audit},
 		streamARN: aws.ToString(out.Table.LatestStreamArn),
 		iterators: map[string]string{},
+		shards:    map[string]string{},
 	}
 }
 
@@ -193,7 +195,9 @@ func (e *Env) poll(ctx context.Context) ([]events.DynamoDBEventRecord, error) {
 				return nil, fmt.Errorf("get records %s: %w", id, err)
 			}
 			for _, r := range page.Records {
-				out = append(out, audit.EventRecord(r, e.streamARN))
+				rec := audit.EventRecord(r, e.streamARN)
+				e.shards[rec.Change.SequenceNumber] = id
+				out = append(out, rec)
 			}
 			next := aws.ToString(page.NextShardIterator)
 			if len(page.Records) == 0 || next == "" {
@@ -218,6 +222,47 @@ func (e *Env) Replay(t testing.TB, requestID string, recs []events.DynamoDBEvent
 	}
 	if len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("audit handler reported failures: %+v", resp.BatchItemFailures)
+	}
+}
+
+// DeliverBatch hands recs to h as Lambda's stream event source mapping of template.yaml does
+// (ReportBatchItemFailures, MaximumRetryAttempts, an on-failure destination): after a batch
+// item failure it retries from the failed record, and after retries retries it gives up on
+// the rest of the batch and returns the failure record it would send to the destination. It
+// returns nil when the batch succeeded.
+func (e *Env) DeliverBatch(t testing.TB, h *audit.Handler, recs []events.DynamoDBEventRecord, retries int) *audit.FailureRecord {
+	t.Helper()
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-mapping"})
+	batch := recs
+	for try := 0; ; try++ {
+		resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: batch})
+		if err != nil {
+			t.Fatalf("audit handler: %v", err)
+		}
+		if len(resp.BatchItemFailures) == 0 {
+			return nil
+		}
+		failed := resp.BatchItemFailures[0].ItemIdentifier
+		for i, r := range batch {
+			if r.Change.SequenceNumber == failed {
+				batch = batch[i:]
+				break
+			}
+		}
+		if try < retries {
+			continue
+		}
+		first, last := batch[0], batch[len(batch)-1]
+		fr := &audit.FailureRecord{Version: "1.0", Timestamp: time.Now().UTC()}
+		fr.RequestContext.Condition = "RetryAttemptsExhausted"
+		fr.RequestContext.ApproximateInvokeCount = try + 1
+		fr.BatchInfo = &audit.StreamBatchInfo{
+			ShardID: e.shards[first.Change.SequenceNumber], StreamARN: e.streamARN, BatchSize: len(batch),
+			StartSequenceNumber: first.Change.SequenceNumber, EndSequenceNumber: last.Change.SequenceNumber,
+			ApproximateArrivalOfFirstRecord: first.Change.ApproximateCreationDateTime.Time,
+			ApproximateArrivalOfLastRecord:  last.Change.ApproximateCreationDateTime.Time,
+		}
+		return fr
 	}
 }
 

@@ -155,3 +155,35 @@ func digestSigner(getenv func(string) string, awsCfg aws.Config) (audit.Signer, 
 	}
 	return nil, fmt.Errorf("app.digest: %s (in AWS) or %s (locally) is required", audit.EnvDigestKMSKeyID, audit.EnvDigestLocalKey)
 }
+
+// NewAuditReplayer wires the replay of lost stream batches (the audit-replay function on the
+// audit function's on-failure queue). Its settings come through getenv (NOTIFICATIONS_TABLE,
+// AUDIT_TABLE, AUDIT_RETENTION_DAYS, LOG_LEVEL); function names the actor of the entries it
+// writes.
+func NewAuditReplayer(getenv func(string) string, awsCfg aws.Config, function, version string, out io.Writer) (*audit.Replayer, error) {
+	cfg, err := config.Load(getenv, config.NeedAuditTable|config.NeedNotificationsTable)
+	if err != nil {
+		return nil, err
+	}
+	retention, err := audit.ParseRetention(getenv(audit.EnvRetentionDays))
+	if err != nil {
+		return nil, fmt.Errorf("app.audit replay: %w", err)
+	}
+	db := awsclient.DynamoDB(awsCfg, "")
+	log := obs.NewLogger(out, cfg.LogLevel)
+	log.Info("audit replay ready", "audit_table", cfg.AuditTable, "notifications_table", cfg.NotificationsTable)
+	return &audit.Replayer{
+		Streams:            awsclient.Streams(awsCfg, ""),
+		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable},
+		Reader:             &audit.Reader{DB: db, Table: cfg.AuditTable},
+		Records:            dynamostore.New(db, cfg.NotificationsTable),
+		Scan:               db,
+		NotificationsTable: cfg.NotificationsTable,
+		Retention:          retention,
+		Function:           function,
+		FunctionVersion:    version,
+		Clock:              notify.SystemClock{},
+		Log:                log,
+		Metrics:            &obs.Metrics{W: out, Function: "audit-replay"},
+	}, nil
+}

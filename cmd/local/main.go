@@ -27,6 +27,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,7 +41,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
@@ -164,10 +167,19 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 8)
-	go func() {
-		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, fns.audit, log)
-	}()
 	sqsClient := awsclient.SQS(awsCfg, "")
+	onFailure := func(ctx context.Context, fr audit.FailureRecord) error {
+		body, err := json.Marshal(fr)
+		if err != nil {
+			return err
+		}
+		_, err = sqsClient.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues.AuditFailure), MessageBody: aws.String(string(body))})
+		return err
+	}
+	go func() {
+		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, fns.audit, onFailure, log)
+	}()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.AuditFailure, fns.auditReplay, log) }()
 	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, fns.dispatch, log) }()
 	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, fns.reconcile, log) }()
 	go func() { errs <- runSchedule(ctx, "sweeper", fns.sweeper, log) }()

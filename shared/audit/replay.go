@@ -48,6 +48,23 @@ type StreamBatchInfo struct {
 	StreamARN                       string    `json:"streamArn"`
 }
 
+// NewFailureRecord returns the failure record that a stream event source mapping sends when
+// it gives up on batch (non-empty) of shard after invokes invocations, at now. The local
+// stack and the tests, which stand in for the mapping, use it.
+func NewFailureRecord(shard, streamARN string, batch []events.DynamoDBEventRecord, invokes int, now time.Time) FailureRecord {
+	first, last := batch[0], batch[len(batch)-1]
+	fr := FailureRecord{Version: "1.0", Timestamp: now.UTC()}
+	fr.RequestContext.Condition = "RetryAttemptsExhausted"
+	fr.RequestContext.ApproximateInvokeCount = invokes
+	fr.BatchInfo = &StreamBatchInfo{
+		ShardID: shard, StreamARN: streamARN, BatchSize: len(batch),
+		StartSequenceNumber: first.Change.SequenceNumber, EndSequenceNumber: last.Change.SequenceNumber,
+		ApproximateArrivalOfFirstRecord: first.Change.ApproximateCreationDateTime.Time,
+		ApproximateArrivalOfLastRecord:  last.Change.ApproximateCreationDateTime.Time,
+	}
+	return fr
+}
+
 // StreamsAPI is the part of the DynamoDB Streams API that the replay reads with.
 type StreamsAPI interface {
 	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)

@@ -252,17 +252,8 @@ func (e *Env) DeliverBatch(t testing.TB, h *audit.Handler, recs []events.DynamoD
 		if try < retries {
 			continue
 		}
-		first, last := batch[0], batch[len(batch)-1]
-		fr := &audit.FailureRecord{Version: "1.0", Timestamp: time.Now().UTC()}
-		fr.RequestContext.Condition = "RetryAttemptsExhausted"
-		fr.RequestContext.ApproximateInvokeCount = try + 1
-		fr.BatchInfo = &audit.StreamBatchInfo{
-			ShardID: e.shards[first.Change.SequenceNumber], StreamARN: e.streamARN, BatchSize: len(batch),
-			StartSequenceNumber: first.Change.SequenceNumber, EndSequenceNumber: last.Change.SequenceNumber,
-			ApproximateArrivalOfFirstRecord: first.Change.ApproximateCreationDateTime.Time,
-			ApproximateArrivalOfLastRecord:  last.Change.ApproximateCreationDateTime.Time,
-		}
-		return fr
+		fr := audit.NewFailureRecord(e.shards[batch[0].Change.SequenceNumber], e.streamARN, batch, try+1, time.Now())
+		return &fr
 	}
 }
 

@@ -94,7 +94,7 @@ func inProcess(ctx context.Context, awsCfg aws.Config, out io.Writer) (functions
 		intake: intake.Handle, dispatch: dispatch.Handle, reconcile: reconcile.Handle,
 		sweeper: sweeper.Handle, digest: digest.Handle, audit: audit.Handle, auditReplay: replay.Handle,
 		providerEvents: providerEvents.HandleSimulatorWebhook,
-		stop: func() {},
+		stop:           func() {},
 	}, nil
 }
 

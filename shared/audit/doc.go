@@ -20,7 +20,7 @@
 //
 // Entries are stored under event_id (partition) and seq (sort):
 //
-//	seq = <idempotency_key> "#" <version, 10 digits zero-padded> [ "#" <notification_id> ] [ "#purged" ]
+//	seq = <idempotency_key> "#" <version, 10 digits zero-padded> [ "#" <notification_id> ] [ "#purged" | "#gap" ]
 //
 // The version is the record's version after the transition. A purge keeps the version the
 // record had when it was removed (no write of the record produced it) and adds the "#purged"
@@ -72,6 +72,33 @@
 // replaying a batch writes nothing new.
 //
 // The chain is keyless: it proves that nothing was edited, deleted or reordered in the middle
-// of a chain without rewriting the rest of it. Keeping a copy of each chain's last hash
-// elsewhere (an export) is what makes a wholesale rewrite detectable.
+// of a chain without rewriting the rest of it. The signed digests make a wholesale rewrite, and
+// the deletion of a whole chain, detectable.
+//
+// # Digests
+//
+// The writer stamps written_at (and write_day) from its own clock just before each put; the
+// by_write_day index lists the entries written in a period. The digest step (Digester) closes
+// each period [start, end) — periods start at multiples of their length, in UTC — once it
+// ended a grace ago, with one Digest item under event_id DigestEventID ("#digest") and seq =
+// start, written with attribute_not_exists(seq). The digest names every entry written in the
+// period in its manifest (one line per entry, sorted by event ID then seq:
+// "<len>:<event_id> <len>:<seq> <len>:<notification_id> <hash>\n"), its count, entries_hash =
+// hex(SHA-256(manifest)), and the previous digest's period start and signature, and is signed
+// (ECDSA P-256 over SHA-256 of CanonicalDigest, DER, base64) by a KMS key in AWS or a local key.
+// An entry belongs to the period of its written_at however late after its at it was written;
+// each closed period has exactly one digest, so each entry is covered exactly once.
+//
+// Check verifies a Bundle (the digests overlapping a range and every chain they or the range
+// touch): signatures, the chain of digests, that every closed period has a digest, each
+// digest against the entries written in its period, and the hash chains.
+//
+// # Replay and gaps
+//
+// Replayer re-reads a stream batch that the audit function gave up on (its FailureRecord)
+// and writes the missing entries, marked replayed. When the stream no longer holds the
+// records it writes a gap entry (to_state "gap", reconstructed, seq "<key>#<version>#gap",
+// standing for versions gap_from to version) per notification whose chain lacks versions,
+// from the notification's current record. Verify accepts a prev_missing link to a
+// predecessor written later by a replay or as a gap entry, and KnownGaps lists gap entries.
 package audit

@@ -255,3 +255,80 @@ func TestVerifyDigests(t *testing.T) {
 		})
 	}
 }
+
+// TestEvidenceDigestCoverage reports, per notification, whether verified digests cover its
+// entries: all of them when untouched, and which differ after an edit.
+func TestEvidenceDigestCoverage(t *testing.T) {
+	d := newDigestEnv(t)
+	evidence := func(args ...string) string {
+		t.Helper()
+		a, stdout, stderr := testApp(d.env.DB, d.env.Names.Audit, d.now)
+		if err := a.run(context.Background(), append([]string{"evidence", "--event-id", "evt-a"}, args...)); err != nil {
+			t.Fatalf("evidence: %v (%s)", err, stderr)
+		}
+		return stdout.String()
+	}
+	want := "Signed digests: all 4 entries are covered by 2 digests verified with key " + audit.LocalKeyID(&d.env.SigningKey.PublicKey)
+	if out := evidence("--public-key", d.key); !strings.Contains(out, want) {
+		t.Errorf("evidence says\n%s\nwant %q", out, want)
+	}
+	if out := evidence(); !strings.Contains(out, "Signed digests: not checked") {
+		t.Errorf("evidence without a key says\n%s", out)
+	}
+	item := d.item(t, "evt-a", audit.Seq(keyA, 3))
+	item[tables.AuditProviderMessageID] = &ddbtypes.AttributeValueMemberS{Value: "sim-forged"}
+	d.put(t, item)
+	if out := evidence("--public-key", d.key, "--format", "json"); !strings.Contains(out, `"mismatched": 1`) || !strings.Contains(out, `"covered": 3`) {
+		t.Errorf("evidence after an edit says\n%s\nwant 3 covered and 1 mismatched", out)
+	}
+}
+
+func TestPublicKey(t *testing.T) {
+	key, _, err := audit.NewLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey, err := audit.PublicKeyPEM(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "pub.pem")
+	if err := os.WriteFile(file, pemKey, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, stdout, stderr := testApp(nil, "audit", scenarioEnd)
+	a.getenv = func(k string) string {
+		if k == audit.EnvDigestPublicKey {
+			return file
+		}
+		return ""
+	}
+	if err := a.run(context.Background(), []string{"public-key"}); err != nil {
+		t.Fatalf("public-key: %v (%s)", err, stderr)
+	}
+	got, err := audit.ParsePublicKeyPEM(stdout.Bytes())
+	if err != nil || !got.Equal(&key.PublicKey) {
+		t.Errorf("public-key printed %q (%v), want the key of %s", stdout, err, file)
+	}
+	// With --key-id it asks KMS, never the file.
+	a, _, _ = testApp(nil, "audit", scenarioEnd)
+	err = a.run(context.Background(), []string{"public-key", "--key-id", "arn:aws:kms:us-east-1:111122223333:key/k"})
+	if err == nil || !strings.Contains(err.Error(), "no KMS in tests") {
+		t.Errorf("public-key --key-id = %v, want the KMS client's error", err)
+	}
+}
+
+func TestWriteCheckKnownGap(t *testing.T) {
+	var out strings.Builder
+	r := audit.Report{Digests: 1, Entries: 3, Notifications: 1, Covered: 3, KnownGaps: []audit.KnownGap{{
+		NotificationID: "01R", Seq: "k#0000000003#gap", FromVersion: 2, ToVersion: 3, WrittenAt: scenarioEnd,
+	}}}
+	if err := writeCheck(&out, "table", "range", r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"OK: range:", "KNOWN GAPS (recorded, not hidden): 1 gap", "known gap: the transitions of versions 2–3 were lost"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("verify printed\n%s\nwant %q", out.String(), want)
+		}
+	}
+}

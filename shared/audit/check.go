@@ -25,7 +25,8 @@ type Report struct {
 	Digests       int `json:"digests"`
 	Entries       int `json:"entries"`
 	Notifications int `json:"notifications"`
-	// Covered counts the entries that a valid signed digest covers and still matches.
+	// Covered counts the entries that a valid signed digest covers and still matches, and
+	// whose content still hashes to their hash.
 	Covered int `json:"covered"`
 	// Open counts the entries written in periods that have not closed yet: not an error.
 	Open      int       `json:"open"`
@@ -215,7 +216,7 @@ func checkManifests(b Bundle, ds []Digest, valid []bool, r *Report) []Problem {
 				c.changed++
 				c.problems = append(c.problems, Problem{NotificationID: l.NotificationID, Seq: l.Seq, Period: d.Period(),
 					What: fmt.Sprintf("entry changed: its hash is %s, the signed digest of %s has %s", shortHash(e.Hash), d.Period(), shortHash(l.Hash))})
-			default:
+			case contentIntact(e):
 				r.Covered++
 			}
 		}

@@ -59,7 +59,7 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCov
 			}
 		}
 		switch {
-		case covering != nil && slices.Contains(covering.Manifest, lineOf(e)):
+		case covering != nil && slices.Contains(covering.Manifest, lineOf(e)) && contentIntact(e):
 			c.Covered++
 			c.KeyID = covering.KeyID
 			if p := covering.Period(); !slices.Contains(c.Digests, p) {
@@ -75,6 +75,12 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCov
 		out[e.NotificationID] = c
 	}
 	return out
+}
+
+// contentIntact reports whether e's stored hash is the hash of its content.
+func contentIntact(e Entry) bool {
+	h, err := ComputeHash(e.PrevHash, e)
+	return err == nil && h == e.Hash
 }
 
 // DigestsCovering returns, in period order, the digests whose periods overlap [from, to) and

@@ -2,10 +2,10 @@ package audit
 
 import (
 	"context"
-	"encoding/base64"
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"

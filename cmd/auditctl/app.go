@@ -274,9 +274,6 @@ func (a *app) timeline(ctx context.Context, c *cmdline) error {
 	return out.Flush()
 }
 
-// progressEvery is how many exported entries pass between two progress updates.
-const progressEvery = 500
-
 // export writes the bundle of [from, to): everything verify needs, so that `verify --input`
 // on the file sees what verify sees online. jsonl and json hold the range, the digests and the
 // entries; csv and table only the entries.

@@ -42,6 +42,10 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCov
 		period = DefaultDigestPeriod
 	}
 	closedUntil := o.Now.Add(-o.Grace).Truncate(period)
+	valid := make([]bool, len(ds))
+	for i := range ds {
+		valid[i] = o.PublicKey != nil && VerifySignature(o.PublicKey, ds[i]) && ManifestIntact(ds[i])
+	}
 	for _, e := range entries {
 		c := out[e.NotificationID]
 		c.Entries++
@@ -52,8 +56,7 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCov
 		}
 		var covering *Digest
 		for i := range ds {
-			if !e.WrittenAt.Before(ds[i].PeriodStart) && e.WrittenAt.Before(ds[i].PeriodEnd) &&
-				VerifySignature(o.PublicKey, ds[i]) && ManifestIntact(ds[i]) {
+			if valid[i] && !e.WrittenAt.Before(ds[i].PeriodStart) && e.WrittenAt.Before(ds[i].PeriodEnd) {
 				covering = &ds[i]
 				break
 			}

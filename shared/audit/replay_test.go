@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -66,6 +67,12 @@ func (trimmedStream) GetShardIterator(context.Context, *dynamodbstreams.GetShard
 // batch holding R's versions 2 and 3 fails every retry, so the mapping sends its failure
 // record to a real queue. It returns the env and the queue.
 func lostBatch(t *testing.T) (*audittest.Env, *sqs.Client, string) {
+	env, client, queue, _ := lostBatchWithSecrets(t)
+	return env, client, queue
+}
+
+// lostBatchWithSecrets is lostBatch that also returns the phone numbers and params sent.
+func lostBatchWithSecrets(t *testing.T) (*audittest.Env, *sqs.Client, string, []string) {
 	t.Helper()
 	env := audittest.NewEnv(t)
 	s := audittest.NewScenario(env)
@@ -94,10 +101,13 @@ func lostBatch(t *testing.T) (*audittest.Env, *sqs.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if leaks := audittest.Leaks(string(body), s.Submitted); len(leaks) > 0 {
+		t.Errorf("the failure record holds %v", leaks)
+	}
 	if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(string(body))}); err != nil {
 		t.Fatal(err)
 	}
-	return env, client, queue
+	return env, client, queue, s.Submitted
 }
 
 func timeline(t *testing.T, env *audittest.Env, eventID string) []audit.Entry {
@@ -167,7 +177,7 @@ func TestReplayWritesMissingEntries(t *testing.T) {
 }
 
 func TestReplayWithRecordsGoneWritesGap(t *testing.T) {
-	env, client, queue := lostBatch(t)
+	env, client, queue, submitted := lostBatchWithSecrets(t)
 	// The trimmed stream stands for the 24 hours having passed; the writer's clock moves on a
 	// minute only, so the digest step has few periods to close.
 	env.WriteClock.Advance(time.Minute)
@@ -195,6 +205,16 @@ func TestReplayWithRecordsGoneWritesGap(t *testing.T) {
 	rep := checkAll(t, env)
 	if !rep.OK() || len(rep.KnownGaps) != 1 {
 		t.Errorf("check = %+v, want OK with one known gap", rep)
+	}
+	// Neither the gap entry nor the digests (their manifests decoded) hold a secret.
+	for _, item := range env.ScanAudit(t) {
+		text := audittest.ItemText(item)
+		if d, err := audit.DigestFromItem(item); err == nil {
+			text += fmt.Sprint(d.Manifest)
+		}
+		if leaks := audittest.Leaks(text, submitted); len(leaks) > 0 {
+			t.Errorf("audit item holds %v", leaks)
+		}
 	}
 }
 

@@ -29,6 +29,9 @@ const shardRefresh = 5 * time.Second
 // maxStreamRetries matches the audit stream mapping's MaximumRetryAttempts in template.yaml.
 const maxStreamRetries = 10
 
+// streamRetryDelay is the pause before a failed record is handed to the function again.
+var streamRetryDelay = time.Second
+
 // pollStream reads every shard of table's stream from its oldest record and hands the records
 // to h in batches, as a Lambda event source mapping with ReportBatchItemFailures would: a
 // batch item failure makes the next read start again at the failed record, and once the same
@@ -117,7 +120,7 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 					fr := failureRecord(id, arn, seq, ev.Records)
 					if err := onFailure(ctx, fr); err != nil {
 						log.Warn("on-failure destination failed; retrying the batch", "shard", id, "error", err)
-						sleep(ctx, time.Second)
+						sleep(ctx, streamRetryDelay)
 						continue
 					}
 					log.Warn("stream batch given up on; sent to the on-failure destination", "shard", id,
@@ -135,7 +138,7 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 					st.iterator = aws.ToString(it.ShardIterator)
 				}
 				log.Warn("stream record failed; retrying from it", "shard", id, "sequence_number", seq)
-				sleep(ctx, time.Second)
+				sleep(ctx, streamRetryDelay)
 				continue
 			}
 			st.iterator = aws.ToString(recs.NextShardIterator)

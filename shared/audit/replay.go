@@ -180,15 +180,28 @@ func (r *Replayer) Replay(ctx context.Context, b StreamBatchInfo) (ReplayResult,
 		}
 		unbuildable = append(unbuildable, keys...)
 	}
+	deferred := 0
 	for _, key := range unbuildable {
-		n, err := r.gapsFor(ctx, key, actor)
+		n, later, err := r.gapsFor(ctx, key, actor)
 		if err != nil {
 			return res, fmt.Errorf("audit.replay %s %s: %w", b.ShardID, b.StartSequenceNumber, err)
 		}
 		res.Gaps += n
+		if later {
+			deferred++
+		}
+	}
+	if deferred > 0 {
+		// Delivered again after the queue's visibility timeout, when they have settled.
+		return res, fmt.Errorf("audit.replay %s %s: %d notifications changed too recently to tell a lost transition from one on its way: %w",
+			b.ShardID, b.StartSequenceNumber, deferred, ErrTooRecent)
 	}
 	return res, nil
 }
+
+// ErrTooRecent means a replay left a notification for later because its record changed within
+// the in-flight window.
+var ErrTooRecent = errors.New("changed too recently; retry later")
 
 // replayRecords writes the entries of the records in [start, end] of the shard. gone is true
 // when the stream no longer holds the start of the range; unbuildable names the keys of
@@ -205,6 +218,8 @@ func (r *Replayer) replayRecords(ctx context.Context, b StreamBatchInfo, actor A
 		return false, nil, fmt.Errorf("shard iterator: %w", err)
 	}
 	iterator, first, empty := aws.ToString(it.ShardIterator), true, 0
+	// An open shard answers empty pages at its end; a few in a row mean the range's end is
+	// not coming, which the replay reports so that the message is delivered again.
 	for iterator != "" && empty < 3 {
 		page, err := r.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(iterator)})
 		if recordsGone(err) {
@@ -239,7 +254,10 @@ func (r *Replayer) replayRecords(ctx context.Context, b StreamBatchInfo, actor A
 			}
 		}
 	}
-	return false, unbuildable, nil
+	if first {
+		return true, nil, nil // the shard held nothing from the start on
+	}
+	return false, unbuildable, fmt.Errorf("the stream ended before sequence number %s", b.EndSequenceNumber)
 }
 
 // replayOne writes the entry of one record, marked replayed. It returns the record's key
@@ -302,15 +320,15 @@ func (r *Replayer) touchedSince(ctx context.Context, since time.Time) ([]string,
 }
 
 // gapsFor writes one gap entry for each run of versions that the chain of key's current
-// notification lacks, up to the record's version. A record too recent to tell a lost
-// transition from one still on its way, or one already removed, gets none.
-func (r *Replayer) gapsFor(ctx context.Context, key string, actor Actor) (int, error) {
+// notification lacks, up to the record's version. A record already removed gets none; one too
+// recent to tell a lost transition from one still on its way gets none now (later is true).
+func (r *Replayer) gapsFor(ctx context.Context, key string, actor Actor) (n int, later bool, err error) {
 	rec, err := r.Records.Get(ctx, key)
 	if errors.Is(err, notify.ErrNotFound) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("gap %s: %w", key, err)
+		return 0, false, fmt.Errorf("gap %s: %w", key, err)
 	}
 	inFlight := r.InFlight
 	if inFlight <= 0 {
@@ -318,11 +336,11 @@ func (r *Replayer) gapsFor(ctx context.Context, key string, actor Actor) (int, e
 	}
 	if rec.UpdatedAt.After(r.now().Add(-inFlight)) {
 		r.log().WarnContext(ctx, "audit replay: record too recent for a gap entry", "notification_id", rec.NotificationID)
-		return 0, nil
+		return 0, true, nil
 	}
 	all, err := r.Reader.Timeline(ctx, rec.EventID)
 	if err != nil {
-		return 0, fmt.Errorf("gap %s: %w", key, err)
+		return 0, false, fmt.Errorf("gap %s: %w", key, err)
 	}
 	have := map[int64]Entry{}
 	for _, e := range all {
@@ -337,7 +355,6 @@ func (r *Replayer) gapsFor(ctx context.Context, key string, actor Actor) (int, e
 			have[v] = e
 		}
 	}
-	n := 0
 	for v := int64(1); v <= rec.Version; v++ {
 		if _, ok := have[v]; ok {
 			continue
@@ -351,12 +368,12 @@ func (r *Replayer) gapsFor(ctx context.Context, key string, actor Actor) (int, e
 		}
 		e := r.gapEntry(rec, from, v, have[from-1], actor)
 		if _, outcome, err := r.Writer.Write(ctx, e); err != nil {
-			return n, fmt.Errorf("gap %s: %w", key, err)
+			return n, false, fmt.Errorf("gap %s: %w", key, err)
 		} else if outcome == Written {
 			n++
 		}
 	}
-	return n, nil
+	return n, false, nil
 }
 
 // gapEntry builds the gap entry for versions from..to of rec's notification, from rec's

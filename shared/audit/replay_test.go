@@ -181,6 +181,16 @@ func TestReplayWithRecordsGoneWritesGap(t *testing.T) {
 	// The trimmed stream stands for the 24 hours having passed; the writer's clock moves on a
 	// minute only, so the digest step has few periods to close.
 	env.WriteClock.Advance(time.Minute)
+	// A record that changed within the in-flight window gets no gap entry yet: the replay
+	// fails, so the message comes back later.
+	impatient := replayer(env, trimmedStream{env.Streams})
+	impatient.InFlight = 24 * time.Hour
+	if _, err := impatient.Replay(context.Background(), *mustFailure(t, env)); !errors.Is(err, audit.ErrTooRecent) {
+		t.Fatalf("replay of a recent record = %v, want ErrTooRecent", err)
+	}
+	if g := audit.KnownGaps(timeline(t, env, "evt-r")); len(g) != 0 {
+		t.Fatalf("a gap entry was written for a recent record: %+v", g)
+	}
 	replayQueue(t, client, queue, replayer(env, trimmedStream{env.Streams}))
 	es := timeline(t, env, "evt-r")
 	if p := audit.Verify(es); len(p) != 0 {

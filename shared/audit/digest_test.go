@@ -22,7 +22,10 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	base := audittest.WriteStart.Truncate(p)
 	run := func(at time.Time) []audit.Digest {
 		t.Helper()
-		ds, err := env.Digester(notifytest.NewClock(at)).Run(context.Background())
+		d := env.Digester(notifytest.NewClock(at))
+		// Shorter than the entries' retention: each digest must still outlive what it covers.
+		d.Retention = 24 * time.Hour
+		ds, err := d.Run(context.Background())
 		if err != nil {
 			t.Fatalf("digest step at %s: %v", at, err)
 		}
@@ -95,6 +98,9 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 		}
 		for _, d := range all {
 			in := !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd)
+			if in && d.RetainUntil < e.RetainUntil {
+				t.Errorf("digest %s expires at %d, before entry %s (%d)", d.Period(), d.RetainUntil, k, e.RetainUntil)
+			}
 			listed := false
 			for _, l := range d.Manifest {
 				listed = listed || l.EventID+" "+l.Seq == k

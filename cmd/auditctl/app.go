@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -29,6 +30,9 @@ type app struct {
 	// terminal is true when stderr is a terminal: only then does export show progress.
 	terminal bool
 	newDB    func(ctx context.Context, endpoint string) (audit.QueryAPI, error)
+	// newKMS returns the KMS client that fetches a digest key's public half.
+	newKMS   func(ctx context.Context) (audit.KMSAPI, error)
+	readFile func(name string) ([]byte, error)
 }
 
 const usage = `auditctl reads the resetnotify audit table. It never writes.
@@ -37,17 +41,23 @@ Usage:
   auditctl <command> [flags]
 
 Commands:
-  timeline  --event-id E                every transition of every notification of event E
-  export    --from T --to T             entries with at in [from, to), streamed (--format jsonl or csv)
-  verify    --event-id E | --from T --to T
-                                        recompute the hash chains; exit 1 naming the first broken link
-  evidence  --event-id E                plain-language report: accepted, attempts, when and why it stopped
-  margin    --since D [--until T]       accepted→delivered latency (p50/p95/p99) and a recommended margin
+  timeline    --event-id E              every transition of every notification of event E
+  export      --from T --to T           what verify needs for [from, to): digests and whole chains
+                                        (--format jsonl or json; csv and table hold the entries only)
+  verify      --from T --to T | --input FILE | --event-id E
+                                        check the signed digests, their chain, each digest against
+                                        the entries and every hash chain; exit 1 naming what is wrong
+  evidence    --event-id E              plain-language report: accepted, attempts, when and why it
+                                        stopped, and whether verified digests cover its entries
+  public-key                            print the digests' public key (PEM) for offline verification
+  margin      --since D [--until T]     accepted→delivered latency (p50/p95/p99) and a recommended margin
 
 Common flags:
   --table NAME        audit table (default $AUDIT_TABLE, else resetnotify-audit)
   --format FORMAT     table, json, jsonl or csv (evidence and verify: table or json)
   --endpoint-url URL  DynamoDB endpoint (default: the AWS SDK's, e.g. $AWS_ENDPOINT_URL_DYNAMODB)
+  --public-key FILE   the digests' public key, PEM (default $AUDIT_DIGEST_PUBLIC_KEY)
+  --key-id KEY        or the KMS key that signs them (default $AUDIT_DIGEST_KMS_KEY_ID)
 
 Times are RFC 3339 (2030-03-01T09:00:00Z) or a UTC date (2030-03-01); --since also takes a
 duration back from now (36h, 30d). Region and credentials come from the standard AWS
@@ -64,8 +74,9 @@ type command struct {
 var commands = []command{
 	{"timeline", "auditctl timeline --event-id E [--format table|json|jsonl|csv]", []string{"table", "json", "jsonl", "csv"}, (*app).timeline},
 	{"export", "auditctl export --from T --to T [--format jsonl|csv|json|table]", []string{"jsonl", "csv", "json", "table"}, (*app).export},
-	{"verify", "auditctl verify (--event-id E | --from T --to T) [--format table|json]", []string{"table", "json"}, (*app).verify},
-	{"evidence", "auditctl evidence --event-id E [--format table|json]", []string{"table", "json"}, (*app).evidence},
+	{"verify", "auditctl verify (--from T --to T | --input FILE | --event-id E) [--public-key FILE | --key-id KEY] [--format table|json]", []string{"table", "json"}, (*app).verify},
+	{"evidence", "auditctl evidence --event-id E [--public-key FILE | --key-id KEY] [--format table|json]", []string{"table", "json"}, (*app).evidence},
+	{"public-key", "auditctl public-key [--key-id KEY]", []string{"pem"}, (*app).publicKey},
 	{"margin", "auditctl margin --since D [--until T] [--format table|json|jsonl|csv]", []string{"table", "json", "jsonl", "csv"}, (*app).margin},
 }
 
@@ -74,6 +85,7 @@ type cmdline struct {
 	table, format, endpoint string
 	eventID                 string
 	from, to, since, until  string
+	input, keyFile, keyID   string
 	set                     map[string]bool
 	reader                  *audit.Reader
 }
@@ -115,12 +127,19 @@ func (a *app) runCommand(ctx context.Context, c command, args []string) error {
 		fs.StringVar(&cl.from, "from", "", "start `time`, inclusive")
 		fs.StringVar(&cl.to, "to", "", "end `time`, exclusive")
 	case "verify":
-		fs.StringVar(&cl.eventID, "event-id", "", "verify the chains of the event `ID`")
-		fs.StringVar(&cl.from, "from", "", "verify every chain with an entry at or after `time`")
-		fs.StringVar(&cl.to, "to", "", "... and before `time`")
+		fs.StringVar(&cl.eventID, "event-id", "", "verify only the hash chains of the event `ID`")
+		fs.StringVar(&cl.from, "from", "", "verify the digests and chains of the periods from `time`")
+		fs.StringVar(&cl.to, "to", "", "... to `time` (exclusive)")
+		fs.StringVar(&cl.input, "input", "", "verify an export `file` (auditctl export --format jsonl) offline")
+	case "public-key":
+		fs.StringVar(&cl.keyID, "key-id", a.getenv(audit.EnvDigestKMSKeyID), "KMS `key` ID or ARN (default $"+audit.EnvDigestKMSKeyID+")")
 	case "margin":
 		fs.StringVar(&cl.since, "since", "", "start `time` (or a duration back from now: 30d, 36h)")
 		fs.StringVar(&cl.until, "until", "", "end `time`, exclusive (default now)")
+	}
+	if c.name == "verify" || c.name == "evidence" {
+		fs.StringVar(&cl.keyFile, "public-key", a.getenv(audit.EnvDigestPublicKey), "PEM `file` of the digests' public key (default $"+audit.EnvDigestPublicKey+")")
+		fs.StringVar(&cl.keyID, "key-id", a.getenv(audit.EnvDigestKMSKeyID), "KMS `key` that signs the digests, to fetch its public key (default $"+audit.EnvDigestKMSKeyID+")")
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", c.summary)
@@ -157,20 +176,30 @@ func (a *app) runCommand(ctx context.Context, c command, args []string) error {
 			return bad("--from and --to are required")
 		}
 	case "verify":
-		byEvent, byRange := cl.eventID != "", cl.from != "" || cl.to != ""
-		if byEvent == byRange || (byRange && (cl.from == "" || cl.to == "")) {
-			return bad("give either --event-id, or both --from and --to")
+		byEvent, byRange, byFile := cl.eventID != "", cl.from != "" || cl.to != "", cl.input != ""
+		switch {
+		case byFile && byEvent:
+			return bad("give --input with or without --from and --to, but not with --event-id")
+		case byFile:
+			if byRange && (cl.from == "" || cl.to == "") {
+				return bad("give both --from and --to, or neither")
+			}
+		case byEvent == byRange || (byRange && (cl.from == "" || cl.to == "")):
+			return bad("give both --from and --to, or --input, or --event-id")
 		}
 	case "margin":
 		if cl.since == "" {
 			return bad("--since is required")
 		}
 	}
-	db, err := a.newDB(ctx, cl.endpoint)
-	if err != nil {
-		return err
+	// Offline verification and the public key need no access to the audit table.
+	if cl.input == "" && c.name != "public-key" {
+		db, err := a.newDB(ctx, cl.endpoint)
+		if err != nil {
+			return err
+		}
+		cl.reader = &audit.Reader{DB: db, Table: cl.table}
 	}
-	cl.reader = &audit.Reader{DB: db, Table: cl.table}
 	return c.run(a, ctx, cl)
 }
 
@@ -245,60 +274,132 @@ func (a *app) timeline(ctx context.Context, c *cmdline) error {
 	return out.Flush()
 }
 
-// progressEvery is how many exported entries pass between two progress updates.
-const progressEvery = 500
-
+// export writes the bundle of [from, to): everything verify needs, so that `verify --input`
+// on the file sees what verify sees online. jsonl and json hold the range, the digests and the
+// entries; csv and table only the entries.
 func (a *app) export(ctx context.Context, c *cmdline) error {
 	from, to, err := a.timeRange(c)
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriter(a.stdout)
-	w := newEntryWriter(c.format, out)
-	n := 0
-	for e, err := range c.reader.Range(ctx, from, to) {
-		if err != nil {
-			return err
-		}
-		if err := w.Write(e); err != nil {
-			return err
-		}
-		n++
-		if a.terminal && n%progressEvery == 0 {
-			fmt.Fprintf(a.stderr, "\rexport: %d entries, at %s", n, tables.FormatTime(e.At))
-		}
+	b, err := c.reader.Collect(ctx, from, to)
+	if err != nil {
+		return err
 	}
-	if err := w.Close(); err != nil {
+	out := bufio.NewWriter(a.stdout)
+	if c.format == "jsonl" || c.format == "json" {
+		err = writeBundle(out, c.format, b)
+	} else {
+		w := newEntryWriter(c.format, out)
+		for _, e := range b.Entries {
+			if err = w.Write(e); err != nil {
+				return err
+			}
+		}
+		err = w.Close()
+	}
+	if err != nil {
 		return err
 	}
 	if a.terminal {
-		fmt.Fprintf(a.stderr, "\rexport: %d entries from %s to %s\n", n, tables.FormatTime(from), tables.FormatTime(to))
+		fmt.Fprintf(a.stderr, "export: %d digests, %d entries for %s to %s\n", len(b.Digests), len(b.Entries), tables.FormatTime(from), tables.FormatTime(to))
 	}
 	return out.Flush()
 }
 
 func (a *app) verify(ctx context.Context, c *cmdline) error {
-	var entries []audit.Entry
-	var err error
-	scope := "event " + c.eventID
 	if c.eventID != "" {
-		entries, err = c.reader.Timeline(ctx, c.eventID)
-	} else {
-		var from, to time.Time
-		if from, to, err = a.timeRange(c); err != nil {
-			return err
-		}
-		scope = fmt.Sprintf("%s to %s", tables.FormatTime(from), tables.FormatTime(to))
-		entries, err = c.reader.ChainsIn(ctx, from, to)
+		return a.verifyEvent(ctx, c)
 	}
+	opts, err := a.checkOptions(ctx, c, true)
 	if err != nil {
 		return err
 	}
-	r := verifyReport{Scope: scope, Notifications: len(audit.Chains(entries)), Entries: len(entries), Problems: audit.Verify(entries)}
+	b, scope, err := a.bundle(ctx, c)
+	if err != nil {
+		return err
+	}
+	r := audit.Check(b, opts)
+	if err := writeCheck(a.stdout, c.format, scope, r); err != nil {
+		return err
+	}
+	if !r.OK() {
+		return errVerifyFailed
+	}
+	return nil
+}
+
+// bundle reads what verify checks: the export file of --input, or the bundle of --from/--to
+// from the table.
+func (a *app) bundle(ctx context.Context, c *cmdline) (audit.Bundle, string, error) {
+	var b audit.Bundle
+	if c.input != "" {
+		raw, err := a.readFile(c.input)
+		if err != nil {
+			return b, "", fmt.Errorf("read %s: %w", c.input, err)
+		}
+		if b, err = audit.ReadBundle(bytes.NewReader(raw)); err != nil {
+			return b, "", fmt.Errorf("read %s: %w", c.input, err)
+		}
+		if c.from != "" {
+			if b.From, b.To, err = a.timeRange(c); err != nil {
+				return b, "", err
+			}
+		}
+		return b, fmt.Sprintf("%s (%s to %s)", c.input, tables.FormatTime(b.From), tables.FormatTime(b.To)), nil
+	}
+	from, to, err := a.timeRange(c)
+	if err != nil {
+		return b, "", err
+	}
+	b, err = c.reader.Collect(ctx, from, to)
+	return b, fmt.Sprintf("%s to %s", tables.FormatTime(from), tables.FormatTime(to)), err
+}
+
+// checkOptions returns what Check needs: the public key (required when need is set), the
+// clock, and the digest period and grace from the environment.
+func (a *app) checkOptions(ctx context.Context, c *cmdline, need bool) (audit.CheckOptions, error) {
+	s, err := audit.ParseDigestSettings(a.getenv)
+	if err != nil {
+		return audit.CheckOptions{}, err
+	}
+	o := audit.CheckOptions{Now: a.now().UTC(), Grace: s.Grace, Period: s.Period}
+	switch {
+	case c.keyFile != "":
+		raw, err := a.readFile(c.keyFile)
+		if err != nil {
+			return o, fmt.Errorf("read %s: %w", c.keyFile, err)
+		}
+		if o.PublicKey, err = audit.ParsePublicKeyPEM(raw); err != nil {
+			return o, fmt.Errorf("%s: %w", c.keyFile, err)
+		}
+	case c.keyID != "":
+		api, err := a.newKMS(ctx)
+		if err != nil {
+			return o, err
+		}
+		if o.PublicKey, err = audit.KMSPublicKey(ctx, api, c.keyID); err != nil {
+			return o, err
+		}
+	case need:
+		fmt.Fprintln(a.stderr, "auditctl: the digests' public key is needed: give --public-key FILE (auditctl public-key prints it) or --key-id KEY")
+		return o, errUsage
+	}
+	return o, nil
+}
+
+// verifyEvent checks only the hash chains of one event, as before digests existed.
+func (a *app) verifyEvent(ctx context.Context, c *cmdline) error {
+	entries, err := c.reader.Timeline(ctx, c.eventID)
+	if err != nil {
+		return err
+	}
+	r := verifyReport{Scope: "event " + c.eventID, Notifications: len(audit.Chains(entries)), Entries: len(entries),
+		Problems: audit.Verify(entries), KnownGaps: audit.KnownGaps(entries)}
 	if err := writeVerify(a.stdout, c.format, r); err != nil {
 		return err
 	}
-	if len(r.Problems) > 0 || (c.eventID != "" && r.Entries == 0) {
+	if len(r.Problems) > 0 || r.Entries == 0 {
 		return errVerifyFailed
 	}
 	return nil
@@ -312,7 +413,59 @@ func (a *app) evidence(ctx context.Context, c *cmdline) error {
 	if len(entries) == 0 {
 		return fmt.Errorf("no audit entries for event %s in table %s", c.eventID, c.table)
 	}
-	return writeEvidence(a.stdout, c.format, audit.BuildEvidence(c.eventID, entries))
+	ev := audit.BuildEvidence(c.eventID, entries)
+	opts, err := a.checkOptions(ctx, c, false)
+	if err != nil {
+		return err
+	}
+	var ds []audit.Digest
+	if opts.PublicKey != nil {
+		from, to := writtenSpan(entries)
+		if ds, err = audit.DigestsCovering(ctx, c.reader.DB, c.reader.Table, from, to); err != nil {
+			return err
+		}
+	}
+	ev.AddCoverage(audit.Coverage(entries, ds, opts))
+	return writeEvidence(a.stdout, c.format, ev)
+}
+
+// writtenSpan returns the span of the entries' written_at.
+func writtenSpan(entries []audit.Entry) (from, to time.Time) {
+	for _, e := range entries {
+		if e.WrittenAt.IsZero() {
+			continue
+		}
+		if from.IsZero() || e.WrittenAt.Before(from) {
+			from = e.WrittenAt
+		}
+		if !e.WrittenAt.Before(to) {
+			to = e.WrittenAt.Add(time.Nanosecond)
+		}
+	}
+	return from, to
+}
+
+// publicKey prints the digests' public key as PEM: fetched from KMS with --key-id, or read
+// from $AUDIT_DIGEST_PUBLIC_KEY (the local stack's file).
+func (a *app) publicKey(ctx context.Context, c *cmdline) error {
+	c.keyFile = a.getenv(audit.EnvDigestPublicKey)
+	if c.keyID != "" {
+		c.keyFile = ""
+	}
+	if c.keyID == "" && c.keyFile == "" {
+		fmt.Fprintf(a.stderr, "auditctl public-key: give --key-id KEY (the stack output DigestKeyArn) or set $%s\n", audit.EnvDigestPublicKey)
+		return errUsage
+	}
+	o, err := a.checkOptions(ctx, c, true)
+	if err != nil {
+		return err
+	}
+	p, err := audit.PublicKeyPEM(o.PublicKey)
+	if err != nil {
+		return err
+	}
+	_, err = a.stdout.Write(p)
+	return err
 }
 
 func (a *app) margin(ctx context.Context, c *cmdline) error {

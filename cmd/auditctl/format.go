@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -38,25 +37,39 @@ func newEntryWriter(format string, w io.Writer) entryWriter {
 }
 
 // entryJSON returns e as a JSON object with its fields in canonical order.
-func entryJSON(e audit.Entry) []byte {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, c := range e.Columns() {
-		if i > 0 {
-			b.WriteByte(',')
+func entryJSON(e audit.Entry) []byte { return audit.EntryJSON(e) }
+
+// writeBundle writes an export's bundle as JSON lines, or as one JSON array of the same
+// records.
+func writeBundle(w io.Writer, format string, b audit.Bundle) error {
+	records := audit.BundleRecords(b)
+	sep, end := "\n", "\n"
+	if format == "json" {
+		sep, end = ",\n  ", "\n]\n"
+		if _, err := io.WriteString(w, "[\n  "); err != nil {
+			return err
 		}
-		name, _ := json.Marshal(c.Name)
-		b.Write(name)
-		b.WriteByte(':')
-		if c.Number || c.Bool {
-			b.WriteString(c.Value)
-			continue
-		}
-		v, _ := json.Marshal(c.Value) // a string always marshals
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes()
+	for i, r := range records {
+		if i > 0 && format == "json" {
+			if _, err := io.WriteString(w, sep); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(r); err != nil {
+			return err
+		}
+		if format != "json" {
+			if _, err := io.WriteString(w, sep); err != nil {
+				return err
+			}
+		}
+	}
+	if format == "json" {
+		_, err := io.WriteString(w, end)
+		return err
+	}
+	return nil
 }
 
 type jsonWriter struct {
@@ -185,11 +198,12 @@ func short(h string) string {
 
 // verifyReport is what verify found.
 type verifyReport struct {
-	Scope         string          `json:"scope"`
-	OK            bool            `json:"ok"`
-	Notifications int             `json:"notifications"`
-	Entries       int             `json:"entries"`
-	Problems      []audit.Problem `json:"problems"`
+	Scope         string           `json:"scope"`
+	OK            bool             `json:"ok"`
+	Notifications int              `json:"notifications"`
+	Entries       int              `json:"entries"`
+	Problems      []audit.Problem  `json:"problems"`
+	KnownGaps     []audit.KnownGap `json:"known_gaps,omitempty"`
 }
 
 func writeVerify(w io.Writer, format string, r verifyReport) error {
@@ -213,6 +227,57 @@ func writeVerify(w io.Writer, format string, r verifyReport) error {
 		}
 		fmt.Fprintf(&b, "%s; %s, %s checked.\n", plural(len(r.Problems), "problem"), plural(r.Notifications, "notification"), plural(r.Entries, "entry"))
 	}
+	writeGaps(&b, r.KnownGaps)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeGaps(b *strings.Builder, gaps []audit.KnownGap) {
+	if len(gaps) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "KNOWN GAPS (recorded, not hidden): %s\n", plural(len(gaps), "gap"))
+	for _, g := range gaps {
+		fmt.Fprintf(b, "  %s\n", g)
+	}
+}
+
+// checkReport is what verify --from/--to or --input found.
+type checkReport struct {
+	Scope string `json:"scope"`
+	OK    bool   `json:"ok"`
+	audit.Report
+}
+
+// writeCheck prints a digest and chain verification: one plain sentence per problem, the
+// first one on the first line.
+func writeCheck(w io.Writer, format, scope string, r audit.Report) error {
+	if r.Problems == nil {
+		r.Problems = []audit.Problem{}
+	}
+	if r.KnownGaps == nil {
+		r.KnownGaps = []audit.KnownGap{}
+	}
+	if format == "json" {
+		return writeJSON(w, checkReport{Scope: scope, OK: r.OK(), Report: r})
+	}
+	var b strings.Builder
+	summary := fmt.Sprintf("%s, %s, %s; %s covered by verified signed digests",
+		plural(r.Digests, "digest"), plural(r.Notifications, "notification"), plural(r.Entries, "entry"), plural(r.Covered, "entry"))
+	if r.OK() {
+		fmt.Fprintf(&b, "OK: %s: %s; every digest is signed and chained, and every chain is intact.\n", scope, summary)
+	} else {
+		fmt.Fprintf(&b, "BROKEN: %s: %s\n", scope, r.Problems[0])
+		for _, p := range r.Problems {
+			fmt.Fprintf(&b, "  %s\n", p)
+		}
+		fmt.Fprintf(&b, "%s; %s.\n", plural(len(r.Problems), "problem"), summary)
+	}
+	if r.Open > 0 {
+		fmt.Fprintf(&b, "NOT YET COVERED: %s written since %s, in a period that is still open (not an error).\n",
+			plural(r.Open, "entry"), r.OpenSince.UTC().Format(time.RFC3339))
+	}
+	writeGaps(&b, r.KnownGaps)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -280,9 +345,48 @@ func writeEvidence(w io.Writer, format string, ev audit.Evidence) error {
 				fmt.Fprintf(&b, "    seq %s: %s\n", p.Seq, p.What)
 			}
 		}
+		for _, g := range n.KnownGaps {
+			fmt.Fprintf(&b, "  Known gap: %s lost with a stream batch; recorded from the record at %s (seq %s).\n",
+				versionsOf(g), displayTime(g.WrittenAt), g.Seq)
+		}
+		writeCoverage(&b, n.Digests)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func versionsOf(g audit.KnownGap) string {
+	if g.FromVersion == g.ToVersion {
+		return fmt.Sprintf("version %d was", g.FromVersion)
+	}
+	return fmt.Sprintf("versions %d–%d were", g.FromVersion, g.ToVersion)
+}
+
+// writeCoverage says whether verified signed digests cover a notification's entries.
+func writeCoverage(b *strings.Builder, c *audit.DigestCoverage) {
+	switch {
+	case c == nil:
+	case !c.Checked:
+		fmt.Fprintf(b, "  Signed digests: not checked (give --public-key or --key-id).\n")
+	case c.AllCovered():
+		fmt.Fprintf(b, "  Signed digests: all %s are covered by %s verified with key %s (%s).\n",
+			plural(c.Entries, "entry"), plural(len(c.Digests), "digest"), c.KeyID, strings.Join(c.Digests, "; "))
+	default:
+		var parts []string
+		if c.Covered > 0 {
+			parts = append(parts, fmt.Sprintf("%d covered by verified digests", c.Covered))
+		}
+		if c.Open > 0 {
+			parts = append(parts, fmt.Sprintf("%d not yet covered (their period is still open)", c.Open))
+		}
+		if c.Uncovered > 0 {
+			parts = append(parts, fmt.Sprintf("%d NOT covered by any verified digest though their period has closed", c.Uncovered))
+		}
+		if c.Mismatched > 0 {
+			parts = append(parts, fmt.Sprintf("%d DIFFER from the verified digest of their period", c.Mismatched))
+		}
+		fmt.Fprintf(b, "  Signed digests: of %s, %s.\n", plural(c.Entries, "entry"), strings.Join(parts, ", "))
+	}
 }
 
 // plural returns "1 entry", "2 entries", "0 notifications".

@@ -1,16 +1,21 @@
 // Command auditctl is the auditor's CLI over the audit table: it prints the timeline of an
-// event, exports a time range, verifies the hash chains, writes a plain-language evidence
-// report, and recommends a safety margin from measured latencies. It only reads.
+// event, exports a time range with its signed digests, verifies the digests and the hash
+// chains (online, or offline from an export and the public key), writes a plain-language
+// evidence report, prints the digests' public key, and recommends a safety margin from
+// measured latencies. It only reads.
 //
 // Usage:
 //
 //	auditctl <command> [flags]
 //
 //	timeline --event-id E                 every transition of every notification of event E
-//	export   --from T --to T              entries with at in [from, to), streamed (jsonl or csv)
-//	verify   --event-id E | --from T --to T
-//	                                      recompute the hash chains; exit 1 naming the first broken link
-//	evidence --event-id E                 plain-language report of what happened and why
+//	export   --from T --to T              the digests and whole chains verify needs for [from, to)
+//	verify   --from T --to T | --input F | --event-id E
+//	                                      check digests (signature, chain, against the entries) and
+//	                                      hash chains; exit 1 with a sentence per problem
+//	evidence --event-id E                 plain-language report of what happened and why, and
+//	                                      whether verified signed digests cover it
+//	public-key [--key-id K]               the digests' public key, PEM
 //	margin   --since D [--until T]        accepted→delivered latency and a recommended safety margin
 //
 // Every command takes --table (default $AUDIT_TABLE, else resetnotify-audit) and --format
@@ -35,6 +40,7 @@ import (
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
@@ -63,6 +69,14 @@ func newApp() *app {
 			}
 			return awsclient.DynamoDB(cfg, endpoint), nil
 		},
+		newKMS: func(ctx context.Context) (audit.KMSAPI, error) {
+			cfg, err := awsconfig.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("aws config: %w", err)
+			}
+			return kms.NewFromConfig(cfg), nil
+		},
+		readFile: os.ReadFile,
 	}
 }
 

@@ -52,8 +52,10 @@ func testApp(db audit.QueryAPI, table string, now time.Time) (*app, *bytes.Buffe
 			}
 			return ""
 		},
-		now:   func() time.Time { return now },
-		newDB: func(context.Context, string) (audit.QueryAPI, error) { return db, nil },
+		now:      func() time.Time { return now },
+		newDB:    func(context.Context, string) (audit.QueryAPI, error) { return db, nil },
+		newKMS:   func(context.Context) (audit.KMSAPI, error) { return nil, errors.New("no KMS in tests") },
+		readFile: os.ReadFile,
 	}, &stdout, &stderr
 }
 
@@ -67,12 +69,24 @@ func standardEnv(t *testing.T) *audittest.Env {
 	s := audittest.NewScenario(env)
 	s.Standard(t)
 	env.Replay(t, "req-golden", env.ReadStream(t, audittest.StandardTransitions))
+	env.CloseDigests(t)
 	return env
+}
+
+// publicKeyFile writes env's digest public key to a file and returns its path.
+func publicKeyFile(t *testing.T, env *audittest.Env) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "digest-public.pem")
+	if err := os.WriteFile(path, env.PublicKeyPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestGolden runs every command against a table filled by the standard scenario.
 func TestGolden(t *testing.T) {
 	env := standardEnv(t)
+	key := publicKeyFile(t, env)
 	tests := []struct {
 		name string
 		args []string
@@ -87,7 +101,7 @@ func TestGolden(t *testing.T) {
 		{"export-window-jsonl", []string{"export", "--from", "2030-03-01T09:00:05Z", "--to", "2030-03-01T09:01:00Z"}, nil},
 		{"export-empty-json", []string{"export", "--from", "2030-02-01", "--to", "2030-02-03", "--format", "json"}, nil},
 		{"verify-event", []string{"verify", "--event-id", "evt-retry"}, nil},
-		{"verify-range-json", []string{"verify", "--from", "2030-03-01", "--to", "2030-03-02", "--format", "json"}, nil},
+		{"verify-range-json", []string{"verify", "--from", "2030-03-01", "--to", "2030-03-01T09:31:00Z", "--public-key", key, "--format", "json"}, nil},
 		{"evidence-delivered", []string{"evidence", "--event-id", "evt-delivered"}, nil},
 		{"evidence-unknown", []string{"evidence", "--event-id", "evt-unknown"}, nil},
 		{"evidence-retry", []string{"evidence", "--event-id", "evt-retry"}, nil},
@@ -129,8 +143,11 @@ func TestUsage(t *testing.T) {
 		{"command help", []string{"export", "--help"}, nil, ""},
 		{"missing event", []string{"timeline"}, errUsage, "--event-id is required"},
 		{"bad format", []string{"evidence", "--event-id", "e", "--format", "csv"}, errUsage, "--format must be one of table, json"},
-		{"verify needs one scope", []string{"verify", "--event-id", "e", "--from", "2030-01-01", "--to", "2030-01-02"}, errUsage, "either --event-id"},
-		{"verify half range", []string{"verify", "--from", "2030-01-01"}, errUsage, "either --event-id"},
+		{"verify needs one scope", []string{"verify", "--event-id", "e", "--from", "2030-01-01", "--to", "2030-01-02"}, errUsage, "or --event-id"},
+		{"verify half range", []string{"verify", "--from", "2030-01-01"}, errUsage, "or --event-id"},
+		{"verify input and event", []string{"verify", "--input", "f", "--event-id", "e"}, errUsage, "not with --event-id"},
+		{"verify range needs a key", []string{"verify", "--from", "2030-01-01", "--to", "2030-01-02"}, errUsage, "public key is needed"},
+		{"public key needs a source", []string{"public-key"}, errUsage, "give --key-id"},
 		{"export bad time", []string{"export", "--from", "yesterday", "--to", "2030-01-02"}, errUsage, "--from must be an RFC 3339 time"},
 		{"export reversed", []string{"export", "--from", "2030-01-02", "--to", "2030-01-01"}, errUsage, "--from must be before --to"},
 		{"margin bad since", []string{"margin", "--since", "-3d"}, errUsage, "or a duration"},

@@ -34,7 +34,11 @@ type functions struct {
 	dispatch  worker.BatchHandler
 	reconcile worker.BatchHandler
 	sweeper   func(context.Context, events.EventBridgeEvent) error
-	audit     streamHandler
+	// digest closes each ended audit period with a signed digest, on its schedule.
+	digest func(context.Context, events.EventBridgeEvent) error
+	audit  streamHandler
+	// auditReplay replays the stream batches the audit poller gave up on.
+	auditReplay worker.BatchHandler
 	// providerEvents takes the simulator's receipts on its HttpApi route.
 	providerEvents func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	stop           func()
@@ -78,10 +82,19 @@ func inProcess(ctx context.Context, awsCfg aws.Config, out io.Writer) (functions
 	if err != nil {
 		return functions{}, err
 	}
+	digest, err := app.NewDigester(os.Getenv, awsCfg, out)
+	if err != nil {
+		return functions{}, err
+	}
+	replay, err := app.NewAuditReplayer(os.Getenv, awsCfg, "AuditReplayFunction", "$LATEST", out)
+	if err != nil {
+		return functions{}, err
+	}
 	return functions{
 		intake: intake.Handle, dispatch: dispatch.Handle, reconcile: reconcile.Handle,
-		sweeper: sweeper.Handle, audit: audit.Handle, providerEvents: providerEvents.HandleSimulatorWebhook,
-		stop: func() {},
+		sweeper: sweeper.Handle, digest: digest.Handle, audit: audit.Handle, auditReplay: replay.Handle,
+		providerEvents: providerEvents.HandleSimulatorWebhook,
+		stop:           func() {},
 	}, nil
 }
 
@@ -106,6 +119,7 @@ func underRIE(ctx context.Context, binDir string, out io.Writer) (functions, err
 	}{
 		{"intake", 10 * time.Second}, {"dispatch", 30 * time.Second}, {"reconcile", 30 * time.Second},
 		{"sweeper", 60 * time.Second}, {"audit", 60 * time.Second}, {"provider-events", 10 * time.Second},
+		{"digest", 60 * time.Second}, {"audit-replay", 300 * time.Second},
 	} {
 		f, err := rie.Start(ctx, rie.Options{
 			RIE: rieBin, Bootstrap: filepath.Join(binDir, fn.name, "bootstrap"), Name: "resetnotify-" + fn.name,
@@ -124,7 +138,11 @@ func underRIE(ctx context.Context, binDir string, out io.Writer) (functions, err
 		sweeper: func(ctx context.Context, ev events.EventBridgeEvent) error {
 			return started["sweeper"].Invoke(ctx, ev, nil)
 		},
+		digest: func(ctx context.Context, ev events.EventBridgeEvent) error {
+			return started["digest"].Invoke(ctx, ev, nil)
+		},
 		audit:          invoke[events.DynamoDBEvent, events.DynamoDBEventResponse](started["audit"]),
+		auditReplay:    invoke[events.SQSEvent, events.SQSEventResponse](started["audit-replay"]),
 		providerEvents: invoke[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse](started["provider-events"]),
 		stop:           stop,
 	}, nil

@@ -41,7 +41,7 @@ func TestMakeLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	for _, fn := range []string{"intake", "dispatch", "reconcile", "sweeper", "audit", "provider-events"} {
+	for _, fn := range []string{"intake", "dispatch", "reconcile", "sweeper", "audit", "provider-events", "digest", "audit-replay"} {
 		build(t, root, filepath.Join(bin, fn, "bootstrap"), "./functions/"+fn, "-tags", "lambda.norpc")
 	}
 	local := filepath.Join(bin, "local")

@@ -13,6 +13,10 @@
 // instead. The SMS provider is the in-process simulator (RESETNOTIFY_SIM_MIX and
 // RESETNOTIFY_SIM_RULES set its faults), and its receipts go to the provider-events route.
 //
+// The digest step closes each one-minute audit period with a digest signed by a local ECDSA
+// key, random per run, whose public half is written to a temporary file
+// ($AUDIT_DIGEST_PUBLIC_KEY).
+//
 // It prints the `export ...` lines that point the AWS CLI and auditctl at the local stack,
 // then `ready: <base URL>` once requests are accepted. SIGINT or SIGTERM stops every process
 // it started. Secrets for sealing and the destination pepper are random per run: the tables
@@ -23,6 +27,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,12 +36,16 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/emulator"
@@ -87,7 +96,12 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	env, err := environment(stack)
+	keyDir, err := os.MkdirTemp("", "resetnotify-local-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(keyDir)
+	env, err := environment(stack, keyDir)
 	if err != nil {
 		return err
 	}
@@ -153,13 +167,23 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 8)
-	go func() {
-		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, fns.audit, log)
-	}()
 	sqsClient := awsclient.SQS(awsCfg, "")
+	onFailure := func(ctx context.Context, fr audit.FailureRecord) error {
+		body, err := json.Marshal(fr)
+		if err != nil {
+			return err
+		}
+		_, err = sqsClient.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues.AuditFailure), MessageBody: aws.String(string(body))})
+		return err
+	}
+	go func() {
+		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, fns.audit, onFailure, log)
+	}()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.AuditFailure, fns.auditReplay, log) }()
 	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, fns.dispatch, log) }()
 	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, fns.reconcile, log) }()
-	go func() { errs <- runSchedule(ctx, fns.sweeper, log) }()
+	go func() { errs <- runSchedule(ctx, "sweeper", fns.sweeper, log) }()
+	go func() { errs <- runSchedule(ctx, "digest", fns.digest, log) }()
 	srv := &http.Server{
 		Handler: localapi.NewServer(routes, map[string]localapi.HandlerFunc{
 			"IntakeFunction": fns.intake, "ProviderEventsFunction": fns.providerEvents,
@@ -192,9 +216,17 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	return runErr
 }
 
+// The local digest settings: one-minute periods, closed 10 s after they end (the local audit
+// poller writes within milliseconds; AWS needs more than the audit function's timeout).
+const (
+	localDigestPeriodMinutes = "1"
+	localDigestGraceSeconds  = "10"
+)
+
 // environment returns the variables the functions read, as template.yaml would set them, plus
-// the emulators' endpoints and local credentials.
-func environment(stack *emulator.Stack) (map[string]string, error) {
+// the emulators' endpoints and local credentials. The digest signing key is random per run;
+// its public half is written to keyDir for auditctl.
+func environment(stack *emulator.Stack, keyDir string) (map[string]string, error) {
 	env := map[string]string{}
 	for _, kv := range stack.Environ(nil) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -225,6 +257,22 @@ func environment(stack *emulator.Stack) (map[string]string, error) {
 	env[receipts.EnvWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
+	digestKey, digestPEM, err := audit.NewLocalKey()
+	if err != nil {
+		return nil, err
+	}
+	pub, err := audit.PublicKeyPEM(&digestKey.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	pubFile := filepath.Join(keyDir, "digest-public.pem")
+	if err := os.WriteFile(pubFile, pub, 0o644); err != nil {
+		return nil, fmt.Errorf("write %s: %w", pubFile, err)
+	}
+	env[audit.EnvDigestLocalKey] = string(digestPEM)
+	env[audit.EnvDigestPublicKey] = pubFile
+	set(audit.EnvDigestPeriodMinutes, localDigestPeriodMinutes)
+	set(audit.EnvDigestGraceSeconds, localDigestGraceSeconds)
 	return env, nil
 }
 
@@ -238,4 +286,6 @@ func printExports(w io.Writer, stack *emulator.Stack, q queueURLs) {
 	fmt.Fprintf(w, "export %s=%s %s=%s\n", config.EnvNotificationsTable, notificationsTable, config.EnvAuditTable, auditTable)
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvDispatchQueueURL, q.Dispatch)
 	fmt.Fprintf(w, "export %s=%s\n", receipts.EnvTable, receiptsTable)
+	fmt.Fprintf(w, "export %s=%s %s=%s %s=%s\n", audit.EnvDigestPublicKey, os.Getenv(audit.EnvDigestPublicKey),
+		audit.EnvDigestPeriodMinutes, os.Getenv(audit.EnvDigestPeriodMinutes), audit.EnvDigestGraceSeconds, os.Getenv(audit.EnvDigestGraceSeconds))
 }

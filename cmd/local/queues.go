@@ -14,7 +14,7 @@ import (
 
 // queueURLs are the local queues, named and redriven as template.yaml declares them.
 type queueURLs struct {
-	Dispatch, DispatchDLQ, Reconcile, ReconcileDLQ, AuditFailure string
+	Dispatch, DispatchDLQ, Reconcile, ReconcileDLQ, AuditFailure, AuditReplayDLQ string
 }
 
 func (q queueURLs) env() map[string]string {
@@ -42,7 +42,10 @@ func createQueues(ctx context.Context, client *sqs.Client) (queueURLs, error) {
 	if q.Reconcile, err = createQueue(ctx, client, "resetnotify-reconcile", q.ReconcileDLQ); err != nil {
 		return q, err
 	}
-	if q.AuditFailure, err = createQueue(ctx, client, "resetnotify-audit-failures", ""); err != nil {
+	if q.AuditReplayDLQ, err = createQueue(ctx, client, "resetnotify-audit-replay-dlq", ""); err != nil {
+		return q, err
+	}
+	if q.AuditFailure, err = createQueue(ctx, client, "resetnotify-audit-failures", q.AuditReplayDLQ); err != nil {
 		return q, err
 	}
 	return q, nil

@@ -26,11 +26,19 @@ const pollInterval = 250 * time.Millisecond
 // shardRefresh is how often the stream's shard list is read again.
 const shardRefresh = 5 * time.Second
 
+// maxStreamRetries matches the audit stream mapping's MaximumRetryAttempts in template.yaml.
+const maxStreamRetries = 10
+
+// streamRetryDelay is the pause before a failed record is handed to the function again.
+var streamRetryDelay = time.Second
+
 // pollStream reads every shard of table's stream from its oldest record and hands the records
 // to h in batches, as a Lambda event source mapping with ReportBatchItemFailures would: a
-// batch item failure makes the next read start again at the failed record. It returns when ctx
-// ends.
-func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, h streamHandler, log *slog.Logger) error {
+// batch item failure makes the next read start again at the failed record, and once the same
+// record has failed maxStreamRetries more times the rest of the batch is given up on and
+// described to onFailure (the on-failure destination). It returns when ctx ends.
+func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, h streamHandler,
+	onFailure func(context.Context, audit.FailureRecord) error, log *slog.Logger) error {
 	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return fmt.Errorf("stream of %s: %w", table, err)
@@ -42,6 +50,9 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 	type shardState struct {
 		iterator string
 		done     bool
+		// failedSeq is the record that failed last, failures how often in a row.
+		failedSeq string
+		failures  int
 	}
 	shards := map[string]*shardState{}
 	var described time.Time
@@ -100,6 +111,25 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 			}
 			if len(resp.BatchItemFailures) > 0 {
 				seq := resp.BatchItemFailures[0].ItemIdentifier
+				if seq == st.failedSeq {
+					st.failures++
+				} else {
+					st.failedSeq, st.failures = seq, 0
+				}
+				if st.failures >= maxStreamRetries {
+					fr := failureRecord(id, arn, seq, ev.Records)
+					if err := onFailure(ctx, fr); err != nil {
+						log.Warn("on-failure destination failed; retrying the batch", "shard", id, "error", err)
+						sleep(ctx, streamRetryDelay)
+						continue
+					}
+					log.Warn("stream batch given up on; sent to the on-failure destination", "shard", id,
+						"start", fr.BatchInfo.StartSequenceNumber, "end", fr.BatchInfo.EndSequenceNumber)
+					st.failedSeq, st.failures = "", 0
+					st.iterator = aws.ToString(recs.NextShardIterator)
+					st.done = st.iterator == ""
+					continue
+				}
 				it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
 					StreamArn: aws.String(arn), ShardId: aws.String(id),
 					ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(seq),
@@ -108,7 +138,7 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 					st.iterator = aws.ToString(it.ShardIterator)
 				}
 				log.Warn("stream record failed; retrying from it", "shard", id, "sequence_number", seq)
-				sleep(ctx, time.Second)
+				sleep(ctx, streamRetryDelay)
 				continue
 			}
 			st.iterator = aws.ToString(recs.NextShardIterator)
@@ -119,6 +149,18 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 		}
 	}
 	return nil
+}
+
+// failureRecord describes the records of batch from the one with sequence number failed on,
+// as Lambda's on-failure destination message does.
+func failureRecord(shard, streamARN, failed string, batch []events.DynamoDBEventRecord) audit.FailureRecord {
+	for i, r := range batch {
+		if r.Change.SequenceNumber == failed {
+			batch = batch[i:]
+			break
+		}
+	}
+	return audit.NewFailureRecord(shard, streamARN, batch, maxStreamRetries+1, time.Now())
 }
 
 func sleep(ctx context.Context, d time.Duration) {

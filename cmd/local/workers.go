@@ -15,7 +15,8 @@ import (
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
-// sweepInterval matches the sweeper's `rate(1 minute)` schedule in template.yaml.
+// sweepInterval matches the `rate(1 minute)` schedules of the sweeper and the digest step in
+// template.yaml.
 const sweepInterval = time.Minute
 
 // startSimulator starts the SMS provider simulator on a free loopback port; its delivery
@@ -55,8 +56,9 @@ func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, h worke
 	return nil
 }
 
-// runSchedule invokes the sweeper every sweepInterval, as the EventBridge schedule would.
-func runSchedule(ctx context.Context, sweep func(context.Context, events.EventBridgeEvent) error, log *slog.Logger) error {
+// runSchedule invokes fn (the sweeper, the digest step) every sweepInterval, as their
+// `rate(1 minute)` EventBridge schedules would.
+func runSchedule(ctx context.Context, name string, sweep func(context.Context, events.EventBridgeEvent) error, log *slog.Logger) error {
 	t := time.NewTicker(sweepInterval)
 	defer t.Stop()
 	for {
@@ -66,7 +68,7 @@ func runSchedule(ctx context.Context, sweep func(context.Context, events.EventBr
 		case now := <-t.C:
 			ev := events.EventBridgeEvent{DetailType: "Scheduled Event", Source: "aws.events", Time: now.UTC(), ID: fmt.Sprintf("local-%d", now.Unix())}
 			if err := sweep(ctx, ev); err != nil && ctx.Err() == nil {
-				log.Warn("sweep failed", "error", err)
+				log.Warn("scheduled run failed", "function", name, "error", err)
 			}
 		}
 	}

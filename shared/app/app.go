@@ -108,3 +108,84 @@ func NewAuditHandler(ctx context.Context, getenv func(string) string, awsCfg aws
 		Metrics:         &obs.Metrics{W: out, Function: "audit"},
 	}, nil
 }
+
+// NewDigester wires the digest step over the audit table. Its settings come through getenv:
+// AUDIT_TABLE, AUDIT_RETENTION_DAYS, AUDIT_DIGEST_PERIOD_MINUTES, AUDIT_DIGEST_GRACE_SECONDS,
+// and the signing key: AUDIT_DIGEST_KMS_KEY_ID in AWS, or AUDIT_DIGEST_LOCAL_KEY (a PEM)
+// locally. Errors name the variables, never the key.
+func NewDigester(getenv func(string) string, awsCfg aws.Config, out io.Writer) (*audit.Digester, error) {
+	cfg, err := config.Load(getenv, config.NeedAuditTable)
+	if err != nil {
+		return nil, err
+	}
+	retention, err := audit.ParseRetention(getenv(audit.EnvRetentionDays))
+	if err != nil {
+		return nil, fmt.Errorf("app.digest: %w", err)
+	}
+	settings, err := audit.ParseDigestSettings(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("app.digest: %w", err)
+	}
+	signer, err := digestSigner(getenv, awsCfg)
+	if err != nil {
+		return nil, err
+	}
+	log := obs.NewLogger(out, cfg.LogLevel)
+	log.Info("digest ready", "audit_table", cfg.AuditTable, "key_id", signer.KeyID(),
+		"period_s", int(settings.Period.Seconds()), "grace_s", int(settings.Grace.Seconds()))
+	return &audit.Digester{
+		DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Signer: signer,
+		Period: settings.Period, Grace: settings.Grace, Retention: retention,
+		Clock: notify.SystemClock{}, Log: log, Metrics: &obs.Metrics{W: out, Function: "digest"},
+	}, nil
+}
+
+// digestSigner returns the KMS signer in AWS, or the local key's signer.
+func digestSigner(getenv func(string) string, awsCfg aws.Config) (audit.Signer, error) {
+	keyID, local := getenv(audit.EnvDigestKMSKeyID), getenv(audit.EnvDigestLocalKey)
+	switch {
+	case keyID != "" && local != "":
+		return nil, fmt.Errorf("app.digest: set only one of %s and %s", audit.EnvDigestKMSKeyID, audit.EnvDigestLocalKey)
+	case keyID != "":
+		return audit.KMSSigner{KMS: kms.NewFromConfig(awsCfg), Key: keyID}, nil
+	case local != "":
+		key, err := audit.ParsePrivateKeyPEM([]byte(local))
+		if err != nil {
+			return nil, fmt.Errorf("app.digest %s: %w", audit.EnvDigestLocalKey, err)
+		}
+		return audit.LocalSigner{Key: key}, nil
+	}
+	return nil, fmt.Errorf("app.digest: %s (in AWS) or %s (locally) is required", audit.EnvDigestKMSKeyID, audit.EnvDigestLocalKey)
+}
+
+// NewAuditReplayer wires the replay of lost stream batches (the audit-replay function on the
+// audit function's on-failure queue). Its settings come through getenv (NOTIFICATIONS_TABLE,
+// AUDIT_TABLE, AUDIT_RETENTION_DAYS, LOG_LEVEL); function names the actor of the entries it
+// writes.
+func NewAuditReplayer(getenv func(string) string, awsCfg aws.Config, function, version string, out io.Writer) (*audit.Replayer, error) {
+	cfg, err := config.Load(getenv, config.NeedAuditTable|config.NeedNotificationsTable)
+	if err != nil {
+		return nil, err
+	}
+	retention, err := audit.ParseRetention(getenv(audit.EnvRetentionDays))
+	if err != nil {
+		return nil, fmt.Errorf("app.audit replay: %w", err)
+	}
+	db := awsclient.DynamoDB(awsCfg, "")
+	log := obs.NewLogger(out, cfg.LogLevel)
+	log.Info("audit replay ready", "audit_table", cfg.AuditTable, "notifications_table", cfg.NotificationsTable)
+	return &audit.Replayer{
+		Streams:            awsclient.Streams(awsCfg, ""),
+		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable},
+		Reader:             &audit.Reader{DB: db, Table: cfg.AuditTable},
+		Records:            dynamostore.New(db, cfg.NotificationsTable),
+		Scan:               db,
+		NotificationsTable: cfg.NotificationsTable,
+		Retention:          retention,
+		Function:           function,
+		FunctionVersion:    version,
+		Clock:              notify.SystemClock{},
+		Log:                log,
+		Metrics:            &obs.Metrics{W: out, Function: "audit-replay"},
+	}, nil
+}

@@ -147,7 +147,7 @@ func Build(rec events.DynamoDBEventRecord, m Meta) (e Entry, ok bool, err error)
 		retention = DefaultRetention
 	}
 	e.RetainUntil = e.At.Add(retention).Unix()
-	e.Seq = seqFor(key, e.Version, purged, e.NotificationID, false)
+	e.Seq = seqFor(key, e.Version, suffixOf(e), e.NotificationID, false)
 	return e, true, nil
 }
 

@@ -25,7 +25,7 @@
 //
 // Entries are stored under event_id (partition) and seq (sort):
 //
-//	seq = <idempotency_key> "#" <version, 10 digits zero-padded> [ "#" <notification_id> ] [ "#purged" ]
+//	seq = <idempotency_key> "#" <version, 10 digits zero-padded> [ "#" <notification_id> ] [ "#purged" | "#gap" ]
 //
 // The version is the record's version after the transition. A purge keeps the version the
 // record had when it was removed (no write of the record produced it) and adds the "#purged"
@@ -53,13 +53,14 @@
 //
 //	event_id seq notification_id version at day from_state to_state reason attempt provider
 //	provider_message_id destination_fp policy_version safety_margin_ms actor written_by
-//	purged_by prev_missing retain_until
+//	purged_by prev_missing retain_until written_at write_day replayed reconstructed gap_from
 //
 // Values are the stored ones as text: strings as stored (UTF-8, "" when absent), numbers in
-// base 10 without leading zeros or sign ("0" when absent), at in RFC 3339 UTC with exactly
-// nine fraction digits (2006-01-02T15:04:05.000000000Z), prev_missing "true" or "false" (false
-// when absent). prev_hash and hash themselves are not part of the canonical encoding. An
-// auditor can recompute a chain from an export with nothing but SHA-256; in Python:
+// base 10 without leading zeros or sign ("0" when absent), at and written_at in RFC 3339 UTC
+// with exactly nine fraction digits (2006-01-02T15:04:05.000000000Z, "" when absent), the
+// booleans prev_missing, replayed and reconstructed "true" or "false" (false when absent).
+// prev_hash and hash themselves are not part of the canonical encoding. An auditor can
+// recompute a chain from an export with nothing but SHA-256; in Python:
 //
 //	canon = b"resetnotify-audit-v1\n" + b"".join(
 //	    f"{n}:{len(v.encode())}:".encode() + v.encode() + b"\n" for n, v in fields)
@@ -77,6 +78,33 @@
 // replaying a batch writes nothing new.
 //
 // The chain is keyless: it proves that nothing was edited, deleted or reordered in the middle
-// of a chain without rewriting the rest of it. Keeping a copy of each chain's last hash
-// elsewhere (an export) is what makes a wholesale rewrite detectable.
+// of a chain without rewriting the rest of it. The signed digests make a wholesale rewrite, and
+// the deletion of a whole chain, detectable.
+//
+// # Digests
+//
+// The writer stamps written_at (and write_day) from its own clock just before each put; the
+// by_write_day index lists the entries written in a period. The digest step (Digester) closes
+// each period [start, end) — periods start at multiples of their length, in UTC — once it
+// ended a grace ago, with one Digest item under event_id DigestEventID ("#digest") and seq =
+// start, written with attribute_not_exists(seq). The digest names every entry written in the
+// period in its manifest (one line per entry, sorted by event ID then seq:
+// "<len>:<event_id> <len>:<seq> <len>:<notification_id> <hash>\n"), its count, entries_hash =
+// hex(SHA-256(manifest)), and the previous digest's period start and signature, and is signed
+// (ECDSA P-256 over SHA-256 of CanonicalDigest, DER, base64) by a KMS key in AWS or a local key.
+// An entry belongs to the period of its written_at however late after its at it was written;
+// each closed period has exactly one digest, so each entry is covered exactly once.
+//
+// Check verifies a Bundle (the digests overlapping a range and every chain they or the range
+// touch): signatures, the chain of digests, that every closed period has a digest, each
+// digest against the entries written in its period, and the hash chains.
+//
+// # Replay and gaps
+//
+// Replayer re-reads a stream batch that the audit function gave up on (its FailureRecord)
+// and writes the missing entries, marked replayed. When the stream no longer holds the
+// records it writes a gap entry (to_state "gap", reconstructed, seq "<key>#<version>#gap",
+// standing for versions gap_from to version) per notification whose chain lacks versions,
+// from the notification's current record. Verify accepts a prev_missing link to a
+// predecessor written later by a replay or as a gap entry, and KnownGaps lists gap entries.
 package audit

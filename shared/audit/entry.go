@@ -25,14 +25,25 @@ const (
 	ReasonPurgedManual notify.Reason = "PURGED_MANUAL"
 )
 
+// StateGap is the to_state of a gap entry: the transitions it stands for were lost with a
+// stream batch that the stream no longer held when it was replayed. Like StatePurged, no
+// record is ever in it.
+const StateGap notify.State = "gap"
+
+// ReasonRecordsLost is the reason of a gap entry.
+const ReasonRecordsLost notify.Reason = "STREAM_RECORDS_LOST"
+
 // GenesisHash is the prev_hash of the first entry of every chain: 32 zero bytes in hex.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // DayLayout is the layout of an entry's day.
 const DayLayout = "2006-01-02"
 
-// purgedSuffix ends the seq of a purged entry.
-const purgedSuffix = "#purged"
+// purgedSuffix ends the seq of a purged entry, gapSuffix that of a gap entry.
+const (
+	purgedSuffix = "#purged"
+	gapSuffix    = "#gap"
+)
 
 // Entry is one audit item: one transition of one notification, redacted. It holds only the
 // allow-listed fields of DESIGN.md; there is no field that could carry a phone number, a
@@ -66,8 +77,20 @@ type Entry struct {
 	PrevMissing bool
 	// RetainUntil is the audit table TTL, in epoch seconds.
 	RetainUntil int64
-	PrevHash    string
-	Hash        string
+	// WrittenAt is when the writer stored the entry, by its own clock, and WriteDay its UTC
+	// date. The signed digest of the period holding WrittenAt covers the entry, however late
+	// after At it was written.
+	WrittenAt time.Time
+	WriteDay  string
+	// Replayed is true when the entry was written by the replay of a lost stream batch.
+	Replayed bool
+	// Reconstructed is true on a gap entry (ToState StateGap): the transitions of versions
+	// GapFrom to Version were lost; the entry's other fields come from the notification's
+	// record as it was when the gap was found.
+	Reconstructed bool
+	GapFrom       int64
+	PrevHash      string
+	Hash          string
 	// Unexpected names the attributes of a stored item that are outside the allow-list. Their
 	// values are never read, so a stray secret cannot leak through a reader.
 	Unexpected []string
@@ -83,20 +106,32 @@ func (e Entry) IdempotencyKey() string {
 // Purged reports whether e records the removal of the record.
 func (e Entry) Purged() bool { return e.ToState == StatePurged }
 
+// Gap reports whether e is a reconstructed gap entry.
+func (e Entry) Gap() bool { return e.ToState == StateGap }
+
 // Seq returns the seq of version of the notification with idempotency key key.
 func Seq(key string, version int64) string { return fmt.Sprintf("%s#%010d", key, version) }
 
-// seqFor returns the seq of e: plain, or disambiguated by the notification ID when the plain
-// one belongs to an earlier notification of the same key.
-func seqFor(key string, version int64, purged bool, notificationID string, disambiguate bool) string {
+// seqFor returns the seq of an entry: plain, or disambiguated by the notification ID when the
+// plain one belongs to an earlier notification of the same key, then suffix ("" for a
+// transition, purgedSuffix or gapSuffix).
+func seqFor(key string, version int64, suffix string, notificationID string, disambiguate bool) string {
 	s := Seq(key, version)
 	if disambiguate {
 		s += "#" + notificationID
 	}
-	if purged {
-		s += purgedSuffix
+	return s + suffix
+}
+
+// suffixOf returns the seq suffix of e's kind of entry.
+func suffixOf(e Entry) string {
+	switch {
+	case e.Purged():
+		return purgedSuffix
+	case e.Gap():
+		return gapSuffix
 	}
-	return s
+	return ""
 }
 
 // kind is how a field is stored in DynamoDB.
@@ -152,6 +187,18 @@ var fields = func() []field {
 		g, s := num(p)
 		return mk(name, kindNumber, true, g, s)
 	}
+	b := func(name string, p func(*Entry) *bool) field {
+		return mk(name, kindBool, false,
+			func(e *Entry) string { return strconv.FormatBool(*p(e)) },
+			func(e *Entry, v string) error {
+				x, err := strconv.ParseBool(v)
+				if err != nil {
+					return errors.New("not a boolean")
+				}
+				*p(e) = x
+				return nil
+			})
+	}
 	return []field{
 		f(tables.AuditEventID, true, func(e *Entry) *string { return &e.EventID }),
 		f(tables.AuditSeq, true, func(e *Entry) *string { return &e.Seq }),
@@ -186,17 +233,25 @@ var fields = func() []field {
 		f(tables.AuditActor, false, func(e *Entry) *string { return &e.Actor }),
 		f(tables.AuditWrittenBy, false, func(e *Entry) *string { return &e.WrittenBy }),
 		f(tables.AuditPurgedBy, false, func(e *Entry) *string { return &e.PurgedBy }),
-		mk(tables.AuditPrevMissing, kindBool, false,
-			func(e *Entry) string { return strconv.FormatBool(e.PrevMissing) },
+		b(tables.AuditPrevMissing, func(e *Entry) *bool { return &e.PrevMissing }),
+		n(tables.AuditRetainUntil, func(e *Entry) *int64 { return &e.RetainUntil }),
+		mk(tables.AuditWrittenAt, kindString, false,
+			func(e *Entry) string { return tables.FormatTime(e.WrittenAt) },
 			func(e *Entry, v string) error {
-				b, err := strconv.ParseBool(v)
+				t, err := tables.ParseTime(v)
 				if err != nil {
-					return errors.New("not a boolean")
+					return errors.New("not an RFC 3339 time")
 				}
-				e.PrevMissing = b
+				e.WrittenAt = t
 				return nil
 			}),
-		n(tables.AuditRetainUntil, func(e *Entry) *int64 { return &e.RetainUntil }),
+		f(tables.AuditWriteDay, false, func(e *Entry) *string { return &e.WriteDay }),
+		b(tables.AuditReplayed, func(e *Entry) *bool { return &e.Replayed }),
+		b(tables.AuditReconstructed, func(e *Entry) *bool { return &e.Reconstructed }),
+		func() field {
+			g, s := num(func(e *Entry) *int64 { return &e.GapFrom })
+			return mk(tables.AuditGapFrom, kindNumber, false, g, s)
+		}(),
 		f(tables.AuditPrevHash, true, func(e *Entry) *string { return &e.PrevHash }),
 		f(tables.AuditHash, true, func(e *Entry) *string { return &e.Hash }),
 	}

@@ -62,6 +62,20 @@ type NotificationEvidence struct {
 	// Entries is how many audit entries the chain holds; Problems are what Verify found.
 	Entries  int       `json:"entries"`
 	Problems []Problem `json:"problems"`
+	// Digests says whether the entries are covered by verified signed digests (set by
+	// AddCoverage).
+	Digests *DigestCoverage `json:"digests,omitempty"`
+	// KnownGaps are the gap entries of the chain.
+	KnownGaps []KnownGap `json:"known_gaps,omitempty"`
+}
+
+// AddCoverage sets each notification's digest coverage from cov (see Coverage).
+func (ev *Evidence) AddCoverage(cov map[string]DigestCoverage) {
+	for i := range ev.Notifications {
+		if c, ok := cov[ev.Notifications[i].NotificationID]; ok {
+			ev.Notifications[i].Digests = &c
+		}
+	}
 }
 
 // Evidence is the plain-language report of every notification of one event.
@@ -83,6 +97,7 @@ func BuildEvidence(eventID string, entries []Entry) Evidence {
 			Attempts:       []Attempt{},
 			Entries:        len(c.Entries),
 			Problems:       VerifyChain(c),
+			KnownGaps:      KnownGaps(c.Entries),
 		}
 		if n.Problems == nil {
 			n.Problems = []Problem{}
@@ -93,6 +108,8 @@ func BuildEvidence(eventID string, entries []Entry) Evidence {
 			switch {
 			case e.Purged():
 				n.Purge = &s
+				continue
+			case e.Gap():
 				continue
 			case e.Version == 1 && e.FromState == notify.StateNone:
 				n.Admission = &s
@@ -139,6 +156,7 @@ var descriptions = map[notify.Reason]string{
 	notify.ReasonReceiptFailed:         "the carrier reported it undelivered",
 	ReasonPurgedTTL:                    "DynamoDB TTL removed the record after its status grace period",
 	ReasonPurgedManual:                 "the record was removed other than by TTL",
+	ReasonRecordsLost:                  "the transitions were lost with a stream batch that could no longer be replayed; recorded from the notification's record",
 }
 
 // Describe returns reason in plain language, or the code itself when it is unknown.

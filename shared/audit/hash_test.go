@@ -26,6 +26,8 @@ func knownEntry() Entry {
 		Actor:          "resetnotify-dispatch:$LATEST/req-9",
 		WrittenBy:      "resetnotify-audit:$LATEST/req-1",
 		RetainUntil:    1797069601,
+		WrittenAt:      time.Date(2026, 11, 1, 10, 0, 2, 250_000_000, time.UTC),
+		WriteDay:       "2026-11-01",
 	}
 }
 
@@ -35,8 +37,8 @@ func TestComputeHashKnownAnswer(t *testing.T) {
 	tests := []struct {
 		name, prev, want string
 	}{
-		{"genesis", GenesisHash, "2c2441a791d748a06a09c5a8c4088363f272c2c74dca7338b552ea71810b1937"},
-		{"linked", strings.Repeat("ab", 32), "a2694fabf9c17949ea4858e40200109c0bea3676127d7bf8ef6f200db499b4eb"},
+		{"genesis", GenesisHash, "b2838da6226cdbdc4ff4fe501492e0f17d2b8f306977c2096b88dc1673a5e079"},
+		{"linked", strings.Repeat("ab", 32), "546bf9a46958c37a7da6e533b2a25ca8dae4682fc43fd1ad865d34019875362a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,7 +76,12 @@ func TestCanonical(t *testing.T) {
 		"written_by:31:resetnotify-audit:$LATEST/req-1\n" +
 		"purged_by:0:\n" +
 		"prev_missing:5:false\n" +
-		"retain_until:10:1797069601\n"
+		"retain_until:10:1797069601\n" +
+		"written_at:30:2026-11-01T10:00:02.250000000Z\n" +
+		"write_day:10:2026-11-01\n" +
+		"replayed:5:false\n" +
+		"reconstructed:5:false\n" +
+		"gap_from:1:0\n"
 	if diff := cmp.Diff(want, string(Canonical(e))); diff != "" {
 		t.Errorf("Canonical (-want +got):\n%s", diff)
 	}
@@ -95,7 +102,7 @@ func TestHashCoversEveryField(t *testing.T) {
 				v = "true"
 			case kindString:
 				v = f.get(&e) + "x"
-				if f.name == "at" {
+				if f.name == "at" || f.name == "written_at" {
 					v = "2027-01-01T00:00:00.000000000Z"
 				}
 			case kindNumber:

@@ -24,7 +24,9 @@ func Item(e Entry) map[string]ddbtypes.AttributeValue {
 		v := f.get(&e)
 		switch f.kind {
 		case kindNumber:
-			item[f.name] = &ddbtypes.AttributeValueMemberN{Value: v}
+			if v != "0" || f.always {
+				item[f.name] = &ddbtypes.AttributeValueMemberN{Value: v}
+			}
 		case kindBool:
 			if v == "true" || f.always {
 				item[f.name] = &ddbtypes.AttributeValueMemberBOOL{Value: v == "true"}

@@ -108,38 +108,6 @@ func Days(from, to time.Time) []string {
 	return out
 }
 
-// ChainsIn returns the complete chains (every entry, from the base table) of the
-// notifications that have at least one entry in [from, to), in timeline order. Verify needs
-// whole chains: an entry's predecessor may lie before from.
-func (r *Reader) ChainsIn(ctx context.Context, from, to time.Time) ([]Entry, error) {
-	notifications := map[string]bool{}
-	var events []string
-	seen := map[string]bool{}
-	for e, err := range r.Range(ctx, from, to) {
-		if err != nil {
-			return nil, err
-		}
-		notifications[e.NotificationID] = true
-		if !seen[e.EventID] {
-			seen[e.EventID] = true
-			events = append(events, e.EventID)
-		}
-	}
-	var out []Entry
-	for _, ev := range events {
-		es, err := r.Timeline(ctx, ev)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range es {
-			if notifications[e.NotificationID] {
-				out = append(out, e)
-			}
-		}
-	}
-	return Sorted(out), nil
-}
-
 // query yields the entries of every page of in.
 func (r *Reader) query(ctx context.Context, in *dynamodb.QueryInput) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -49,12 +51,16 @@ func (o Outcome) String() string {
 type Writer struct {
 	DB    WriterAPI
 	Table string
+	// Clock stamps each entry's written_at; nil means the system clock.
+	Clock notify.Clock
 }
 
-// Write chains e (built by Build) to the previous entry of its notification and stores it
-// once, conditioned on attribute_not_exists(seq). It returns the entry as stored by this call,
-// or as e with its chain fields when it was already stored. See the package documentation for
-// the previous-entry lookup and the disambiguated seq.
+// Write chains e (built by Build, or a gap entry) to the previous entry of its notification
+// and stores it once, conditioned on attribute_not_exists(seq). It stamps written_at from the
+// writer's clock just before each put, so the entry belongs to the digest period in which it
+// was stored. It returns the entry as stored by this call, or as e with its chain fields when
+// it was already stored. See the package documentation for the previous-entry lookup and the
+// disambiguated seq.
 func (w *Writer) Write(ctx context.Context, e Entry) (Entry, Outcome, error) {
 	prev, found, err := w.previous(ctx, e)
 	if err != nil {
@@ -67,12 +73,14 @@ func (w *Writer) Write(ctx context.Context, e Entry) (Entry, Outcome, error) {
 	case found:
 		prevHash = prev.Hash
 		// Keep a disambiguated chain disambiguated.
-		disambiguate = prev.Seq != seqFor(e.IdempotencyKey(), prev.Version, false, e.NotificationID, false)
-	case e.Version > 1 || e.Purged():
+		disambiguate = prev.Seq != seqFor(e.IdempotencyKey(), prev.Version, suffixOf(prev), e.NotificationID, false)
+	case e.Version > 1 || e.Purged() || (e.Gap() && e.GapFrom > 1):
 		e.PrevMissing = true
 	}
 	for {
-		e.Seq = seqFor(e.IdempotencyKey(), e.Version, e.Purged(), e.NotificationID, disambiguate)
+		e.Seq = seqFor(e.IdempotencyKey(), e.Version, suffixOf(e), e.NotificationID, disambiguate)
+		e.WrittenAt = w.now()
+		e.WriteDay = e.WrittenAt.Format(DayLayout)
 		linked, err := Link(e, prevHash)
 		if err != nil {
 			return Entry{}, 0, fmt.Errorf("audit.write %s %s: %w", e.EventID, e.Seq, err)
@@ -93,28 +101,41 @@ func (w *Writer) Write(ctx context.Context, e Entry) (Entry, Outcome, error) {
 	}
 }
 
-// previous returns the entry e chains to: the same notification's entry for version−1, or for
-// the same version when e is a purge. found is false for a first entry and when the previous
+// previous returns the entry e chains to: the same notification's entry for version−1 (a
+// transition, or a gap entry ending there), or for the same version when e is a purge, or for
+// GapFrom−1 when e is a gap entry. found is false for a first entry and when the previous
 // entry is absent.
 func (w *Writer) previous(ctx context.Context, e Entry) (Entry, bool, error) {
 	version := e.Version - 1
-	if e.Purged() {
+	switch {
+	case e.Purged():
 		version = e.Version
+	case e.Gap():
+		version = e.GapFrom - 1
 	}
 	if version < 1 {
 		return Entry{}, false, nil
 	}
 	key := e.IdempotencyKey()
-	for _, d := range []bool{false, true} {
-		prev, ok, err := w.get(ctx, e.EventID, seqFor(key, version, false, e.NotificationID, d))
-		if err != nil {
-			return Entry{}, false, err
-		}
-		if ok && prev.NotificationID == e.NotificationID {
-			return prev, true, nil
+	for _, suffix := range []string{"", gapSuffix} {
+		for _, d := range []bool{false, true} {
+			prev, ok, err := w.get(ctx, e.EventID, seqFor(key, version, suffix, e.NotificationID, d))
+			if err != nil {
+				return Entry{}, false, err
+			}
+			if ok && prev.NotificationID == e.NotificationID {
+				return prev, true, nil
+			}
 		}
 	}
 	return Entry{}, false, nil
+}
+
+func (w *Writer) now() time.Time {
+	if w.Clock == nil {
+		return time.Now().UTC()
+	}
+	return w.Clock.Now().UTC()
 }
 
 // get reads one entry with a consistent read.

@@ -37,7 +37,7 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 		stream     bool
 	}{
 		{names.Notifications, tables.TTLAttribute, []string{tables.IndexByEvent, tables.IndexDue, tables.IndexByNotification}, true},
-		{names.Audit, tables.AuditTTLAttribute, []string{tables.IndexByDay}, false},
+		{names.Audit, tables.AuditTTLAttribute, []string{tables.IndexByDay, tables.IndexByWriteDay}, false},
 		{names.Receipts, tables.ReceiptsTTLAttribute, nil, false},
 	}
 	for _, tc := range cases {

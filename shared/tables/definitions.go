@@ -73,8 +73,10 @@ func Notifications(name string) *dynamodb.CreateTableInput {
 }
 
 // Audit returns the definition of the audit table named name: key (event_id, seq); GSI by_day
-// on (day, at) for time-range exports, projecting every attribute; on-demand billing. The audit
-// table has no stream: nothing reacts to it.
+// on (day, at) for time-range exports, projecting every attribute; GSI by_write_day on
+// (write_day, written_at) for the digest step, projecting the hash, the notification ID and
+// retain_until; on-demand billing. Digest items carry none of the index keys, so neither index
+// holds them. The audit table has no stream: nothing reacts to it.
 func Audit(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
@@ -84,6 +86,8 @@ func Audit(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(AuditSeq), AttributeType: ddbtypes.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AuditDay), AttributeType: ddbtypes.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AuditAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AuditWriteDay), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AuditWrittenAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
 		},
 		KeySchema: []ddbtypes.KeySchemaElement{
 			{AttributeName: aws.String(AuditEventID), KeyType: ddbtypes.KeyTypeHash},
@@ -97,6 +101,17 @@ func Audit(name string) *dynamodb.CreateTableInput {
 					{AttributeName: aws.String(AuditAt), KeyType: ddbtypes.KeyTypeRange},
 				},
 				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			},
+			{
+				IndexName: aws.String(IndexByWriteDay),
+				KeySchema: []ddbtypes.KeySchemaElement{
+					{AttributeName: aws.String(AuditWriteDay), KeyType: ddbtypes.KeyTypeHash},
+					{AttributeName: aws.String(AuditWrittenAt), KeyType: ddbtypes.KeyTypeRange},
+				},
+				Projection: &ddbtypes.Projection{
+					ProjectionType:   ddbtypes.ProjectionTypeInclude,
+					NonKeyAttributes: []string{AuditHash, AuditNotificationID, AuditRetainUntil},
+				},
 			},
 		},
 	}

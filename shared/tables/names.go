@@ -93,10 +93,48 @@ const (
 	// AuditPrevMissing is true on an entry whose previous entry was absent when it was
 	// written, so it was chained from the genesis hash.
 	AuditPrevMissing = "prev_missing"
+	// AuditWrittenAt is when the audit writer stored the entry (its own clock), and
+	// AuditWriteDay the UTC date of it: the key of the by_write_day index, by which the
+	// digest step finds every entry written in a period.
+	AuditWrittenAt = "written_at"
+	AuditWriteDay  = "write_day"
+	// AuditReplayed is true on an entry written by the replay of a stream batch that the
+	// audit function had given up on.
+	AuditReplayed = "replayed"
+	// AuditReconstructed is true on a gap entry: built from the notification's current
+	// record because the stream no longer held the lost transitions.
+	AuditReconstructed = "reconstructed"
+	// AuditGapFrom is the first version a gap entry stands for (its version is the last).
+	AuditGapFrom = "gap_from"
 )
 
 // IndexByDay is the audit table's GSI (day, at) used by time-range exports.
 const IndexByDay = "by_day"
+
+// IndexByWriteDay is the audit table's GSI (write_day, written_at): the entries written in a
+// period, for the digest step and verify. It projects only what a digest needs.
+const IndexByWriteDay = "by_write_day"
+
+// DigestEventID is the audit table partition that holds the signed digests, one item per
+// period with the period's start (FormatTime) as its seq. No event ID can take this value:
+// event IDs never contain "#".
+const DigestEventID = "#digest"
+
+// Attributes of a digest item (besides event_id, seq and retain_until).
+const (
+	DigestPeriodStart     = "period_start"
+	DigestPeriodEnd       = "period_end"
+	DigestCount           = "count"
+	DigestEntriesHash     = "entries_hash"
+	DigestManifest        = "manifest"
+	DigestManifestHash    = "manifest_hash"
+	DigestPrevPeriodStart = "prev_period_start"
+	DigestPrevSignature   = "prev_signature"
+	DigestKeyID           = "key_id"
+	DigestAlgorithm       = "algorithm"
+	DigestSignedAt        = "signed_at"
+	DigestSignature       = "signature"
+)
 
 // Attributes of the receipts table: one item per attempt, holding the most informative
 // delivery event a provider reported for it. The key is ReceiptAttemptRef. A receipt never

@@ -2,6 +2,7 @@ package audittest
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"sort"
@@ -22,6 +23,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/testenv"
 )
@@ -39,9 +41,16 @@ type Env struct {
 	Store   *dynamostore.Store
 	Handler *audit.Handler
 	Reader  *audit.Reader
+	// WriteClock is the audit writer's clock, which stamps written_at: it starts at
+	// WriteStart and moves only when a test moves it.
+	WriteClock *notifytest.Clock
+	// SigningKey signs the digests of Digester; PublicKeyPEM is its public half.
+	SigningKey   *ecdsa.PrivateKey
+	PublicKeyPEM []byte
 
 	streamARN string
 	iterators map[string]string // shard ID → next iterator; "" once the shard is closed
+	shards    map[string]string // sequence number → shard ID of every record read
 }
 
 // NewEnv creates the tables (tables.Create) under unique names, or skips t when DynamoDB
@@ -81,20 +90,66 @@ func Attach(t testing.TB, names tables.Names) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	key, _, err := audit.NewLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := audit.PublicKeyPEM(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := notifytest.NewClock(WriteStart)
 	return &Env{
-		DB:      db,
-		Streams: streams,
-		Names:   names,
-		Store:   dynamostore.New(db, names.Notifications),
+		DB:           db,
+		Streams:      streams,
+		Names:        names,
+		Store:        dynamostore.New(db, names.Notifications),
+		WriteClock:   clock,
+		SigningKey:   key,
+		PublicKeyPEM: pub,
 		Handler: &audit.Handler{
-			Writer:   &audit.Writer{DB: db, Table: names.Audit},
+			Writer:   &audit.Writer{DB: db, Table: names.Audit, Clock: clock},
 			Function: "resetnotify-audit", FunctionVersion: "$LATEST",
 			Clock: notify.SystemClock{},
 		},
 		Reader:    &audit.Reader{DB: db, Table: names.Audit},
 		streamARN: aws.ToString(out.Table.LatestStreamArn),
 		iterators: map[string]string{},
+		shards:    map[string]string{},
 	}
+}
+
+// WriteStart is where the audit writer's clock starts: half an hour after ScenarioStart, when
+// every scenario has ended, so each entry is written after its transition.
+var WriteStart = ScenarioStart.Add(30 * time.Minute)
+
+// DigestPeriod and DigestGrace are the digest settings of Digester: the local stack's.
+const (
+	DigestPeriod = time.Minute
+	DigestGrace  = 10 * time.Second
+)
+
+// Digester returns the real digest step over the audit table, signing with e.SigningKey and
+// reading the time from clock.
+func (e *Env) Digester(clock notify.Clock) *audit.Digester {
+	return &audit.Digester{
+		DB: e.DB, Table: e.Names.Audit, Signer: audit.LocalSigner{Key: e.SigningKey},
+		Period: DigestPeriod, Grace: DigestGrace, Retention: audit.DefaultRetention, Clock: clock,
+	}
+}
+
+// CloseDigests moves the writer's clock past the grace of the current period and runs the
+// digest step at that time, so every entry written so far is covered; it returns the
+// digests written.
+func (e *Env) CloseDigests(t testing.TB) []audit.Digest {
+	t.Helper()
+	now := e.WriteClock.Now().Truncate(DigestPeriod).Add(DigestPeriod + DigestGrace)
+	e.WriteClock.Set(now)
+	ds, err := e.Digester(notifytest.NewClock(now)).Run(context.Background())
+	if err != nil {
+		t.Fatalf("digest step: %v", err)
+	}
+	return ds
 }
 
 // StreamARN returns the notifications table's stream ARN.
@@ -151,7 +206,9 @@ func (e *Env) poll(ctx context.Context) ([]events.DynamoDBEventRecord, error) {
 				return nil, fmt.Errorf("get records %s: %w", id, err)
 			}
 			for _, r := range page.Records {
-				out = append(out, audit.EventRecord(r, e.streamARN))
+				rec := audit.EventRecord(r, e.streamARN)
+				e.shards[rec.Change.SequenceNumber] = id
+				out = append(out, rec)
 			}
 			next := aws.ToString(page.NextShardIterator)
 			if len(page.Records) == 0 || next == "" {
@@ -176,6 +233,38 @@ func (e *Env) Replay(t testing.TB, requestID string, recs []events.DynamoDBEvent
 	}
 	if len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("audit handler reported failures: %+v", resp.BatchItemFailures)
+	}
+}
+
+// DeliverBatch hands recs to h as Lambda's stream event source mapping of template.yaml does
+// (ReportBatchItemFailures, MaximumRetryAttempts, an on-failure destination): after a batch
+// item failure it retries from the failed record, and after retries retries it gives up on
+// the rest of the batch and returns the failure record it would send to the destination. It
+// returns nil when the batch succeeded.
+func (e *Env) DeliverBatch(t testing.TB, h *audit.Handler, recs []events.DynamoDBEventRecord, retries int) *audit.FailureRecord {
+	t.Helper()
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-mapping"})
+	batch := recs
+	for try := 0; ; try++ {
+		resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: batch})
+		if err != nil {
+			t.Fatalf("audit handler: %v", err)
+		}
+		if len(resp.BatchItemFailures) == 0 {
+			return nil
+		}
+		failed := resp.BatchItemFailures[0].ItemIdentifier
+		for i, r := range batch {
+			if r.Change.SequenceNumber == failed {
+				batch = batch[i:]
+				break
+			}
+		}
+		if try < retries {
+			continue
+		}
+		fr := audit.NewFailureRecord(e.shards[batch[0].Change.SequenceNumber], e.streamARN, batch, try+1, time.Now())
+		return &fr
 	}
 }
 

@@ -1,0 +1,96 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Bundle is everything verify needs for the range [From, To): the digests whose periods
+// overlap it, with the digest before the first of them (to check its link), and every entry
+// of every notification that has an entry written in those digests' periods, written in the
+// range, or whose transition (at) lies in the range. `auditctl export` writes a bundle and
+// `auditctl verify --input` reads it back, so offline verification sees what online
+// verification sees.
+type Bundle struct {
+	From, To time.Time
+	// Digests are in period order.
+	Digests []Digest
+	// Entries are in timeline order.
+	Entries []Entry
+}
+
+// Collect reads the bundle of [from, to) from the audit table.
+func (r *Reader) Collect(ctx context.Context, from, to time.Time) (Bundle, error) {
+	from, to = from.UTC(), to.UTC()
+	b := Bundle{From: from, To: to}
+	var err error
+	if b.Digests, err = DigestsCovering(ctx, r.DB, r.Table, from, to); err != nil {
+		return Bundle{}, fmt.Errorf("audit.collect: %w", err)
+	}
+	coverFrom, coverTo := b.CoverSpan()
+	want := map[string]map[string]bool{} // event ID → notification IDs
+	var events []string
+	note := func(e Entry) {
+		if want[e.EventID] == nil {
+			want[e.EventID] = map[string]bool{}
+			events = append(events, e.EventID)
+		}
+		want[e.EventID][e.NotificationID] = true
+	}
+	for e, err := range WrittenIn(ctx, r.DB, r.Table, coverFrom, coverTo) {
+		if err != nil {
+			return Bundle{}, fmt.Errorf("audit.collect: %w", err)
+		}
+		note(e)
+	}
+	for e, err := range r.Range(ctx, from, to) {
+		if err != nil {
+			return Bundle{}, fmt.Errorf("audit.collect: %w", err)
+		}
+		note(e)
+	}
+	for _, ev := range events {
+		es, err := r.Timeline(ctx, ev)
+		if err != nil {
+			return Bundle{}, fmt.Errorf("audit.collect: %w", err)
+		}
+		for _, e := range es {
+			if want[ev][e.NotificationID] {
+				b.Entries = append(b.Entries, e)
+			}
+		}
+	}
+	b.Entries = Sorted(b.Entries)
+	return b, nil
+}
+
+// CoverSpan returns the span whose entries the bundle's digests are checked against: the
+// range, widened to the whole periods of the digests that overlap it.
+func (b Bundle) CoverSpan() (from, to time.Time) {
+	from, to = b.From, b.To
+	for _, d := range b.Digests {
+		if b.overlaps(d) {
+			from, to = minTime(from, d.PeriodStart), maxTime(to, d.PeriodEnd)
+		}
+	}
+	return from, to
+}
+
+func (b Bundle) overlaps(d Digest) bool {
+	return d.PeriodEnd.After(b.From) && d.PeriodStart.Before(b.To)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

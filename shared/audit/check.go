@@ -1,0 +1,250 @@
+package audit
+
+import (
+	"crypto/ecdsa"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// CheckOptions are what Check needs besides the bundle.
+type CheckOptions struct {
+	// PublicKey verifies the digests' signatures. Without it every digest counts as forged.
+	PublicKey *ecdsa.PublicKey
+	// Now and Grace tell which periods must be closed by now: those that ended at least
+	// Grace ago.
+	Now   time.Time
+	Grace time.Duration
+	// Period is the digest period length, used only when the bundle holds no digest to
+	// learn it from.
+	Period time.Duration
+}
+
+// Report is what Check found.
+type Report struct {
+	Digests       int `json:"digests"`
+	Entries       int `json:"entries"`
+	Notifications int `json:"notifications"`
+	// Covered counts the entries that a valid signed digest covers and still matches, and
+	// whose content still hashes to their hash.
+	Covered int `json:"covered"`
+	// Open counts the entries written in periods that have not closed yet: not an error.
+	Open      int       `json:"open"`
+	OpenSince time.Time `json:"open_since,omitzero"`
+	// Problems are every finding that makes verification fail, digests first, then entries
+	// against the digests, then the hash chains.
+	Problems  []Problem  `json:"problems"`
+	KnownGaps []KnownGap `json:"known_gaps"`
+}
+
+// OK reports whether nothing is wrong (known gaps and open periods are not wrong).
+func (r Report) OK() bool { return len(r.Problems) == 0 }
+
+// Check verifies a bundle: every digest's signature and manifest, the chain of digests (each
+// names the one before; none missing, none out of order), that every period of the range
+// that has ended Grace ago is closed by a digest, each digest against the entries written in
+// its period (naming entries added, changed or deleted, and whole chains deleted or
+// rewritten), and then each notification's hash chain (Verify).
+func Check(b Bundle, o CheckOptions) Report {
+	ds := append([]Digest(nil), b.Digests...)
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].PeriodStart.Before(ds[j].PeriodStart) })
+	r := Report{Digests: len(ds), Entries: len(b.Entries), Notifications: len(Chains(b.Entries))}
+	valid, problems := checkDigests(ds, b.From, o.PublicKey)
+	r.Problems = append(r.Problems, problems...)
+	r.Problems = append(r.Problems, checkCoverage(b, ds, o, &r)...)
+	r.Problems = append(r.Problems, checkManifests(b, ds, valid, &r)...)
+	r.Problems = append(r.Problems, Verify(b.Entries)...)
+	r.KnownGaps = KnownGaps(b.Entries)
+	return r
+}
+
+// digestProblem is a finding about a period rather than an entry.
+func digestProblem(period, format string, args ...any) Problem {
+	return Problem{Period: period, What: fmt.Sprintf(format, args...)}
+}
+
+// checkDigests checks each digest's signature and manifest and the links between digests.
+// It returns which digests can be trusted.
+func checkDigests(ds []Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []Problem) {
+	var out []Problem
+	valid := make([]bool, len(ds))
+	for i, d := range ds {
+		switch {
+		case !VerifySignature(pub, d):
+			out = append(out, digestProblem(d.Period(), "digest forged or altered: its signature does not verify with the public key"))
+		case !ManifestIntact(d):
+			out = append(out, digestProblem(d.Period(), "digest altered: the entries it lists are not the ones its signed entries hash and count name"))
+		default:
+			valid[i] = true
+		}
+	}
+	for i, d := range ds {
+		if i == 0 {
+			if d.PrevSignature != "" && d.PeriodStart.After(from) {
+				out = append(out, digestProblem(PeriodName(d.PrevPeriodStart, d.PeriodStart),
+					"digest missing: the digest of the period starting %s, which the digest of %s names as its predecessor, is gone",
+					d.PrevPeriodStart.Format(time.RFC3339), d.Period()))
+			}
+			continue
+		}
+		p := ds[i-1]
+		switch {
+		case d.PeriodStart.After(p.PeriodEnd):
+			out = append(out, digestProblem(PeriodName(p.PeriodEnd, d.PeriodStart), "digest missing: no digest covers this span between two signed digests"))
+		case d.PeriodStart.Before(p.PeriodEnd):
+			out = append(out, digestProblem(d.Period(), "digest out of order: its period overlaps that of the digest of %s", p.Period()))
+		case !d.PrevPeriodStart.Equal(p.PeriodStart) || d.PrevSignature != p.Signature:
+			out = append(out, digestProblem(d.Period(), "digest out of order: it does not name the digest of %s, the one before it, as its predecessor (it was replaced, or one was removed and the chain re-signed)", p.Period()))
+		}
+	}
+	return valid, out
+}
+
+// checkCoverage finds the periods of the range that have ended Grace ago but that no digest
+// closes, and counts the entries of periods still open.
+func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
+	period := o.Period
+	if n := len(ds); n > 0 {
+		period = ds[n-1].PeriodEnd.Sub(ds[n-1].PeriodStart)
+	}
+	if period <= 0 {
+		period = DefaultDigestPeriod
+	}
+	closedUntil := o.Now.Add(-o.Grace).Truncate(period)
+	coverFrom, coverTo := b.CoverSpan()
+	covers := func(t time.Time) bool {
+		for _, d := range ds {
+			if !t.Before(d.PeriodStart) && t.Before(d.PeriodEnd) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []Problem
+	uncovered := map[time.Time]int{}
+	legacy := 0
+	for _, e := range b.Entries {
+		switch {
+		case e.WrittenAt.IsZero():
+			if !e.At.Before(b.From) && e.At.Before(b.To) {
+				legacy++
+			}
+		case e.WrittenAt.Before(coverFrom) || !e.WrittenAt.Before(coverTo) || covers(e.WrittenAt):
+		case !e.WrittenAt.Before(closedUntil):
+			r.Open++
+			if r.OpenSince.IsZero() || e.WrittenAt.Before(r.OpenSince) {
+				r.OpenSince = e.WrittenAt
+			}
+		default:
+			uncovered[e.WrittenAt.Truncate(period)]++
+		}
+	}
+	if legacy > 0 {
+		out = append(out, digestProblem("", "%d entries have no written_at: they were written before digests existed and no digest covers them", legacy))
+	}
+	// Every closed period of the range after the last digest is missing its digest, with or
+	// without entries: the digest step closes empty periods too.
+	last := coverFrom.Truncate(period)
+	if n := len(ds); n > 0 {
+		last = maxTime(last, ds[n-1].PeriodEnd)
+	}
+	if end := minTime(b.To, closedUntil); last.Before(end) {
+		n := 0
+		for t, c := range uncovered {
+			if !t.Before(last) {
+				n += c
+				delete(uncovered, t)
+			}
+		}
+		out = append(out, digestProblem(PeriodName(last, end), "digest missing: these periods ended more than %s ago but no signed digest closes them (%d entries written in them are not covered)", o.Grace, n))
+	}
+	starts := make([]time.Time, 0, len(uncovered))
+	for t := range uncovered {
+		starts = append(starts, t)
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	for _, t := range starts {
+		out = append(out, digestProblem(PeriodName(t, t.Add(period)), "entries not covered: %d entries were written in this closed period, which no signed digest covers", uncovered[t]))
+	}
+	return out
+}
+
+// tally counts, per notification, what the digests signed and what became of it.
+type tally struct {
+	eventID, key             string
+	signed, deleted, changed int
+	problems                 []Problem
+}
+
+// checkManifests recomputes every valid digest that overlaps the range from the entries
+// written in its period and names the differences.
+func checkManifests(b Bundle, ds []Digest, valid []bool, r *Report) []Problem {
+	byNotification := map[string]*tally{}
+	var order []string
+	t := func(nid, eventID, seq string) *tally {
+		if byNotification[nid] == nil {
+			byNotification[nid] = &tally{eventID: eventID, key: Entry{Seq: seq}.IdempotencyKey()}
+			order = append(order, nid)
+		}
+		return byNotification[nid]
+	}
+	present := map[string]bool{}
+	for _, e := range b.Entries {
+		present[e.NotificationID] = true
+	}
+	for i, d := range ds {
+		if !valid[i] || !b.overlaps(d) {
+			continue
+		}
+		current := map[string]Entry{}
+		for _, e := range b.Entries {
+			if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
+				current[lineOf(e).Key()] = e
+			}
+		}
+		for _, l := range d.Manifest {
+			c := t(l.NotificationID, l.EventID, l.Seq)
+			c.signed++
+			e, ok := current[l.Key()]
+			delete(current, l.Key())
+			switch {
+			case !ok:
+				c.deleted++
+				c.problems = append(c.problems, Problem{NotificationID: l.NotificationID, Seq: l.Seq, Period: d.Period(),
+					What: fmt.Sprintf("entry deleted: the signed digest of %s lists it (hash %s) but the audit table no longer holds it", d.Period(), shortHash(l.Hash))})
+			case e.Hash != l.Hash:
+				c.changed++
+				c.problems = append(c.problems, Problem{NotificationID: l.NotificationID, Seq: l.Seq, Period: d.Period(),
+					What: fmt.Sprintf("entry changed: its hash is %s, the signed digest of %s has %s", shortHash(e.Hash), d.Period(), shortHash(l.Hash))})
+			case contentIntact(e):
+				r.Covered++
+			}
+		}
+		for _, e := range Sorted(mapValues(current)) {
+			c := t(e.NotificationID, e.EventID, e.Seq)
+			c.problems = append(c.problems, Problem{NotificationID: e.NotificationID, Seq: e.Seq, Period: d.Period(),
+				What: fmt.Sprintf("entry added: its written_at lies in %s, but the signed digest of that period does not list it", d.Period())})
+		}
+	}
+	var out []Problem
+	for _, nid := range order {
+		c := byNotification[nid]
+		switch {
+		case c.signed > 0 && c.deleted == c.signed && !present[nid]:
+			out = append(out, Problem{NotificationID: nid, What: fmt.Sprintf("whole chain deleted: the %d entries of this notification (event %s, idempotency key %s) that signed digests list are all gone from the audit table", c.signed, c.eventID, c.key)})
+		case c.signed > 0 && c.changed == c.signed:
+			out = append(out, Problem{NotificationID: nid, What: fmt.Sprintf("whole chain rewritten: all %d entries of this notification (event %s) that signed digests cover differ from what was signed", c.signed, c.eventID)})
+		default:
+			out = append(out, c.problems...)
+		}
+	}
+	return out
+}
+
+func mapValues(m map[string]Entry) []Entry {
+	out := make([]Entry, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	return out
+}

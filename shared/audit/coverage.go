@@ -1,0 +1,104 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DigestCoverage tells whether one notification's entries are covered by verified signed
+// digests: a digest covers an entry when its signature verifies with the public key, its
+// manifest matches what it signed, and it lists the entry with the entry's current hash.
+type DigestCoverage struct {
+	// Checked is false when no public key was given, so nothing was verified.
+	Checked bool `json:"checked"`
+	Entries int  `json:"entries"`
+	Covered int  `json:"covered"`
+	// Open counts entries written in a period that has not closed yet.
+	Open int `json:"open"`
+	// Uncovered counts entries of closed periods that no verified digest closes.
+	Uncovered int `json:"uncovered"`
+	// Mismatched counts entries that a verified digest of their period does not list as they
+	// are now: added or changed after the period closed.
+	Mismatched int `json:"mismatched"`
+	// Digests names the periods of the verified digests that cover the entries.
+	Digests []string `json:"digests"`
+	KeyID   string   `json:"key_id,omitempty"`
+}
+
+// AllCovered reports whether every entry is covered by a verified digest.
+func (c DigestCoverage) AllCovered() bool { return c.Checked && c.Covered == c.Entries }
+
+// Coverage returns the digest coverage of each notification among entries (by notification
+// ID), checking the digests ds with o.PublicKey.
+func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCoverage {
+	out := map[string]DigestCoverage{}
+	period := o.Period
+	if len(ds) > 0 {
+		period = ds[len(ds)-1].PeriodEnd.Sub(ds[len(ds)-1].PeriodStart)
+	}
+	if period <= 0 {
+		period = DefaultDigestPeriod
+	}
+	closedUntil := o.Now.Add(-o.Grace).Truncate(period)
+	valid := make([]bool, len(ds))
+	for i := range ds {
+		valid[i] = o.PublicKey != nil && VerifySignature(o.PublicKey, ds[i]) && ManifestIntact(ds[i])
+	}
+	for _, e := range entries {
+		c := out[e.NotificationID]
+		c.Entries++
+		c.Checked = o.PublicKey != nil
+		if !c.Checked {
+			out[e.NotificationID] = c
+			continue
+		}
+		var covering *Digest
+		for i := range ds {
+			if valid[i] && !e.WrittenAt.Before(ds[i].PeriodStart) && e.WrittenAt.Before(ds[i].PeriodEnd) {
+				covering = &ds[i]
+				break
+			}
+		}
+		switch {
+		case covering != nil && slices.Contains(covering.Manifest, lineOf(e)) && contentIntact(e):
+			c.Covered++
+			c.KeyID = covering.KeyID
+			if p := covering.Period(); !slices.Contains(c.Digests, p) {
+				c.Digests = append(c.Digests, p)
+			}
+		case covering != nil:
+			c.Mismatched++
+		case !e.WrittenAt.IsZero() && !e.WrittenAt.Before(closedUntil):
+			c.Open++
+		default:
+			c.Uncovered++
+		}
+		out[e.NotificationID] = c
+	}
+	return out
+}
+
+// contentIntact reports whether e's stored hash is the hash of its content.
+func contentIntact(e Entry) bool {
+	h, err := ComputeHash(e.PrevHash, e)
+	return err == nil && h == e.Hash
+}
+
+// DigestsCovering returns, in period order, the digests whose periods overlap [from, to) and
+// the digest just before the first of them.
+func DigestsCovering(ctx context.Context, db QueryAPI, table string, from, to time.Time) ([]Digest, error) {
+	var out []Digest
+	for d, err := range Digests(ctx, db, table, time.Time{}, to, false) {
+		if err != nil {
+			return nil, fmt.Errorf("audit.digests covering: %w", err)
+		}
+		out = append(out, d)
+		if !d.PeriodEnd.After(from) {
+			break
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
+}

@@ -1,0 +1,127 @@
+package audit_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/audit/audittest"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+)
+
+// TestDigestsCoverEveryEntryOnce writes entries on both sides of period boundaries, one of
+// them late (its transition lies two periods before its writing), runs the digest step at
+// several times and twice at once, and checks that every entry is in exactly one digest, the
+// one of the period in which it was written.
+func TestDigestsCoverEveryEntryOnce(t *testing.T) {
+	env := audittest.NewEnv(t)
+	s := audittest.NewScenario(env)
+	p := audittest.DigestPeriod
+	base := audittest.WriteStart.Truncate(p)
+	run := func(at time.Time) []audit.Digest {
+		t.Helper()
+		d := env.Digester(notifytest.NewClock(at))
+		// Shorter than the entries' retention: each digest must still outlive what it covers.
+		d.Retention = 24 * time.Hour
+		ds, err := d.Run(context.Background())
+		if err != nil {
+			t.Fatalf("digest step at %s: %v", at, err)
+		}
+		return ds
+	}
+	write := func(at time.Time, n int) {
+		t.Helper()
+		env.WriteClock.Set(at)
+		env.Replay(t, "req-"+at.Format("150405.000"), env.ReadStream(t, n))
+	}
+
+	s.Submit(t, "evt-a", "", "+447700900111", map[string]string{"code": "AAA111"}, 15*time.Minute)
+	write(base.Add(p-time.Millisecond), 1) // the last instant of period 0
+	s.Step(t, "evt-a:sms:password_reset", time.Second, audittest.Lease)
+	write(base.Add(p), 1) // the first instant of period 1
+	var first []audit.Digest
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range 2 { // two runs at once close period 0 once
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds := run(base.Add(p + audittest.DigestGrace))
+			mu.Lock()
+			first = append(first, ds...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(first) != 2 || first[0].Signature != first[1].Signature || !first[0].PeriodStart.Equal(base) {
+		t.Fatalf("concurrent runs returned %d digests, want the same digest of period 0 twice: %+v", len(first), first)
+	}
+	// Not yet due: period 1 ends at base+2p, its grace runs after that.
+	if ds := run(base.Add(2*p + audittest.DigestGrace - time.Millisecond)); len(ds) != 0 {
+		t.Fatalf("a run before the grace closed %d periods", len(ds))
+	}
+	s.Step(t, "evt-a:sms:password_reset", time.Second, audittest.Accepted("sim-1"))
+	s.Submit(t, "evt-b", "", "+447700900222", map[string]string{"code": "BBB222"}, 15*time.Minute)
+	late := s.Clock.Now()
+	write(base.Add(3*p+time.Second), 2) // late: stream lag of many periods
+	later := run(base.Add(4*p + audittest.DigestGrace))
+	if len(later) != 3 {
+		t.Fatalf("catching up closed %d periods, want 3 (1, 2 empty, 3)", len(later))
+	}
+
+	all := append(first[:1], later...)
+	entries := env.ScanAudit(t)
+	seen := map[string]int{}
+	for i, d := range all {
+		if i > 0 && (d.PrevSignature != all[i-1].Signature || !d.PeriodStart.Equal(all[i-1].PeriodEnd)) {
+			t.Errorf("digest %s does not follow %s", d.Period(), all[i-1].Period())
+		}
+		if !audit.VerifySignature(&env.SigningKey.PublicKey, d) || !audit.ManifestIntact(d) {
+			t.Errorf("digest %s does not verify", d.Period())
+		}
+		for _, l := range d.Manifest {
+			seen[l.EventID+" "+l.Seq]++
+		}
+	}
+	entryCount := 0
+	for _, item := range entries {
+		e, err := audit.FromItem(item)
+		if err != nil || e.EventID == "#digest" {
+			continue
+		}
+		entryCount++
+		k := e.EventID + " " + e.Seq
+		if seen[k] != 1 {
+			t.Errorf("entry %s is in %d digests, want 1", k, seen[k])
+		}
+		for _, d := range all {
+			in := !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd)
+			if in && d.RetainUntil < e.RetainUntil {
+				t.Errorf("digest %s expires at %d, before entry %s (%d)", d.Period(), d.RetainUntil, k, e.RetainUntil)
+			}
+			listed := false
+			for _, l := range d.Manifest {
+				listed = listed || l.EventID+" "+l.Seq == k
+			}
+			if in != listed {
+				t.Errorf("entry %s written %s: in period %s = %v, listed = %v", k, e.WrittenAt, d.Period(), in, listed)
+			}
+		}
+		if e.At.Equal(late) && e.WrittenAt.Truncate(p) != base.Add(3*p) {
+			t.Errorf("late entry %s belongs to the period of %s, want that of its writing", k, e.WrittenAt)
+		}
+	}
+	if entryCount != 4 || len(seen) != 4 {
+		t.Errorf("%d entries, %d covered; want 4 and 4", entryCount, len(seen))
+	}
+	b, err := env.Reader.Collect(context.Background(), base, base.Add(5*p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := audit.Check(b, audit.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: base.Add(4*p + audittest.DigestGrace), Grace: audittest.DigestGrace})
+	if !r.OK() || r.Covered != 4 || r.Digests != 4 {
+		t.Errorf("check = %+v, want OK with 4 entries covered by 4 digests", r)
+	}
+}

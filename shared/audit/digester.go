@@ -1,0 +1,273 @@
+package audit
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/tables"
+)
+
+// DigestAPI is the part of the DynamoDB API the digest step uses: Query (the digests and the
+// by_write_day index), GetItem and PutItem, the latter always conditioned on
+// attribute_not_exists(seq).
+type DigestAPI interface {
+	QueryAPI
+	WriterAPI
+}
+
+var _ DigestAPI = (*dynamodb.Client)(nil)
+
+// DefaultMaxPeriodsPerRun bounds how many periods one run of the digest step closes, so a
+// step that catches up after an outage stays within its timeout; the next run goes on.
+const DefaultMaxPeriodsPerRun = 60
+
+// Digester is the digest step: each run closes every period that has ended at least Grace
+// ago with a signed digest, in order, each naming the previous one.
+type Digester struct {
+	DB     DigestAPI
+	Table  string
+	Signer Signer
+	// Period is the length of a period (DefaultDigestPeriod in AWS, a minute locally). A
+	// period starts at a multiple of it (UTC), so an hour's digest covers hh:00 to hh+1:00.
+	Period time.Duration
+	// Grace is how long after a period's end the step waits before closing it: longer than
+	// the audit writer can take between stamping written_at and its put completing (the audit
+	// function's timeout), plus the by_write_day index's propagation.
+	Grace time.Duration
+	// Retention is the entries' retention: a digest is kept at least until the last entry it
+	// covers expires, and at least Retention after its period ends.
+	Retention time.Duration
+	// MaxPerRun bounds the periods closed per run; zero means DefaultMaxPeriodsPerRun.
+	MaxPerRun int
+	Clock     notify.Clock
+	Log       *slog.Logger
+	// Metrics, when set, receives a DigestsWritten count per run.
+	Metrics *obs.Metrics
+}
+
+// Handle is the scheduled function's handler: one run per EventBridge schedule event.
+func (d *Digester) Handle(ctx context.Context, _ events.EventBridgeEvent) error {
+	_, err := d.Run(ctx)
+	return err
+}
+
+// Run closes every period that is due and returns the digests it wrote (or found written by
+// a concurrent run). The first digest ever starts the chain at the period of the earliest
+// entry written yesterday or today (UTC), or at the latest period that is due when there is
+// none; entries written before that are covered by no digest, and verify says so.
+func (d *Digester) Run(ctx context.Context) ([]Digest, error) {
+	now := d.now()
+	prev, found, err := LatestDigest(ctx, d.DB, d.Table)
+	if err != nil {
+		return nil, err
+	}
+	var start time.Time
+	var prevPtr *Digest
+	if found {
+		start, prevPtr = prev.PeriodEnd, &prev
+	} else if start, err = d.firstStart(ctx, now); err != nil {
+		return nil, err
+	}
+	max := d.MaxPerRun
+	if max <= 0 {
+		max = DefaultMaxPeriodsPerRun
+	}
+	var out []Digest
+	for len(out) < max {
+		end := start.Truncate(d.Period).Add(d.Period)
+		if end.Add(d.Grace).After(now) {
+			break
+		}
+		dg, err := d.close(ctx, start, end, prevPtr, now)
+		if err != nil {
+			d.Metrics.Emit(nil, obs.Metric{Name: "DigestsWritten", Unit: obs.UnitCount, Value: float64(len(out))})
+			return out, err
+		}
+		d.log().InfoContext(ctx, "audit digest", "period_start", tables.FormatTime(dg.PeriodStart),
+			"period_end", tables.FormatTime(dg.PeriodEnd), "count", dg.Count, "key_id", dg.KeyID)
+		out = append(out, dg)
+		prevPtr, start = &out[len(out)-1], end
+	}
+	d.Metrics.Emit(nil, obs.Metric{Name: "DigestsWritten", Unit: obs.UnitCount, Value: float64(len(out))})
+	return out, nil
+}
+
+// close builds, signs and stores the digest of [start, end). When a concurrent run stored it
+// first, it returns that one.
+func (d *Digester) close(ctx context.Context, start, end time.Time, prev *Digest, now time.Time) (Digest, error) {
+	dg := Digest{PeriodStart: start, PeriodEnd: end, KeyID: d.Signer.KeyID(), Algorithm: SigningAlgorithm, SignedAt: now,
+		RetainUntil: end.Add(d.Retention).Unix()}
+	if prev != nil {
+		dg.PrevPeriodStart, dg.PrevSignature = prev.PeriodStart, prev.Signature
+	}
+	for e, err := range WrittenIn(ctx, d.DB, d.Table, start, end) {
+		if err != nil {
+			return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+		}
+		dg.Manifest = append(dg.Manifest, lineOf(e))
+		dg.RetainUntil = max(dg.RetainUntil, e.RetainUntil)
+	}
+	dg.Count = int64(len(dg.Manifest))
+	dg.EntriesHash = hashManifest(encodeManifest(dg.Manifest))
+	sig, err := d.Signer.Sign(ctx, digestSum(dg))
+	if err != nil {
+		return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+	}
+	dg.Signature = base64.StdEncoding.EncodeToString(sig)
+	stored, err := d.put(ctx, dg)
+	if err != nil {
+		return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+	}
+	return stored, nil
+}
+
+// put stores dg once; if its period already has a digest it returns that one.
+func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
+	item, err := DigestItem(dg)
+	if err != nil {
+		return Digest{}, err
+	}
+	cond, err := expression.NewBuilder().
+		WithCondition(expression.AttributeNotExists(expression.Name(tables.AuditSeq))).Build()
+	if err != nil {
+		return Digest{}, fmt.Errorf("build condition: %w", err)
+	}
+	_, err = d.DB.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(d.Table), Item: item,
+		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
+	})
+	var failed *ddbtypes.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return dg, nil
+	case !errors.As(err, &failed):
+		return Digest{}, fmt.Errorf("put: %w", err)
+	}
+	out, err := d.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(d.Table), ConsistentRead: aws.Bool(true),
+		Key: itemKey(tables.DigestEventID, tables.FormatTime(dg.PeriodStart)),
+	})
+	if err != nil {
+		return Digest{}, fmt.Errorf("get stored digest: %w", err)
+	}
+	return DigestFromItem(out.Item)
+}
+
+// firstStart returns where the first digest's period starts.
+func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, error) {
+	latest := now.Add(-d.Grace).Truncate(d.Period).Add(-d.Period)
+	today := now.Truncate(24 * time.Hour)
+	for e, err := range WrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period)) {
+		if err != nil {
+			return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
+		}
+		return minTime(e.WrittenAt.Truncate(d.Period), latest), nil
+	}
+	return latest, nil
+}
+
+func (d *Digester) now() time.Time {
+	if d.Clock == nil {
+		return time.Now().UTC()
+	}
+	return d.Clock.Now().UTC()
+}
+
+func (d *Digester) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
+}
+
+// LatestDigest returns the digest of the latest period, with a consistent read.
+func LatestDigest(ctx context.Context, db QueryAPI, table string) (Digest, bool, error) {
+	for dg, err := range Digests(ctx, db, table, time.Time{}, time.Time{}, false) {
+		return dg, err == nil, err
+	}
+	return Digest{}, false, nil
+}
+
+// Digests yields the digests whose period starts in [from, to) (a zero bound is open), in
+// period order, or newest first when forward is false, with a consistent read.
+func Digests(ctx context.Context, db QueryAPI, table string, from, to time.Time, forward bool) iter.Seq2[Digest, error] {
+	return func(yield func(Digest, error) bool) {
+		key := expression.Key(tables.AuditEventID).Equal(expression.Value(tables.DigestEventID))
+		lo, hi := tables.FormatTime(from), tables.FormatTime(to.Add(-time.Nanosecond))
+		switch {
+		case !from.IsZero() && !to.IsZero():
+			key = key.And(expression.Key(tables.AuditSeq).Between(expression.Value(lo), expression.Value(hi)))
+		case !from.IsZero():
+			key = key.And(expression.Key(tables.AuditSeq).GreaterThanEqual(expression.Value(lo)))
+		case !to.IsZero():
+			key = key.And(expression.Key(tables.AuditSeq).LessThanEqual(expression.Value(hi)))
+		}
+		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
+		if err != nil {
+			yield(Digest{}, fmt.Errorf("audit.digests: %w", err))
+			return
+		}
+		p := dynamodb.NewQueryPaginator(db, &dynamodb.QueryInput{
+			TableName: aws.String(table), KeyConditionExpression: expr.KeyCondition(),
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
+		})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				yield(Digest{}, fmt.Errorf("audit.digests: %w", err))
+				return
+			}
+			for _, item := range page.Items {
+				dg, err := DigestFromItem(item)
+				if !yield(dg, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// WrittenIn yields the entries whose written_at lies in [start, end), from the by_write_day
+// index: each with its keys, written_at, hash, notification ID and retain_until only.
+func WrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) iter.Seq2[Entry, error] {
+	r := &Reader{DB: db, Table: table}
+	return func(yield func(Entry, error) bool) {
+		last := end.Add(-time.Nanosecond)
+		for _, day := range Days(start, end) {
+			expr, err := expression.NewBuilder().WithKeyCondition(
+				expression.Key(tables.AuditWriteDay).Equal(expression.Value(day)).And(
+					expression.Key(tables.AuditWrittenAt).Between(
+						expression.Value(tables.FormatTime(start)), expression.Value(tables.FormatTime(last))))).Build()
+			if err != nil {
+				yield(Entry{}, fmt.Errorf("audit.written in %s: %w", day, err))
+				return
+			}
+			for e, err := range r.query(ctx, &dynamodb.QueryInput{
+				TableName: aws.String(table), IndexName: aws.String(tables.IndexByWriteDay),
+				KeyConditionExpression: expr.KeyCondition(), ExpressionAttributeNames: expr.Names(),
+				ExpressionAttributeValues: expr.Values(),
+			}) {
+				if err != nil {
+					err = fmt.Errorf("audit.written in %s: %w", day, err)
+				}
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package audit
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
+)
+
+// fakeKMS is a KMS asymmetric signing key: it signs a precomputed SHA-256 digest with
+// ECDSA_SHA_256 and hands out the public key as DER SubjectPublicKeyInfo, as KMS does.
+type fakeKMS struct {
+	key   *ecdsa.PrivateKey
+	keyID string
+}
+
+func newFakeKMS(t *testing.T) *fakeKMS {
+	t.Helper()
+	key, _, err := NewLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeKMS{key: key, keyID: "arn:aws:kms:us-east-1:111122223333:key/digest"}
+}
+
+func (f *fakeKMS) Sign(_ context.Context, in *kms.SignInput, _ ...func(*kms.Options)) (*kms.SignOutput, error) {
+	if aws.ToString(in.KeyId) != f.keyID || in.MessageType != kmstypes.MessageTypeDigest ||
+		in.SigningAlgorithm != kmstypes.SigningAlgorithmSpecEcdsaSha256 || len(in.Message) != 32 {
+		return nil, errors.New("fake kms: unexpected sign request")
+	}
+	sig, err := ecdsa.SignASN1(rand.Reader, f.key, in.Message)
+	return &kms.SignOutput{Signature: sig, KeyId: in.KeyId, SigningAlgorithm: in.SigningAlgorithm}, err
+}
+
+func (f *fakeKMS) GetPublicKey(_ context.Context, in *kms.GetPublicKeyInput, _ ...func(*kms.Options)) (*kms.GetPublicKeyOutput, error) {
+	if aws.ToString(in.KeyId) != f.keyID {
+		return nil, errors.New("fake kms: NotFoundException")
+	}
+	der, err := x509.MarshalPKIXPublicKey(&f.key.PublicKey)
+	return &kms.GetPublicKeyOutput{PublicKey: der, KeySpec: kmstypes.KeySpecEccNistP256}, err
+}
+
+// signed returns d signed by s.
+func signed(t *testing.T, s Signer, d Digest) Digest {
+	t.Helper()
+	d.KeyID, d.Algorithm = s.KeyID(), SigningAlgorithm
+	d.Count, d.EntriesHash = int64(len(d.Manifest)), hashManifest(encodeManifest(d.Manifest))
+	sig, err := s.Sign(context.Background(), digestSum(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Signature = b64(sig)
+	return d
+}
+
+func TestSigners(t *testing.T) {
+	f := newFakeKMS(t)
+	local, _, err := NewLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kmsPub, err := KMSPublicKey(context.Background(), f, f.keyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2030, 3, 1, 9, 0, 0, 0, time.UTC)
+	d := Digest{PeriodStart: start, PeriodEnd: start.Add(time.Hour), RetainUntil: 1,
+		Manifest: []ManifestLine{{EventID: "e", Seq: "k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}}}
+	tests := []struct {
+		name   string
+		signer Signer
+		pub    *ecdsa.PublicKey
+		other  *ecdsa.PublicKey
+	}{
+		{"kms", KMSSigner{KMS: f, Key: f.keyID}, kmsPub, &local.PublicKey},
+		{"local", LocalSigner{Key: local}, &local.PublicKey, kmsPub},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := signed(t, tc.signer, d)
+			if !VerifySignature(tc.pub, s) {
+				t.Fatal("the signature does not verify with the signer's public key")
+			}
+			if VerifySignature(tc.other, s) {
+				t.Error("the signature verifies with another key")
+			}
+			changed := s
+			changed.Count++
+			if VerifySignature(tc.pub, changed) {
+				t.Error("a changed count still verifies")
+			}
+			pemKey, err := PublicKeyPEM(tc.pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := ParsePublicKeyPEM(pemKey)
+			if err != nil || !back.Equal(tc.pub) {
+				t.Errorf("PEM round trip: %v", err)
+			}
+		})
+	}
+	if _, err := KMSPublicKey(context.Background(), f, "other"); err == nil {
+		t.Error("KMSPublicKey of an unknown key succeeded")
+	}
+}
+
+func TestDigestItemRoundTrip(t *testing.T) {
+	key, _, err := NewLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2030, 3, 1, 9, 0, 0, 0, time.UTC)
+	d := signed(t, LocalSigner{Key: key}, Digest{PeriodStart: start, PeriodEnd: start.Add(time.Hour),
+		PrevPeriodStart: start.Add(-time.Hour), PrevSignature: "cHJldg==", SignedAt: start.Add(time.Hour + 90*time.Second), RetainUntil: 42,
+		Manifest: []ManifestLine{
+			{EventID: "evt 2", Seq: "k:2#0000000001", NotificationID: "n2", Hash: strings.Repeat("b", 64)},
+			{EventID: "evt-1", Seq: "k:1#0000000002", NotificationID: "n1", Hash: strings.Repeat("c", 64)},
+		}})
+	item, err := DigestItem(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DigestFromItem(item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !VerifySignature(&key.PublicKey, back) || !ManifestIntact(back) || len(back.Manifest) != 2 {
+		t.Errorf("round trip lost something: %+v", back)
+	}
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -6,12 +6,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
+	"github.com/resetnotify/resetnotify/shared/testenv"
 )
 
 const template = `
@@ -125,5 +129,63 @@ func TestMissingHandlerIs501(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotImplemented {
 		t.Errorf("status %d", resp.StatusCode)
+	}
+}
+
+// TestRoutesSameInEveryForm checks that template.yaml's routes are the same in every form that
+// serves them: as written (what cmd/local and `sam local start-api` read), and after the SAM
+// transform (what CloudFormation deploys to AWS or an emulator), with IAM on every route but
+// the simulator's webhook and no route hidden in an OpenAPI Body. infra/emulator.sh compares
+// the routes of the deployed stack too (cmd/stackcheck).
+func TestRoutesSameInEveryForm(t *testing.T) {
+	const tpl = "../../template.yaml"
+	want := []Route{
+		{Function: "IntakeFunction", Method: "DELETE", Path: "/v1/notifications/{key}"},
+		{Function: "IntakeFunction", Method: "GET", Path: "/v1/notifications/{key}"},
+		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications"},
+		{Function: "ProviderEventsFunction", Method: "POST", Path: "/v1/provider-events/simulator"},
+	}
+	written, err := RoutesFromTemplate(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, written); diff != "" {
+		t.Errorf("template.yaml routes (-want +got):\n%s", diff)
+	}
+
+	python := testenv.Tool(t, "venv/bin/python")
+	out, err := exec.Command(python, "../../infra/sam-expand.py", tpl).Output()
+	if err != nil {
+		t.Fatalf("sam-expand.py: %v", err)
+	}
+	expanded := filepath.Join(t.TempDir(), "expanded.json")
+	if err := os.WriteFile(expanded, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deployed, err := RoutesFromTemplate(expanded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, deployed); diff != "" {
+		t.Errorf("routes after the SAM transform (-want +got):\n%s", diff)
+	}
+	cfn, err := samtemplate.Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range cfn.Of("AWS::ApiGatewayV2::Api") {
+		if _, ok := cfn.Resources[id].Properties["Body"]; ok {
+			t.Errorf("%s has an OpenAPI Body after the SAM transform: an emulator imports it with no routes", id)
+		}
+	}
+	for _, id := range cfn.Of("AWS::ApiGatewayV2::Route") {
+		props := cfn.Resources[id].Properties
+		wantAuth := "AWS_IAM"
+		if props["RouteKey"] == "POST /v1/provider-events/simulator" {
+			wantAuth = "NONE"
+		}
+		if props["AuthorizationType"] != wantAuth {
+			t.Errorf("%s (%v): AuthorizationType %v, want %s", id, props["RouteKey"], props["AuthorizationType"], wantAuth)
+		}
 	}
 }

@@ -74,6 +74,20 @@ build-%: ## Build one function for SAM, for the template's default Architecture 
 local: tools build ## Run the whole stack locally: every function's bootstrap under the Lambda RIE (cmd/local).
 	go run ./cmd/local
 
+.PHONY: e2e
+e2e: tools ## Start the local stack (cmd/local), run the black-box suite (e2e/) against it, stop it.
+	./infra/local-e2e.sh
+
+.PHONY: emulator-e2e
+emulator-e2e: ## Deploy template.yaml to MiniStack with the SAM CLI, run the black-box suite against it, stop it.
+	./infra/emulator.sh
+
+.PHONY: deploy
+deploy: ## Build for the template's Architecture and run a guided `sam deploy` to AWS (samconfig.toml).
+	./infra/install-tools.sh sam
+	.tools/sam/bin/sam build
+	.tools/sam/bin/sam deploy --guided
+
 .PHONY: clean
 clean: ## Remove build output (not .tools/).
 	rm -rf bin .aws-sam

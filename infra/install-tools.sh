@@ -5,7 +5,7 @@
 #   .tools/venv/             a Python virtualenv with moto[server] (SQS) and cfn-lint.
 #   .tools/bin/aws-lambda-rie the Lambda Runtime Interface Emulator, built with go install.
 # With the argument `emulator` (make emulator-e2e) it also installs, each in its own virtualenv so
-# their dependencies cannot break moto or cfn-lint:
+# their dependencies cannot break moto or cfn-lint (`sam`, for make deploy, only the first):
 #   .tools/sam/               the SAM CLI (sam build, sam deploy, sam remote invoke).
 #   .tools/ministack/         MiniStack, the LocalStack-compatible emulator the template is deployed to.
 # Each part writes a stamp file naming what it installed, so a second run is instant and a change
@@ -15,7 +15,9 @@ set -euo pipefail
 DYNAMODB_SIMULATOR_PKG="amplify-dynamodb-simulator@2.9.30"
 PY_REQUIREMENTS=("moto[server]==5.2.1" "cfn-lint==1.51.0")
 SAM_REQUIREMENT="aws-sam-cli==1.170.0"
-MINISTACK_REQUIREMENT="ministack==1.5.33"
+# MiniStack applies the SAM transform with aws-sam-translator (the version cfn-lint pins here)
+# and needs cryptography for KMS; its "full" extra would add Docker and database clients too.
+MINISTACK_REQUIREMENTS=("ministack==1.5.33" "aws-sam-translator==1.115.0" "cryptography==50.0.2")
 # The Lambda Runtime Interface Emulator, from the Go module proxy: make local runs each
 # function's real bootstrap under it.
 RIE_MODULE="github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
@@ -91,7 +93,12 @@ install_rie() {
 install_dynamodb_local
 install_venv
 install_rie
-if [[ "${1:-}" == "emulator" ]]; then
-  install_pyvenv sam sam "$SAM_REQUIREMENT"
-  install_pyvenv ministack ministack "$MINISTACK_REQUIREMENT"
-fi
+case "${1:-}" in
+  "") ;;
+  sam) install_pyvenv sam sam "$SAM_REQUIREMENT" ;;
+  emulator)
+    install_pyvenv sam sam "$SAM_REQUIREMENT"
+    install_pyvenv ministack ministack "${MINISTACK_REQUIREMENTS[@]}"
+    ;;
+  *) echo "install-tools: unknown argument $1 (want sam or emulator)" >&2; exit 2 ;;
+esac

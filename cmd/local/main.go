@@ -76,6 +76,10 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	defer ln.Close()
 
+	st, err := loadSettings("template.yaml")
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(stderr, "local: starting DynamoDB Local and moto_server ...")
 	stack, err := emulator.Start(ctx, emulator.Options{})
 	if err != nil {
@@ -104,7 +108,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := tables.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable}); err != nil {
 		return err
 	}
-	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""))
+	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""), st.queues)
 	if err != nil {
 		return err
 	}
@@ -131,7 +135,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		if binDir == "" {
 			binDir = "bin"
 		}
-		fns, err = underRIE(ctx, binDir, stderr)
+		fns, err = underRIE(ctx, binDir, stderr, st.functions)
 		if err != nil {
 			return err
 		}
@@ -154,12 +158,12 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer cancel()
 	errs := make(chan error, 8)
 	go func() {
-		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, fns.audit, log)
+		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, st.audit, fns.audit, log)
 	}()
 	sqsClient := awsclient.SQS(awsCfg, "")
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, fns.dispatch, log) }()
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, fns.reconcile, log) }()
-	go func() { errs <- runSchedule(ctx, fns.sweeper, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, st.dispatch, fns.dispatch, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, st.reconcile, fns.reconcile, log) }()
+	go func() { errs <- runSchedule(ctx, st.sweep, fns.sweeper, log) }()
 	srv := &http.Server{
 		Handler: localapi.NewServer(routes, map[string]localapi.HandlerFunc{
 			"IntakeFunction": fns.intake, "ProviderEventsFunction": fns.providerEvents,

@@ -13,6 +13,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
 )
 
 // streamHandler is the signature of a DynamoDB stream Lambda handler with partial batch
@@ -27,10 +28,11 @@ const pollInterval = 250 * time.Millisecond
 const shardRefresh = 5 * time.Second
 
 // pollStream reads every shard of table's stream from its oldest record and hands the records
-// to h in batches, as a Lambda event source mapping with ReportBatchItemFailures would: a
-// batch item failure makes the next read start again at the failed record. It returns when ctx
-// ends.
-func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, h streamHandler, log *slog.Logger) error {
+// to h in batches, as the Lambda event source mapping src with ReportBatchItemFailures would:
+// up to its batch size per batch, an idle stream read again after its batching window (at
+// least pollInterval), and a batch item failure makes the next read start again at the failed
+// record. It returns when ctx ends.
+func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, src samtemplate.Source, h streamHandler, log *slog.Logger) error {
 	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return fmt.Errorf("stream of %s: %w", table, err)
@@ -77,7 +79,7 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 			if st.done || st.iterator == "" {
 				continue
 			}
-			recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(100)})
+			recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(int32(src.BatchSize))})
 			if err != nil {
 				log.Warn("get records failed", "shard", id, "error", err)
 				continue
@@ -115,7 +117,7 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 			st.done = st.iterator == ""
 		}
 		if !busy {
-			sleep(ctx, pollInterval)
+			sleep(ctx, max(pollInterval, src.Window))
 		}
 	}
 	return nil

@@ -11,12 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/smssim"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
-
-// sweepInterval matches the sweeper's `rate(1 minute)` schedule in template.yaml.
-const sweepInterval = time.Minute
 
 // startSimulator starts the SMS provider simulator on a free loopback port; its delivery
 // receipts go to the provider-events route at webhookURL. Its fault mix and
@@ -43,10 +41,12 @@ func startSimulator(webhookURL, webhookToken string) (*smssim.Server, error) {
 }
 
 // pumpQueue receives batches from queueURL and hands them to h, as the SQS event source
-// mapping of template.yaml would (batch size 10, partial batch failures), until ctx ends.
-func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, h worker.BatchHandler, log *slog.Logger) error {
+// mapping src of template.yaml would (its batch size, partial batch failures), until ctx ends.
+func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, src samtemplate.Source, h worker.BatchHandler, log *slog.Logger) error {
 	for ctx.Err() == nil {
-		_, err := worker.Pump(ctx, client, queueURL, h, worker.PumpOptions{WaitTime: time.Second, Region: emulator.Region})
+		_, err := worker.Pump(ctx, client, queueURL, h, worker.PumpOptions{
+			MaxMessages: int32(src.BatchSize), WaitTime: time.Second, Region: emulator.Region,
+		})
 		if err != nil && ctx.Err() == nil {
 			log.Warn("queue poll failed", "queue", queueURL, "error", err)
 			sleep(ctx, time.Second)
@@ -55,9 +55,10 @@ func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, h worke
 	return nil
 }
 
-// runSchedule invokes the sweeper every sweepInterval, as the EventBridge schedule would.
-func runSchedule(ctx context.Context, sweep func(context.Context, events.EventBridgeEvent) error, log *slog.Logger) error {
-	t := time.NewTicker(sweepInterval)
+// runSchedule invokes the sweeper at the rate of the template's schedule src, as EventBridge
+// would.
+func runSchedule(ctx context.Context, src samtemplate.Source, sweep func(context.Context, events.EventBridgeEvent) error, log *slog.Logger) error {
+	t := time.NewTicker(src.Every)
 	defer t.Stop()
 	for {
 		select {

@@ -29,28 +29,38 @@ case "$goarch" in
   *) echo "emulator: no Lambda architecture for GOARCH=$goarch" >&2; exit 1 ;;
 esac
 
-port=$(free_port)
-endpoint="http://127.0.0.1:$port"
-# MiniStack's defaults bind every interface, open an IoT MQTT listener on 8883 and keep scratch
-# files in /tmp: keep it on loopback, one port, in memory, with its files in $work.
-# LAMBDA_EXECUTOR=local runs provided.al2023 bootstraps as host processes (no Docker);
-# AWS_ENDPOINT_URL is what those processes get as theirs, so their SDK calls come back here.
-echo "emulator: MiniStack on $endpoint"
-on_failure="$work/ministack.log"
-start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$endpoint" \
-  LAMBDA_EXECUTOR=local IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 PERSIST_STATE=0 TMPDIR="$work" \
-  STATE_DIR="$work/state" S3_DATA_DIR="$work/s3" LOG_LEVEL=INFO \
-  "$tools/ministack/bin/ministack"
-ministack_pid=$!
+# RESETNOTIFY_EMULATOR_ENDPOINT names an emulator that is already running (LocalStack,
+# infra/localstack/run.sh); without it MiniStack is started here.
+endpoint=${RESETNOTIFY_EMULATOR_ENDPOINT:-}
+if [[ -z "$endpoint" ]]; then
+  port=$(free_port)
+  endpoint="http://127.0.0.1:$port"
+  # MiniStack's defaults bind every interface, open an IoT MQTT listener on 8883 and keep scratch
+  # files in /tmp: keep it on loopback, one port, in memory, with its files in $work.
+  # LAMBDA_EXECUTOR=local runs provided.al2023 bootstraps as host processes (no Docker);
+  # AWS_ENDPOINT_URL is what those processes get as theirs, so their SDK calls come back here.
+  echo "emulator: MiniStack on $endpoint"
+  on_failure="$work/ministack.log"
+  start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$endpoint" \
+    LAMBDA_EXECUTOR=local IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 PERSIST_STATE=0 TMPDIR="$work" \
+    STATE_DIR="$work/state" S3_DATA_DIR="$work/s3" LOG_LEVEL=INFO \
+    "$tools/ministack/bin/ministack"
+  ministack_pid=$!
+fi
 
 # Everything below talks to the emulator only: no profile, fixed test credentials.
 export AWS_ENDPOINT_URL="$endpoint" AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 \
   AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test SAM_CLI_TELEMETRY=0
 unset AWS_PROFILE AWS_SESSION_TOKEN
-wait_http "$endpoint/_ministack/health" "$ministack_pid"
+if [[ -n "${ministack_pid:-}" ]]; then
+  wait_http "$endpoint/_ministack/health" "$ministack_pid"
+fi
 
+# Functions that run in containers (LocalStack) reach the simulator through the Docker host:
+# RESETNOTIFY_SIM_BIND and RESETNOTIFY_SIM_HOST say how (default: loopback, for MiniStack,
+# whose functions are host processes).
 sim_port=$(free_port)
-sim_url="http://127.0.0.1:$sim_port"
+sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
 overrides=(Target=emulator "Architecture=$architecture" SmsProvider=simulator "SmsSimulatorUrl=$sim_url"
   "SimulatorWebhookToken=$webhook_token" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO)
@@ -83,11 +93,11 @@ echo "emulator: sam deploy took $((SECONDS - start)) s"
 source "$work/stack.env"
 
 go build -o "$work/smssim" ./cmd/smssim
-start_bg "$work/smssim.log" "$work/smssim" -addr "127.0.0.1:$sim_port" \
+start_bg "$work/smssim.log" "$work/smssim" -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim_port" \
   -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
   -delivery-delay 2s -visibility 2s
-wait_http "$sim_url/healthz" $!
-export RESETNOTIFY_E2E_SIM="$sim_url" RESETNOTIFY_E2E=required
+wait_http "http://127.0.0.1:$sim_port/healthz" $!
+export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E=required
 
 if [[ $# -gt 0 ]]; then
   echo "emulator: $*"

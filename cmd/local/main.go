@@ -2,7 +2,7 @@
 //
 // It starts DynamoDB Local and moto_server (SQS) on free loopback ports, creates the tables and
 // queues, and runs each function's real handler, built by the same wiring (package app) as its
-// Lambda main, behind the event sources template.yaml declares: the HttpApi routes are served
+// Lambda main, behind the event sources template.yaml declares: the API's routes are served
 // on http://127.0.0.1:$RESETNOTIFY_PORT (default 3000) as API Gateway HTTP API v2 events, and
 // the notifications table's stream is polled and handed to the audit function in batches, as
 // an event source mapping would. Local authorisation is off: there is no SigV4 check.

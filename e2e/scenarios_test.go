@@ -114,8 +114,21 @@ func TestProviderDownPastDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if time.Now().Before(deadline) {
-		t.Errorf("expired before its dispatch deadline %s", deadline)
+	// Attempts were made (the provider refused them) and none at or after the deadline.
+	var log simapi.RequestLog
+	s.simDo(t, http.MethodGet, "/requests", nil, &log)
+	attempts := 0
+	for _, e := range log.Requests {
+		if e.To != to {
+			continue
+		}
+		attempts++
+		if !e.At.Before(deadline) {
+			t.Errorf("send request %d at %s, at or after the dispatch deadline %s", e.Seq, e.At, deadline)
+		}
+	}
+	if attempts == 0 {
+		t.Errorf("no send was attempted: the provider outage was never met")
 	}
 	if got := s.sent(t, to); got != 0 {
 		t.Errorf("simulator accepted %d messages, want 0", got)

@@ -189,3 +189,38 @@ func TestRoutesSameInEveryForm(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutesAsSAMLocalServesThem asks the SAM CLI's own API provider, the code behind
+// `sam local start-api`, which routes it would serve for template.yaml: the same as cmd/local's.
+// It needs the SAM CLI's virtualenv (.tools/sam, installed by make emulator-e2e, which runs this
+// test with RESETNOTIFY_E2E=required); without it the test skips, saying so.
+func TestRoutesAsSAMLocalServesThem(t *testing.T) {
+	python, err := filepath.Abs("../../.tools/sam/bin/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(python); err != nil {
+		if os.Getenv("RESETNOTIFY_E2E") == "required" {
+			t.Fatalf("the SAM CLI is not installed (.tools/sam): %v", err)
+		}
+		t.Skip("needs the SAM CLI in .tools/sam; `make emulator-e2e` installs it and runs this test")
+	}
+	cmd := exec.Command(python, "../../infra/sam-local-routes.py", "../../template.yaml")
+	cmd.Env = append(os.Environ(), "AWS_DEFAULT_REGION=us-east-1", "SAM_CLI_TELEMETRY=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sam-local-routes.py: %v", err)
+	}
+	routes, err := RoutesFromTemplate("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range routes {
+		want = append(want, r.RouteKey()+" "+r.Function)
+	}
+	got := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sam local start-api routes (-cmd/local +SAM CLI):\n%s", diff)
+	}
+}

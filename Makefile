@@ -12,13 +12,22 @@ VENV    := $(TOOLS)/venv
 API_VENV := $(TOOLS)/api-venv
 DEVSTACK := go run ./cmd/devstack exec --
 
-# Lambda binaries target the machine's own architecture unless GOARCH is given: local runs need
-# x86-64 here, while AWS needs arm64 (`GOARCH=arm64 sam build`).
-GOARCH ?= $(shell go env GOARCH)
+# HOST_GOARCH is this machine's architecture: `make build` (the local stack) and the emulator
+# targets build for it, since both run the bootstraps as host processes.
+HOST_GOARCH := $(shell go env GOARCH)
+# TEMPLATE_GOARCH is the GOARCH of template.yaml's default Architecture parameter (arm64 ->
+# arm64, x86_64 -> amd64): `sam build` runs build-% without passing the parameter, so a plain
+# `sam build && sam deploy` ships what the template declares. A test in shared/samtemplate keeps
+# the two equal. GOARCH=... on the command line or in the environment overrides both.
+TEMPLATE_GOARCH := arm64
+# sam_architecture is the Architecture parameter for a build of GOARCH (emulator targets pass it
+# to sam build and sam deploy together with GOARCH).
+sam_architecture = $(if $(filter amd64,$(1)),x86_64,$(1))
 
-# go_build_lambda builds the function in $(1) into $(2)/bootstrap for the provided.al2023 runtime.
+# go_build_lambda builds the function in $(1) into $(2)/bootstrap for the provided.al2023 runtime
+# and GOARCH $(3).
 define go_build_lambda
-	GOOS=linux GOARCH=$(GOARCH) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $(2)/bootstrap $(1)
+	GOOS=linux GOARCH=$(3) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $(2)/bootstrap $(1)
 endef
 
 .PHONY: help
@@ -50,10 +59,10 @@ fuzz-api: tools build ## Fuzz the local stack from openapi.yaml with schemathesi
 	./infra/fuzz-api.sh
 
 .PHONY: build
-build: ## Build every functions/<name> into bin/<name>/bootstrap, and bin/auditctl.
+build: ## Build every functions/<name> for this machine (or GOARCH) into bin/<name>/bootstrap, and bin/auditctl.
 	@set -e; for dir in $$(find functions -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort); do \
 		name=$${dir#functions/}; echo "build $$name"; \
-		$(call go_build_lambda,./$$dir,bin/$$name); \
+		$(call go_build_lambda,./$$dir,bin/$$name,$(or $(GOARCH),$(HOST_GOARCH))); \
 	done
 	go build -o bin/auditctl ./cmd/auditctl
 
@@ -63,14 +72,28 @@ build: ## Build every functions/<name> into bin/<name>/bootstrap, and bin/auditc
 function_dir = functions/$(shell echo '$(1)' | sed -e 's/Function$$//' -e 's/\([a-z0-9]\)\([A-Z]\)/\1-\2/g' -e 's/\([A-Z]\)\([A-Z][a-z]\)/\1-\2/g' | tr '[:upper:]' '[:lower:]')
 
 # A pattern rule cannot be .PHONY; nothing creates files named build-*, so it always runs.
-build-%: ## Build one function for SAM, e.g. make build-IntakeFunction ARTIFACTS_DIR=out.
+build-%: ## Build one function for SAM, for the template's default Architecture unless GOARCH is given.
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)"; exit 1; }
 	@test -d "$(call function_dir,$*)" || { echo "no $(call function_dir,$*) for $*"; exit 1; }
-	$(call go_build_lambda,./$(call function_dir,$*),$(ARTIFACTS_DIR))
+	$(call go_build_lambda,./$(call function_dir,$*),$(ARTIFACTS_DIR),$(or $(GOARCH),$(TEMPLATE_GOARCH)))
 
 .PHONY: local
 local: tools build ## Run the whole stack locally: every function's bootstrap under the Lambda RIE (cmd/local).
 	go run ./cmd/local
+
+.PHONY: e2e
+e2e: tools ## Start the local stack (cmd/local), run the black-box suite (e2e/) against it, stop it.
+	./infra/local-e2e.sh
+
+.PHONY: emulator-e2e
+emulator-e2e: ## Deploy template.yaml to MiniStack with the SAM CLI, run the black-box suite against it, stop it.
+	./infra/emulator.sh
+
+.PHONY: deploy
+deploy: ## Build for the template's Architecture and run a guided `sam deploy` to AWS (samconfig.toml).
+	./infra/install-tools.sh sam
+	.tools/sam/bin/sam build
+	.tools/sam/bin/sam deploy --guided
 
 .PHONY: clean
 clean: ## Remove build output (not .tools/).

@@ -8,12 +8,20 @@
 #                            dependency pinned by infra/api-tools.constraints.txt; kept apart so
 #                            that their dependencies cannot break moto or cfn-lint.
 #   .tools/bin/aws-lambda-rie the Lambda Runtime Interface Emulator, built with go install.
+# With the argument `emulator` (make emulator-e2e) it also installs, each in its own virtualenv so
+# their dependencies cannot break moto or cfn-lint (`sam`, for make deploy, only the first):
+#   .tools/sam/               the SAM CLI (sam build, sam deploy, sam remote invoke).
+#   .tools/ministack/         MiniStack, the LocalStack-compatible emulator the template is deployed to.
 # Each part writes a stamp file naming what it installed, so a second run is instant and a change
 # of pinned version reinstalls only that part. It needs Java 17, npm and Python 3.11 on PATH.
 set -euo pipefail
 
 DYNAMODB_SIMULATOR_PKG="amplify-dynamodb-simulator@2.9.30"
 PY_REQUIREMENTS=("moto[server]==5.2.1" "cfn-lint==1.51.0")
+SAM_REQUIREMENT="aws-sam-cli==1.170.0"
+# MiniStack applies the SAM transform with aws-sam-translator (the version cfn-lint pins here)
+# and needs cryptography for KMS; its "full" extra would add Docker and database clients too.
+MINISTACK_REQUIREMENTS=("ministack==1.5.33" "aws-sam-translator==1.115.0" "cryptography==50.0.2")
 # The Lambda Runtime Interface Emulator, from the Go module proxy: make local runs each
 # function's real bootstrap under it.
 RIE_MODULE="github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
@@ -50,18 +58,22 @@ install_dynamodb_local() {
   echo "$DYNAMODB_SIMULATOR_PKG" >"$stamp"
 }
 
-install_venv() {
-  local venv="$tools/venv" stamp="$tools/.venv.stamp"
+# install_pyvenv <dir> <executable it must provide> <requirement>... creates .tools/<dir> with the
+# pinned requirements, unless its stamp already names them.
+install_pyvenv() {
+  local name=$1 exe=$2
+  shift 2
+  local venv="$tools/$name" stamp="$tools/.$name.stamp"
   local want
-  want=$(python3 --version 2>&1; printf '%s\n' "${PY_REQUIREMENTS[@]}")
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/moto_server" && -x "$venv/bin/cfn-lint" ]]; then
+  want=$(python3 --version 2>&1; printf '%s\n' "$@")
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/$exe" ]]; then
     return 0
   fi
-  need python3 "needed for moto and cfn-lint"
-  echo "install-tools: Python virtualenv with ${PY_REQUIREMENTS[*]}"
+  need python3 "needed for $*"
+  echo "install-tools: Python virtualenv .tools/$name with $*"
   rm -rf "$venv" "$stamp"
   python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_REQUIREMENTS[@]}"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
   echo "$want" >"$stamp"
 }
 
@@ -81,6 +93,11 @@ install_api_venv() {
   echo "$want" >"$stamp"
 }
 
+install_venv() {
+  install_pyvenv venv moto_server "${PY_REQUIREMENTS[@]}"
+  [[ -x "$tools/venv/bin/cfn-lint" ]] || { echo "install-tools: .tools/venv has no cfn-lint" >&2; exit 1; }
+}
+
 install_rie() {
   local stamp="$tools/.rie.stamp"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$RIE_MODULE" && -x "$tools/bin/aws-lambda-rie" ]]; then
@@ -97,3 +114,12 @@ install_dynamodb_local
 install_venv
 install_api_venv
 install_rie
+case "${1:-}" in
+  "") ;;
+  sam) install_pyvenv sam sam "$SAM_REQUIREMENT" ;;
+  emulator)
+    install_pyvenv sam sam "$SAM_REQUIREMENT"
+    install_pyvenv ministack ministack "${MINISTACK_REQUIREMENTS[@]}"
+    ;;
+  *) echo "install-tools: unknown argument $1 (want sam or emulator)" >&2; exit 2 ;;
+esac

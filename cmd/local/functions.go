@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,6 +14,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/emulator"
 	"github.com/resetnotify/resetnotify/shared/rie"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
@@ -101,7 +101,7 @@ func inProcess(ctx context.Context, awsCfg aws.Config, out io.Writer) (functions
 // underRIE starts each function's bootstrap under the Runtime Interface Emulator with this
 // process's environment (the variables template.yaml would set, and the emulators'
 // endpoints), and returns handlers that invoke them.
-func underRIE(ctx context.Context, binDir string, out io.Writer) (functions, error) {
+func underRIE(ctx context.Context, binDir string, out io.Writer, fns map[string]samtemplate.Function) (functions, error) {
 	tools, err := emulator.FindToolsDir()
 	if err != nil {
 		return functions{}, err
@@ -113,23 +113,21 @@ func underRIE(ctx context.Context, binDir string, out io.Writer) (functions, err
 			f.Stop()
 		}
 	}
-	for _, fn := range []struct {
-		name    string
-		timeout time.Duration
-	}{
-		{"intake", 10 * time.Second}, {"dispatch", 30 * time.Second}, {"reconcile", 30 * time.Second},
-		{"sweeper", 60 * time.Second}, {"audit", 60 * time.Second}, {"provider-events", 10 * time.Second},
-		{"digest", 60 * time.Second}, {"audit-replay", 300 * time.Second},
-	} {
+	for _, name := range []string{"intake", "dispatch", "reconcile", "sweeper", "audit", "provider-events", "digest", "audit-replay"} {
+		fn, ok := fns[name]
+		if !ok {
+			stop()
+			return functions{}, fmt.Errorf("template.yaml has no function for functions/%s", name)
+		}
 		f, err := rie.Start(ctx, rie.Options{
-			RIE: rieBin, Bootstrap: filepath.Join(binDir, fn.name, "bootstrap"), Name: "resetnotify-" + fn.name,
-			Env: os.Environ(), Timeout: fn.timeout, Output: out,
+			RIE: rieBin, Bootstrap: filepath.Join(binDir, name, "bootstrap"), Name: "resetnotify-" + name,
+			Env: os.Environ(), Timeout: fn.Timeout, MemoryMB: fn.MemoryMB, Output: out,
 		})
 		if err != nil {
 			stop()
 			return functions{}, fmt.Errorf("%w; or set RESETNOTIFY_LOCAL_RUNTIME=%s", err, runtimeInProcess)
 		}
-		started[fn.name] = f
+		started[name] = f
 	}
 	return functions{
 		intake:    invoke[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse](started["intake"]),

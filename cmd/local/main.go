@@ -2,7 +2,7 @@
 //
 // It starts DynamoDB Local and moto_server (SQS) on free loopback ports, creates the tables and
 // queues, and runs each function's real handler, built by the same wiring (package app) as its
-// Lambda main, behind the event sources template.yaml declares: the HttpApi routes are served
+// Lambda main, behind the event sources template.yaml declares: the API's routes are served
 // on http://127.0.0.1:$RESETNOTIFY_PORT (default 3000) as API Gateway HTTP API v2 events, and
 // the notifications table's stream is polled and handed to the audit function in batches, as
 // an event source mapping would. Local authorisation is off: there is no SigV4 check.
@@ -85,6 +85,10 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	defer ln.Close()
 
+	st, err := loadSettings("template.yaml")
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(stderr, "local: starting DynamoDB Local and moto_server ...")
 	stack, err := emulator.Start(ctx, emulator.Options{})
 	if err != nil {
@@ -118,7 +122,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := tables.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable}); err != nil {
 		return err
 	}
-	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""))
+	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""), st.queues)
 	if err != nil {
 		return err
 	}
@@ -145,7 +149,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		if binDir == "" {
 			binDir = "bin"
 		}
-		fns, err = underRIE(ctx, binDir, stderr)
+		fns, err = underRIE(ctx, binDir, stderr, st.functions)
 		if err != nil {
 			return err
 		}
@@ -177,13 +181,13 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	go func() {
-		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, fns.audit, onFailure, log)
+		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, st.audit, fns.audit, onFailure, log)
 	}()
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.AuditFailure, fns.auditReplay, log) }()
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, fns.dispatch, log) }()
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, fns.reconcile, log) }()
-	go func() { errs <- runSchedule(ctx, "sweeper", fns.sweeper, log) }()
-	go func() { errs <- runSchedule(ctx, "digest", fns.digest, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.AuditFailure, st.auditReplay, fns.auditReplay, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, st.dispatch, fns.dispatch, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, st.reconcile, fns.reconcile, log) }()
+	go func() { errs <- runSchedule(ctx, st.sweep, fns.sweeper, log) }()
+	go func() { errs <- runSchedule(ctx, st.digest, fns.digest, log) }()
 	srv := &http.Server{
 		Handler: localapi.NewServer(routes, map[string]localapi.HandlerFunc{
 			"IntakeFunction": fns.intake, "ProviderEventsFunction": fns.providerEvents,

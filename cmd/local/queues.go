@@ -10,6 +10,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
 )
 
 // queueURLs are the local queues, named and redriven as template.yaml declares them.
@@ -24,44 +25,70 @@ func (q queueURLs) env() map[string]string {
 	}
 }
 
-// maxReceiveCount matches the RedrivePolicy of the template's queues.
-const maxReceiveCount = 5
-
-func createQueues(ctx context.Context, client *sqs.Client) (queueURLs, error) {
-	var q queueURLs
-	var err error
-	if q.DispatchDLQ, err = createQueue(ctx, client, "resetnotify-dispatch-dlq", ""); err != nil {
-		return q, err
-	}
-	if q.Dispatch, err = createQueue(ctx, client, "resetnotify-dispatch", q.DispatchDLQ); err != nil {
-		return q, err
-	}
-	if q.ReconcileDLQ, err = createQueue(ctx, client, "resetnotify-reconcile-dlq", ""); err != nil {
-		return q, err
-	}
-	if q.Reconcile, err = createQueue(ctx, client, "resetnotify-reconcile", q.ReconcileDLQ); err != nil {
-		return q, err
-	}
-	if q.AuditReplayDLQ, err = createQueue(ctx, client, "resetnotify-audit-replay-dlq", ""); err != nil {
-		return q, err
-	}
-	if q.AuditFailure, err = createQueue(ctx, client, "resetnotify-audit-failures", q.AuditReplayDLQ); err != nil {
-		return q, err
-	}
-	return q, nil
+// queueNames are the local names of the template's queues, by logical ID.
+var queueNames = map[string]string{
+	"DispatchQueue":     "resetnotify-dispatch",
+	"DispatchDLQ":       "resetnotify-dispatch-dlq",
+	"ReconcileQueue":    "resetnotify-reconcile",
+	"ReconcileDLQ":      "resetnotify-reconcile-dlq",
+	"AuditFailureQueue": "resetnotify-audit-failures",
+	"AuditReplayDLQ":    "resetnotify-audit-replay-dlq",
 }
 
-func createQueue(ctx context.Context, client *sqs.Client, name, dlqURL string) (string, error) {
-	attrs := map[string]string{"VisibilityTimeout": "180"}
-	if dlqURL != "" {
-		arn, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl: aws.String(dlqURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
-		})
-		if err != nil {
-			return "", fmt.Errorf("queue %s: dead-letter ARN: %w", name, err)
+// createQueues creates every queue of the template with its attributes and redrive policy,
+// dead-letter queues first.
+func createQueues(ctx context.Context, client *sqs.Client, queues []samtemplate.Queue) (queueURLs, error) {
+	urls := map[string]string{}
+	for _, withDLQ := range []bool{false, true} {
+		for _, q := range queues {
+			if (q.DeadLetterQueue != "") != withDLQ {
+				continue
+			}
+			name, ok := queueNames[q.ID]
+			if !ok {
+				return queueURLs{}, fmt.Errorf("template queue %s has no local name (cmd/local queueNames)", q.ID)
+			}
+			url, err := createQueue(ctx, client, name, q, urls[q.DeadLetterQueue])
+			if err != nil {
+				return queueURLs{}, err
+			}
+			urls[q.ID] = url
 		}
-		attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"` + arn.Attributes[string(sqstypes.QueueAttributeNameQueueArn)] +
-			`","maxReceiveCount":"` + strconv.Itoa(maxReceiveCount) + `"}`
+	}
+	return queueURLs{
+		Dispatch: urls["DispatchQueue"], DispatchDLQ: urls["DispatchDLQ"],
+		Reconcile: urls["ReconcileQueue"], ReconcileDLQ: urls["ReconcileDLQ"],
+		AuditFailure: urls["AuditFailureQueue"], AuditReplayDLQ: urls["AuditReplayDLQ"],
+	}, nil
+}
+
+// queueAttributes are the CreateQueue attributes of q; dlqURL is its dead-letter queue's URL.
+func queueAttributes(ctx context.Context, client *sqs.Client, q samtemplate.Queue, dlqURL string) (map[string]string, error) {
+	attrs := map[string]string{}
+	for k, v := range q.Attributes {
+		attrs[k] = v
+	}
+	if q.DeadLetterQueue == "" {
+		return attrs, nil
+	}
+	if dlqURL == "" {
+		return nil, fmt.Errorf("queue %s: dead-letter queue %s not created", q.ID, q.DeadLetterQueue)
+	}
+	arn, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(dlqURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: dead-letter ARN: %w", q.ID, err)
+	}
+	attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"` + arn.Attributes[string(sqstypes.QueueAttributeNameQueueArn)] +
+		`","maxReceiveCount":"` + strconv.Itoa(q.MaxReceiveCount) + `"}`
+	return attrs, nil
+}
+
+func createQueue(ctx context.Context, client *sqs.Client, name string, q samtemplate.Queue, dlqURL string) (string, error) {
+	attrs, err := queueAttributes(ctx, client, q, dlqURL)
+	if err != nil {
+		return "", err
 	}
 	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
 )
 
 // streamHandler is the signature of a DynamoDB stream Lambda handler with partial batch
@@ -26,19 +27,18 @@ const pollInterval = 250 * time.Millisecond
 // shardRefresh is how often the stream's shard list is read again.
 const shardRefresh = 5 * time.Second
 
-// maxStreamRetries matches the audit stream mapping's MaximumRetryAttempts in template.yaml.
-const maxStreamRetries = 10
-
 // streamRetryDelay is the pause before a failed record is handed to the function again.
 var streamRetryDelay = time.Second
 
 // pollStream reads every shard of table's stream from its oldest record and hands the records
-// to h in batches, as a Lambda event source mapping with ReportBatchItemFailures would: a
-// batch item failure makes the next read start again at the failed record, and once the same
-// record has failed maxStreamRetries more times the rest of the batch is given up on and
-// described to onFailure (the on-failure destination). It returns when ctx ends.
-func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, h streamHandler,
-	onFailure func(context.Context, audit.FailureRecord) error, log *slog.Logger) error {
+// to h in batches, as the Lambda event source mapping src with ReportBatchItemFailures would:
+// up to its batch size per batch, an idle stream read again after its batching window (at
+// least pollInterval), a batch item failure makes the next read start again at the failed
+// record, and once the same record has failed src.MaxRetries more times the rest of the batch
+// is given up on and described to onFailure (the on-failure destination). It returns when ctx
+// ends.
+func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, src samtemplate.Source,
+	h streamHandler, onFailure func(context.Context, audit.FailureRecord) error, log *slog.Logger) error {
 	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return fmt.Errorf("stream of %s: %w", table, err)
@@ -88,7 +88,7 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 			if st.done || st.iterator == "" {
 				continue
 			}
-			recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(100)})
+			recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(int32(src.BatchSize))})
 			if err != nil {
 				log.Warn("get records failed", "shard", id, "error", err)
 				continue
@@ -116,8 +116,8 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 				} else {
 					st.failedSeq, st.failures = seq, 0
 				}
-				if st.failures >= maxStreamRetries {
-					fr := failureRecord(id, arn, seq, ev.Records)
+				if src.MaxRetries >= 0 && st.failures >= src.MaxRetries {
+					fr := failureRecord(id, arn, seq, ev.Records, src.MaxRetries)
 					if err := onFailure(ctx, fr); err != nil {
 						log.Warn("on-failure destination failed; retrying the batch", "shard", id, "error", err)
 						sleep(ctx, streamRetryDelay)
@@ -145,7 +145,7 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 			st.done = st.iterator == ""
 		}
 		if !busy {
-			sleep(ctx, pollInterval)
+			sleep(ctx, max(pollInterval, src.Window))
 		}
 	}
 	return nil
@@ -153,14 +153,14 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 
 // failureRecord describes the records of batch from the one with sequence number failed on,
 // as Lambda's on-failure destination message does.
-func failureRecord(shard, streamARN, failed string, batch []events.DynamoDBEventRecord) audit.FailureRecord {
+func failureRecord(shard, streamARN, failed string, batch []events.DynamoDBEventRecord, retries int) audit.FailureRecord {
 	for i, r := range batch {
 		if r.Change.SequenceNumber == failed {
 			batch = batch[i:]
 			break
 		}
 	}
-	return audit.NewFailureRecord(shard, streamARN, batch, maxStreamRetries+1, time.Now())
+	return audit.NewFailureRecord(shard, streamARN, batch, retries+1, time.Now())
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestPollStreamGivesUp hands the stream to a function that always fails its first record:
-// the poller retries it maxStreamRetries times, then describes the batch to the on-failure
+// the poller retries it as often as the template's mapping says, then describes the batch to the on-failure
 // destination and goes on with the next records, as the template's mapping does.
 func TestPollStreamGivesUp(t *testing.T) {
 	env := audittest.NewEnv(t)
@@ -22,6 +22,13 @@ func TestPollStreamGivesUp(t *testing.T) {
 	defer func(d time.Duration) { streamRetryDelay = d }(streamRetryDelay)
 	streamRetryDelay = time.Millisecond
 
+	st, err := loadSettings(templatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.audit.MaxRetries < 0 {
+		t.Fatalf("the audit stream mapping in template.yaml retries forever (MaxRetries %d)", st.audit.MaxRetries)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), audittest.Deadline)
 	defer cancel()
 	calls := 0
@@ -37,7 +44,7 @@ func TestPollStreamGivesUp(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- pollStream(ctx, env.Streams, env.DB, env.Names.Notifications, failing, onFailure, slog.New(slog.DiscardHandler))
+		done <- pollStream(ctx, env.Streams, env.DB, env.Names.Notifications, st.audit, failing, onFailure, slog.New(slog.DiscardHandler))
 	}()
 	select {
 	case fr := <-got:
@@ -52,7 +59,7 @@ func TestPollStreamGivesUp(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if calls != maxStreamRetries+1 {
-		t.Errorf("the function was called %d times, want %d (one try and %d retries)", calls, maxStreamRetries+1, maxStreamRetries)
+	if want := st.audit.MaxRetries + 1; calls != want {
+		t.Errorf("the function was called %d times, want %d (one try and %d retries)", calls, want, st.audit.MaxRetries)
 	}
 }

@@ -11,13 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/smssim"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
-
-// sweepInterval matches the `rate(1 minute)` schedules of the sweeper and the digest step in
-// template.yaml.
-const sweepInterval = time.Minute
 
 // startSimulator starts the SMS provider simulator on a free loopback port; its delivery
 // receipts go to the provider-events route at webhookURL. Its fault mix and
@@ -44,10 +41,12 @@ func startSimulator(webhookURL, webhookToken string) (*smssim.Server, error) {
 }
 
 // pumpQueue receives batches from queueURL and hands them to h, as the SQS event source
-// mapping of template.yaml would (batch size 10, partial batch failures), until ctx ends.
-func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, h worker.BatchHandler, log *slog.Logger) error {
+// mapping src of template.yaml would (its batch size, partial batch failures), until ctx ends.
+func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, src samtemplate.Source, h worker.BatchHandler, log *slog.Logger) error {
 	for ctx.Err() == nil {
-		_, err := worker.Pump(ctx, client, queueURL, h, worker.PumpOptions{WaitTime: time.Second, Region: emulator.Region})
+		_, err := worker.Pump(ctx, client, queueURL, h, worker.PumpOptions{
+			MaxMessages: int32(src.BatchSize), WaitTime: time.Second, Region: emulator.Region,
+		})
 		if err != nil && ctx.Err() == nil {
 			log.Warn("queue poll failed", "queue", queueURL, "error", err)
 			sleep(ctx, time.Second)
@@ -56,10 +55,10 @@ func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, h worke
 	return nil
 }
 
-// runSchedule invokes fn (the sweeper, the digest step) every sweepInterval, as their
-// `rate(1 minute)` EventBridge schedules would.
-func runSchedule(ctx context.Context, name string, sweep func(context.Context, events.EventBridgeEvent) error, log *slog.Logger) error {
-	t := time.NewTicker(sweepInterval)
+// runSchedule invokes fn (the sweeper, the digest step) at the rate of the template's schedule
+// src, as EventBridge would.
+func runSchedule(ctx context.Context, src samtemplate.Source, sweep func(context.Context, events.EventBridgeEvent) error, log *slog.Logger) error {
+	t := time.NewTicker(src.Every)
 	defer t.Stop()
 	for {
 		select {
@@ -68,7 +67,7 @@ func runSchedule(ctx context.Context, name string, sweep func(context.Context, e
 		case now := <-t.C:
 			ev := events.EventBridgeEvent{DetailType: "Scheduled Event", Source: "aws.events", Time: now.UTC(), ID: fmt.Sprintf("local-%d", now.Unix())}
 			if err := sweep(ctx, ev); err != nil && ctx.Err() == nil {
-				log.Warn("scheduled run failed", "function", name, "error", err)
+				log.Warn("scheduled run failed", "function", src.Function, "error", err)
 			}
 		}
 	}

@@ -37,7 +37,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		actor.RequestID = lc.AwsRequestID
 	}
-	var resp events.DynamoDBEventResponse
+	// An empty list, never nil: {"batchItemFailures": null} makes an emulator's stream poller
+	// fail the batch (AWS accepts both).
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 	for i, rec := range ev.Records {
 		if err := h.record(ctx, rec, actor); err != nil {
 			h.log().ErrorContext(ctx, "audit record failed",

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,25 @@ func TestHandlerWritesAChain(t *testing.T) {
 	}
 	if got[0].WrittenBy != "audit:$LATEST/req-1" || got[0].Actor != "fn-accepted:1/req-1" {
 		t.Errorf("written_by = %q, actor = %q; want the audit function and the record's actor", got[0].WrittenBy, got[0].Actor)
+	}
+}
+
+// TestHandlerNoFailuresJSON checks the JSON of a batch with nothing to retry: an empty list,
+// never null, which a LocalStack-compatible emulator's stream poller fails on.
+func TestHandlerNoFailuresJSON(t *testing.T) {
+	for name, recs := range map[string][]events.DynamoDBEventRecord{
+		"empty":     nil,
+		"lifecycle": lifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := json.Marshal(invoke(t, newHandler(newFakeDB()), "req-1", recs...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != `{"batchItemFailures":[]}` {
+				t.Errorf("batch response %s, want {\"batchItemFailures\":[]}", b)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package localapi serves Lambda handlers for API Gateway HTTP APIs (payload format 2.0) on a
-// plain net/http server, for the local stack. Routes come from the HttpApi events that
-// template.yaml declares for each function, so the local run and AWS route the same requests
+// plain net/http server, for the local stack. Routes come from the ApiGatewayV2 routes that
+// template.yaml declares, so the local run and AWS route the same requests
 // to the same handler. It applies no IAM authorisation: the local stack is for one developer
 // on loopback.
 package localapi
@@ -12,7 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -20,7 +20,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
-	"gopkg.in/yaml.v3"
+
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
 )
 
 // HandlerFunc is the signature of an HTTP API v2 Lambda handler.
@@ -36,45 +37,72 @@ type Route struct {
 // RouteKey returns the API Gateway route key, e.g. "GET /v1/notifications/{key}".
 func (r Route) RouteKey() string { return r.Method + " " + r.Path }
 
-// RoutesFromTemplate reads the HttpApi events of every AWS::Serverless::Function in the SAM
-// template at path.
+// RoutesFromTemplate reads the routes of the SAM template at path: every
+// AWS::ApiGatewayV2::Route whose integration invokes a function of the template (the form
+// template.yaml uses), and every HttpApi event of an AWS::Serverless::Function (SAM's form).
 func RoutesFromTemplate(path string) ([]Route, error) {
-	raw, err := os.ReadFile(path)
+	tpl, err := samtemplate.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("localapi.routes: %w", err)
 	}
-	// CloudFormation short tags (!Ref, !GetAtt) decode as plain values into this shape.
-	var tpl struct {
-		Resources map[string]struct {
-			Type       string `yaml:"Type"`
-			Properties struct {
-				Events map[string]struct {
-					Type       string `yaml:"Type"`
-					Properties struct {
-						Path   string `yaml:"Path"`
-						Method string `yaml:"Method"`
-					} `yaml:"Properties"`
-				} `yaml:"Events"`
-			} `yaml:"Properties"`
-		} `yaml:"Resources"`
-	}
-	if err := yaml.Unmarshal(raw, &tpl); err != nil {
-		return nil, fmt.Errorf("localapi.routes %s: %w", path, err)
-	}
 	var routes []Route
-	for name, res := range tpl.Resources {
-		if res.Type != "AWS::Serverless::Function" {
-			continue
+	for _, id := range tpl.Of("AWS::ApiGatewayV2::Route") {
+		r, err := explicitRoute(tpl, id)
+		if err != nil {
+			return nil, fmt.Errorf("localapi.routes %s: %w", path, err)
 		}
-		for _, ev := range res.Properties.Events {
-			if ev.Type != "HttpApi" {
+		routes = append(routes, r)
+	}
+	for _, name := range tpl.Of("AWS::Serverless::Function") {
+		events, _ := tpl.Resources[name].Properties["Events"].(map[string]any)
+		for _, raw := range events {
+			ev, _ := raw.(map[string]any)
+			if ev["Type"] != "HttpApi" {
 				continue
 			}
-			routes = append(routes, Route{Function: name, Method: strings.ToUpper(ev.Properties.Method), Path: ev.Properties.Path})
+			props, _ := ev["Properties"].(map[string]any)
+			method, _ := props["Method"].(string)
+			p, _ := props["Path"].(string)
+			routes = append(routes, Route{Function: name, Method: strings.ToUpper(method), Path: p})
 		}
 	}
 	sort.Slice(routes, func(i, j int) bool { return routes[i].RouteKey() < routes[j].RouteKey() })
 	return routes, nil
+}
+
+// integrationRef matches a route's Target, !Sub integrations/${Integration}.
+var integrationRef = regexp.MustCompile(`^integrations/\$\{([A-Za-z0-9]+)\}$`)
+
+// functionArnRef finds the function in an integration's IntegrationUri (${Function.Arn}).
+var functionArnRef = regexp.MustCompile(`\$\{([A-Za-z0-9]+)\.Arn\}`)
+
+// explicitRoute follows route id to its integration and that integration's function.
+func explicitRoute(tpl *samtemplate.Template, id string) (Route, error) {
+	props := tpl.Resources[id].Properties
+	key, _ := props["RouteKey"].(string)
+	method, p, ok := strings.Cut(key, " ")
+	if !ok {
+		return Route{}, fmt.Errorf("route %s: route key %q is not <METHOD> <path>", id, key)
+	}
+	target, _ := samtemplate.Lookup(props, "Target", "Fn::Sub")
+	m := integrationRef.FindStringSubmatch(fmt.Sprint(target))
+	if m == nil {
+		return Route{}, fmt.Errorf("route %s: Target is not !Sub integrations/${<Integration>}", id)
+	}
+	integ, ok := tpl.Resources[m[1]]
+	if !ok || integ.Type != "AWS::ApiGatewayV2::Integration" {
+		return Route{}, fmt.Errorf("route %s: no integration %s", id, m[1])
+	}
+	uri, _ := samtemplate.Lookup(integ.Properties, "IntegrationUri", "Fn::Sub")
+	f := functionArnRef.FindStringSubmatch(fmt.Sprint(uri))
+	if f == nil {
+		return Route{}, fmt.Errorf("integration %s: IntegrationUri names no ${<Function>.Arn}", m[1])
+	}
+	// AWS::Lambda::Function is the same function after the SAM transform.
+	if typ := tpl.Resources[f[1]].Type; typ != "AWS::Serverless::Function" && typ != "AWS::Lambda::Function" {
+		return Route{}, fmt.Errorf("integration %s: IntegrationUri names no function of the template", m[1])
+	}
+	return Route{Function: f[1], Method: strings.ToUpper(method), Path: p}, nil
 }
 
 // Server turns HTTP requests into HTTP API v2 events for the handlers of matching routes.

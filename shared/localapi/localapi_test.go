@@ -6,12 +6,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
+	"github.com/resetnotify/resetnotify/shared/testenv"
 )
 
 const template = `
@@ -125,5 +129,98 @@ func TestMissingHandlerIs501(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotImplemented {
 		t.Errorf("status %d", resp.StatusCode)
+	}
+}
+
+// TestRoutesSameInEveryForm checks that template.yaml's routes are the same in every form that
+// serves them: as written (what cmd/local and `sam local start-api` read), and after the SAM
+// transform (what CloudFormation deploys to AWS or an emulator), with IAM on every route but
+// the simulator's webhook and no route hidden in an OpenAPI Body. infra/emulator.sh compares
+// the routes of the deployed stack too (cmd/stackcheck).
+func TestRoutesSameInEveryForm(t *testing.T) {
+	const tpl = "../../template.yaml"
+	want := []Route{
+		{Function: "IntakeFunction", Method: "DELETE", Path: "/v1/notifications/{key}"},
+		{Function: "IntakeFunction", Method: "GET", Path: "/v1/notifications/{key}"},
+		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications"},
+		{Function: "ProviderEventsFunction", Method: "POST", Path: "/v1/provider-events/simulator"},
+	}
+	written, err := RoutesFromTemplate(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, written); diff != "" {
+		t.Errorf("template.yaml routes (-want +got):\n%s", diff)
+	}
+
+	python := testenv.Tool(t, "venv/bin/python")
+	out, err := exec.Command(python, "../../infra/sam-expand.py", tpl).Output()
+	if err != nil {
+		t.Fatalf("sam-expand.py: %v", err)
+	}
+	expanded := filepath.Join(t.TempDir(), "expanded.json")
+	if err := os.WriteFile(expanded, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deployed, err := RoutesFromTemplate(expanded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, deployed); diff != "" {
+		t.Errorf("routes after the SAM transform (-want +got):\n%s", diff)
+	}
+	cfn, err := samtemplate.Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range cfn.Of("AWS::ApiGatewayV2::Api") {
+		if _, ok := cfn.Resources[id].Properties["Body"]; ok {
+			t.Errorf("%s has an OpenAPI Body after the SAM transform: an emulator imports it with no routes", id)
+		}
+	}
+	for _, id := range cfn.Of("AWS::ApiGatewayV2::Route") {
+		props := cfn.Resources[id].Properties
+		wantAuth := "AWS_IAM"
+		if props["RouteKey"] == "POST /v1/provider-events/simulator" {
+			wantAuth = "NONE"
+		}
+		if props["AuthorizationType"] != wantAuth {
+			t.Errorf("%s (%v): AuthorizationType %v, want %s", id, props["RouteKey"], props["AuthorizationType"], wantAuth)
+		}
+	}
+}
+
+// TestRoutesAsSAMLocalServesThem asks the SAM CLI's own API provider, the code behind
+// `sam local start-api`, which routes it would serve for template.yaml: the same as cmd/local's.
+// It needs the SAM CLI's virtualenv (.tools/sam, installed by make emulator-e2e, which runs this
+// test with RESETNOTIFY_E2E=required); without it the test skips, saying so.
+func TestRoutesAsSAMLocalServesThem(t *testing.T) {
+	python, err := filepath.Abs("../../.tools/sam/bin/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(python); err != nil {
+		if os.Getenv("RESETNOTIFY_E2E") == "required" {
+			t.Fatalf("the SAM CLI is not installed (.tools/sam): %v", err)
+		}
+		t.Skip("needs the SAM CLI in .tools/sam; `make emulator-e2e` installs it and runs this test")
+	}
+	cmd := exec.Command(python, "../../infra/sam-local-routes.py", "../../template.yaml")
+	cmd.Env = append(os.Environ(), "AWS_DEFAULT_REGION=us-east-1", "SAM_CLI_TELEMETRY=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sam-local-routes.py: %v", err)
+	}
+	routes, err := RoutesFromTemplate("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range routes {
+		want = append(want, r.RouteKey()+" "+r.Function)
+	}
+	got := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sam local start-api routes (-cmd/local +SAM CLI):\n%s", diff)
 	}
 }

@@ -37,6 +37,9 @@ type Options struct {
 	Env []string
 	// Timeout is the function timeout; 0 means 30 s.
 	Timeout time.Duration
+	// MemoryMB is the function's memory size (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, what the
+	// emulator reports); 0 leaves the emulator's default.
+	MemoryMB int
 	// Output receives the function's and the emulator's output; nil discards it.
 	Output io.Writer
 }
@@ -97,6 +100,9 @@ func Start(ctx context.Context, o Options) (*Function, error) {
 		"AWS_LAMBDA_FUNCTION_NAME="+o.Name,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(timeout/time.Second)),
 	)
+	if o.MemoryMB > 0 {
+		cmd.Env = append(cmd.Env, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(o.MemoryMB))
+	}
 	out := o.Output
 	if out == nil {
 		out = io.Discard

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,33 @@ func probe(t testing.TB, service string, call func(context.Context) error) {
 	if err := call(ctx); err != nil {
 		t.Fatal(fmt.Errorf("testenv: %s emulator does not answer: %w", service, err))
 	}
+}
+
+// Tool returns the path of rel (e.g. "venv/bin/python") under the .tools/ directory that
+// `make tools` fills, found from the test's working directory upwards. When it is missing the
+// test skips, or fails under RESETNOTIFY_EMULATORS=required, as for an endpoint.
+func Tool(t testing.TB, rel string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p := filepath.Join(dir, ".tools", rel)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	switch decide("", os.Getenv(emulator.EnvEmulators)) {
+	case fail:
+		t.Fatalf(".tools/%s not found although %s=%s: run `make tools`", rel, emulator.EnvEmulators, emulator.EmulatorsRequired)
+	default:
+		t.Skipf("needs .tools/%s; run `make tools` (make test does)", rel)
+	}
+	return ""
 }

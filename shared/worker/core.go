@@ -344,8 +344,11 @@ func (c core) scheduleFailed(queue string, rec notify.Record, err error) {
 // whole batch: each record succeeds or fails on its own.
 func (c core) handleBatch(ctx context.Context, ev events.SQSEvent, parallelism int, process func(context.Context, notify.Message) error) events.SQSEventResponse {
 	var (
-		mu   sync.Mutex
-		resp events.SQSEventResponse
+		mu sync.Mutex
+		// An empty list, never nil: a batch with no failures must answer
+		// {"batchItemFailures": []}. AWS also accepts null, but a LocalStack-compatible
+		// emulator's poller fails on it and redelivers the whole batch.
+		resp = events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, max(parallelism, 1))
 	)

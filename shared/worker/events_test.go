@@ -90,6 +90,7 @@ func TestDispatchSampleEvents(t *testing.T) {
 			if err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("Handle = %+v, %v", resp, err)
 			}
+			assertNoFailuresJSON(t, resp)
 			if got := f.get(t, sampleKey); got.State != notify.StateSent || f.sender.Calls() != 1 {
 				t.Errorf("record %s after %d sends, want sent after exactly one", got.State, f.sender.Calls())
 			}
@@ -116,6 +117,7 @@ func TestReconcileSampleEvent(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle = %+v, %v", resp, err)
 	}
+	assertNoFailuresJSON(t, resp)
 	if got := f.get(t, sampleKey); got.State != notify.StateSent || got.Reason != notify.ReasonReconciledAccepted {
 		t.Errorf("record %s/%s", got.State, got.Reason)
 	}
@@ -134,6 +136,36 @@ func TestSweeperSampleEvent(t *testing.T) {
 	}
 	if s := f.sched.All(); len(s) != 1 || s[0].Message.IdempotencyKey != sampleKey {
 		t.Errorf("scheduled %+v, want the sample record re-enqueued", s)
+	}
+}
+
+// TestEmptyBatchResponseJSON checks that a batch with nothing to retry, an empty one included,
+// answers an empty list: a LocalStack-compatible emulator's poller fails on
+// {"batchItemFailures": null} and redelivers every message.
+func TestEmptyBatchResponseJSON(t *testing.T) {
+	f := newFixture(t)
+	for name, h := range map[string]func(context.Context, events.SQSEvent) (events.SQSEventResponse, error){
+		"dispatch": f.d.Handle, "reconcile": f.r.Handle,
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, err := h(context.Background(), events.SQSEvent{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertNoFailuresJSON(t, resp)
+		})
+	}
+}
+
+// assertNoFailuresJSON checks the JSON Lambda would return for resp.
+func assertNoFailuresJSON(t *testing.T, resp events.SQSEventResponse) {
+	t.Helper()
+	b, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"batchItemFailures":[]}` {
+		t.Errorf("batch response %s, want {\"batchItemFailures\":[]}", b)
 	}
 }
 

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
+)
+
+// settings are what the local stack takes from template.yaml instead of copying it: the
+// queues' attributes and redrive policies, each function's timeout and memory, the event
+// source mappings' batch sizes, windows and retries, and the sweeper's and digest step's
+// schedules.
+type settings struct {
+	queues []samtemplate.Queue
+	// functions are by local name, the folder under functions/ (intake, provider-events).
+	functions                               map[string]samtemplate.Function
+	dispatch, reconcile, audit, auditReplay samtemplate.Source
+	sweep, digest                           samtemplate.Source
+}
+
+// loadSettings reads the settings from the SAM template at path.
+func loadSettings(path string) (settings, error) {
+	tpl, err := samtemplate.Load(path)
+	if err != nil {
+		return settings{}, err
+	}
+	st := settings{functions: map[string]samtemplate.Function{}}
+	if st.queues, err = tpl.Queues(); err != nil {
+		return settings{}, err
+	}
+	for _, id := range tpl.Of("AWS::Serverless::Function") {
+		fn, err := tpl.Function(id)
+		if err != nil {
+			return settings{}, err
+		}
+		st.functions[functionDir(id)] = fn
+	}
+	sources, err := tpl.Sources()
+	if err != nil {
+		return settings{}, err
+	}
+	found := map[string]bool{}
+	for _, src := range sources {
+		var dst *samtemplate.Source
+		switch {
+		case src.Function == "DispatchFunction" && src.Type == "SQS" && src.Resource == "DispatchQueue":
+			dst = &st.dispatch
+		case src.Function == "ReconcileFunction" && src.Type == "SQS" && src.Resource == "ReconcileQueue":
+			dst = &st.reconcile
+		case src.Function == "AuditFunction" && src.Type == "DynamoDB" && src.Resource == "NotificationsTable":
+			dst = &st.audit
+		case src.Function == "AuditReplayFunction" && src.Type == "SQS" && src.Resource == "AuditFailureQueue":
+			dst = &st.auditReplay
+		case src.Function == "SweeperFunction" && src.Type == "Schedule":
+			dst = &st.sweep
+		case src.Function == "DigestFunction" && src.Type == "Schedule":
+			dst = &st.digest
+		default:
+			continue
+		}
+		if src.Type == "SQS" && src.Window > 0 {
+			return settings{}, fmt.Errorf("%s.%s: cmd/local does not emulate an SQS batching window", src.Function, src.Event)
+		}
+		*dst = src
+		found[src.Function] = true
+	}
+	for _, fn := range []string{"DispatchFunction", "ReconcileFunction", "AuditFunction", "AuditReplayFunction", "SweeperFunction", "DigestFunction"} {
+		if !found[fn] {
+			return settings{}, fmt.Errorf("%s: template.yaml declares no event source cmd/local knows for it", fn)
+		}
+	}
+	return st, nil
+}
+
+var camelBoundary = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+
+// functionDir maps a function's logical ID to its folder under functions/, as the Makefile's
+// build-% does: ProviderEventsFunction -> provider-events.
+func functionDir(logicalID string) string {
+	name := strings.TrimSuffix(logicalID, "Function")
+	return strings.ToLower(camelBoundary.ReplaceAllString(name, "$1-$2"))
+}

@@ -1,0 +1,258 @@
+// Command stackcheck prepares and verifies a deployment of template.yaml to a
+// LocalStack-compatible emulator (infra/emulator.sh). The AWS endpoint, region and credentials
+// come from the standard AWS environment variables.
+//
+//	stackcheck pepper -name /resetnotify/destination-pepper
+//	    creates the destination pepper SecureString (CloudFormation cannot), unless it exists.
+//	stackcheck check -stack S -template template.yaml -env FILE
+//	    compares every deployed table (stream, indexes, TTL) and the HTTP API's routes with the
+//	    template. An emulator's table provisioner may ignore TimeToLiveSpecification: where the
+//	    deployed table has no TTL, stackcheck enables it as the template says and says so;
+//	    any other difference fails. FILE receives the `export` lines of the stack's endpoints
+//	    for the black-box suite (RESETNOTIFY_E2E_*, AUDIT_TABLE ...).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/apigatewayv2"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "stackcheck:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: stackcheck pepper|check [flags]")
+	}
+	fs := flag.NewFlagSet("stackcheck "+args[0], flag.ContinueOnError)
+	name := fs.String("name", "/resetnotify/destination-pepper", "pepper: SSM parameter `name`")
+	stack := fs.String("stack", "resetnotify-e2e", "check: stack `name`")
+	template := fs.String("template", "template.yaml", "check: the SAM template `path`")
+	envFile := fs.String("env", "", "check: write the suite's environment to `file`")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("aws config: %w", err)
+	}
+	switch args[0] {
+	case "pepper":
+		return pepper(ctx, ssm.NewFromConfig(cfg), *name, out)
+	case "check":
+		tpl, err := samtemplate.Load(*template)
+		if err != nil {
+			return err
+		}
+		c := checker{
+			cfn: cloudformation.NewFromConfig(cfg), db: awsclient.DynamoDB(cfg, ""),
+			api: apigatewayv2.NewFromConfig(cfg), tpl: tpl, out: out,
+		}
+		env, err := c.check(ctx, *stack)
+		if err != nil {
+			return err
+		}
+		if *envFile != "" {
+			return os.WriteFile(*envFile, []byte(env), 0o600)
+		}
+		_, err = io.WriteString(out, env)
+		return err
+	}
+	return fmt.Errorf("unknown command %q: want pepper or check", args[0])
+}
+
+// pepper creates the SecureString name with a random value unless it exists.
+func pepper(ctx context.Context, client *ssm.Client, name string, out io.Writer) error {
+	if _, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)}); err == nil {
+		return nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	_, err := client.PutParameter(ctx, &ssm.PutParameterInput{
+		Name: aws.String(name), Type: ssmtypes.ParameterTypeSecureString,
+		Value: aws.String(base64.StdEncoding.EncodeToString(b)),
+	})
+	if err != nil {
+		return fmt.Errorf("put parameter %s: %w", name, err)
+	}
+	fmt.Fprintf(out, "stackcheck: created SecureString %s\n", name)
+	return nil
+}
+
+type checker struct {
+	cfn *cloudformation.Client
+	db  *dynamodb.Client
+	api *apigatewayv2.Client
+	tpl *samtemplate.Template
+	out io.Writer
+}
+
+// check verifies the deployed stack and returns the suite's environment.
+func (c checker) check(ctx context.Context, stack string) (string, error) {
+	physical := map[string]string{}
+	res, err := c.cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stack)})
+	if err != nil {
+		return "", fmt.Errorf("stack %s: %w", stack, err)
+	}
+	for _, r := range res.StackResources {
+		physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
+	}
+	var problems []string
+	for _, id := range c.tpl.Of("AWS::DynamoDB::Table") {
+		p, err := c.table(ctx, id, physical[id])
+		if err != nil {
+			return "", err
+		}
+		problems = append(problems, p...)
+	}
+	apiID := physical["NotificationsApi"]
+	p, err := c.routes(ctx, apiID)
+	if err != nil {
+		return "", err
+	}
+	problems = append(problems, p...)
+	if len(problems) > 0 {
+		return "", fmt.Errorf("the deployed stack differs from the template:\n  %s", strings.Join(problems, "\n  "))
+	}
+	endpoint := os.Getenv("AWS_ENDPOINT_URL")
+	env := map[string]string{
+		// The emulator's path form of an execute-api URL; the $default stage is in the path.
+		"RESETNOTIFY_E2E_API":                 endpoint + "/_aws/execute-api/" + apiID + "/$default",
+		"RESETNOTIFY_E2E_NOTIFICATIONS_TABLE": physical["NotificationsTable"],
+		"AUDIT_TABLE":                         physical["AuditTable"],
+		"RESETNOTIFY_E2E_DISPATCH_QUEUE_URL":  physical["DispatchQueue"],
+		"AWS_ENDPOINT_URL_DYNAMODB":           endpoint,
+		"AWS_ENDPOINT_URL_SQS":                endpoint,
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "export %s='%s'\n", k, env[k])
+	}
+	return b.String(), nil
+}
+
+// table compares one deployed table with its template resource, enabling TTL where the
+// emulator left it out.
+func (c checker) table(ctx context.Context, id, name string) ([]string, error) {
+	if name == "" {
+		return []string{id + ": not in the stack"}, nil
+	}
+	props := c.tpl.Resources[id].Properties
+	desc, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		return nil, fmt.Errorf("%s (%s): %w", id, name, err)
+	}
+	var problems []string
+	if want, _ := samtemplate.Lookup(props, "StreamSpecification", "StreamViewType"); want != nil {
+		got := ""
+		if s := desc.Table.StreamSpecification; s != nil && aws.ToBool(s.StreamEnabled) {
+			got = string(s.StreamViewType)
+		}
+		if got != want {
+			problems = append(problems, fmt.Sprintf("%s: stream %q, template %q", id, got, want))
+		}
+	}
+	wantIdx := map[string]bool{}
+	if gsis, ok := props["GlobalSecondaryIndexes"].([]any); ok {
+		for _, g := range gsis {
+			n, _ := samtemplate.Lookup(g.(map[string]any), "IndexName")
+			wantIdx[fmt.Sprint(n)] = true
+		}
+	}
+	gotIdx := map[string]bool{}
+	for _, g := range desc.Table.GlobalSecondaryIndexes {
+		gotIdx[aws.ToString(g.IndexName)] = true
+	}
+	if fmt.Sprint(wantIdx) != fmt.Sprint(gotIdx) {
+		problems = append(problems, fmt.Sprintf("%s: indexes %v, template %v", id, gotIdx, wantIdx))
+	}
+	p, err := c.ttl(ctx, id, name, props)
+	return append(problems, p...), err
+}
+
+func (c checker) ttl(ctx context.Context, id, name string, props map[string]any) ([]string, error) {
+	attr, _ := samtemplate.Lookup(props, "TimeToLiveSpecification", "AttributeName")
+	enabled, _ := samtemplate.Lookup(props, "TimeToLiveSpecification", "Enabled")
+	if attr == nil || enabled != true {
+		return nil, nil
+	}
+	got, err := c.db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+	if err != nil {
+		return nil, fmt.Errorf("%s: describe TTL: %w", id, err)
+	}
+	d := got.TimeToLiveDescription
+	if d != nil && (d.TimeToLiveStatus == dbtypes.TimeToLiveStatusEnabled || d.TimeToLiveStatus == dbtypes.TimeToLiveStatusEnabling) {
+		if aws.ToString(d.AttributeName) != attr {
+			return []string{fmt.Sprintf("%s: TTL on %q, template %q", id, aws.ToString(d.AttributeName), attr)}, nil
+		}
+		return nil, nil
+	}
+	fmt.Fprintf(c.out, "stackcheck: %s: the emulator ignored TimeToLiveSpecification; enabling TTL on %q as the template says\n", id, attr)
+	_, err = c.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(name),
+		TimeToLiveSpecification: &dbtypes.TimeToLiveSpecification{AttributeName: aws.String(fmt.Sprint(attr)), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: update TTL: %w", id, err)
+	}
+	return nil, nil
+}
+
+// routes compares the deployed API's routes (key and authorization) with the template's.
+func (c checker) routes(ctx context.Context, apiID string) ([]string, error) {
+	if apiID == "" {
+		return []string{"NotificationsApi: not in the stack"}, nil
+	}
+	want := map[string]string{}
+	for _, id := range c.tpl.Of("AWS::ApiGatewayV2::Route") {
+		props := c.tpl.Resources[id].Properties
+		want[fmt.Sprint(props["RouteKey"])] = fmt.Sprint(props["AuthorizationType"])
+	}
+	out, err := c.api.GetRoutes(ctx, &apigatewayv2.GetRoutesInput{ApiId: aws.String(apiID)})
+	if err != nil {
+		return nil, fmt.Errorf("routes of %s: %w", apiID, err)
+	}
+	got := map[string]string{}
+	for _, r := range out.Items {
+		got[aws.ToString(r.RouteKey)] = string(r.AuthorizationType)
+	}
+	if fmt.Sprint(want) != fmt.Sprint(got) {
+		return []string{fmt.Sprintf("NotificationsApi routes %v, template %v", got, want)}, nil
+	}
+	return nil, nil
+}

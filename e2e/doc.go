@@ -1,0 +1,18 @@
+// Package e2e is the black-box suite of resetnotify: it runs against any deployed stack given
+// its endpoints, and talks only HTTP (SigV4-signed, as the HTTP API's IAM routes require), the
+// AWS APIs (through auditctl) and the SMS simulator's control API. It imports nothing of the
+// project's code but the simulator's wire types.
+//
+// `make e2e` runs it against `make local` (infra/local-e2e.sh), `make emulator-e2e` against
+// template.yaml deployed to a LocalStack-compatible emulator (infra/emulator.sh). The
+// environment names the stack:
+//
+//	RESETNOTIFY_E2E_API       base URL of the notifications API
+//	RESETNOTIFY_E2E_SIM       base URL of the SMS simulator the stack sends through
+//	AUDIT_TABLE               the audit table, read by auditctl
+//	AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL_DYNAMODB ...
+//	                          the AWS SDK's usual variables, for signing and for auditctl
+//
+// Without RESETNOTIFY_E2E_API the tests skip, saying so; with RESETNOTIFY_E2E=required (the
+// make targets set it) they fail instead.
+package e2e

@@ -1,0 +1,225 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
+)
+
+// settle is how long a notification may take to reach a final state on a busy machine: a
+// queue poll, a provider call, the simulator's delivery delay and its receipt, and for the
+// slower stories a reconciliation delay or a sweep (every minute).
+const settle = 3 * time.Minute
+
+func TestDelivered(t *testing.T) {
+	s := getStack(t)
+	to := number(t)
+	n := s.newNotification(t, "delivered", to, 10*time.Minute)
+	r := s.submit(t, n)
+	if r.Code != http.StatusAccepted || r.Header.Get("Location") == "" {
+		t.Fatalf("POST: %d, Location %q, %s", r.Code, r.Header.Get("Location"), r.Body)
+	}
+	st := s.waitState(t, n.key(), settle, "delivered")
+	if st.Attempt != 1 {
+		t.Errorf("delivered after %d attempts, want 1", st.Attempt)
+	}
+	if got := s.sent(t, to); got != 1 {
+		t.Errorf("simulator accepted %d messages, want 1", got)
+	}
+	s.audited(t, n.EventID, "Accepted at", "(PROVIDER_ACCEPTED)", "(RECEIPT_DELIVERED)", ": delivered, because")
+}
+
+func TestConcurrentDuplicatesSendOnce(t *testing.T) {
+	s := getStack(t)
+	to := number(t)
+	n := s.newNotification(t, "duplicates", to, 10*time.Minute)
+	body, err := json.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const callers = 50
+	codes := make([]int, callers)
+	replayed := make([]bool, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := s.call(t, http.MethodPost, "/v1/notifications", http.Header{"Idempotency-Key": {n.key()}}, body)
+			codes[i], replayed[i] = r.Code, r.Header.Get("Idempotent-Replayed") == "true"
+		}()
+	}
+	wg.Wait()
+	admitted, replays := 0, 0
+	for i, c := range codes {
+		switch {
+		case c == http.StatusAccepted:
+			admitted++
+		case c == http.StatusOK && replayed[i]:
+			replays++
+		default:
+			t.Errorf("caller %d: status %d (replayed %v)", i, c, replayed[i])
+		}
+	}
+	if admitted != 1 || replays != callers-1 {
+		t.Errorf("%d admitted, %d replays; want 1 and %d", admitted, replays, callers-1)
+	}
+	s.waitState(t, n.key(), settle, "delivered")
+	if got := s.sent(t, to); got != 1 {
+		t.Errorf("simulator accepted %d messages for %d duplicate requests, want 1", got, callers)
+	}
+	s.audited(t, n.EventID, ": 1 notification.", "Attempt 1:", "(RECEIPT_DELIVERED)", ": delivered, because")
+}
+
+// TestAcceptThenTimeoutReconciled: the provider accepts the first send but never answers, so
+// the outcome is unknown; reconciliation finds the message and nothing is sent again.
+func TestAcceptThenTimeoutReconciled(t *testing.T) {
+	s := getStack(t)
+	to := number(t)
+	s.fault(t, to, "accept_then_timeout", "accept")
+	n := s.newNotification(t, "unknown", to, 10*time.Minute)
+	if r := s.submit(t, n); r.Code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.Code, r.Body)
+	}
+	st := s.waitState(t, n.key(), settle, "delivered", "undelivered", "failed", "expired")
+	if st.State != "delivered" || st.Attempt != 1 {
+		t.Errorf("ended %s/%s after %d attempts, want delivered after 1", st.State, st.Reason, st.Attempt)
+	}
+	if got := s.sent(t, to); got != 1 {
+		t.Errorf("simulator accepted %d messages, want exactly 1 (an unknown outcome must not be re-sent)", got)
+	}
+	s.audited(t, n.EventID, "(PROVIDER_TIMEOUT)", "(RECONCILED_ACCEPTED)", ": delivered, because")
+}
+
+// TestProviderDownPastDeadline: the provider answers "not processed" until the dispatch
+// deadline has passed, so the notification expires and nothing is sent.
+func TestProviderDownPastDeadline(t *testing.T) {
+	s := getStack(t)
+	to := number(t)
+	s.fault(t, to, "unavailable")
+	// The deadline comes before the attempts run out: with Retry-After (1 s) and the
+	// workers' backoff (1 s doubling), a fifth attempt cannot come sooner than 8 s after the
+	// first, so the record must expire rather than fail.
+	n := s.newNotification(t, "down", to, 8*time.Second)
+	if r := s.submit(t, n); r.Code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.Code, r.Body)
+	}
+	st := s.waitState(t, n.key(), settle, "expired", "sent", "delivered", "failed")
+	if st.State != "expired" {
+		t.Fatalf("ended %s/%s, want expired", st.State, st.Reason)
+	}
+	deadline, err := time.Parse(time.RFC3339Nano, st.DispatchDeadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Attempts were made (the provider refused them) and none at or after the deadline.
+	var log simapi.RequestLog
+	s.simDo(t, http.MethodGet, "/requests", nil, &log)
+	attempts := 0
+	for _, e := range log.Requests {
+		if e.To != to {
+			continue
+		}
+		attempts++
+		if !e.At.Before(deadline) {
+			t.Errorf("send request %d at %s, at or after the dispatch deadline %s", e.Seq, e.At, deadline)
+		}
+	}
+	if attempts == 0 {
+		t.Errorf("no send was attempted: the provider outage was never met")
+	}
+	if got := s.sent(t, to); got != 0 {
+		t.Errorf("simulator accepted %d messages, want 0", got)
+	}
+	s.audited(t, n.EventID, "(PROVIDER_UNAVAILABLE)", ": expired, because")
+}
+
+// TestCancelBeforeDispatch cancels a notification the provider has not taken yet (it keeps
+// throttling): it ends cancelled and nothing is sent, even after the provider recovers.
+func TestCancelBeforeDispatch(t *testing.T) {
+	s := getStack(t)
+	to := number(t)
+	s.fault(t, to, "throttle")
+	n := s.newNotification(t, "cancel", to, 10*time.Minute)
+	if r := s.submit(t, n); r.Code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.Code, r.Body)
+	}
+	// A DELETE that meets a worker holding the lease answers 409; the next one, once the
+	// record is back in retry_scheduled, cancels.
+	deadline := time.Now().Add(settle)
+	var r response
+	for time.Now().Before(deadline) {
+		r = s.call(t, http.MethodDelete, "/v1/notifications/"+n.key(), nil, nil)
+		if r.Code < 300 {
+			break
+		}
+		if r.Code != http.StatusConflict {
+			t.Fatalf("DELETE: %d %s", r.Code, r.Body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r.Code >= 300 {
+		t.Fatalf("DELETE never succeeded: %d %s", r.Code, r.Body)
+	}
+	s.fault(t, to, "accept")
+	if st := s.get(t, n.key()); st.State != "cancelled" {
+		t.Fatalf("after DELETE: %s/%s, want cancelled", st.State, st.Reason)
+	}
+	if r := s.call(t, http.MethodDelete, "/v1/notifications/"+n.key(), nil, nil); r.Code != http.StatusConflict && r.Code >= 300 {
+		t.Errorf("second DELETE: %d %s", r.Code, r.Body)
+	}
+	s.audited(t, n.EventID, ": cancelled, because the caller cancelled it (CANCELLED)")
+	if got := s.sent(t, to); got != 0 {
+		t.Errorf("simulator accepted %d messages for a cancelled notification, want 0", got)
+	}
+	if st := s.get(t, n.key()); st.State != "cancelled" {
+		t.Errorf("later: %s/%s, want still cancelled", st.State, st.Reason)
+	}
+}
+
+// TestLookupOutage: the send's outcome is unknown and the provider's lookup is down, so
+// reconciliation cannot conclude from it; the record waits in dispatch_unknown (never sent
+// again) until the provider's view is readable, then settles with the one SMS.
+func TestLookupOutage(t *testing.T) {
+	s := getStack(t)
+	to := number(t)
+	s.fault(t, to, "accept_then_timeout", "accept")
+	s.simDo(t, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "unavailable"}, nil)
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			s.simDo(t, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "normal"}, nil)
+		}
+	}
+	t.Cleanup(restore)
+	n := s.newNotification(t, "lookup-outage", to, 10*time.Minute)
+	if r := s.submit(t, n); r.Code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.Code, r.Body)
+	}
+	st := s.waitState(t, n.key(), settle, "dispatch_unknown", "sent", "delivered")
+	if st.State == "dispatch_unknown" {
+		// Hold the outage for a few reconcile rounds: no send may happen meanwhile.
+		time.Sleep(5 * time.Second)
+		if got := s.sent(t, to); got != 1 {
+			t.Errorf("during the lookup outage the simulator accepted %d messages, want 1", got)
+		}
+	}
+	restore()
+	st = s.waitState(t, n.key(), settle, "delivered", "undelivered", "failed", "expired")
+	if st.State != "delivered" || st.Attempt != 1 {
+		t.Errorf("ended %s/%s after %d attempts, want delivered after 1", st.State, st.Reason, st.Attempt)
+	}
+	if got := s.sent(t, to); got != 1 {
+		t.Errorf("simulator accepted %d messages, want exactly 1", got)
+	}
+	ev := s.audited(t, n.EventID, "(PROVIDER_TIMEOUT)", ": delivered, because")
+	if !strings.Contains(ev, "RECONCILED_ACCEPTED") && !strings.Contains(ev, "RECEIPT_DELIVERED") {
+		t.Errorf("evidence does not say how the unknown outcome was settled:\n%s", ev)
+	}
+}

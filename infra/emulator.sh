@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# emulator.sh deploys template.yaml, as committed, to MiniStack (a LocalStack-compatible
+# emulator) with the SAM CLI, and runs a command against the deployed stack:
+#
+#   infra/emulator.sh [command ...]      default: the black-box suite and a `sam remote invoke`
+#                                        of every events/intake-get-not-found.json (make emulator-e2e)
+#
+# It starts MiniStack on a free loopback port (its Lambda functions run as host processes),
+# runs `sam build` (BuildMethod makefile, GOARCH of this machine and the Architecture to match)
+# and `sam deploy` (Target=emulator, SmsProvider=simulator), checks the deployed tables and
+# routes against the template (cmd/stackcheck, which also enables TTL where the emulator
+# ignored it, saying so), starts the SMS simulator (cmd/smssim), runs the command with the
+# stack's endpoints in the environment (RESETNOTIFY_E2E_*, AUDIT_TABLE, AWS_ENDPOINT_URL), and
+# stops everything it started, by PID, on any exit. Tools come from .tools/
+# (infra/install-tools.sh emulator).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+# shellcheck source=infra/lib.sh
+source infra/lib.sh
+tools="$root/.tools"
+./infra/install-tools.sh emulator
+
+stack=resetnotify-e2e
+goarch=$(go env GOARCH)
+case "$goarch" in
+  amd64) architecture=x86_64 ;;
+  arm64) architecture=arm64 ;;
+  *) echo "emulator: no Lambda architecture for GOARCH=$goarch" >&2; exit 1 ;;
+esac
+
+# RESETNOTIFY_EMULATOR_ENDPOINT names an emulator that is already running (LocalStack,
+# infra/localstack/run.sh); without it MiniStack is started here.
+endpoint=${RESETNOTIFY_EMULATOR_ENDPOINT:-}
+if [[ -z "$endpoint" ]]; then
+  port=$(free_port)
+  endpoint="http://127.0.0.1:$port"
+  # MiniStack's defaults bind every interface, open an IoT MQTT listener on 8883 and keep scratch
+  # files in /tmp: keep it on loopback, one port, in memory, with its files in $work.
+  # LAMBDA_EXECUTOR=local runs provided.al2023 bootstraps as host processes (no Docker);
+  # AWS_ENDPOINT_URL is what those processes get as theirs, so their SDK calls come back here.
+  echo "emulator: MiniStack on $endpoint"
+  on_failure="$work/ministack.log"
+  start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$endpoint" \
+    LAMBDA_EXECUTOR=local IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 PERSIST_STATE=0 TMPDIR="$work" \
+    STATE_DIR="$work/state" S3_DATA_DIR="$work/s3" LOG_LEVEL=INFO \
+    "$tools/ministack/bin/ministack"
+  ministack_pid=$!
+fi
+
+# Everything below talks to the emulator only: no profile, fixed test credentials.
+export AWS_ENDPOINT_URL="$endpoint" AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 \
+  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test SAM_CLI_TELEMETRY=0
+unset AWS_PROFILE AWS_SESSION_TOKEN
+if [[ -n "${ministack_pid:-}" ]]; then
+  wait_http "$endpoint/_ministack/health" "$ministack_pid"
+fi
+
+# Functions that run in containers (LocalStack) reach the simulator through the Docker host:
+# RESETNOTIFY_SIM_BIND and RESETNOTIFY_SIM_HOST say how (default: loopback, for MiniStack,
+# whose functions are host processes).
+sim_port=$(free_port)
+sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_port"
+webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
+overrides=(Target=emulator "Architecture=$architecture" SmsProvider=simulator "SmsSimulatorUrl=$sim_url"
+  "SimulatorWebhookToken=$webhook_token" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO)
+
+# A build directory of its own and no cache: an x86-64 artifact must never end up in an arm64
+# build for AWS. --build-in-source runs make in the checkout (Go's own build cache makes it
+# quick) instead of copying the whole checkout, .tools/ included, to a scratch directory.
+build_dir=.aws-sam/emulator
+echo "emulator: sam build (GOARCH=$goarch, Architecture=$architecture)"
+start=$SECONDS
+fg env GOARCH="$goarch" "$tools/sam/bin/sam" build --build-dir "$build_dir" --no-cached --build-in-source \
+  --parameter-overrides "${overrides[@]}" >"$work/sam-build.log" 2>&1 || { cat "$work/sam-build.log" >&2; exit 1; }
+echo "emulator: sam build took $((SECONDS - start)) s"
+
+# CloudFormation cannot create SecureStrings: the pepper is created first, as for AWS.
+go build -o "$work/stackcheck" ./cmd/stackcheck
+"$work/stackcheck" pepper -name /resetnotify/destination-pepper
+
+echo "emulator: sam deploy $stack"
+start=$SECONDS
+fg "$tools/sam/bin/sam" deploy --template-file "$build_dir/template.yaml" --stack-name "$stack" \
+  --resolve-s3 --capabilities CAPABILITY_IAM --no-confirm-changeset --no-fail-on-empty-changeset \
+  --no-progressbar --parameter-overrides "${overrides[@]}" >"$work/sam-deploy.log" 2>&1 ||
+  { cat "$work/sam-deploy.log" >&2; exit 1; }
+echo "emulator: sam deploy took $((SECONDS - start)) s"
+
+# Verifies the stack against the template and writes the suite's environment.
+"$work/stackcheck" check -stack "$stack" -template template.yaml -env "$work/stack.env"
+# shellcheck disable=SC1091
+source "$work/stack.env"
+
+go build -o "$work/smssim" ./cmd/smssim
+start_bg "$work/smssim.log" "$work/smssim" -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim_port" \
+  -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
+  -delivery-delay 2s -visibility 2s
+wait_http "http://127.0.0.1:$sim_port/healthz" $!
+export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E=required
+
+if [[ $# -gt 0 ]]; then
+  echo "emulator: $*"
+  fg "$@"
+  exit 0
+fi
+echo "emulator: go test ./e2e/..."
+fg go test -count=1 -v ./e2e/...
+# The routes `sam local start-api` would serve (the SAM CLI's own provider, no Docker needed).
+fg go test -count=1 -run 'TestRoutes' ./shared/localapi/
+# The Docker-free way to invoke a deployed function with a sample event (README, "Targets").
+echo "emulator: sam remote invoke IntakeFunction -e events/intake-get-not-found.json"
+fg "$tools/sam/bin/sam" remote invoke IntakeFunction --stack-name "$stack" \
+  --event-file events/intake-get-not-found.json --output json >"$work/remote-invoke.json" 2>"$work/remote-invoke.err" ||
+  { cat "$work/remote-invoke.err" >&2; exit 1; }
+grep -q '\\"statusCode\\": *404\|"statusCode": *404' "$work/remote-invoke.json" ||
+  { echo "emulator: sam remote invoke did not answer 404:" >&2; cat "$work/remote-invoke.json" >&2; exit 1; }
+echo "emulator: sam remote invoke answered 404 problem+json, as the event expects"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# local-e2e.sh runs a command against the local stack (cmd/local, `make local`):
+#
+#   infra/local-e2e.sh [command ...]     default: the black-box suite (make e2e)
+#
+# It builds the bootstraps for this machine (make build), starts cmd/local on a free loopback
+# port, waits for its `ready:` line, exports the endpoints it prints (RESETNOTIFY_E2E_API,
+# RESETNOTIFY_E2E_SIM, AUDIT_TABLE, AWS_ENDPOINT_URL_* ...), runs the command, and stops the
+# local stack, by PID, on any exit.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+# shellcheck source=infra/lib.sh
+source infra/lib.sh
+./infra/install-tools.sh
+fg make --no-print-directory build GOARCH="$(go env GOARCH)" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
+go build -o "$work/local" ./cmd/local
+
+port=$(free_port)
+on_failure="$work/local.err"
+RESETNOTIFY_PORT=$port setsid "$work/local" >"$work/local.out" 2>"$work/local.err" &
+pids+=($!)
+for _ in $(seq 600); do
+  grep -qs "^ready: " "$work/local.out" && break
+  kill -0 "${pids[0]}" 2>/dev/null || { echo "local-e2e: cmd/local exited" >&2; exit 1; }
+  sleep 0.2
+done
+grep -q '^ready: ' "$work/local.out" || { echo "local-e2e: cmd/local never became ready" >&2; exit 1; }
+# shellcheck disable=SC1090
+source <(grep '^export ' "$work/local.out")
+RESETNOTIFY_E2E_API=$(sed -n 's/^ready: //p' "$work/local.out")
+RESETNOTIFY_E2E_SIM=$(sed -n 's/^sms simulator: \([^ ]*\).*/\1/p' "$work/local.out")
+export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E=required
+echo "local-e2e: local stack at $RESETNOTIFY_E2E_API, simulator at $RESETNOTIFY_E2E_SIM"
+
+if [[ $# -eq 0 ]]; then
+  set -- go test -count=1 -v ./e2e/...
+fi
+echo "local-e2e: $*"
+fg "$@"

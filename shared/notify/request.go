@@ -123,9 +123,14 @@ type wireRequest struct {
 
 // ParseRequest decodes and validates a request body. headerKey is the Idempotency-Key header
 // ("" when absent). Unknown fields are refused; the key comes from the header, else the body,
-// else it is derived as <event_id>:<channel>:<purpose>. The returned error is always a
-// *ValidationError and never contains a submitted value.
+// else it is derived as <event_id>:<channel>:<purpose>. A body that is JSON null, or whose
+// objects repeat a member name (compared without regard to case, as encoding/json matches
+// fields), is malformed. The returned error is always a *ValidationError and never contains a
+// submitted value.
 func ParseRequest(body []byte, headerKey string, now time.Time, p Policy) (Request, error) {
+	if err := checkStrictJSON(body); err != nil {
+		return Request{}, &ValidationError{Kind: ProblemMalformed, Fields: []FieldError{{Field: "body", Detail: err.Error()}}}
+	}
 	var w wireRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -24,6 +24,13 @@ func body(mod func(m map[string]any)) []byte {
 	return mustJSON(m)
 }
 
+// dup returns body(mod) with members, raw JSON, inserted first: a way to build what a map
+// cannot hold, such as a member named twice.
+func dup(members string, mod func(m map[string]any)) []byte {
+	b := body(mod)
+	return append([]byte("{"+members+","), b[1:]...)
+}
+
 func TestParseRequestValid(t *testing.T) {
 	p := notify.DefaultPolicy()
 	tests := []struct {
@@ -76,6 +83,15 @@ func TestParseRequestRefusals(t *testing.T) {
 		{"empty", []byte(``), "", notify.ProblemMalformed, "body"},
 		{"array", []byte(`[1,2]`), "", notify.ProblemMalformed, "body"},
 		{"two objects", append(body(nil), body(nil)...), "", notify.ProblemMalformed, "body"},
+		{"null", []byte(`null`), "", notify.ProblemMalformed, "body"},
+		{"null with spaces", []byte(" null \n"), "", notify.ProblemMalformed, "body"},
+		{"duplicate to", dup(`"to":"+14155550199"`, nil), "", notify.ProblemMalformed, "body"},
+		{"duplicate to in another case", dup(`"TO":"+14155550199"`, nil), "", notify.ProblemMalformed, "body"},
+		{"duplicate params with a long s", dup(`"paramſ":{"code":"9999"}`, nil), "", notify.ProblemMalformed, "body"},
+		{"duplicate param", dup(`"params":{"code":"1234","code":"5678"}`, func(m map[string]any) { delete(m, "params") }), "", notify.ProblemMalformed, "body"},
+		{"duplicate idempotency_key", dup(`"idempotency_key":"k-1","idempotency_key":"k-2"`, nil), "", notify.ProblemMalformed, "body"},
+		// The same name in two different objects is no duplicate: this is an unknown field.
+		{"param name at top level", dup(`"reset_url":"https://x.example/"`, nil), "", notify.ProblemInvalid, "reset_url"},
 		{"missing to", body(func(m map[string]any) { delete(m, "to") }), "", notify.ProblemInvalid, "to"},
 		{"missing event", body(func(m map[string]any) { delete(m, "event_id") }), "", notify.ProblemInvalid, "event_id"},
 		{"unknown field", body(func(m map[string]any) { m["extra"] = 1 }), "", notify.ProblemInvalid, "extra"},

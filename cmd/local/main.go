@@ -203,7 +203,11 @@ func environment(stack *emulator.Stack) (map[string]string, error) {
 	key := make([]byte, config.SealLocalKeyLen)
 	pepper := make([]byte, 24)
 	token := make([]byte, 24)
+	fingerprintKey := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(fingerprintKey); err != nil {
 		return nil, err
 	}
 	if _, err := rand.Read(pepper); err != nil {
@@ -225,6 +229,7 @@ func environment(stack *emulator.Stack) (map[string]string, error) {
 	env[receipts.EnvWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
+	env[config.EnvFingerprintKey] = base64.RawStdEncoding.EncodeToString(fingerprintKey)
 	return env, nil
 }
 

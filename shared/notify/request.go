@@ -2,8 +2,6 @@ package notify
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -315,10 +313,11 @@ func safeName(name string) string {
 	return name
 }
 
-// Fingerprint returns the SHA-256, hex-encoded, of the canonical form of the request: every
-// field but the idempotency key, with keys sorted and the expiry in UTC. Two requests with the
-// same key must have the same fingerprint to count as a replay.
-func (r Request) Fingerprint() string {
+// Canonical returns the canonical form of the request that its fingerprint is computed from:
+// the JSON of every field but the idempotency key, with keys sorted and the expiry in UTC. Two
+// requests with the same key must have the same canonical form to count as a replay. It holds
+// the number and the params: it is hashed under a secret key (RequestHasher), never stored.
+func (r Request) Canonical() []byte {
 	canonical := struct {
 		Channel   string            `json:"channel"`
 		EventID   string            `json:"event_id"`
@@ -332,6 +331,5 @@ func (r Request) Fingerprint() string {
 	if err != nil {
 		panic("notify: marshal canonical request: " + err.Error()) // strings and a map of strings always marshal
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return b
 }

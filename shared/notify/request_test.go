@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -150,26 +151,26 @@ func hasField(ve *notify.ValidationError, name string) bool {
 	return false
 }
 
-func TestFingerprint(t *testing.T) {
+func TestCanonical(t *testing.T) {
 	p := notify.DefaultPolicy()
 	a, err := notify.ParseRequest(body(nil), "k", t0, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Same instant in another zone, same fields in another order: same fingerprint.
+	// Same instant in another zone, same fields in another order: same canonical form.
 	b, err := notify.ParseRequest([]byte(`{"to":"+14155550100","params":{"reset_url":"https://shop.example/r/abc"},"purpose":"password_reset","channel":"sms","event_id":"evt-1","locale":"en","expires_at":"`+t0.Add(15*time.Minute).In(time.FixedZone("X", 3600)).Format(time.RFC3339)+`"}`), "other-key", t0, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Fingerprint() != b.Fingerprint() {
-		t.Error("equivalent requests have different fingerprints")
+	if !bytes.Equal(a.Canonical(), b.Canonical()) {
+		t.Errorf("equivalent requests have different canonical forms:\n%s\n%s", a.Canonical(), b.Canonical())
 	}
 	c, _ := notify.ParseRequest(body(func(m map[string]any) { m["to"] = "+14155550101" }), "k", t0, p)
-	if a.Fingerprint() == c.Fingerprint() {
-		t.Error("different destination, same fingerprint")
+	if bytes.Equal(a.Canonical(), c.Canonical()) {
+		t.Error("different destination, same canonical form")
 	}
-	if len(a.Fingerprint()) != 64 {
-		t.Errorf("fingerprint %q is not hex SHA-256", a.Fingerprint())
+	if bytes.Contains(a.Canonical(), []byte(`"k"`)) {
+		t.Errorf("canonical form %s holds the idempotency key", a.Canonical())
 	}
 }
 

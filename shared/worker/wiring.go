@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -113,7 +114,7 @@ type parts struct {
 
 func (w Wiring) parts(function string) (parts, error) {
 	s := SettingsFromConfig(w.Config, w.SMS)
-	if err := s.Validate(); err != nil {
+	if err := errors.Join(s.Validate(), CheckRetention(w.Config.Policy, s)); err != nil {
 		return parts{}, fmt.Errorf("worker.%s: %w", function, err)
 	}
 	p := parts{

@@ -52,8 +52,11 @@ build: ## Build every functions/<name> into bin/<name>/bootstrap, and bin/auditc
 
 # build-%: SAM's `BuildMethod: makefile` calls `make build-<LogicalId>` with ARTIFACTS_DIR set.
 # The logical ID maps to a folder: drop "Function", then CamelCase to kebab-case
-# (ProviderEventsFunction -> functions/provider-events).
-function_dir = functions/$(shell echo '$(1)' | sed -e 's/Function$$//' -e 's/\([a-z0-9]\)\([A-Z]\)/\1-\2/g' -e 's/\([A-Z]\)\([A-Z][a-z]\)/\1-\2/g' | tr '[:upper:]' '[:lower:]')
+# (ProviderEventsFunction -> functions/provider-events), unless function_dir_<LogicalId> names
+# the folder.
+# A function that runs another's code names it in function_dir_<LogicalId>.
+function_dir_SimulatorWebhookFunction := functions/provider-events
+function_dir = $(or $(function_dir_$(1)),functions/$(shell echo '$(1)' | sed -e 's/Function$$//' -e 's/\([a-z0-9]\)\([A-Z]\)/\1-\2/g' -e 's/\([A-Z]\)\([A-Z][a-z]\)/\1-\2/g' | tr '[:upper:]' '[:lower:]'))
 
 # A pattern rule cannot be .PHONY; nothing creates files named build-*, so it always runs.
 build-%: ## Build one function for SAM, e.g. make build-IntakeFunction ARTIFACTS_DIR=out.

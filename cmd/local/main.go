@@ -162,7 +162,9 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	go func() { errs <- runSchedule(ctx, fns.sweeper, log) }()
 	srv := &http.Server{
 		Handler: localapi.NewServer(routes, map[string]localapi.HandlerFunc{
-			"IntakeFunction": fns.intake, "ProviderEventsFunction": fns.providerEvents,
+			// The simulator's webhook route belongs to SimulatorWebhookFunction, which runs
+			// provider-events' code (template.yaml); the local provider is the simulator.
+			"IntakeFunction": fns.intake, "SimulatorWebhookFunction": fns.providerEvents,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

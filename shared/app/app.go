@@ -24,13 +24,12 @@ import (
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/secretparam"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
 
 // ParameterAPI is the part of the SSM client that Pepper and FingerprintKey use.
-type ParameterAPI interface {
-	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
-}
+type ParameterAPI = secretparam.API
 
 // Pepper returns the destination-fingerprint pepper: DESTINATION_PEPPER when set (local runs),
 // else the SSM SecureString named by DESTINATION_PEPPER_PARAM, read once with decryption.
@@ -41,7 +40,7 @@ func Pepper(ctx context.Context, cfg config.Config, params ParameterAPI) ([]byte
 	if cfg.DestinationPepperParam == "" {
 		return nil, fmt.Errorf("app.pepper: neither %s nor %s is set", config.EnvDestinationPepper, config.EnvDestinationPepperParam)
 	}
-	v, err := SecureParameter(ctx, params, cfg.DestinationPepperParam, config.MinPepperLen)
+	v, err := secretparam.Read(ctx, params, cfg.DestinationPepperParam, config.MinPepperLen)
 	if err != nil {
 		return nil, fmt.Errorf("app.pepper: %w", err)
 	}
@@ -58,24 +57,11 @@ func FingerprintKey(ctx context.Context, cfg config.Config, params ParameterAPI)
 	if cfg.FingerprintKeyParam == "" {
 		return nil, fmt.Errorf("app.fingerprint key: neither %s nor %s is set", config.EnvFingerprintKey, config.EnvFingerprintKeyParam)
 	}
-	v, err := SecureParameter(ctx, params, cfg.FingerprintKeyParam, config.MinFingerprintKeyLen)
+	v, err := secretparam.Read(ctx, params, cfg.FingerprintKeyParam, config.MinFingerprintKeyLen)
 	if err != nil {
 		return nil, fmt.Errorf("app.fingerprint key: %w", err)
 	}
 	return v, nil
-}
-
-// SecureParameter reads the SSM parameter name with decryption and returns its value, which
-// must be at least minLen bytes. Errors name the parameter, never its value.
-func SecureParameter(ctx context.Context, params ParameterAPI, name string, minLen int) ([]byte, error) {
-	out, err := params.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
-	if err != nil {
-		return nil, fmt.Errorf("ssm parameter %s: %w", name, err)
-	}
-	if out.Parameter == nil || len(aws.ToString(out.Parameter.Value)) < minLen {
-		return nil, fmt.Errorf("ssm parameter %s: the parameter must hold at least %d bytes", name, minLen)
-	}
-	return []byte(aws.ToString(out.Parameter.Value)), nil
 }
 
 // NewIntakeHandler wires the intake handler: the DynamoDB store, the sealing box, the

@@ -1,7 +1,7 @@
 # resetnotify — build, test and local-run entry points. `make help` lists the targets.
 #
-# Tools (DynamoDB Local, moto, cfn-lint) live in .tools/, installed by `make tools`; nothing
-# else beyond Go, Java 17, npm and Python 3 is assumed on the machine.
+# Tools (DynamoDB Local, moto, cfn-lint, aws-sam-translator, checkov) live in .tools/, installed
+# by `make tools`; nothing else beyond Go, Java 17, npm and Python 3 is assumed on the machine.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -24,7 +24,7 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_%-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Install DynamoDB Local, moto and cfn-lint into .tools/ (idempotent).
+tools: ## Install DynamoDB Local, moto, cfn-lint, aws-sam-translator and checkov into .tools/ (idempotent).
 	@./infra/install-tools.sh
 
 .PHONY: test
@@ -39,8 +39,9 @@ bench: tools ## Run the Go benchmarks and cmd/bench against one DynamoDB Local a
 	$(DEVSTACK) bash -c "go test -run '^$$' -bench . -benchmem ./... && go run ./cmd/bench"
 
 .PHONY: validate
-validate: tools ## Lint template.yaml with cfn-lint.
+validate: tools ## Lint template.yaml with cfn-lint and checkov (skipped checks and why: .checkov.yaml).
 	$(VENV)/bin/cfn-lint template.yaml
+	$(TOOLS)/checkov-venv/bin/checkov -f template.yaml --config-file .checkov.yaml
 
 .PHONY: build
 build: ## Build every functions/<name> into bin/<name>/bootstrap, and bin/auditctl.

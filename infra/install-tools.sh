@@ -2,14 +2,18 @@
 # install-tools.sh installs the local emulators and linters into .tools/ at the repository root:
 #   .tools/dynamodb-local/   DynamoDB Local (DynamoDBLocal.jar + DynamoDBLocal_lib), taken from the
 #                            npm package amplify-dynamodb-simulator, which ships AWS's own engine.
-#   .tools/venv/             a Python virtualenv with moto[server] (SQS) and cfn-lint.
+#   .tools/venv/             a Python virtualenv with moto[server] (SQS), cfn-lint and the
+#                            aws-sam-translator it uses (the IAM tests expand template.yaml with it).
+#   .tools/checkov-venv/     checkov, in a virtualenv of its own so that its many dependencies
+#                            cannot move moto's or cfn-lint's (make validate runs it).
 #   .tools/bin/aws-lambda-rie the Lambda Runtime Interface Emulator, built with go install.
 # Each part writes a stamp file naming what it installed, so a second run is instant and a change
 # of pinned version reinstalls only that part. It needs Java 17, npm and Python 3.11 on PATH.
 set -euo pipefail
 
 DYNAMODB_SIMULATOR_PKG="amplify-dynamodb-simulator@2.9.30"
-PY_REQUIREMENTS=("moto[server]==5.2.1" "cfn-lint==1.51.0")
+PY_REQUIREMENTS=("moto[server]==5.2.1" "cfn-lint==1.51.0" "aws-sam-translator==1.115.0")
+CHECKOV_REQUIREMENTS=("checkov==3.3.30")
 # The Lambda Runtime Interface Emulator, from the Go module proxy: make local runs each
 # function's real bootstrap under it.
 RIE_MODULE="github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
@@ -61,6 +65,21 @@ install_venv() {
   echo "$want" >"$stamp"
 }
 
+install_checkov() {
+  local venv="$tools/checkov-venv" stamp="$tools/.checkov.stamp"
+  local want
+  want=$(python3 --version 2>&1; printf '%s\n' "${CHECKOV_REQUIREMENTS[@]}")
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/checkov" ]]; then
+    return 0
+  fi
+  need python3 "needed for checkov"
+  echo "install-tools: checkov virtualenv with ${CHECKOV_REQUIREMENTS[*]}"
+  rm -rf "$venv" "$stamp"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${CHECKOV_REQUIREMENTS[@]}"
+  echo "$want" >"$stamp"
+}
+
 install_rie() {
   local stamp="$tools/.rie.stamp"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$RIE_MODULE" && -x "$tools/bin/aws-lambda-rie" ]]; then
@@ -75,4 +94,5 @@ install_rie() {
 
 install_dynamodb_local
 install_venv
+install_checkov
 install_rie

@@ -28,7 +28,7 @@ var variants = map[string][]string{
 
 // starAllowed are the only actions an Allow may grant on Resource "*", and why.
 var starAllowed = map[string]string{
-	"xray:PutTraceSegments":   "X-Ray has no resource-level permissions (Tracing: Active)",
+	"xray:PutTraceSegments":    "X-Ray has no resource-level permissions (Tracing: Active)",
 	"xray:PutTelemetryRecords": "X-Ray has no resource-level permissions (Tracing: Active)",
 	// Not here: cloudwatch:PutMetricData. Metrics are EMF lines in the logs, so no function
 	// needs it.

@@ -38,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -154,6 +155,30 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("provider.config: %w", err)
 	}
 	return cfg, nil
+}
+
+// String describes cfg with its secrets (the Sinch API token, the simulator token) replaced,
+// so that logging or printing it never shows them.
+func (cfg Config) String() string {
+	return fmt.Sprintf("kind=%s timeout=%s visibility=%s simulator_url=%s simulator_token=%s origination_identity=%s configuration_set=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s",
+		cfg.Kind, cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
+		cfg.ConfigurationSetName, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom)
+}
+
+// GoString keeps %#v from printing the secrets too.
+func (cfg Config) GoString() string { return "provider.Config{" + cfg.String() + "}" }
+
+// LogValue describes cfg for slog with its secrets replaced.
+func (cfg Config) LogValue() slog.Value { return slog.StringValue(cfg.String()) }
+
+func secretState(v, param string) string {
+	switch {
+	case v != "":
+		return "set"
+	case param != "":
+		return "ssm:" + param
+	}
+	return "unset"
 }
 
 // MinValidity returns the shortest validity period cfg's provider accepts (see MinValidity).

@@ -3,7 +3,9 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -214,5 +216,19 @@ func TestSinchTokenFromSSM(t *testing.T) {
 	f := &fakeSSM{value: token}
 	if _, err := provider.ResolveSecrets(context.Background(), provider.Config{Kind: provider.Simulator}, f); err != nil || f.calls != 0 {
 		t.Errorf("simulator: %v after %d calls", err, f.calls)
+	}
+}
+
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	cfg := provider.Config{Kind: provider.Sinch, SinchAPIToken: "sinch-secret-token-0123", SimulatorToken: "sim-secret-token-0123", SinchServicePlanID: "plan"}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("provider", "config", cfg)
+	for _, out := range []string{buf.String(), cfg.String(), fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg)} {
+		if strings.Contains(out, "secret-token") {
+			t.Errorf("output holds a token: %s", out)
+		}
+		if !strings.Contains(out, "plan") {
+			t.Errorf("output lost the harmless fields: %s", out)
+		}
 	}
 }

@@ -1,8 +1,8 @@
 # resetnotify — build, test and local-run entry points. `make help` lists the targets.
 #
-# Tools (DynamoDB Local, moto, cfn-lint, and the API contract tools openapi-spec-validator and
-# schemathesis) live in .tools/, installed by `make tools`; nothing else beyond Go, Java 17, npm
-# and Python 3 is assumed on the machine.
+# Tools (DynamoDB Local, moto, cfn-lint, aws-sam-translator, checkov, and the API contract tools
+# openapi-spec-validator and schemathesis) live in .tools/, installed by `make tools`; nothing
+# else beyond Go, Java 17, npm and Python 3 is assumed on the machine.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -35,7 +35,7 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_%-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Install DynamoDB Local, moto, cfn-lint, openapi-spec-validator and schemathesis into .tools/ (idempotent).
+tools: ## Install DynamoDB Local, moto, cfn-lint, aws-sam-translator, checkov, openapi-spec-validator and schemathesis into .tools/ (idempotent).
 	@./infra/install-tools.sh
 
 .PHONY: test
@@ -50,8 +50,9 @@ bench: tools ## Run the Go benchmarks and cmd/bench against one DynamoDB Local a
 	$(DEVSTACK) bash -c "go test -run '^$$' -bench . -benchmem ./... && go run ./cmd/bench"
 
 .PHONY: validate
-validate: tools ## Lint template.yaml with cfn-lint; validate openapi.yaml with openapi-spec-validator.
+validate: tools ## Lint template.yaml with cfn-lint and checkov (skipped checks and why: .checkov.yaml); validate openapi.yaml.
 	$(VENV)/bin/cfn-lint template.yaml
+	$(TOOLS)/checkov-venv/bin/checkov -f template.yaml --config-file .checkov.yaml
 	$(API_VENV)/bin/openapi-spec-validator openapi.yaml
 
 .PHONY: fuzz-api
@@ -68,8 +69,11 @@ build: ## Build every functions/<name> for this machine (or GOARCH) into bin/<na
 
 # build-%: SAM's `BuildMethod: makefile` calls `make build-<LogicalId>` with ARTIFACTS_DIR set.
 # The logical ID maps to a folder: drop "Function", then CamelCase to kebab-case
-# (ProviderEventsFunction -> functions/provider-events).
-function_dir = functions/$(shell echo '$(1)' | sed -e 's/Function$$//' -e 's/\([a-z0-9]\)\([A-Z]\)/\1-\2/g' -e 's/\([A-Z]\)\([A-Z][a-z]\)/\1-\2/g' | tr '[:upper:]' '[:lower:]')
+# (ProviderEventsFunction -> functions/provider-events), unless function_dir_<LogicalId> names
+# the folder.
+# A function that runs another's code names it in function_dir_<LogicalId>.
+function_dir_SimulatorWebhookFunction := functions/provider-events
+function_dir = $(or $(function_dir_$(1)),functions/$(shell echo '$(1)' | sed -e 's/Function$$//' -e 's/\([a-z0-9]\)\([A-Z]\)/\1-\2/g' -e 's/\([A-Z]\)\([A-Z][a-z]\)/\1-\2/g' | tr '[:upper:]' '[:lower:]'))
 
 # A pattern rule cannot be .PHONY; nothing creates files named build-*, so it always runs.
 build-%: ## Build one function for SAM, for the template's default Architecture unless GOARCH is given.

@@ -63,7 +63,7 @@ sim_port=$(free_port)
 sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
 overrides=(Target=emulator "Architecture=$architecture" SmsProvider=simulator "SmsSimulatorUrl=$sim_url"
-  "SimulatorWebhookToken=$webhook_token" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO)
+  SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO)
 
 # A build directory of its own and no cache: an x86-64 artifact must never end up in an arm64
 # build for AWS. --build-in-source runs make in the checkout (Go's own build cache makes it
@@ -75,9 +75,13 @@ fg env GOARCH="$goarch" "$tools/sam/bin/sam" build --build-dir "$build_dir" --no
   --parameter-overrides "${overrides[@]}" >"$work/sam-build.log" 2>&1 || { cat "$work/sam-build.log" >&2; exit 1; }
 echo "emulator: sam build took $((SECONDS - start)) s"
 
-# CloudFormation cannot create SecureStrings: the pepper is created first, as for AWS.
+# CloudFormation cannot create SecureStrings: the pepper, the request fingerprint key and the
+# simulator's webhook token are created first, as for AWS (the template's default names). A
+# stack deployed before keeps the ones it has.
 go build -o "$work/stackcheck" ./cmd/stackcheck
-"$work/stackcheck" pepper -name /resetnotify/destination-pepper
+"$work/stackcheck" secret -name /resetnotify/destination-pepper
+"$work/stackcheck" secret -name /resetnotify/request-fingerprint-key
+"$work/stackcheck" secret -name /resetnotify/simulator-webhook-token -value "$webhook_token"
 
 echo "emulator: sam deploy $stack"
 start=$SECONDS

@@ -2,8 +2,11 @@
 # install-tools.sh installs the local emulators and linters into .tools/ at the repository root:
 #   .tools/dynamodb-local/   DynamoDB Local (DynamoDBLocal.jar + DynamoDBLocal_lib), taken from the
 #                            npm package amplify-dynamodb-simulator, which ships AWS's own engine.
-#   .tools/venv/             a Python virtualenv with moto[server] (SQS) and cfn-lint.
-#   .tools/api-venv/         a second virtualenv with the API contract tools of
+#   .tools/venv/             a Python virtualenv with moto[server] (SQS), cfn-lint and the
+#                            aws-sam-translator it uses (the IAM tests expand template.yaml with it).
+#   .tools/checkov-venv/     checkov, in a virtualenv of its own so that its many dependencies
+#                            cannot move moto's or cfn-lint's (make validate runs it).
+#   .tools/api-venv/         a virtualenv with the API contract tools of
 #                            infra/api-tools.txt (openapi-spec-validator, schemathesis), every
 #                            dependency pinned by infra/api-tools.constraints.txt; kept apart so
 #                            that their dependencies cannot break moto or cfn-lint.
@@ -17,7 +20,8 @@
 set -euo pipefail
 
 DYNAMODB_SIMULATOR_PKG="amplify-dynamodb-simulator@2.9.30"
-PY_REQUIREMENTS=("moto[server]==5.2.1" "cfn-lint==1.51.0")
+PY_REQUIREMENTS=("moto[server]==5.2.1" "cfn-lint==1.51.0" "aws-sam-translator==1.115.0")
+CHECKOV_REQUIREMENTS=("checkov==3.3.30")
 SAM_REQUIREMENT="aws-sam-cli==1.170.0"
 # MiniStack applies the SAM transform with aws-sam-translator (the version cfn-lint pins here)
 # and needs cryptography for KMS; its "full" extra would add Docker and database clients too.
@@ -113,6 +117,7 @@ install_rie() {
 install_dynamodb_local
 install_venv
 install_api_venv
+install_pyvenv checkov-venv checkov "${CHECKOV_REQUIREMENTS[@]}"
 install_rie
 case "${1:-}" in
   "") ;;

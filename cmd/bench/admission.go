@@ -50,14 +50,19 @@ func admission(ctx context.Context, endpoint string, ops, workers int, out io.Wr
 	if err != nil {
 		return err
 	}
+	fingerprints, err := seal.NewRequestFingerprinter(randomKey())
+	if err != nil {
+		return err
+	}
 	in := &notify.Intake{
-		Store:  dynamostore.New(db, names.Notifications),
-		Sealer: seal.New(keys),
-		Hasher: hasher,
-		Queue:  &countingQueue{},
-		Clock:  notify.SystemClock{},
-		Policy: notify.DefaultPolicy(),
-		NewID:  func() string { return ulid.Make().String() },
+		Store:        dynamostore.New(db, names.Notifications),
+		Sealer:       seal.New(keys),
+		Hasher:       hasher,
+		Fingerprints: fingerprints,
+		Queue:        &countingQueue{},
+		Clock:        notify.SystemClock{},
+		Policy:       notify.DefaultPolicy(),
+		NewID:        func() string { return ulid.Make().String() },
 	}
 	h := httpapi.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
 	expires := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)

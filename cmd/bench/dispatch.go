@@ -203,9 +203,13 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	if err != nil {
 		return nil, err
 	}
+	fingerprints, err := seal.NewRequestFingerprinter(randomKey())
+	if err != nil {
+		return nil, err
+	}
 	p.intake = &notify.Intake{
 		Store:  dynamostore.New(awsclient.DynamoDB(counted, ddbEndpoint), p.table),
-		Sealer: seal.New(keys), Hasher: hasher,
+		Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
 		Queue: sqsqueue.New(p.counted, p.dispatchURL),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },

@@ -190,7 +190,9 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	go func() { errs <- runSchedule(ctx, st.digest, fns.digest, log) }()
 	srv := &http.Server{
 		Handler: localapi.NewServer(routes, map[string]localapi.HandlerFunc{
-			"IntakeFunction": fns.intake, "ProviderEventsFunction": fns.providerEvents,
+			// The simulator's webhook route belongs to SimulatorWebhookFunction, which runs
+			// provider-events' code (template.yaml); the local provider is the simulator.
+			"IntakeFunction": fns.intake, "SimulatorWebhookFunction": fns.providerEvents,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
@@ -239,7 +241,11 @@ func environment(stack *emulator.Stack, keyDir string) (map[string]string, error
 	key := make([]byte, config.SealLocalKeyLen)
 	pepper := make([]byte, 24)
 	token := make([]byte, 24)
+	fingerprintKey := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(fingerprintKey); err != nil {
 		return nil, err
 	}
 	if _, err := rand.Read(pepper); err != nil {
@@ -277,6 +283,7 @@ func environment(stack *emulator.Stack, keyDir string) (map[string]string, error
 	env[audit.EnvDigestPublicKey] = pubFile
 	set(audit.EnvDigestPeriodMinutes, localDigestPeriodMinutes)
 	set(audit.EnvDigestGraceSeconds, localDigestGraceSeconds)
+	env[config.EnvFingerprintKey] = base64.RawStdEncoding.EncodeToString(fingerprintKey)
 	return env, nil
 }
 

@@ -2,8 +2,10 @@
 // LocalStack-compatible emulator (infra/emulator.sh). The AWS endpoint, region and credentials
 // come from the standard AWS environment variables.
 //
-//	stackcheck pepper -name /resetnotify/destination-pepper
-//	    creates the destination pepper SecureString (CloudFormation cannot), unless it exists.
+//	stackcheck secret -name /resetnotify/destination-pepper [-value V]
+//	    creates a SecureString (CloudFormation cannot) with value V, or 32 random bytes in
+//	    base64, unless it exists: the destination pepper, the request fingerprint key, the
+//	    simulator's webhook token.
 //	stackcheck check -stack S -template template.yaml -env FILE
 //	    compares every deployed table (stream, indexes, TTL) and the HTTP API's routes with the
 //	    template. An emulator's table provisioner may ignore TimeToLiveSpecification: where the
@@ -50,10 +52,11 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: stackcheck pepper|check [flags]")
+		return errors.New("usage: stackcheck secret|check [flags]")
 	}
 	fs := flag.NewFlagSet("stackcheck "+args[0], flag.ContinueOnError)
-	name := fs.String("name", "/resetnotify/destination-pepper", "pepper: SSM parameter `name`")
+	name := fs.String("name", "", "secret: SSM parameter `name`")
+	value := fs.String("value", "", "secret: the `value` (default: 32 random bytes, base64)")
 	stack := fs.String("stack", "resetnotify-e2e", "check: stack `name`")
 	template := fs.String("template", "template.yaml", "check: the SAM template `path`")
 	envFile := fs.String("env", "", "check: write the suite's environment to `file`")
@@ -65,8 +68,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("aws config: %w", err)
 	}
 	switch args[0] {
-	case "pepper":
-		return pepper(ctx, ssm.NewFromConfig(cfg), *name, out)
+	case "secret":
+		if *name == "" {
+			return errors.New("secret: -name is required")
+		}
+		return secret(ctx, ssm.NewFromConfig(cfg), *name, *value, out)
 	case "check":
 		tpl, err := samtemplate.Load(*template)
 		if err != nil {
@@ -86,21 +92,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		_, err = io.WriteString(out, env)
 		return err
 	}
-	return fmt.Errorf("unknown command %q: want pepper or check", args[0])
+	return fmt.Errorf("unknown command %q: want secret or check", args[0])
 }
 
-// pepper creates the SecureString name with a random value unless it exists.
-func pepper(ctx context.Context, client *ssm.Client, name string, out io.Writer) error {
+// secret creates the SecureString name with value, or a random one, unless it exists.
+func secret(ctx context.Context, client *ssm.Client, name, value string, out io.Writer) error {
 	if _, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)}); err == nil {
 		return nil
 	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return err
+	if value == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		value = base64.StdEncoding.EncodeToString(b)
 	}
 	_, err := client.PutParameter(ctx, &ssm.PutParameterInput{
-		Name: aws.String(name), Type: ssmtypes.ParameterTypeSecureString,
-		Value: aws.String(base64.StdEncoding.EncodeToString(b)),
+		Name: aws.String(name), Type: ssmtypes.ParameterTypeSecureString, Value: aws.String(value),
 	})
 	if err != nil {
 		return fmt.Errorf("put parameter %s: %w", name, err)

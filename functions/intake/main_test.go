@@ -12,11 +12,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/testenv"
 )
@@ -60,6 +62,7 @@ func TestWiring(t *testing.T) {
 		config.EnvDispatchQueueURL:   queueURL,
 		config.EnvSealLocalKey:       "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		config.EnvDestinationPepper:  "wiring-test-pepper-0123",
+		config.EnvFingerprintKey:     "wiring-test-fingerprint-key-0123456789",
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
 	if err != nil {
@@ -111,7 +114,16 @@ func TestWiring(t *testing.T) {
 	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &got); err != nil || got != want {
 		t.Errorf("message %s, want %+v", aws.ToString(msgs.Messages[0].Body), want)
 	}
-	for _, secret := range []string{"+447700900123", "447700900123", "K7Q2M9", "wiring-test-pepper", "MDEyMzQ1"} {
+	// The stored fingerprint is the keyed one: main wires the fingerprint key.
+	item, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(names.Notifications),
+		Key: map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: "wiring-1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp, _ := item.Item[tables.AttrRequestFingerprint].(*ddbtypes.AttributeValueMemberS); fp == nil || !strings.HasPrefix(fp.Value, seal.RequestFPPrefix) {
+		t.Errorf("stored fingerprint %v is not keyed", item.Item[tables.AttrRequestFingerprint])
+	}
+	for _, secret := range []string{"+447700900123", "447700900123", "K7Q2M9", "wiring-test-pepper", "MDEyMzQ1", "wiring-test-fingerprint-key"} {
 		if strings.Contains(out.String(), secret) {
 			t.Errorf("function output holds %q:\n%s", secret, out.String())
 		}

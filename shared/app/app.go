@@ -5,6 +5,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -24,13 +25,12 @@ import (
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/secretparam"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
 
-// ParameterAPI is the part of the SSM client that Pepper uses.
-type ParameterAPI interface {
-	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
-}
+// ParameterAPI is the part of the SSM client that Pepper and FingerprintKey use.
+type ParameterAPI = secretparam.API
 
 // Pepper returns the destination-fingerprint pepper: DESTINATION_PEPPER when set (local runs),
 // else the SSM SecureString named by DESTINATION_PEPPER_PARAM, read once with decryption.
@@ -41,18 +41,32 @@ func Pepper(ctx context.Context, cfg config.Config, params ParameterAPI) ([]byte
 	if cfg.DestinationPepperParam == "" {
 		return nil, fmt.Errorf("app.pepper: neither %s nor %s is set", config.EnvDestinationPepper, config.EnvDestinationPepperParam)
 	}
-	out, err := params.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(cfg.DestinationPepperParam), WithDecryption: aws.Bool(true)})
+	v, err := secretparam.Read(ctx, params, cfg.DestinationPepperParam, config.MinPepperLen)
 	if err != nil {
-		return nil, fmt.Errorf("app.pepper %s: %w", cfg.DestinationPepperParam, err)
+		return nil, fmt.Errorf("app.pepper: %w", err)
 	}
-	if out.Parameter == nil || len(aws.ToString(out.Parameter.Value)) < config.MinPepperLen {
-		return nil, fmt.Errorf("app.pepper %s: the parameter must hold at least %d bytes", cfg.DestinationPepperParam, config.MinPepperLen)
+	return v, nil
+}
+
+// FingerprintKey returns the request-fingerprint key: REQUEST_FINGERPRINT_KEY when set (local
+// runs), else the SSM SecureString named by REQUEST_FINGERPRINT_KEY_PARAM, read once with
+// decryption.
+func FingerprintKey(ctx context.Context, cfg config.Config, params ParameterAPI) ([]byte, error) {
+	if len(cfg.FingerprintKey) > 0 {
+		return cfg.FingerprintKey, nil
 	}
-	return []byte(aws.ToString(out.Parameter.Value)), nil
+	if cfg.FingerprintKeyParam == "" {
+		return nil, fmt.Errorf("app.fingerprint key: neither %s nor %s is set", config.EnvFingerprintKey, config.EnvFingerprintKeyParam)
+	}
+	v, err := secretparam.Read(ctx, params, cfg.FingerprintKeyParam, config.MinFingerprintKeyLen)
+	if err != nil {
+		return nil, fmt.Errorf("app.fingerprint key: %w", err)
+	}
+	return v, nil
 }
 
 // NewIntakeHandler wires the intake handler: the DynamoDB store, the sealing box, the
-// destination fingerprinter and the dispatch queue behind notify.Intake. Logs and metrics go
+// destination and request fingerprinters and the dispatch queue behind notify.Intake. Logs and metrics go
 // to out.
 func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config, out io.Writer) (*httpapi.Handler, error) {
 	keys, err := seal.Source(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID, cfg.SealLocalKey)
@@ -67,14 +81,26 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 	if err != nil {
 		return nil, fmt.Errorf("app.intake pepper: %w", err)
 	}
+	fpKey, err := FingerprintKey(ctx, cfg, ssm.NewFromConfig(awsCfg))
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(fpKey, pepper) {
+		return nil, fmt.Errorf("app.intake: the request fingerprint key must not be the destination pepper")
+	}
+	fingerprints, err := seal.NewRequestFingerprinter(fpKey)
+	if err != nil {
+		return nil, fmt.Errorf("app.intake fingerprint key: %w", err)
+	}
 	in := &notify.Intake{
-		Store:  dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),
-		Sealer: seal.New(keys),
-		Hasher: hasher,
-		Queue:  sqsqueue.New(awsclient.SQS(awsCfg, ""), cfg.DispatchQueueURL),
-		Clock:  notify.SystemClock{},
-		Policy: cfg.Policy,
-		NewID:  func() string { return ulid.Make().String() },
+		Store:        dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),
+		Sealer:       seal.New(keys),
+		Hasher:       hasher,
+		Fingerprints: fingerprints,
+		Queue:        sqsqueue.New(awsclient.SQS(awsCfg, ""), cfg.DispatchQueueURL),
+		Clock:        notify.SystemClock{},
+		Policy:       cfg.Policy,
+		NewID:        func() string { return ulid.Make().String() },
 		// The same renderer and budget as dispatch: refuse at once what could never be sent.
 		Messages: render.New(cfg.Worker.MaxSegments),
 		Actor:    actor.For("intake"),

@@ -58,3 +58,39 @@ func TestPepper(t *testing.T) {
 		}
 	}
 }
+
+func TestFingerprintKey(t *testing.T) {
+	ctx := context.Background()
+	local := config.Config{FingerprintKey: []byte("local-fingerprint-key-0123456789abcdef"), FingerprintKeyParam: "/ignored"}
+	f := &fakeParams{value: "fingerprint-key-from-ssm-0123456789abc"}
+	if k, err := app.FingerprintKey(ctx, local, f); err != nil || string(k) != "local-fingerprint-key-0123456789abcdef" || f.got != nil {
+		t.Errorf("local key: %q %v (ssm called: %v)", k, err, f.got != nil)
+	}
+	remote := config.Config{FingerprintKeyParam: "/resetnotify/request-fingerprint-key"}
+	k, err := app.FingerprintKey(ctx, remote, f)
+	if err != nil || string(k) != "fingerprint-key-from-ssm-0123456789abc" {
+		t.Fatalf("ssm key: %q %v", k, err)
+	}
+	if aws.ToString(f.got.Name) != "/resetnotify/request-fingerprint-key" || !aws.ToBool(f.got.WithDecryption) {
+		t.Errorf("GetParameter input %+v", f.got)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  config.Config
+		f    *fakeParams
+	}{
+		{"none", config.Config{}, &fakeParams{}},
+		{"ssm down", remote, &fakeParams{err: errors.New("throttled")}},
+		{"shorter than 32 bytes", remote, &fakeParams{value: "fingerprint-key-too-short"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := app.FingerprintKey(ctx, tc.cfg, tc.f)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tc.f.value != "" && strings.Contains(err.Error(), tc.f.value) {
+				t.Errorf("error %q shows the parameter value", err)
+			}
+		})
+	}
+}

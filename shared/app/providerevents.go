@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -14,18 +15,27 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/secretparam"
 	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // NewProviderEventsHandler wires the provider-events handler: the receipts table
 // (RECEIPTS_TABLE, RECEIPT_RETENTION_DAYS), the notifications store and its by_notification
-// index (NOTIFICATIONS_TABLE), and the simulator webhook's token (SIMULATOR_WEBHOOK_TOKEN),
-// all read through getenv. Logs and metrics go to out.
-func NewProviderEventsHandler(_ context.Context, getenv func(string) string, awsCfg aws.Config, out io.Writer) (*receipts.Handler, error) {
+// index (NOTIFICATIONS_TABLE), and the simulator webhook's token (SIMULATOR_WEBHOOK_TOKEN
+// locally, else the SSM SecureString SIMULATOR_WEBHOOK_TOKEN_PARAM, read once here), all read
+// through getenv. Logs and metrics go to out.
+func NewProviderEventsHandler(ctx context.Context, getenv func(string) string, awsCfg aws.Config, out io.Writer) (*receipts.Handler, error) {
 	cfg, err := config.Load(getenv, config.NeedNotificationsTable)
 	rcfg, rerr := receipts.ConfigFromEnv(getenv, true)
 	if err := errors.Join(err, rerr); err != nil {
 		return nil, err
+	}
+	if len(rcfg.WebhookToken) == 0 && rcfg.WebhookTokenParam != "" {
+		token, err := secretparam.Read(ctx, ssm.NewFromConfig(awsCfg), rcfg.WebhookTokenParam, receipts.MinWebhookTokenLen)
+		if err != nil {
+			return nil, fmt.Errorf("app.provider events: %w", err)
+		}
+		rcfg.WebhookToken = token
 	}
 	db := awsclient.DynamoDB(awsCfg, "")
 	notifications := dynamostore.New(db, cfg.NotificationsTable)

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -31,7 +32,11 @@ const (
 	EnvSealLocalKey           = "SEAL_LOCAL_KEY"
 	EnvDestinationPepper      = "DESTINATION_PEPPER"
 	EnvDestinationPepperParam = "DESTINATION_PEPPER_PARAM"
-	EnvLogLevel               = "LOG_LEVEL"
+	// The request fingerprint's HMAC key: the value itself locally, the name of an SSM
+	// SecureString in AWS.
+	EnvFingerprintKey      = "REQUEST_FINGERPRINT_KEY"
+	EnvFingerprintKeyParam = "REQUEST_FINGERPRINT_KEY_PARAM"
+	EnvLogLevel            = "LOG_LEVEL"
 
 	// The background workers' variables (dispatch, reconcile, sweeper). The SMS provider's
 	// own variables (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, ...) are read by
@@ -52,6 +57,10 @@ const SealLocalKeyLen = 32
 // MinPepperLen is the shortest DESTINATION_PEPPER accepted, in bytes.
 const MinPepperLen = 16
 
+// MinFingerprintKeyLen is the shortest REQUEST_FINGERPRINT_KEY accepted, in bytes: the
+// HMAC-SHA256 block of the fingerprint wants a key of at least its own 32-byte output.
+const MinFingerprintKeyLen = 32
+
 // Need names the settings a function cannot run without. Settings outside it are still
 // parsed and checked when present.
 type Need uint
@@ -66,11 +75,13 @@ const (
 	// NeedPepper wants DESTINATION_PEPPER.
 	NeedPepper
 	NeedReconcileQueue
+	// NeedFingerprintKey wants REQUEST_FINGERPRINT_KEY or REQUEST_FINGERPRINT_KEY_PARAM.
+	NeedFingerprintKey
 )
 
 // What each function needs.
 const (
-	NeedIntake    = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper
+	NeedIntake    = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper | NeedFingerprintKey
 	NeedDispatch  = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue | NeedSealing
 	NeedReconcile = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
 	NeedSweeper   = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
@@ -96,8 +107,9 @@ type Worker struct {
 	MaxSegments int
 }
 
-// Config is the loaded configuration. SealLocalKey and DestinationPepper are secrets: Config
-// implements slog.LogValuer and fmt.Stringer so that logging it never shows them.
+// Config is the loaded configuration. SealLocalKey, DestinationPepper and FingerprintKey are
+// secrets: Config implements slog.LogValuer and fmt.Stringer so that logging it never shows
+// them.
 type Config struct {
 	NotificationsTable string
 	AuditTable         string
@@ -115,6 +127,12 @@ type Config struct {
 	// DestinationPepperParam names the SSM SecureString that holds the pepper in AWS; it is
 	// used only when DestinationPepper is empty.
 	DestinationPepperParam string
+	// FingerprintKey is the HMAC key of the request fingerprint (REQUEST_FINGERPRINT_KEY,
+	// local runs). It is never the sealing key nor the pepper.
+	FingerprintKey []byte
+	// FingerprintKeyParam names the SSM SecureString that holds the fingerprint key in AWS;
+	// it is used only when FingerprintKey is empty.
+	FingerprintKeyParam string
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
@@ -151,14 +169,18 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	if v := get(EnvPolicyVersion); v != "" {
 		c.Policy.Version = v
 	}
-	if d, ok := duration(get(EnvSafetyMarginSeconds), time.Second); !ok {
-		problem(EnvSafetyMarginSeconds, "must be a whole number of seconds, 0 or more")
-	} else if d >= 0 {
+	// A margin of 0 makes the dispatch deadline the expiry itself: a message sent in the last
+	// instant arrives after its token died. A grace of 0 lets TTL remove a record at expires_at
+	// while a lease or a reconciliation of it may still be open (worker.Settings checks the
+	// grace against those timings where they are known).
+	if d, ok := duration(get(EnvSafetyMarginSeconds), time.Second); !ok || d == 0 {
+		problem(EnvSafetyMarginSeconds, "must be a whole number of seconds, 1 or more (0 would let a send leave at the very moment the token expires)")
+	} else if d > 0 {
 		c.Policy.SafetyMargin = d
 	}
-	if d, ok := duration(get(EnvStatusGraceHours), time.Hour); !ok {
-		problem(EnvStatusGraceHours, "must be a whole number of hours, 0 or more")
-	} else if d >= 0 {
+	if d, ok := duration(get(EnvStatusGraceHours), time.Hour); !ok || d == 0 {
+		problem(EnvStatusGraceHours, "must be a whole number of hours, 1 or more (0 would let TTL remove a record whose lease or reconciliation is still open)")
+	} else if d > 0 {
 		c.Policy.StatusGrace = d
 	}
 	if d, ok := duration(get(EnvMaxAheadHours), time.Hour); !ok || d == 0 {
@@ -201,6 +223,14 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		c.DestinationPepperParam = v
 	} else if need&NeedPepper != 0 {
 		problem(EnvDestinationPepper, "or "+EnvDestinationPepperParam+" is required")
+	}
+
+	c.FingerprintKey, c.FingerprintKeyParam = fingerprintKey(getenv, get, need, problem)
+	if k := c.FingerprintKey; k != nil && (bytes.Equal(k, c.DestinationPepper) || bytes.Equal(k, c.SealLocalKey) || string(k) == get(EnvSealLocalKey)) {
+		errs = append(errs, fmt.Errorf("%s must differ from %s and %s", EnvFingerprintKey, EnvDestinationPepper, EnvSealLocalKey))
+	}
+	if c.FingerprintKeyParam != "" && c.FingerprintKeyParam == c.DestinationPepperParam {
+		errs = append(errs, fmt.Errorf("%s must name another parameter than %s", EnvFingerprintKeyParam, EnvDestinationPepperParam))
 	}
 
 	for _, d := range []struct {
@@ -247,6 +277,24 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	return c, nil
 }
 
+// fingerprintKey reads REQUEST_FINGERPRINT_KEY (the key, local runs) or, when it is unset,
+// REQUEST_FINGERPRINT_KEY_PARAM (an SSM SecureString name, AWS; the wiring reads it once).
+func fingerprintKey(getenv, get func(string) string, need Need, problem func(name, format string, args ...any)) ([]byte, string) {
+	if v := getenv(EnvFingerprintKey); v != "" {
+		if len(v) < MinFingerprintKeyLen {
+			problem(EnvFingerprintKey, "must be at least %d bytes", MinFingerprintKeyLen)
+		}
+		return []byte(v), ""
+	}
+	if v := get(EnvFingerprintKeyParam); v != "" {
+		return nil, v
+	}
+	if need&NeedFingerprintKey != 0 {
+		problem(EnvFingerprintKey, "or "+EnvFingerprintKeyParam+" is required")
+	}
+	return nil, ""
+}
+
 // duration parses a whole, non-negative number of units. The empty string gives -1 and ok,
 // meaning "keep the default".
 func duration(s string, unit time.Duration) (time.Duration, bool) {
@@ -275,9 +323,9 @@ func count(s string) (int, bool) {
 
 // String describes the configuration with its secrets replaced.
 func (c Config) String() string {
-	return fmt.Sprintf("notifications_table=%s audit_table=%s dispatch_queue_url=%s reconcile_queue_url=%s policy_version=%s safety_margin=%s status_grace=%s max_ahead=%s sealing=%s pepper=%s log_level=%s",
+	return fmt.Sprintf("notifications_table=%s audit_table=%s dispatch_queue_url=%s reconcile_queue_url=%s policy_version=%s safety_margin=%s status_grace=%s max_ahead=%s sealing=%s pepper=%s fingerprint_key=%s log_level=%s",
 		c.NotificationsTable, c.AuditTable, c.DispatchQueueURL, c.ReconcileQueueURL, c.Policy.Version, c.Policy.SafetyMargin,
-		c.Policy.StatusGrace, c.Policy.MaxAhead, c.sealing(), set(c.DestinationPepper != nil), c.LogLevel)
+		c.Policy.StatusGrace, c.Policy.MaxAhead, c.sealing(), set(c.DestinationPepper != nil), set(c.FingerprintKey != nil), c.LogLevel)
 }
 
 // LogValue describes the configuration with its secrets replaced.
@@ -301,6 +349,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int64("max_ahead_ms", c.Policy.MaxAhead.Milliseconds()),
 		slog.String("sealing", c.sealing()),
 		slog.String("destination_pepper", set(c.DestinationPepper != nil)),
+		slog.String("fingerprint_key", set(c.FingerprintKey != nil)),
 		slog.String("log_level", c.LogLevel.String()),
 	)
 }

@@ -17,6 +17,7 @@ import (
 const (
 	localKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // "0123456789abcdef0123456789abcdef"
 	pepper   = "pepper-0123456789-secret"
+	fpKey    = "fingerprint-key-0123456789-abcdef-secret"
 )
 
 func env(m map[string]string) func(string) string {
@@ -29,6 +30,7 @@ func intakeEnv() map[string]string {
 		config.EnvDispatchQueueURL:   "http://127.0.0.1:5000/000000000000/dispatch",
 		config.EnvSealLocalKey:       localKey,
 		config.EnvDestinationPepper:  pepper,
+		config.EnvFingerprintKey:     fpKey,
 	}
 }
 
@@ -43,6 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 		Policy:             notify.DefaultPolicy(),
 		SealLocalKey:       []byte("0123456789abcdef0123456789abcdef"),
 		DestinationPepper:  []byte(pepper),
+		FingerprintKey:     []byte(fpKey),
 		LogLevel:           slog.LevelInfo,
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -61,6 +64,7 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvMaxAheadHours:       "2",
 		config.EnvSealKMSKeyID:        "alias/resetnotify",
 		config.EnvDestinationPepper:   pepper,
+		config.EnvFingerprintKeyParam: "/resetnotify/request-fingerprint-key",
 		config.EnvLogLevel:            "DEBUG",
 	}
 	got, err := config.Load(env(e), config.NeedIntake|config.NeedAuditTable)
@@ -75,7 +79,8 @@ func TestLoadEverything(t *testing.T) {
 	want := config.Config{
 		NotificationsTable: "n", AuditTable: "a", DispatchQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/q",
 		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
-		LogLevel: slog.LevelDebug,
+		FingerprintKeyParam: "/resetnotify/request-fingerprint-key",
+		LogLevel:            slog.LevelDebug,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Load (-want +got):\n%s", d)
@@ -95,19 +100,6 @@ func TestLoadPepperParam(t *testing.T) {
 	}
 }
 
-func TestLoadZeroMarginAndGrace(t *testing.T) {
-	e := intakeEnv()
-	e[config.EnvSafetyMarginSeconds] = "0"
-	e[config.EnvStatusGraceHours] = "0"
-	got, err := config.Load(env(e), config.NeedIntake)
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	if got.Policy.SafetyMargin != 0 || got.Policy.StatusGrace != 0 {
-		t.Errorf("policy = %+v, want zero margin and grace", got.Policy)
-	}
-}
-
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -122,6 +114,24 @@ func TestLoadErrors(t *testing.T) {
 		{"margin not a number", func(e map[string]string) { e[config.EnvSafetyMarginSeconds] = "1m" }, config.NeedIntake, []string{config.EnvSafetyMarginSeconds}},
 		{"margin negative", func(e map[string]string) { e[config.EnvSafetyMarginSeconds] = "-5" }, config.NeedIntake, []string{config.EnvSafetyMarginSeconds}},
 		{"grace not a number", func(e map[string]string) { e[config.EnvStatusGraceHours] = "1.5" }, config.NeedIntake, []string{config.EnvStatusGraceHours}},
+		// A zero margin sends at the moment of expiry; a zero grace lets TTL purge an open record.
+		{"margin zero", func(e map[string]string) { e[config.EnvSafetyMarginSeconds] = "0" }, config.NeedIntake, []string{config.EnvSafetyMarginSeconds}},
+		{"grace zero", func(e map[string]string) { e[config.EnvStatusGraceHours] = "0" }, config.NeedIntake, []string{config.EnvStatusGraceHours}},
+		{"margin zero in a worker", func(e map[string]string) { e[config.EnvSafetyMarginSeconds] = "0" }, config.NeedSweeper, []string{config.EnvSafetyMarginSeconds}},
+		{"missing fingerprint key", func(e map[string]string) { delete(e, config.EnvFingerprintKey) }, config.NeedIntake, []string{config.EnvFingerprintKey, config.EnvFingerprintKeyParam}},
+		{"short fingerprint key", func(e map[string]string) { e[config.EnvFingerprintKey] = "fingerprint-key-short" }, config.NeedIntake, []string{config.EnvFingerprintKey}},
+		{"fingerprint key is the pepper", func(e map[string]string) {
+			e[config.EnvFingerprintKey] = "the-same-secret-for-both-0123456789"
+			e[config.EnvDestinationPepper] = "the-same-secret-for-both-0123456789"
+		}, config.NeedIntake, []string{config.EnvFingerprintKey, config.EnvDestinationPepper}},
+		{"fingerprint key is the sealing key", func(e map[string]string) { e[config.EnvFingerprintKey] = "0123456789abcdef0123456789abcdef" }, config.NeedIntake, []string{config.EnvFingerprintKey, config.EnvSealLocalKey}},
+		{"fingerprint key is the sealing key's base64", func(e map[string]string) { e[config.EnvFingerprintKey] = localKey }, config.NeedIntake, []string{config.EnvFingerprintKey, config.EnvSealLocalKey}},
+		{"fingerprint key parameter is the pepper's", func(e map[string]string) {
+			delete(e, config.EnvFingerprintKey)
+			delete(e, config.EnvDestinationPepper)
+			e[config.EnvFingerprintKeyParam] = "/resetnotify/secret"
+			e[config.EnvDestinationPepperParam] = "/resetnotify/secret"
+		}, config.NeedIntake, []string{config.EnvFingerprintKeyParam, config.EnvDestinationPepperParam}},
 		{"max ahead zero", func(e map[string]string) { e[config.EnvMaxAheadHours] = "0" }, config.NeedIntake, []string{config.EnvMaxAheadHours}},
 		{"max ahead below margin", func(e map[string]string) {
 			e[config.EnvMaxAheadHours] = "1"
@@ -182,7 +192,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "config", c)
 	outs := []string{buf.String(), c.String(), fmt.Sprintf("%v %+v %#v %s", c, c, c, c)}
 	for _, out := range outs {
-		for _, secret := range []string{pepper, localKey, "0123456789abcdef"} {
+		for _, secret := range []string{pepper, localKey, "0123456789abcdef", fpKey} {
 			if strings.Contains(out, secret) {
 				t.Errorf("output holds a secret: %s", out)
 			}

@@ -100,7 +100,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	}
 	res := h.dispatch(ctx, ev)
 	resp := h.respond(res, requestID)
-	h.record(ctx, ev, res, requestID, time.Since(start))
+	h.record(ctx, obs.WithSecrets(h.log, requestSecrets(ev)...), ev, res, requestID, time.Since(start))
 	return resp, nil
 }
 
@@ -291,8 +291,9 @@ func (h *Handler) respond(res result, requestID string) events.APIGatewayV2HTTPR
 	return events.APIGatewayV2HTTPResponse{StatusCode: res.status, Headers: headers, Body: body}
 }
 
-// record writes the one log line and the request metric. Neither ever holds the body.
-func (h *Handler) record(ctx context.Context, ev events.APIGatewayV2HTTPRequest, res result, requestID string, latency time.Duration) {
+// record writes the one log line, through log (which masks the request's own secrets), and
+// the request metric. Neither ever holds the body.
+func (h *Handler) record(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest, res result, requestID string, latency time.Duration) {
 	attrs := []slog.Attr{
 		slog.String("method", methodOf(ev)),
 		slog.String("route", res.route),
@@ -315,7 +316,7 @@ func (h *Handler) record(ctx context.Context, ev events.APIGatewayV2HTTPRequest,
 			attrs = append(attrs, slog.String("error", res.cause.Error()))
 		}
 	}
-	h.log.LogAttrs(ctx, level, "request", attrs...)
+	log.LogAttrs(ctx, level, "request", attrs...)
 	h.metrics.Request(res.route, res.status, latency)
 }
 

@@ -51,7 +51,7 @@ func newFixture(t testing.TB) *fixture {
 		metrics: &syncBuffer{},
 	}
 	in := &notify.Intake{
-		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Queue: f.queue,
+		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: f.queue,
 		Clock: f.clock, Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 	}
 	f.h = httpapi.New(in, obs.NewLogger(f.logs, nil), &obs.Metrics{W: f.metrics, Function: "intake", Now: f.clock.Now})

@@ -81,14 +81,19 @@ func newRealFixture(t *testing.T) *realFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fingerprints, err := seal.NewRequestFingerprinter([]byte("integration-test-fingerprint-key-0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	in := &notify.Intake{
-		Store:  dynamostore.New(awsclient.DynamoDB(counted, os.Getenv(emulator.EnvDynamoDBEndpoint)), f.table),
-		Sealer: seal.New(keys),
-		Hasher: hasher,
-		Queue:  sqsqueue.New(awsclient.SQS(counted, os.Getenv(emulator.EnvSQSEndpoint)), f.queueURL),
-		Clock:  f.clock,
-		Policy: notify.DefaultPolicy(),
-		NewID:  func() string { return ulid.Make().String() },
+		Store:        dynamostore.New(awsclient.DynamoDB(counted, os.Getenv(emulator.EnvDynamoDBEndpoint)), f.table),
+		Sealer:       seal.New(keys),
+		Hasher:       hasher,
+		Fingerprints: fingerprints,
+		Queue:        sqsqueue.New(awsclient.SQS(counted, os.Getenv(emulator.EnvSQSEndpoint)), f.queueURL),
+		Clock:        f.clock,
+		Policy:       notify.DefaultPolicy(),
+		NewID:        func() string { return ulid.Make().String() },
 	}
 	f.h = httpapi.New(in, obs.NewLogger(f.logs, nil), nil)
 	return f

@@ -131,3 +131,41 @@ func TestNoSecretsLeak(t *testing.T) {
 		t.Error("the scenario did not log what it should have")
 	}
 }
+
+// TestLogMasksTheRequestsOwnValues: when a failure's cause quotes what the request carried,
+// in any form, the log line still holds none of it.
+func TestLogMasksTheRequestsOwnValues(t *testing.T) {
+	const code = "Q7K2M9"
+	otp := func(m map[string]any) {
+		m["purpose"], m["params"] = "one_time_code", map[string]any{"code": code}
+	}
+	tests := []struct {
+		name  string
+		cause string
+		body  string
+	}{
+		{"code in the cause", "store: item holds " + code, body(otp)},
+		{"number without its plus", "store: no route to " + strings.TrimPrefix(phone, "+"), body(otp)},
+		{"URL-encoded number", "store: to=" + url.QueryEscape(phone), body(otp)},
+		{"reset URL", "store: " + resetURL, body(nil)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.store.Err = errors.New(tc.cause)
+			resp := f.do(t, post(tc.body))
+			if resp.StatusCode != 500 {
+				t.Fatalf("status %d, want 500", resp.StatusCode)
+			}
+			logs := f.logs.String()
+			for _, s := range []string{code, strings.TrimPrefix(phone, "+"), "tok-SECRET-71c3"} {
+				if strings.Contains(logs, s) {
+					t.Errorf("log holds %q: %s", s, logs)
+				}
+			}
+			if !strings.Contains(logs, `"error":"intake.submit `) {
+				t.Errorf("the cause is not logged at all: %s", logs)
+			}
+		})
+	}
+}

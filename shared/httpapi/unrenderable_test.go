@@ -22,7 +22,7 @@ import (
 func TestUnrenderableMessageIsRefused(t *testing.T) {
 	store, queue := notifytest.NewStore(), &notifytest.Queue{}
 	in := &notify.Intake{
-		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Queue: queue,
+		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: queue,
 		Clock: notifytest.NewClock(t0), Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 		Messages: render.New(2),
 	}

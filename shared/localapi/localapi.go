@@ -8,6 +8,7 @@ package localapi
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -105,19 +106,40 @@ func explicitRoute(tpl *samtemplate.Template, id string) (Route, error) {
 	return Route{Function: f[1], Method: strings.ToUpper(method), Path: p}, nil
 }
 
+// The request limits of AWS that the server applies, so that an oversized request gets the
+// answer API Gateway gives instead of an emulator's error.
+const (
+	// MaxAPIBody is API Gateway's limit on a request body (10 MB); a larger one is refused
+	// with 413 before any function runs.
+	MaxAPIBody = 10 << 20
+	// MaxInvokePayload is Lambda's limit on a synchronous invocation's payload: the whole
+	// event as JSON, a base64-encoded body included. API Gateway accepts a body under
+	// MaxAPIBody whose event is larger, Lambda refuses the invocation, and the caller gets
+	// 413 "Request Too Long"; the function never runs.
+	MaxInvokePayload = 6 << 20
+)
+
+// Answers to oversized requests, in API Gateway's words.
+const (
+	bodyTooLarge    = `{"message":"Request Entity Too Large"}`
+	payloadTooLarge = `{"message":"Request Too Long"}`
+)
+
 // Server turns HTTP requests into HTTP API v2 events for the handlers of matching routes.
 type Server struct {
 	routes   []Route
 	handlers map[string]HandlerFunc // by function logical ID
-	// MaxBody bounds how much of a request body is read; API Gateway's own limit is 10 MB.
+	// MaxBody bounds how much of a request body is read (MaxAPIBody).
 	MaxBody int64
-	seq     atomic.Int64
+	// MaxPayload bounds the size of the event as JSON (MaxInvokePayload).
+	MaxPayload int
+	seq        atomic.Int64
 }
 
 // NewServer returns a server for routes whose functions have a handler in handlers. A route
 // whose function has no handler answers 501, so a missing wiring is visible.
 func NewServer(routes []Route, handlers map[string]HandlerFunc) *Server {
-	return &Server{routes: routes, handlers: handlers, MaxBody: 10 << 20}
+	return &Server{routes: routes, handlers: handlers, MaxBody: MaxAPIBody, MaxPayload: MaxInvokePayload}
 }
 
 // ServeHTTP implements http.Handler.
@@ -134,10 +156,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.MaxBody+1))
 	if err != nil || int64(len(body)) > s.MaxBody {
-		http.Error(w, `{"message":"Request Entity Too Large"}`, http.StatusRequestEntityTooLarge)
+		writeError(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
 		return
 	}
 	ev := s.event(r, route, params, body)
+	if len(body) > s.MaxPayload/2 { // only a large body can make the event too large
+		if raw, err := json.Marshal(ev); err != nil || len(raw) > s.MaxPayload {
+			writeError(w, http.StatusRequestEntityTooLarge, payloadTooLarge)
+			return
+		}
+	}
 	resp, err := h(r.Context(), ev)
 	if err != nil {
 		// API Gateway answers a function error with a bare 500; so do we.
@@ -234,6 +262,13 @@ func (s *Server) event(r *http.Request, route Route, params map[string]string, b
 		}
 	}
 	return ev
+}
+
+// writeError answers with one of API Gateway's own JSON errors.
+func writeError(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
 }
 
 func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {

@@ -143,7 +143,7 @@ func TestRoutesSameInEveryForm(t *testing.T) {
 		{Function: "IntakeFunction", Method: "DELETE", Path: "/v1/notifications/{key}"},
 		{Function: "IntakeFunction", Method: "GET", Path: "/v1/notifications/{key}"},
 		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications"},
-		{Function: "ProviderEventsFunction", Method: "POST", Path: "/v1/provider-events/simulator"},
+		{Function: "SimulatorWebhookFunction", Method: "POST", Path: "/v1/provider-events/simulator"},
 	}
 	written, err := RoutesFromTemplate(tpl)
 	if err != nil {
@@ -154,9 +154,9 @@ func TestRoutesSameInEveryForm(t *testing.T) {
 	}
 
 	python := testenv.Tool(t, "venv/bin/python")
-	out, err := exec.Command(python, "../../infra/sam-expand.py", tpl).Output()
+	out, err := exec.Command(python, "../../infra/expand-template.py", tpl).Output()
 	if err != nil {
-		t.Fatalf("sam-expand.py: %v", err)
+		t.Fatalf("expand-template.py: %v", err)
 	}
 	expanded := filepath.Join(t.TempDir(), "expanded.json")
 	if err := os.WriteFile(expanded, out, 0o600); err != nil {
@@ -222,5 +222,52 @@ func TestRoutesAsSAMLocalServesThem(t *testing.T) {
 	got := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sam local start-api routes (-cmd/local +SAM CLI):\n%s", diff)
+	}
+}
+
+// TestOversizedBodiesAnswerAsAPIGateway: a body over API Gateway's 10 MB, and one under it
+// whose event is over Lambda's 6 MB invocation limit (also when base64 makes it so), get 413
+// with API Gateway's message, and no handler runs; a large body within both limits reaches
+// the handler.
+func TestOversizedBodiesAnswerAsAPIGateway(t *testing.T) {
+	calls := 0
+	srv := httptest.NewServer(NewServer([]Route{{Function: "F", Method: "POST", Path: "/x"}}, map[string]HandlerFunc{
+		"F": func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			calls++
+			return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+		},
+	}))
+	defer srv.Close()
+	binary := func(n int) string { return strings.Repeat("\xff", n) } // not UTF-8: base64 in the event
+	tests := []struct {
+		name       string
+		body       string
+		wantStatus int
+		wantBody   string
+		wantCalled bool
+	}{
+		{"11 MB", strings.Repeat("a", 11<<20), 413, `{"message":"Request Entity Too Large"}`, false},
+		{"7 MB, text", strings.Repeat("a", 7<<20), 413, `{"message":"Request Too Long"}`, false},
+		{"6 MB, text", strings.Repeat("a", MaxInvokePayload), 413, `{"message":"Request Too Long"}`, false},
+		{"5 MB binary, 6.7 MB as base64", binary(5 << 20), 413, `{"message":"Request Too Long"}`, false},
+		{"5 MB, text", strings.Repeat("a", 5<<20), 200, "", true},
+		{"4 MB binary", binary(4 << 20), 200, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			calls = 0
+			resp, err := http.Post(srv.URL+"/x", "application/octet-stream", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus || (tc.wantBody != "" && string(b) != tc.wantBody) {
+				t.Errorf("answer %d %s, want %d %s", resp.StatusCode, b, tc.wantStatus, tc.wantBody)
+			}
+			if (calls == 1) != tc.wantCalled {
+				t.Errorf("handler called %d times", calls)
+			}
+		})
 	}
 }

@@ -18,14 +18,14 @@ func BenchmarkParseRequest(b *testing.B) {
 	}
 }
 
-func BenchmarkFingerprint(b *testing.B) {
+func BenchmarkCanonical(b *testing.B) {
 	req, err := notify.ParseRequest(body(nil), "k", t0, notify.DefaultPolicy())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = req.Fingerprint()
+		_ = req.Canonical()
 	}
 }
 

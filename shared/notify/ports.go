@@ -38,6 +38,18 @@ type DestinationHasher interface {
 	DestinationFP(e164 string) string
 }
 
+// RequestHasher computes the request fingerprint stored on a record: a keyed hash of the
+// request's canonical form (Request.Canonical). An unkeyed hash would let anyone who can read
+// the table, and knows a customer's number and the record's plain fields, recover a short code
+// by hashing every candidate.
+type RequestHasher interface {
+	// RequestFP returns the fingerprint to store for canonical.
+	RequestFP(canonical []byte) string
+	// SameRequest reports whether stored, a fingerprint read from a record, was computed
+	// from canonical.
+	SameRequest(stored string, canonical []byte) bool
+}
+
 // Message is all a queue ever carries: which record, and which version of it was current.
 type Message struct {
 	IdempotencyKey string `json:"idempotency_key"`

@@ -56,11 +56,13 @@ type Record struct {
 }
 
 // Admission is everything needed to admit a request besides the request itself. Sealing and
-// fingerprinting the destination are adapters' work, done before admission.
+// the keyed fingerprints of the destination and of the request are adapters' work, done
+// before admission.
 type Admission struct {
-	NotificationID string
-	Sealed         []byte
-	DestinationFP  string
+	NotificationID     string
+	Sealed             []byte
+	DestinationFP      string
+	RequestFingerprint string
 }
 
 // NewRecord returns the first version of the record for req, admitted at now. A request whose
@@ -83,7 +85,7 @@ func NewRecord(req Request, a Admission, now time.Time, p Policy) Record {
 		DispatchDeadline:   deadline,
 		PolicyVersion:      p.Version,
 		SafetyMargin:       p.SafetyMargin,
-		RequestFingerprint: req.Fingerprint(),
+		RequestFingerprint: a.RequestFingerprint,
 		Sealed:             a.Sealed,
 		DestinationFP:      a.DestinationFP,
 		NextActionAt:       earliest(now.Add(p.SweepAfter), deadline),

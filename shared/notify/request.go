@@ -2,8 +2,6 @@ package notify
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,9 +121,14 @@ type wireRequest struct {
 
 // ParseRequest decodes and validates a request body. headerKey is the Idempotency-Key header
 // ("" when absent). Unknown fields are refused; the key comes from the header, else the body,
-// else it is derived as <event_id>:<channel>:<purpose>. The returned error is always a
-// *ValidationError and never contains a submitted value.
+// else it is derived as <event_id>:<channel>:<purpose>. A body that is JSON null, or whose
+// objects repeat a member name (compared without regard to case, as encoding/json matches
+// fields), is malformed. The returned error is always a *ValidationError and never contains a
+// submitted value.
 func ParseRequest(body []byte, headerKey string, now time.Time, p Policy) (Request, error) {
+	if err := checkStrictJSON(body); err != nil {
+		return Request{}, &ValidationError{Kind: ProblemMalformed, Fields: []FieldError{{Field: "body", Detail: err.Error()}}}
+	}
 	var w wireRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -310,10 +313,11 @@ func safeName(name string) string {
 	return name
 }
 
-// Fingerprint returns the SHA-256, hex-encoded, of the canonical form of the request: every
-// field but the idempotency key, with keys sorted and the expiry in UTC. Two requests with the
-// same key must have the same fingerprint to count as a replay.
-func (r Request) Fingerprint() string {
+// Canonical returns the canonical form of the request that its fingerprint is computed from:
+// the JSON of every field but the idempotency key, with keys sorted and the expiry in UTC. Two
+// requests with the same key must have the same canonical form to count as a replay. It holds
+// the number and the params: it is hashed under a secret key (RequestHasher), never stored.
+func (r Request) Canonical() []byte {
 	canonical := struct {
 		Channel   string            `json:"channel"`
 		EventID   string            `json:"event_id"`
@@ -327,6 +331,5 @@ func (r Request) Fingerprint() string {
 	if err != nil {
 		panic("notify: marshal canonical request: " + err.Error()) // strings and a map of strings always marshal
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return b
 }

@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -22,6 +23,13 @@ func body(mod func(m map[string]any)) []byte {
 		mod(m)
 	}
 	return mustJSON(m)
+}
+
+// dup returns body(mod) with members, raw JSON, inserted first: a way to build what a map
+// cannot hold, such as a member named twice.
+func dup(members string, mod func(m map[string]any)) []byte {
+	b := body(mod)
+	return append([]byte("{"+members+","), b[1:]...)
 }
 
 func TestParseRequestValid(t *testing.T) {
@@ -76,6 +84,15 @@ func TestParseRequestRefusals(t *testing.T) {
 		{"empty", []byte(``), "", notify.ProblemMalformed, "body"},
 		{"array", []byte(`[1,2]`), "", notify.ProblemMalformed, "body"},
 		{"two objects", append(body(nil), body(nil)...), "", notify.ProblemMalformed, "body"},
+		{"null", []byte(`null`), "", notify.ProblemMalformed, "body"},
+		{"null with spaces", []byte(" null \n"), "", notify.ProblemMalformed, "body"},
+		{"duplicate to", dup(`"to":"+14155550199"`, nil), "", notify.ProblemMalformed, "body"},
+		{"duplicate to in another case", dup(`"TO":"+14155550199"`, nil), "", notify.ProblemMalformed, "body"},
+		{"duplicate params with a long s", dup(`"paramſ":{"code":"9999"}`, nil), "", notify.ProblemMalformed, "body"},
+		{"duplicate param", dup(`"params":{"code":"1234","code":"5678"}`, func(m map[string]any) { delete(m, "params") }), "", notify.ProblemMalformed, "body"},
+		{"duplicate idempotency_key", dup(`"idempotency_key":"k-1","idempotency_key":"k-2"`, nil), "", notify.ProblemMalformed, "body"},
+		// The same name in two different objects is no duplicate: this is an unknown field.
+		{"param name at top level", dup(`"reset_url":"https://x.example/"`, nil), "", notify.ProblemInvalid, "reset_url"},
 		{"missing to", body(func(m map[string]any) { delete(m, "to") }), "", notify.ProblemInvalid, "to"},
 		{"missing event", body(func(m map[string]any) { delete(m, "event_id") }), "", notify.ProblemInvalid, "event_id"},
 		{"unknown field", body(func(m map[string]any) { m["extra"] = 1 }), "", notify.ProblemInvalid, "extra"},
@@ -134,26 +151,26 @@ func hasField(ve *notify.ValidationError, name string) bool {
 	return false
 }
 
-func TestFingerprint(t *testing.T) {
+func TestCanonical(t *testing.T) {
 	p := notify.DefaultPolicy()
 	a, err := notify.ParseRequest(body(nil), "k", t0, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Same instant in another zone, same fields in another order: same fingerprint.
+	// Same instant in another zone, same fields in another order: same canonical form.
 	b, err := notify.ParseRequest([]byte(`{"to":"+14155550100","params":{"reset_url":"https://shop.example/r/abc"},"purpose":"password_reset","channel":"sms","event_id":"evt-1","locale":"en","expires_at":"`+t0.Add(15*time.Minute).In(time.FixedZone("X", 3600)).Format(time.RFC3339)+`"}`), "other-key", t0, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Fingerprint() != b.Fingerprint() {
-		t.Error("equivalent requests have different fingerprints")
+	if !bytes.Equal(a.Canonical(), b.Canonical()) {
+		t.Errorf("equivalent requests have different canonical forms:\n%s\n%s", a.Canonical(), b.Canonical())
 	}
 	c, _ := notify.ParseRequest(body(func(m map[string]any) { m["to"] = "+14155550101" }), "k", t0, p)
-	if a.Fingerprint() == c.Fingerprint() {
-		t.Error("different destination, same fingerprint")
+	if bytes.Equal(a.Canonical(), c.Canonical()) {
+		t.Error("different destination, same canonical form")
 	}
-	if len(a.Fingerprint()) != 64 {
-		t.Errorf("fingerprint %q is not hex SHA-256", a.Fingerprint())
+	if bytes.Contains(a.Canonical(), []byte(`"k"`)) {
+		t.Errorf("canonical form %s holds the idempotency key", a.Canonical())
 	}
 }
 

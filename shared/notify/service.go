@@ -18,9 +18,11 @@ type Intake struct {
 	Store  Store
 	Sealer Sealer
 	Hasher DestinationHasher
-	Queue  Enqueuer
-	Clock  Clock
-	Policy Policy
+	// Fingerprints keys the request fingerprint that tells a replay from a key reuse.
+	Fingerprints RequestHasher
+	Queue        Enqueuer
+	Clock        Clock
+	Policy       Policy
 	// NewID returns a fresh, sortable notification ID (a ULID in production).
 	NewID func() string
 	// Messages, when set, refuses a request whose message cannot be rendered.
@@ -58,17 +60,19 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, fmt.Errorf("intake.submit seal: %w", err)
 	}
+	canonical := req.Canonical()
 	rec := NewRecord(req, Admission{
-		NotificationID: in.NewID(),
-		Sealed:         sealed,
-		DestinationFP:  in.Hasher.DestinationFP(req.To),
+		NotificationID:     in.NewID(),
+		Sealed:             sealed,
+		DestinationFP:      in.Hasher.DestinationFP(req.To),
+		RequestFingerprint: in.Fingerprints.RequestFP(canonical),
 	}, now, in.Policy)
 	rec.Actor = in.actor(ctx)
 	stored, created, err := in.Store.Admit(ctx, rec)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
-	if !created && stored.RequestFingerprint != rec.RequestFingerprint {
+	if !created && !in.Fingerprints.SameRequest(stored.RequestFingerprint, canonical) {
 		return Submitted{Record: stored, Replayed: true}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, ErrKeyReuse)
 	}
 	out := Submitted{Record: stored, Replayed: !created}

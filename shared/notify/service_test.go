@@ -22,7 +22,7 @@ type intakeFixture struct {
 func newIntake() intakeFixture {
 	f := intakeFixture{store: notifytest.NewStore(), queue: &notifytest.Queue{}, clock: notifytest.NewClock(t0)}
 	f.in = &notify.Intake{
-		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Queue: f.queue,
+		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: f.queue,
 		Clock: f.clock, Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 	}
 	return f

@@ -5,7 +5,10 @@
 // The guard is a second line of defence. Code must never log a phone number, a param, a
 // request body or a sealed payload in the first place; the guard blanks attributes whose name
 // says they hold one, and masks anything in a logged string or error that looks like an E.164
-// number or a URL, so a mistake does not become a leak.
+// number (with +, %2B, 00 or nothing before it, with or without spaces, dots, dashes or
+// brackets between the digits) or a URL, so a mistake does not become a leak. WithSecrets
+// adds the exact values one request carried (its number and every param value), masked
+// wherever they appear.
 package obs
 
 import (
@@ -28,19 +31,22 @@ var sensitiveKeys = map[string]bool{
 }
 
 var (
-	// e164Like matches a + followed by 7 to 15 digits, with or without separators between them.
-	e164Like = regexp.MustCompile(`\+[1-9](?:[\s.()-]{0,2}[0-9]){6,14}`)
+	// e164Like matches an E.164 number written with an international prefix (+, its URL
+	// encoding %2B, or 00): 7 to 15 digits, the first not 0, separators allowed between them.
+	e164Like = regexp.MustCompile(`(?i)(?:\+|%2B|\b00)[\s(]{0,2}[1-9](?:[\s.()-]{0,2}[0-9]){6,14}`)
+	// bareE164Like matches one written without a prefix: 10 to 15 digits, the first not 0,
+	// not inside a longer run of letters or digits (so dates, stream sequence numbers and
+	// zero-padded versions pass). Group 1 and 2 keep the characters around it.
+	bareE164Like = regexp.MustCompile(`(^|[^0-9A-Za-z+%])([1-9](?:[\s.()-]{0,2}[0-9]){9,14})([^0-9A-Za-z]|$)`)
 	// urlLike matches an absolute http(s) URL up to the next space or quote.
 	urlLike = regexp.MustCompile(`(?i)\bhttps?:(?://|%2F%2F|\\/\\/)[^\s"'<>]*`)
 )
 
 // Redact returns s with everything that looks like an E.164 number or an http(s) URL masked.
 func Redact(s string) string {
-	if !strings.ContainsAny(s, "+:") {
-		return s
-	}
 	s = urlLike.ReplaceAllString(s, Redacted)
-	return e164Like.ReplaceAllString(s, Redacted)
+	s = e164Like.ReplaceAllString(s, Redacted)
+	return bareE164Like.ReplaceAllString(s, "${1}"+Redacted+"${3}")
 }
 
 // NewLogger returns a JSON logger writing to w at level, with the redaction guard installed.

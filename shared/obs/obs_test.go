@@ -24,6 +24,26 @@ func TestRedact(t *testing.T) {
 		{`{"u":"HTTP://x.example/a"}`, `{"u":"[REDACTED]"}`},
 		{"escaped https:\\/\\/x.example\\/r", "escaped [REDACTED]"},
 		{"key a:b:c v+3", "key a:b:c v+3"},
+		// Every common way to write an E.164 number.
+		{"to 447700900123 now", "to [REDACTED] now"},
+		{"15555550100", "[REDACTED]"},
+		{"to=%2B447700900123&x=1", "to=[REDACTED]&x=1"},
+		{"to=%2b447700900123", "to=[REDACTED]"},
+		{"+44 7700 900123", "[REDACTED]"},
+		{"+44-7700-900123.", "[REDACTED]."},
+		{"0044 7700 900123", "[REDACTED]"},
+		{"(+44) 7700 900123", "([REDACTED]"},
+		{"1 555 555 0100", "[REDACTED]"},
+		{"44 7700 900 123", "[REDACTED]"},
+		{`{"to":"447700900123"}`, `{"to":"[REDACTED]"}`},
+		{"dial +4791234567 failed", "dial [REDACTED] failed"},
+		// Numbers that are not phone numbers stay readable.
+		{"at 2026-12-01T19:20:00Z", "at 2026-12-01T19:20:00Z"},
+		{"seq order-7781#0000000003", "seq order-7781#0000000003"},
+		{"shard 49668123456789012345678901234", "shard 49668123456789012345678901234"},
+		{"id 01JD3K5M7N8P9Q2R3S4T5V6W7X", "id 01JD3K5M7N8P9Q2R3S4T5V6W7X"},
+		{"processed 1234567 items", "processed 1234567 items"},
+		{"v1.25.1 on 127.0.0.1:8000", "v1.25.1 on 127.0.0.1:8000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -173,3 +193,53 @@ func TestMetricsRollup(t *testing.T) {
 		})
 	}
 }
+
+func TestWithSecrets(t *testing.T) {
+	const (
+		to   = "+447700900123"
+		code = "Q7K2M9"
+		link = "https://shop.example/reset/tok-71c3"
+	)
+	tests := []struct {
+		name string
+		log  func(*slog.Logger)
+	}{
+		{"message", func(l *slog.Logger) { l.Info("code " + code + " sent") }},
+		{"string attribute", func(l *slog.Logger) { l.Info("x", "note", "the code is "+code) }},
+		{"error", func(l *slog.Logger) { l.Error("x", "err", fmt.Errorf("render %q: %w", code, errors.New("too long"))) }},
+		{"group", func(l *slog.Logger) { l.Info("x", slog.Group("g", "inner", "c="+code)) }},
+		{"stringer", func(l *slog.Logger) { l.Info("x", "s", codeStringer(code)) }},
+		{"With attributes", func(l *slog.Logger) { l.With("carried", code).Info("x") }},
+		{"number without its plus", func(l *slog.Logger) { l.Info("x", "n", "dest 447700900123") }},
+		{"number in the message", func(l *slog.Logger) { l.Info("sending to " + to) }},
+		{"link", func(l *slog.Logger) { l.Info("x", "note", "opened "+link) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tc.log(obs.WithSecrets(obs.NewLogger(&buf, slog.LevelDebug), to, strings.TrimPrefix(to, "+"), code, link, ""))
+			out := buf.String()
+			for _, s := range []string{code, "447700900123", "tok-71c3"} {
+				if strings.Contains(out, s) {
+					t.Errorf("log line holds %q: %s", s, out)
+				}
+			}
+			if !strings.Contains(out, obs.Redacted) {
+				t.Errorf("nothing masked: %s", out)
+			}
+		})
+	}
+	// A short code is masked too, though no pattern would know it for a secret.
+	var buf bytes.Buffer
+	obs.WithSecrets(obs.NewLogger(&buf, slog.LevelDebug), "4821").Info("x", "note", "otp 4821 ok", "status", 4821)
+	if strings.Contains(buf.String(), "otp 4821") || !strings.Contains(buf.String(), `"status":4821`) {
+		t.Errorf("short secret: %s", buf.String())
+	}
+	if l := obs.NewLogger(&buf, slog.LevelInfo); obs.WithSecrets(l) != l || obs.WithSecrets(l, "") != l {
+		t.Error("WithSecrets without secrets wraps the logger")
+	}
+}
+
+type codeStringer string
+
+func (c codeStringer) String() string { return "code=" + string(c) }

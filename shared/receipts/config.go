@@ -15,8 +15,12 @@ const (
 	EnvTable = "RECEIPTS_TABLE"
 	// EnvRetentionDays is how many days a receipt is kept (default 7).
 	EnvRetentionDays = "RECEIPT_RETENTION_DAYS"
-	// EnvWebhookToken is the shared token of the simulator's webhook. Empty disables it.
+	// EnvWebhookToken is the shared token of the simulator's webhook, for local runs. Empty
+	// (and no EnvWebhookTokenParam) disables the webhook.
 	EnvWebhookToken = "SIMULATOR_WEBHOOK_TOKEN"
+	// EnvWebhookTokenParam names the SSM SecureString that holds the token in AWS; the
+	// wiring reads it once at cold start.
+	EnvWebhookTokenParam = "SIMULATOR_WEBHOOK_TOKEN_PARAM"
 )
 
 // MinWebhookTokenLen is the shortest webhook token accepted, in bytes.
@@ -27,6 +31,9 @@ type Config struct {
 	Table        string
 	Retention    time.Duration
 	WebhookToken []byte
+	// WebhookTokenParam names the SSM SecureString of the token; used when WebhookToken is
+	// empty.
+	WebhookTokenParam string
 }
 
 // ConfigFromEnv reads the variables through getenv. RECEIPTS_TABLE is required only when
@@ -51,6 +58,8 @@ func ConfigFromEnv(getenv func(string) string, needTable bool) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s must be at least %d bytes", EnvWebhookToken, MinWebhookTokenLen))
 		}
 		c.WebhookToken = []byte(v)
+	} else {
+		c.WebhookTokenParam = get(EnvWebhookTokenParam)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("receipts.config: %w", err)
@@ -61,8 +70,11 @@ func ConfigFromEnv(getenv func(string) string, needTable bool) (Config, error) {
 // String describes the configuration without the token.
 func (c Config) String() string {
 	webhook := "disabled"
-	if len(c.WebhookToken) > 0 {
+	switch {
+	case len(c.WebhookToken) > 0:
 		webhook = "enabled"
+	case c.WebhookTokenParam != "":
+		webhook = "token-from-ssm"
 	}
 	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s", c.Table, c.Retention, webhook)
 }

@@ -21,6 +21,11 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "everything", env: map[string]string{receipts.EnvTable: "r", receipts.EnvRetentionDays: "3", receipts.EnvWebhookToken: token},
 			want: receipts.Config{Table: "r", Retention: 72 * time.Hour, WebhookToken: []byte(token)}},
 		{name: "table optional for readers", want: receipts.Config{Retention: receipts.DefaultRetention}},
+		// In AWS the token is an SSM SecureString: the variable names it.
+		{name: "token parameter", env: map[string]string{receipts.EnvTable: "r", receipts.EnvWebhookTokenParam: "/resetnotify/simulator-webhook-token"},
+			want: receipts.Config{Table: "r", Retention: receipts.DefaultRetention, WebhookTokenParam: "/resetnotify/simulator-webhook-token"}},
+		{name: "a local token wins over the parameter", env: map[string]string{receipts.EnvTable: "r", receipts.EnvWebhookToken: token, receipts.EnvWebhookTokenParam: "/p"},
+			want: receipts.Config{Table: "r", Retention: receipts.DefaultRetention, WebhookToken: []byte(token)}},
 		{name: "missing table", needTable: true, wantErr: []string{receipts.EnvTable}},
 		{name: "bad values", env: map[string]string{receipts.EnvTable: "r", receipts.EnvRetentionDays: "0", receipts.EnvWebhookToken: "tiny"},
 			wantErr: []string{receipts.EnvRetentionDays, receipts.EnvWebhookToken}},

@@ -325,7 +325,7 @@ func TestSimulatorWebhookEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer(localapi.NewServer(routes, map[string]localapi.HandlerFunc{"ProviderEventsFunction": h.HandleSimulatorWebhook}))
+	api := httptest.NewServer(localapi.NewServer(routes, map[string]localapi.HandlerFunc{"SimulatorWebhookFunction": h.HandleSimulatorWebhook}))
 	t.Cleanup(api.Close)
 
 	sim, simURL := smssimtest.Start(t, smssim.Config{

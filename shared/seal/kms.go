@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,6 +24,10 @@ var _ KMSAPI = (*kms.Client)(nil)
 // encryptionContext is sent with every KMS call, so a data key made for sealing cannot be
 // decrypted for another use, and CloudTrail shows what each call was for.
 var encryptionContext = map[string]string{"app": "resetnotify", "use": "seal"}
+
+// EncryptionContext returns a copy of the encryption context every KMS call carries. The IAM
+// conditions of template.yaml must require exactly it (a test checks them).
+func EncryptionContext() map[string]string { return maps.Clone(encryptionContext) }
 
 // DefaultKMSCacheSize bounds how many decrypted data keys KMSKeys keeps.
 const DefaultKMSCacheSize = 256

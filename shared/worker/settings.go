@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
@@ -19,6 +20,9 @@ const MaxQueueDelay = sqsqueue.MaxDelay
 // ProviderTimeout by at least this much, so a live worker always records its outcome before
 // its lease can be reclaimed.
 const LeaseMargin = 5 * time.Second
+
+// SweepInterval is how often the sweeper runs: the rate(1 minute) schedule of template.yaml.
+const SweepInterval = time.Minute
 
 // Settings are the workers' timings and bounds. DefaultSettings gives working values; config
 // overrides them from the environment.
@@ -109,6 +113,28 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("worker.settings: %w", err)
 	}
 	return nil
+}
+
+// OpenAfterDeadline returns the longest a record can stay non-terminal after its dispatch
+// deadline: a lease taken just before the deadline runs Lease longer; the sweeper sees it run
+// out within SweepGrace and one SweepInterval; reconciliation then waits out the visibility
+// window and makes one lookup (ProviderTimeout); should that message be lost, the sweeper
+// finds the record once more. DynamoDB's TTL must not remove a record before then.
+func (s Settings) OpenAfterDeadline() time.Duration {
+	return s.Lease + 2*(s.SweepGrace+SweepInterval) + s.Visibility + s.ProviderTimeout
+}
+
+// CheckRetention reports a policy under which TTL could remove a record that is still open:
+// the record's TTL is expires_at + StatusGrace, that is its deadline + SafetyMargin +
+// StatusGrace, and it must not come before OpenAfterDeadline has passed. The error names the
+// variables to change.
+func CheckRetention(p notify.Policy, s Settings) error {
+	if p.SafetyMargin+p.StatusGrace >= s.OpenAfterDeadline() {
+		return nil
+	}
+	return fmt.Errorf("worker.settings: %s (%s) plus %s (%s) is shorter than the lease and reconciliation horizon %s (%s, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, the sweeper's grace and schedule): TTL could remove a record that is still open; raise %s",
+		config.EnvStatusGraceHours, p.StatusGrace, config.EnvSafetyMarginSeconds, p.SafetyMargin, s.OpenAfterDeadline(),
+		config.EnvLeaseSeconds, config.EnvStatusGraceHours)
 }
 
 // backoff returns the jittered wait after the nth failure (n ≥ 1): "equal jitter", a uniform

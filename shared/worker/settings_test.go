@@ -94,3 +94,68 @@ func TestSettingsValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckRetention(t *testing.T) {
+	d := worker.DefaultSettings()
+	horizon := d.OpenAfterDeadline()
+	tests := []struct {
+		name    string
+		margin  time.Duration
+		grace   time.Duration
+		change  func(*worker.Settings)
+		refused bool
+	}{
+		{"defaults", time.Minute, 24 * time.Hour, nil, false},
+		{"margin and grace exactly the horizon", time.Minute, horizon - time.Minute, nil, false},
+		{"one second short", time.Minute, horizon - time.Minute - time.Second, nil, true},
+		{"no grace", time.Minute, 0, nil, true},
+		{"an hour's grace and an hour's visibility window", time.Minute, time.Hour,
+			func(s *worker.Settings) { s.Visibility = time.Hour }, true},
+		{"an hour's grace and a long lease", time.Minute, time.Hour,
+			func(s *worker.Settings) { s.Lease = 59 * time.Minute }, true},
+		{"two hours' grace and an hour's visibility window", time.Minute, 2 * time.Hour,
+			func(s *worker.Settings) { s.Visibility = time.Hour }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := worker.DefaultSettings()
+			if tc.change != nil {
+				tc.change(&s)
+			}
+			p := notify.DefaultPolicy()
+			p.SafetyMargin, p.StatusGrace = tc.margin, tc.grace
+			err := worker.CheckRetention(p, s)
+			if (err != nil) != tc.refused {
+				t.Fatalf("CheckRetention = %v, want refused=%v", err, tc.refused)
+			}
+			if err != nil && !strings.Contains(err.Error(), config.EnvStatusGraceHours) {
+				t.Errorf("error %q does not name %s", err, config.EnvStatusGraceHours)
+			}
+		})
+	}
+}
+
+// TestWorkersRefuseAShortGrace checks that every worker's cold start applies CheckRetention.
+func TestWorkersRefuseAShortGrace(t *testing.T) {
+	c := config.Config{Policy: notify.DefaultPolicy(), NotificationsTable: "n",
+		DispatchQueueURL: "http://127.0.0.1:1/q/d", ReconcileQueueURL: "http://127.0.0.1:1/q/r", SealLocalKey: make([]byte, 32)}
+	c.Policy.StatusGrace = time.Hour
+	w := worker.Wiring{Config: c, SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: "http://127.0.0.1:1",
+		Timeout: 5 * time.Second, Visibility: time.Hour}}
+	build := map[string]func() error{
+		"dispatch":  func() error { _, err := worker.NewDispatcherFromConfig(t.Context(), w); return err },
+		"reconcile": func() error { _, err := worker.NewReconcilerFromConfig(t.Context(), w); return err },
+		"sweeper":   func() error { _, err := worker.NewSweeperFromConfig(t.Context(), w); return err },
+	}
+	for name, b := range build {
+		t.Run(name, func(t *testing.T) {
+			if err := b(); err == nil || !strings.Contains(err.Error(), config.EnvStatusGraceHours) {
+				t.Errorf("built with a 1 h grace and a 1 h visibility window: %v", err)
+			}
+		})
+	}
+	w.SMS.Visibility = time.Minute
+	if _, err := worker.NewSweeperFromConfig(t.Context(), w); err != nil {
+		t.Errorf("sweeper refused a 1 h grace with a 1 min window: %v", err)
+	}
+}

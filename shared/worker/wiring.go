@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -117,7 +119,7 @@ type parts struct {
 
 func (w Wiring) parts(function string) (parts, error) {
 	s := SettingsFromConfig(w.Config, w.SMS)
-	if err := s.Validate(); err != nil {
+	if err := errors.Join(s.Validate(), CheckRetention(w.Config.Policy, s)); err != nil {
 		return parts{}, fmt.Errorf("worker.%s: %w", function, err)
 	}
 	p := parts{
@@ -136,9 +138,15 @@ func (w Wiring) parts(function string) (parts, error) {
 	return p, nil
 }
 
-func (w Wiring) provider(function string) (provider.Provider, error) {
+// provider builds the SMS provider of a function that calls it, with its secrets read from
+// SSM at cold start (provider.ResolveSecrets).
+func (w Wiring) provider(ctx context.Context, function string) (provider.Provider, error) {
+	cfg, err := provider.ResolveSecrets(ctx, w.SMS, ssm.NewFromConfig(w.AWS))
+	if err != nil {
+		return provider.Provider{}, fmt.Errorf("worker.%s: %w", function, err)
+	}
 	deps := provider.Deps{AWS: w.AWS, Receipts: w.Receipts, HTTPClient: w.HTTPClient, Clock: w.Clock}
-	p, err := provider.New(w.SMS, deps)
+	p, err := provider.New(cfg, deps)
 	if err != nil {
 		return provider.Provider{}, fmt.Errorf("worker.%s: %w", function, err)
 	}
@@ -148,7 +156,7 @@ func (w Wiring) provider(function string) (provider.Provider, error) {
 // NewDispatcherFromConfig builds the dispatch worker: the DynamoDB store, the opener (KMS in
 // AWS, the local key otherwise), the renderer with the configured segment budget, the
 // provider's Sender, and the SQS scheduler.
-func NewDispatcherFromConfig(_ context.Context, w Wiring) (*Dispatcher, error) {
+func NewDispatcherFromConfig(ctx context.Context, w Wiring) (*Dispatcher, error) {
 	p, err := w.parts("dispatch")
 	if err != nil {
 		return nil, err
@@ -157,7 +165,7 @@ func NewDispatcherFromConfig(_ context.Context, w Wiring) (*Dispatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker.dispatch: %s: %w", config.EnvSealLocalKey, err)
 	}
-	prov, err := w.provider("dispatch")
+	prov, err := w.provider(ctx, "dispatch")
 	if err != nil {
 		return nil, err
 	}
@@ -172,12 +180,12 @@ func NewDispatcherFromConfig(_ context.Context, w Wiring) (*Dispatcher, error) {
 // NewReconcilerFromConfig builds the reconcile worker. It takes only the provider's
 // LookupOnly; the Sender the provider package also builds is dropped here and never reachable
 // from the Reconciler.
-func NewReconcilerFromConfig(_ context.Context, w Wiring) (*Reconciler, error) {
+func NewReconcilerFromConfig(ctx context.Context, w Wiring) (*Reconciler, error) {
 	p, err := w.parts("reconcile")
 	if err != nil {
 		return nil, err
 	}
-	prov, err := w.provider("reconcile")
+	prov, err := w.provider(ctx, "reconcile")
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func NewScenario(env *Env) *Scenario {
 		Env:   env,
 		Clock: clock,
 		Intake: &notify.Intake{
-			Store: env.Store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{},
+			Store: env.Store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{},
 			Queue: &notifytest.Queue{}, Clock: clock, Policy: p,
 			NewID: notifytest.IDs("01HZSCENARIO"),
 			Actor: func(context.Context) notify.Actor {

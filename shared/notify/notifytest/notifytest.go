@@ -189,6 +189,7 @@ var (
 	_ notify.Sealer            = Sealer{}
 	_ notify.Opener            = Sealer{}
 	_ notify.DestinationHasher = Sealer{}
+	_ notify.RequestHasher     = Sealer{}
 )
 
 // Seal encodes s with the key prefixed.
@@ -219,6 +220,17 @@ func (Sealer) Open(_ context.Context, key string, sealed []byte) (notify.Secret,
 func (Sealer) DestinationFP(e164 string) string {
 	sum := sha256.Sum256([]byte("test-pepper:" + e164))
 	return hex.EncodeToString(sum[:8])
+}
+
+// RequestFP returns an unkeyed hash of canonical; the real one is an HMAC with a secret key.
+func (Sealer) RequestFP(canonical []byte) string {
+	sum := sha256.Sum256(append([]byte("test-fingerprint:"), canonical...))
+	return hex.EncodeToString(sum[:])
+}
+
+// SameRequest reports whether stored is RequestFP(canonical).
+func (s Sealer) SameRequest(stored string, canonical []byte) bool {
+	return stored == s.RequestFP(canonical)
 }
 
 // IDs returns a generator of predictable notification IDs: prefix-0001, prefix-0002, ...

@@ -23,7 +23,9 @@
 //	sinch:
 //	SINCH_BASE_URL            regional API root (default https://us.sms.api.sinch.com)
 //	SINCH_SERVICE_PLAN_ID     (required)
-//	SINCH_API_TOKEN           (required; a secret: in AWS inject it from Secrets Manager)
+//	SINCH_API_TOKEN           the API token, for local runs (a secret)
+//	SINCH_API_TOKEN_PARAM     in AWS instead: the SSM SecureString holding the token, read
+//	                          once at cold start by ResolveSecrets (one of the two is required)
 //	SINCH_FROM                sender number or ID (required)
 //	SINCH_CALLBACK_URL        delivery report URL (optional)
 //
@@ -36,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,6 +48,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/secretparam"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
@@ -102,6 +106,8 @@ type Config struct {
 	SinchBaseURL       string
 	SinchServicePlanID string
 	SinchAPIToken      string
+	// SinchAPITokenParam names the SSM SecureString that holds SinchAPIToken in AWS.
+	SinchAPITokenParam string
 	SinchFrom          string
 	SinchCallbackURL   string
 }
@@ -121,6 +127,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		SinchBaseURL:         get("SINCH_BASE_URL"),
 		SinchServicePlanID:   get("SINCH_SERVICE_PLAN_ID"),
 		SinchAPIToken:        get("SINCH_API_TOKEN"),
+		SinchAPITokenParam:   get("SINCH_API_TOKEN_PARAM"),
 		SinchFrom:            get("SINCH_FROM"),
 		SinchCallbackURL:     get("SINCH_CALLBACK_URL"),
 	}
@@ -150,6 +157,30 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
+// String describes cfg with its secrets (the Sinch API token, the simulator token) replaced,
+// so that logging or printing it never shows them.
+func (cfg Config) String() string {
+	return fmt.Sprintf("kind=%s timeout=%s visibility=%s simulator_url=%s simulator_token=%s origination_identity=%s configuration_set=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s",
+		cfg.Kind, cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
+		cfg.ConfigurationSetName, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom)
+}
+
+// GoString keeps %#v from printing the secrets too.
+func (cfg Config) GoString() string { return "provider.Config{" + cfg.String() + "}" }
+
+// LogValue describes cfg for slog with its secrets replaced.
+func (cfg Config) LogValue() slog.Value { return slog.StringValue(cfg.String()) }
+
+func secretState(v, param string) string {
+	switch {
+	case v != "":
+		return "set"
+	case param != "":
+		return "ssm:" + param
+	}
+	return "unset"
+}
+
 // MinValidity returns the shortest validity period cfg's provider accepts (see MinValidity).
 func (cfg Config) MinValidity() time.Duration { return MinValidity(cfg.Kind) }
 
@@ -168,7 +199,9 @@ func (cfg Config) Validate() error {
 		need(cfg.OriginationIdentity, "SMS_ORIGINATION_IDENTITY")
 	case Sinch:
 		need(cfg.SinchServicePlanID, "SINCH_SERVICE_PLAN_ID")
-		need(cfg.SinchAPIToken, "SINCH_API_TOKEN")
+		if cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam == "" {
+			errs = append(errs, fmt.Errorf("SINCH_API_TOKEN or SINCH_API_TOKEN_PARAM is required for SMS_PROVIDER=%s", cfg.Kind))
+		}
 		need(cfg.SinchFrom, "SINCH_FROM")
 	case "":
 		errs = append(errs, errors.New("SMS_PROVIDER is not set"))
@@ -176,6 +209,23 @@ func (cfg Config) Validate() error {
 		errs = append(errs, fmt.Errorf("SMS_PROVIDER %q is not one of %s, %s, %s", cfg.Kind, Simulator, EndUserSMS, Sinch))
 	}
 	return errors.Join(errs...)
+}
+
+// MinSinchAPITokenLen is the shortest Sinch API token ResolveSecrets accepts from SSM.
+const MinSinchAPITokenLen = 16
+
+// ResolveSecrets returns cfg with the secrets that configuration names but does not hold
+// read from SSM Parameter Store: the Sinch API token from SINCH_API_TOKEN_PARAM. Only the
+// functions that call the provider (dispatch, reconcile) call it, once at cold start.
+func ResolveSecrets(ctx context.Context, cfg Config, params secretparam.API) (Config, error) {
+	if cfg.Kind == Sinch && cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam != "" {
+		v, err := secretparam.Read(ctx, params, cfg.SinchAPITokenParam, MinSinchAPITokenLen)
+		if err != nil {
+			return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
+		}
+		cfg.SinchAPIToken = string(v)
+	}
+	return cfg, nil
 }
 
 // Deps are what the adapters need beyond configuration.
@@ -234,6 +284,9 @@ func New(cfg Config, deps Deps) (Provider, error) {
 		p.Sender = s
 		p.Lookup = sms.OnlyLookup(endusersms.NewLookup(deps.Receipts, cfg.Visibility, deps.Clock))
 	case Sinch:
+		if cfg.SinchAPIToken == "" {
+			return Provider{}, errors.New("provider.new: the Sinch API token is not resolved (SINCH_API_TOKEN_PARAM: call ResolveSecrets)")
+		}
 		c, err := sinch.New(sinch.Config{
 			BaseURL: cfg.SinchBaseURL, ServicePlanID: cfg.SinchServicePlanID, APIToken: cfg.SinchAPIToken,
 			From: cfg.SinchFrom, CallbackURL: cfg.SinchCallbackURL, Timeout: cfg.Timeout,

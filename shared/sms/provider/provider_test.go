@@ -2,7 +2,10 @@ package provider_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +13,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -52,7 +57,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "unknown provider", env: map[string]string{"SMS_PROVIDER": "twilio"}, wantErr: []string{`"twilio" is not one of`}},
 		{name: "simulator without URL", env: map[string]string{"SMS_PROVIDER": "simulator"}, wantErr: []string{"SMS_SIMULATOR_URL is required"}},
 		{name: "endusersms without identity", env: map[string]string{"SMS_PROVIDER": "endusersms"}, wantErr: []string{"SMS_ORIGINATION_IDENTITY is required"}},
-		{name: "sinch without credentials", env: map[string]string{"SMS_PROVIDER": "sinch", "SINCH_FROM": "x"}, wantErr: []string{"SINCH_SERVICE_PLAN_ID", "SINCH_API_TOKEN"}},
+		{name: "sinch without credentials", env: map[string]string{"SMS_PROVIDER": "sinch", "SINCH_FROM": "x"}, wantErr: []string{"SINCH_SERVICE_PLAN_ID", "SINCH_API_TOKEN", "SINCH_API_TOKEN_PARAM"}},
 		{name: "bad timeout and visibility", env: map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://x", "SMS_TIMEOUT": "5", "SMS_VISIBILITY_SECONDS": "-1"}, wantErr: []string{"SMS_TIMEOUT", "SMS_VISIBILITY_SECONDS"}},
 	}
 	for _, tc := range tests {
@@ -142,5 +147,88 @@ func TestNewSinch(t *testing.T) {
 	}
 	if _, err := provider.New(provider.Config{Kind: "sinch"}, provider.Deps{}); err == nil || strings.Contains(err.Error(), "secret-token") {
 		t.Errorf("incomplete config: %v", err)
+	}
+}
+
+// fakeSSM answers GetParameter with value or err and counts the calls.
+type fakeSSM struct {
+	value string
+	err   error
+	calls int
+}
+
+func (f *fakeSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Name: in.Name, Value: aws.String(f.value)}}, nil
+}
+
+func TestSinchTokenFromSSM(t *testing.T) {
+	const token = "sinch-api-token-from-ssm-0123"
+	base := map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_FROM": "Shop", "SINCH_API_TOKEN_PARAM": "/resetnotify/sinch-api-token"}
+	cfg, err := provider.ConfigFromEnv(env(base))
+	if err != nil {
+		t.Fatalf("a token parameter instead of a token: %v", err)
+	}
+	if cfg.SinchAPIToken != "" {
+		t.Fatal("the token came from the environment")
+	}
+	if _, err := provider.New(cfg, provider.Deps{}); err == nil {
+		t.Error("New built a Sinch client without resolving the token")
+	}
+	tests := []struct {
+		name    string
+		f       *fakeSSM
+		wantErr bool
+	}{
+		{"resolved", &fakeSSM{value: token}, false},
+		{"ssm fails", &fakeSSM{err: errors.New("AccessDeniedException")}, true},
+		{"too short", &fakeSSM{value: "short"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := provider.ResolveSecrets(context.Background(), cfg, tc.f)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ResolveSecrets: %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil {
+				if tc.f.value != "" && strings.Contains(err.Error(), tc.f.value) {
+					t.Errorf("error %q holds the value", err)
+				}
+				return
+			}
+			if got.SinchAPIToken != token || tc.f.calls != 1 {
+				t.Errorf("token %q after %d calls", got.SinchAPIToken, tc.f.calls)
+			}
+			if _, err := provider.New(got, provider.Deps{}); err != nil {
+				t.Errorf("New after ResolveSecrets: %v", err)
+			}
+		})
+	}
+	// Neither a token nor a parameter: refused, naming both.
+	delete(base, "SINCH_API_TOKEN_PARAM")
+	if _, err := provider.ConfigFromEnv(env(base)); err == nil || !strings.Contains(err.Error(), "SINCH_API_TOKEN_PARAM") {
+		t.Errorf("no token at all: %v", err)
+	}
+	// Other providers never call SSM.
+	f := &fakeSSM{value: token}
+	if _, err := provider.ResolveSecrets(context.Background(), provider.Config{Kind: provider.Simulator}, f); err != nil || f.calls != 0 {
+		t.Errorf("simulator: %v after %d calls", err, f.calls)
+	}
+}
+
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	cfg := provider.Config{Kind: provider.Sinch, SinchAPIToken: "sinch-secret-token-0123", SimulatorToken: "sim-secret-token-0123", SinchServicePlanID: "plan"}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("provider", "config", cfg)
+	for _, out := range []string{buf.String(), cfg.String(), fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg)} {
+		if strings.Contains(out, "secret-token") {
+			t.Errorf("output holds a token: %s", out)
+		}
+		if !strings.Contains(out, "plan") {
+			t.Errorf("output lost the harmless fields: %s", out)
+		}
 	}
 }

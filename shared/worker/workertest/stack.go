@@ -191,8 +191,13 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fingerprints, err := seal.NewRequestFingerprinter([]byte("stack-test-fingerprint-key-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.Intake = &notify.Intake{
-		Store: s.Store, Sealer: seal.New(keys), Hasher: hasher, Queue: sqsqueue.New(sqsClient, s.DispatchURL),
+		Store: s.Store, Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
+		Queue: sqsqueue.New(sqsClient, s.DispatchURL),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
 		Actor: actor.For("intake"),

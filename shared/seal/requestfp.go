@@ -1,0 +1,73 @@
+package seal
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+)
+
+// RequestFPPrefix starts every request fingerprint RequestFingerprinter writes, so a keyed
+// fingerprint can be told from the unkeyed SHA-256 that records admitted before it hold.
+const RequestFPPrefix = "hmac-sha256:"
+
+// MinRequestKeySize is the shortest fingerprint key RequestFingerprinter accepts, in bytes.
+const MinRequestKeySize = 32
+
+// legacyFPLen is the length of the unkeyed fingerprint of earlier versions: hex SHA-256.
+const legacyFPLen = 2 * sha256.Size
+
+// RequestFingerprinter computes request fingerprints: RequestFPPrefix and the hex HMAC-SHA256
+// of the request's canonical form under a key of its own (neither the sealing key nor the
+// destination pepper). Without the key a stored fingerprint is no help in guessing a code.
+//
+// Records admitted before fingerprints were keyed hold the bare hex SHA-256 of the same
+// canonical form. SameRequest still recognises a replay of such a record, so a client that
+// retries across the upgrade gets its 200 rather than a 422; the unkeyed form is never
+// written again, and such records are gone once the longest record life (MAX_AHEAD_HOURS plus
+// STATUS_GRACE_HOURS) has passed since the upgrade.
+type RequestFingerprinter struct {
+	key []byte
+}
+
+var _ notify.RequestHasher = (*RequestFingerprinter)(nil)
+
+// NewRequestFingerprinter returns a RequestFingerprinter keyed with key, which must be at
+// least MinRequestKeySize bytes. The error never holds the key.
+func NewRequestFingerprinter(key []byte) (*RequestFingerprinter, error) {
+	if len(key) < MinRequestKeySize {
+		return nil, fmt.Errorf("seal.request fingerprinter: key is %d bytes, want at least %d", len(key), MinRequestKeySize)
+	}
+	return &RequestFingerprinter{key: bytes.Clone(key)}, nil
+}
+
+// RequestFP returns the keyed fingerprint of canonical.
+func (f *RequestFingerprinter) RequestFP(canonical []byte) string {
+	return RequestFPPrefix + hex.EncodeToString(f.mac(canonical))
+}
+
+// SameRequest reports whether stored is the fingerprint of canonical: a keyed one under this
+// key, or the unkeyed SHA-256 of a record admitted before keying. Comparisons take constant
+// time.
+func (f *RequestFingerprinter) SameRequest(stored string, canonical []byte) bool {
+	if hexFP, ok := strings.CutPrefix(stored, RequestFPPrefix); ok {
+		got, err := hex.DecodeString(hexFP)
+		return err == nil && hmac.Equal(got, f.mac(canonical))
+	}
+	if len(stored) != legacyFPLen {
+		return false
+	}
+	sum := sha256.Sum256(canonical)
+	return subtle.ConstantTimeCompare([]byte(stored), []byte(hex.EncodeToString(sum[:]))) == 1
+}
+
+func (f *RequestFingerprinter) mac(canonical []byte) []byte {
+	m := hmac.New(sha256.New, f.key)
+	m.Write(canonical)
+	return m.Sum(nil)
+}

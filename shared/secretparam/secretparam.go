@@ -1,0 +1,33 @@
+// Package secretparam reads the functions' secrets from SSM Parameter Store SecureStrings,
+// once, at cold start. In AWS no secret is an environment variable: a variable names the
+// parameter, and its value is decrypted in memory. Errors name the parameter, never its
+// value.
+package secretparam
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+)
+
+// API is the part of the SSM client that Read uses; *ssm.Client satisfies it.
+type API interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+var _ API = (*ssm.Client)(nil)
+
+// Read returns the decrypted value of the parameter name, which must hold at least minLen
+// bytes.
+func Read(ctx context.Context, api API, name string, minLen int) ([]byte, error) {
+	out, err := api.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("secretparam.read %s: %w", name, err)
+	}
+	if out.Parameter == nil || len(aws.ToString(out.Parameter.Value)) < minLen {
+		return nil, fmt.Errorf("secretparam.read %s: the parameter must hold at least %d bytes", name, minLen)
+	}
+	return []byte(aws.ToString(out.Parameter.Value)), nil
+}

@@ -100,8 +100,12 @@ func newDynamoBackend(t *testing.T) *backend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fingerprints, err := seal.NewRequestFingerprinter([]byte("client-test-request-fingerprint-key!"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	in := &notify.Intake{
-		Store: dynamostore.New(ddb, names.Notifications), Sealer: seal.New(keys), Hasher: hasher,
+		Store: dynamostore.New(ddb, names.Notifications), Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
 		Queue: sqsqueue.New(sqsClient, testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))),
 		Clock: notify.SystemClock{}, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
 	}

@@ -46,7 +46,7 @@ func FakeIntake(store notify.Store, queue notify.Enqueuer, clock notify.Clock) *
 		clock = notify.SystemClock{}
 	}
 	return &notify.Intake{
-		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Queue: queue,
+		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: queue,
 		Clock: clock, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
 	}
 }

@@ -31,11 +31,13 @@ func TestSettingsFollowTheTemplate(t *testing.T) {
 		{"      VisibilityTimeout: 180\n      # Tokens live", "      VisibilityTimeout: 181\n      # Tokens live"},
 		{"        maxReceiveCount: 5\n\n  DispatchDLQ:", "        maxReceiveCount: 7\n\n  DispatchDLQ:"},
 		{"    Timeout: 10\n    MemorySize: 256\n", "    Timeout: 11\n    MemorySize: 384\n"},
-		{"      Timeout: 30\n      Environment:\n        Variables:\n          DISPATCH_QUEUE_URL: !Ref DispatchQueue\n          RECONCILE_QUEUE_URL: !Ref ReconcileQueue\n          SMS_PROVIDER: !Ref SmsProvider\n          SMS_TIMEOUT: !Sub ${SmsTimeoutSeconds}s\n          SMS_VISIBILITY_SECONDS: !Ref SmsVisibilitySeconds\n          SMS_ORIGINATION_IDENTITY: !Ref SmsOriginationIdentity\n          SMS_CONFIGURATION_SET: !Ref SmsConfigurationSet\n          SMS_SIMULATOR_URL: !Ref SmsSimulatorUrl\n          SEAL_KMS_KEY_ID",
-			"      Timeout: 29\n      Environment:\n        Variables:\n          DISPATCH_QUEUE_URL: !Ref DispatchQueue\n          RECONCILE_QUEUE_URL: !Ref ReconcileQueue\n          SMS_PROVIDER: !Ref SmsProvider\n          SMS_TIMEOUT: !Sub ${SmsTimeoutSeconds}s\n          SMS_VISIBILITY_SECONDS: !Ref SmsVisibilitySeconds\n          SMS_ORIGINATION_IDENTITY: !Ref SmsOriginationIdentity\n          SMS_CONFIGURATION_SET: !Ref SmsConfigurationSet\n          SMS_SIMULATOR_URL: !Ref SmsSimulatorUrl\n          SEAL_KMS_KEY_ID"},
+		{"      Timeout: 30\n      Environment:\n        Variables:\n          DISPATCH_QUEUE_URL: !Ref DispatchQueue\n          RECONCILE_QUEUE_URL: !Ref ReconcileQueue\n          SMS_PROVIDER: !Ref SmsProvider\n          SMS_TIMEOUT: !Sub ${SmsTimeoutSeconds}s\n          SMS_VISIBILITY_SECONDS: !Ref SmsVisibilitySeconds\n          SMS_ORIGINATION_IDENTITY: !Ref SmsOriginationIdentity\n          SMS_CONFIGURATION_SET: !Ref SmsConfigurationSet\n          SMS_SIMULATOR_URL: !Ref SmsSimulatorUrl\n          SINCH_BASE_URL: !Ref SinchBaseUrl\n          SINCH_SERVICE_PLAN_ID: !Ref SinchServicePlanId\n          SINCH_FROM: !Ref SinchFrom\n          SINCH_API_TOKEN_PARAM: !Ref SinchApiTokenParameter\n          SEAL_KMS_KEY_ID",
+			"      Timeout: 29\n      Environment:\n        Variables:\n          DISPATCH_QUEUE_URL: !Ref DispatchQueue\n          RECONCILE_QUEUE_URL: !Ref ReconcileQueue\n          SMS_PROVIDER: !Ref SmsProvider\n          SMS_TIMEOUT: !Sub ${SmsTimeoutSeconds}s\n          SMS_VISIBILITY_SECONDS: !Ref SmsVisibilitySeconds\n          SMS_ORIGINATION_IDENTITY: !Ref SmsOriginationIdentity\n          SMS_CONFIGURATION_SET: !Ref SmsConfigurationSet\n          SMS_SIMULATOR_URL: !Ref SmsSimulatorUrl\n          SINCH_BASE_URL: !Ref SinchBaseUrl\n          SINCH_SERVICE_PLAN_ID: !Ref SinchServicePlanId\n          SINCH_FROM: !Ref SinchFrom\n          SINCH_API_TOKEN_PARAM: !Ref SinchApiTokenParameter\n          SEAL_KMS_KEY_ID"},
 		{"            Queue: !GetAtt DispatchQueue.Arn\n            BatchSize: 10", "            Queue: !GetAtt DispatchQueue.Arn\n            BatchSize: 4"},
 		{"            BatchSize: 100\n            MaximumBatchingWindowInSeconds: 1", "            BatchSize: 50\n            MaximumBatchingWindowInSeconds: 2"},
-		{"Schedule: rate(1 minute)", "Schedule: rate(5 minutes)"},
+		{"Schedule: rate(1 minute)\n            Description: resetnotify sweeper", "Schedule: rate(5 minutes)\n            Description: resetnotify sweeper"},
+		{"Schedule: rate(1 minute)\n            Description: resetnotify audit digests", "Schedule: rate(2 minutes)\n            Description: resetnotify audit digests"},
+		{"            MaximumRetryAttempts: 10\n", "            MaximumRetryAttempts: 3\n"},
 	}
 	edited := string(raw)
 	for _, e := range edits {
@@ -63,25 +65,34 @@ func TestSettingsFollowTheTemplate(t *testing.T) {
 		DispatchMaxReceives, IntakeMemory            int
 		IntakeTimeout, DispatchTimeout, AuditTimeout time.Duration
 		DispatchBatch, ReconcileBatch, AuditBatch    int
-		AuditWindow, Sweep                           time.Duration
+		AuditWindow, Sweep, Digest                   time.Duration
+		AuditRetries, AuditReplayBatch               int
 	}
 	want := got{
 		DispatchVisibility: "181", DispatchRetention: "86400", DispatchMaxReceives: 7, IntakeMemory: 384,
 		IntakeTimeout: 11 * time.Second, DispatchTimeout: 29 * time.Second, AuditTimeout: 60 * time.Second,
 		DispatchBatch: 4, ReconcileBatch: 10, AuditBatch: 50, AuditWindow: 2 * time.Second, Sweep: 5 * time.Minute,
+		Digest: 2 * time.Minute, AuditRetries: 3, AuditReplayBatch: 1,
 	}
 	have := got{
 		DispatchVisibility: queues["DispatchQueue"]["VisibilityTimeout"], DispatchRetention: queues["DispatchQueue"]["MessageRetentionPeriod"],
 		DispatchMaxReceives: receives["DispatchQueue"], IntakeMemory: st.functions["intake"].MemoryMB,
 		IntakeTimeout: st.functions["intake"].Timeout, DispatchTimeout: st.functions["dispatch"].Timeout, AuditTimeout: st.functions["audit"].Timeout,
 		DispatchBatch: st.dispatch.BatchSize, ReconcileBatch: st.reconcile.BatchSize, AuditBatch: st.audit.BatchSize,
-		AuditWindow: st.audit.Window, Sweep: st.sweep.Every,
+		AuditWindow: st.audit.Window, Sweep: st.sweep.Every, Digest: st.digest.Every,
+		AuditRetries: st.audit.MaxRetries, AuditReplayBatch: st.auditReplay.BatchSize,
 	}
 	if diff := cmp.Diff(want, have); diff != "" {
 		t.Errorf("settings from the edited template (-want +got):\n%s", diff)
 	}
-	if _, ok := st.functions["provider-events"]; !ok || len(st.functions) != 6 {
-		t.Errorf("functions %v, want the six of functions/", st.functions)
+	dirs, err := os.ReadDir("../../functions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, ok := st.functions[d.Name()]; !ok {
+			t.Errorf("functions/%s has no function in template.yaml (settings %v)", d.Name(), st.functions)
+		}
 	}
 }
 
@@ -111,7 +122,7 @@ func TestQueuesMatchTemplate(t *testing.T) {
 	}
 	byID := map[string]string{
 		"DispatchQueue": urls.Dispatch, "DispatchDLQ": urls.DispatchDLQ, "ReconcileQueue": urls.Reconcile,
-		"ReconcileDLQ": urls.ReconcileDLQ, "AuditFailureQueue": urls.AuditFailure,
+		"ReconcileDLQ": urls.ReconcileDLQ, "AuditFailureQueue": urls.AuditFailure, "AuditReplayDLQ": urls.AuditReplayDLQ,
 	}
 	arns := map[string]string{}
 	attrs := map[string]map[string]string{}

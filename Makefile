@@ -17,7 +17,7 @@ DEVSTACK := go run ./cmd/devstack exec --
 HOST_GOARCH := $(shell go env GOARCH)
 # TEMPLATE_GOARCH is the GOARCH of template.yaml's default Architecture parameter (arm64 ->
 # arm64, x86_64 -> amd64): `sam build` runs build-% without passing the parameter, so a plain
-# `sam build && sam deploy` ships what the template declares. A test in shared/samtemplate keeps
+# `sam build && sam deploy` ships what the template declares. A test in dev/samtemplate keeps
 # the two equal. GOARCH=... on the command line or in the environment overrides both.
 TEMPLATE_GOARCH := arm64
 # sam_architecture is the Architecture parameter for a build of GOARCH (emulator targets pass it

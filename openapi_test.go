@@ -24,9 +24,9 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/localapi"
+	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
-	"github.com/resetnotify/resetnotify/shared/localapi"
-	"github.com/resetnotify/resetnotify/shared/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )

@@ -22,15 +22,15 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/client"
+	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/testenv"
 )
 
 // backend is the real intake handler behind the local gateway (the routes of template.yaml),

@@ -111,7 +111,7 @@ fi
 echo "emulator: go test ./e2e/..."
 fg go test -count=1 -v ./e2e/...
 # The routes `sam local start-api` would serve (the SAM CLI's own provider, no Docker needed).
-fg go test -count=1 -run 'TestRoutes' ./shared/localapi/
+fg go test -count=1 -run 'TestRoutes' ./dev/localapi/
 # The Docker-free way to invoke a deployed function with a sample event (README, "Targets").
 echo "emulator: sam remote invoke IntakeFunction -e events/intake-get-not-found.json"
 fg "$tools/sam/bin/sam" remote invoke IntakeFunction --stack-name "$stack" \

@@ -17,14 +17,14 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/emulator"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
-	"github.com/resetnotify/resetnotify/shared/smssim"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/worker"
@@ -40,7 +40,7 @@ type dispatchOptions struct {
 	Pollers int
 }
 
-// faultMix is the fault matrix's mix (see shared/worker/e2e): 15% accept-then-timeout, 10%
+// faultMix is the fault matrix's mix (see dev/workere2e): 15% accept-then-timeout, 10%
 // accept-then-drop, 10% timeout-before-accept, 10% throttled, 5% 500-after-accept, 5%
 // rejected, the rest accepted.
 var faultMix = smssim.Mix{

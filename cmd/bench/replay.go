@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/smssim"
 )
 
 // duplicates is how many copies of one request replayBench submits at once.

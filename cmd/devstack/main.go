@@ -28,7 +28,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/dev/emulator"
 )
 
 func main() {

@@ -10,11 +10,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/rie"
+	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/app"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/emulator"
-	"github.com/resetnotify/resetnotify/shared/rie"
-	"github.com/resetnotify/resetnotify/shared/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/dev/emulator"
 )
 
 // TestMakeLocal runs the local stack as `make local` does — every function's real bootstrap

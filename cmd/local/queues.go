@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/samtemplate"
 )
 
 // queueURLs are the local queues, named and redriven as template.yaml declares them.

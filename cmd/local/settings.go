@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/resetnotify/resetnotify/shared/samtemplate"
+	"github.com/resetnotify/resetnotify/dev/samtemplate"
 )
 
 // settings are what the local stack takes from template.yaml instead of copying it: the

@@ -15,7 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/shared/testenv"
+	"github.com/resetnotify/resetnotify/dev/testenv"
 )
 
 const templatePath = "../../template.yaml"

@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/resetnotify/resetnotify/shared/emulator"
-	"github.com/resetnotify/resetnotify/shared/samtemplate"
-	"github.com/resetnotify/resetnotify/shared/smssim"
+	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/samtemplate"
+	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 

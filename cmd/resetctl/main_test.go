@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/resetnotify/resetnotify/shared/localapi/localapitest"
+	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 

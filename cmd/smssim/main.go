@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/smssim"
+	"github.com/resetnotify/resetnotify/dev/smssim"
 )
 
 func main() {

@@ -37,8 +37,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
-	"github.com/resetnotify/resetnotify/shared/samtemplate"
 )
 
 func main() {

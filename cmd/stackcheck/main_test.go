@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/resetnotify/resetnotify/shared/samtemplate"
+	"github.com/resetnotify/resetnotify/dev/samtemplate"
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/testenv"
 )
 
 // TestTableEnablesIgnoredTTL deploys, in effect, the notifications table as an emulator that

@@ -15,10 +15,10 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/testenv"
 )
 
 // t0 is the tests' "now", in whole seconds so the TTL second equals the purge time. It follows

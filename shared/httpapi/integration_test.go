@@ -19,9 +19,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/emulator"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -29,7 +30,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/testenv"
 )
 
 // realFixture is a handler wired to DynamoDB Local (dynamostore), real AES-GCM sealing with a

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
 )
 
 // SimulatorRoute is the HTTP API route of the simulator's webhook, as template.yaml declares

@@ -14,7 +14,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/receipts"
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 const token = "webhook-token-0123456789"

@@ -15,21 +15,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/dev/localapi"
+	"github.com/resetnotify/resetnotify/dev/smssim"
+	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/app"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/localapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
-	"github.com/resetnotify/resetnotify/shared/smssim"
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
-	"github.com/resetnotify/resetnotify/shared/smssim/smssimtest"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/testenv"
 )
 
 // countingDB counts PutItem calls, to show what recording costs.

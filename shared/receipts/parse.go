@@ -9,8 +9,8 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
 )
 
 // maxEventBytes bounds one provider event. Real ones are well under 2 KiB.

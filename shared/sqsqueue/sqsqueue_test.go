@@ -11,9 +11,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
-	"github.com/resetnotify/resetnotify/shared/testenv"
 )
 
 // recorder is a fake SQS that keeps what it was asked to send.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -15,7 +16,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/worker"
-	"github.com/resetnotify/resetnotify/shared/worker/workertest"
 )
 
 // TestNoProviderCallAtOrAfterTheDeadline moves the fake clock around the dispatch deadline and

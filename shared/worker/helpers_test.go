@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/worker"
-	"github.com/resetnotify/resetnotify/shared/worker/workertest"
 )
 
 // t0 is the tests' "now"; the fake clock starts there.

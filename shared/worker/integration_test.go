@@ -13,11 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/smssim"
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/smssim"
 	"github.com/resetnotify/resetnotify/shared/worker"
-	"github.com/resetnotify/resetnotify/shared/worker/workertest"
 )
 
 // liveRequest returns a request for key to the number to, expiring ten minutes from now on

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/worker"
-	"github.com/resetnotify/resetnotify/shared/worker/workertest"
 )
 
 // unknownRecord admits a record for key and takes it through one attempt whose outcome was a

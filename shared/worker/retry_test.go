@@ -15,16 +15,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/smssim"
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
-	"github.com/resetnotify/resetnotify/shared/emulator"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/smssim"
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/worker"
-	"github.com/resetnotify/resetnotify/shared/worker/workertest"
 )
 
 // TestCommittedWritesRetriedBySDK reports every conditional write to DynamoDB Local as a

@@ -17,11 +17,11 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/smssim"
+	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
-	"github.com/resetnotify/resetnotify/shared/smssim"
-	"github.com/resetnotify/resetnotify/shared/smssim/smssimtest"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
-	"github.com/resetnotify/resetnotify/shared/smssim"
 )
 
 // TestAgainstSimulator runs every fault mode of the real simulator through the client, then

@@ -29,7 +29,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 // Provider is the name recorded for messages sent through the simulator.

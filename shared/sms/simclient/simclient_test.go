@@ -19,8 +19,8 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
 )
 
 const (

@@ -1,0 +1,52 @@
+// Package localapitest serves the real intake handler the way `make local` does, for the tests
+// of its callers (the API contract, the client, resetctl): package httpapi's handler behind
+// the local gateway, on the routes template.yaml declares.
+package localapitest
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/resetnotify/resetnotify/dev/localapi"
+	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+)
+
+// IntakeFunction is the intake function's logical ID in template.yaml.
+const IntakeFunction = "IntakeFunction"
+
+// Handler returns in's HTTP API handler behind the local gateway, serving the routes that the
+// template at templatePath gives the intake function. A nil log discards.
+func Handler(t testing.TB, templatePath string, in *notify.Intake, log *slog.Logger) http.Handler {
+	t.Helper()
+	routes, err := localapi.RoutesFromTemplate(templatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return localapi.NewServer(routes, map[string]localapi.HandlerFunc{IntakeFunction: httpapi.New(in, log, nil).Handle})
+}
+
+// Server serves Handler on a loopback port until the test ends.
+func Server(t testing.TB, templatePath string, in *notify.Intake, log *slog.Logger) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(Handler(t, templatePath, in, log))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// FakeIntake returns an Intake on store and queue with the notifytest sealer and hasher, the
+// default policy, ULIDs, and clock (the wall clock when nil).
+func FakeIntake(store notify.Store, queue notify.Enqueuer, clock notify.Clock) *notify.Intake {
+	if clock == nil {
+		clock = notify.SystemClock{}
+	}
+	return &notify.Intake{
+		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: queue,
+		Clock: clock, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
+	}
+}

@@ -1,0 +1,325 @@
+package policycheck_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/policycheck"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/seal"
+)
+
+// variants are the stacks the template can make: each provider, and an existing sealing key.
+var variants = map[string][]string{
+	"endusersms": {"SmsProvider=endusersms", "SmsOriginationIdentity=arn:aws:sms-voice:us-east-1:123456789012:pool/pool-0123", "SmsConfigurationSet=resetnotify"},
+	"sinch":      {"SmsProvider=sinch", "SinchServicePlanId=plan0123", "SinchFrom=Shop"},
+	"simulator":  {"SmsProvider=simulator", "SmsSimulatorUrl=https://sim.example"},
+	"own key":    {"SealingKeyArn=arn:aws:kms:us-east-1:123456789012:key/0123abcd-0000-0000-0000-000000000000"},
+}
+
+// starAllowed are the only actions an Allow may grant on Resource "*", and why.
+var starAllowed = map[string]string{
+	"xray:PutTraceSegments":    "X-Ray has no resource-level permissions (Tracing: Active)",
+	"xray:PutTelemetryRecords": "X-Ray has no resource-level permissions (Tracing: Active)",
+	// Not here: cloudwatch:PutMetricData. Metrics are EMF lines in the logs, so no function
+	// needs it.
+}
+
+// sendActions can each send an SMS (or have one sent); the reconcile role must deny them all.
+var sendActions = []string{
+	"sms-voice:SendTextMessage", "sms-voice:SendMediaMessage", "sms-voice:SendVoiceMessage",
+	"sms-voice:SendDestinationNumberVerificationCode", "sns:Publish", "sns:PublishBatch",
+	"mobiletargeting:SendMessages", "mobiletargeting:SendUsersMessages", "mobiletargeting:SendOTPMessage",
+}
+
+// functionRoles maps each function to the role that must be its own.
+var functionRoles = map[string]string{
+	"IntakeFunction": "IntakeRole", "DispatchFunction": "DispatchRole", "ReconcileFunction": "ReconcileRole",
+	"SweeperFunction": "SweeperRole", "AuditFunction": "AuditRole", "ProviderEventsFunction": "ProviderEventsRole",
+	"SimulatorWebhookFunction": "SimulatorWebhookRole", "DigestFunction": "DigestRole",
+	"AuditReplayFunction": "AuditReplayRole",
+}
+
+// expanded caches expansions by their parameters: each takes seconds.
+var expanded sync.Map
+
+// expand returns the template as SAM expands it for the variant's parameters. Without the
+// virtualenv it skips, unless make test required the tools: then it fails.
+func expand(t *testing.T, params ...string) policycheck.Template {
+	t.Helper()
+	cacheKey := strings.Join(params, " ")
+	if tpl, ok := expanded.Load(cacheKey); ok {
+		return tpl.(policycheck.Template)
+	}
+	tools, err := emulator.FindToolsDir()
+	var python string
+	if err == nil {
+		python, err = policycheck.Interpreter(tools)
+	}
+	if err != nil {
+		if os.Getenv(emulator.EnvEmulators) == emulator.EmulatorsRequired {
+			t.Fatalf("make test needs aws-sam-translator: %v", err)
+		}
+		t.Skipf("template test: %v; run `make test`, which installs it", err)
+	}
+	root := filepath.Dir(tools)
+	tpl, err := policycheck.Expand(python, filepath.Join(root, "infra", "expand-template.py"), filepath.Join(root, "template.yaml"), params...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expanded.Store(cacheKey, tpl)
+	return tpl
+}
+
+func forEachVariant(t *testing.T, check func(t *testing.T, tpl policycheck.Template)) {
+	for name, params := range variants {
+		t.Run(name, func(t *testing.T) { check(t, expand(t, params...)) })
+	}
+}
+
+func TestFunctionsHaveTheirOwnRoleAndNoManagedPolicy(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		seen := map[string]string{}
+		for name, r := range tpl.Resources {
+			switch r.Type {
+			case "AWS::IAM::Role":
+				if arns, ok := r.Properties["ManagedPolicyArns"]; ok {
+					t.Errorf("%s has managed policies %v", name, arns)
+				}
+			case "AWS::Lambda::Function":
+				role := policycheck.Ref(r.Properties["Role"])
+				if want := functionRoles[name]; role != want {
+					t.Errorf("%s runs as %q, want its own explicit role %q", name, role, want)
+				}
+				if other, dup := seen[role]; dup {
+					t.Errorf("%s and %s share role %s", name, other, role)
+				}
+				seen[role] = name
+				if tpl.Resources[role].Type != "AWS::IAM::Role" {
+					t.Errorf("%s's role %s is not a role of the stack", name, role)
+				}
+			}
+		}
+		if len(seen) < 6 {
+			t.Errorf("only %d functions found", len(seen))
+		}
+	})
+}
+
+func TestAllowsNameTheStacksResources(t *testing.T) {
+	wide := regexp.MustCompile(`^arn:[^:]*:[^:]*:[^:]*:[^:]*:\*$|^\*$`)
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		for role, stmts := range policycheck.RolePolicies(tpl) {
+			for _, s := range stmts {
+				if s.Effect != "Allow" {
+					continue
+				}
+				for _, a := range s.Actions {
+					if strings.Contains(a, "*") {
+						t.Errorf("%s %s allows the wildcard action %s", role, s.Sid, a)
+					}
+				}
+				for _, r := range s.Resources {
+					text := policycheck.ResourceText(r)
+					if !wide.MatchString(text) {
+						continue
+					}
+					for _, a := range s.Actions {
+						if _, ok := starAllowed[a]; !ok {
+							t.Errorf("%s %s allows %s on %s", role, s.Sid, a, text)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestReconcileCannotSend(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		stmts := policycheck.RolePolicies(tpl)["ReconcileRole"]
+		for _, action := range sendActions {
+			denied := slices.ContainsFunc(stmts, func(s policycheck.Statement) bool {
+				return s.Effect == "Deny" && s.Allows(action) && slices.Contains(s.Resources, any("*"))
+			})
+			if !denied {
+				t.Errorf("the reconcile role does not deny %s on every resource", action)
+			}
+			for _, s := range stmts {
+				if s.Effect == "Allow" && s.Allows(action) {
+					t.Errorf("the reconcile role allows %s (%s)", action, s.Sid)
+				}
+			}
+		}
+		if !slices.ContainsFunc(stmts, func(s policycheck.Statement) bool { return s.Effect == "Deny" && s.Allows("kms:Decrypt") }) {
+			t.Error("the reconcile role does not deny kms:Decrypt of the sealing key")
+		}
+	})
+}
+
+// wantKMSCondition is what the template must require of every use of the sealing key: the
+// encryption context shared/seal sends, and no other key.
+func wantKMSCondition() map[string]any {
+	ctx := seal.EncryptionContext()
+	eq := map[string]any{}
+	keys := []any{}
+	for k, v := range ctx {
+		eq["kms:EncryptionContext:"+k] = v
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+	return map[string]any{"StringEquals": eq, "ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": keys}}
+}
+
+func TestSealingKeyUseIsBoundToTheEncryptionContext(t *testing.T) {
+	uses := map[string]string{"kms:Decrypt": "DispatchRole", "kms:GenerateDataKey": "IntakeRole"}
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		for role, stmts := range policycheck.RolePolicies(tpl) {
+			for _, s := range stmts {
+				if s.Effect != "Allow" {
+					continue
+				}
+				for action, owner := range uses {
+					if !s.Allows(action) && !s.Allows("kms:ReEncryptFrom") {
+						continue
+					}
+					if role != owner {
+						t.Errorf("%s may call %s (%s); only %s may", role, action, s.Sid, owner)
+						continue
+					}
+					if d := cmp.Diff(wantKMSCondition(), s.Condition); d != "" {
+						t.Errorf("%s %s: condition differs from the context shared/seal sends (-want +got):\n%s", role, s.Sid, d)
+					}
+				}
+			}
+		}
+		key, ok := tpl.Resources["SealingKey"]
+		if !ok {
+			return // an existing key: its policy is the owner's (README says what it needs)
+		}
+		deny := policycheck.Statements("", key.Properties["KeyPolicy"])
+		if !slices.ContainsFunc(deny, func(s policycheck.Statement) bool {
+			return s.Effect == "Deny" && s.Allows("kms:Decrypt") && s.Allows("kms:ReEncryptFrom") && s.Principal == "*" &&
+				strings.Contains(policycheck.ResourceText(s.Condition), "aws:PrincipalTag/resetnotify-sealed-reader")
+		}) {
+			t.Error("the sealing key's policy does not deny Decrypt and ReEncrypt to all but the tagged dispatch role")
+		}
+		if !hasTag(tpl.Resources["DispatchRole"], "resetnotify-sealed-reader") {
+			t.Error("the dispatch role lacks the resetnotify-sealed-reader tag")
+		}
+		for name, r := range tpl.Resources {
+			if r.Type == "AWS::IAM::Role" && name != "DispatchRole" && hasTag(r, "resetnotify-sealed-reader") {
+				t.Errorf("%s carries the sealed-reader tag", name)
+			}
+		}
+	})
+}
+
+func TestSendsAreScopedToTheConfiguredIdentity(t *testing.T) {
+	tpl := expand(t, variants["endusersms"]...)
+	var resources []string
+	for _, s := range policycheck.RolePolicies(tpl)["DispatchRole"] {
+		if s.Effect == "Allow" && s.Allows("sms-voice:SendTextMessage") {
+			for _, r := range s.Resources {
+				resources = append(resources, policycheck.ResourceText(r))
+			}
+		}
+	}
+	want := []string{"${SmsOriginationIdentity}", "arn:${AWS::Partition}:sms-voice:${AWS::Region}:${AWS::AccountId}:configuration-set/${SmsConfigurationSet}", "arn:${AWS::Partition}:sms-voice:${AWS::Region}:${AWS::AccountId}:opt-out-list/*"}
+	if d := cmp.Diff(want, resources); d != "" {
+		t.Errorf("SendTextMessage resources (-want +got):\n%s", d)
+	}
+}
+
+func TestAuditTableRefusesEdits(t *testing.T) {
+	edits := []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:PartiQLUpdate", "dynamodb:PartiQLDelete"}
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		table := tpl.Resources["AuditTable"]
+		rp, _ := table.Properties["ResourcePolicy"].(map[string]any)
+		stmts := policycheck.Statements("", rp["PolicyDocument"])
+		for _, a := range edits {
+			if !slices.ContainsFunc(stmts, func(s policycheck.Statement) bool {
+				return s.Effect == "Deny" && s.Principal == "*" && s.Condition == nil && s.Allows(a)
+			}) {
+				t.Errorf("the audit table's resource policy does not deny %s to every principal", a)
+			}
+		}
+		put := slices.ContainsFunc(stmts, func(s policycheck.Statement) bool {
+			return s.Effect == "Deny" && s.Principal == "*" && s.Allows("dynamodb:PutItem") &&
+				strings.Contains(policycheck.ResourceText(s.Condition), "aws:PrincipalTag/resetnotify-audit-writer")
+		})
+		if !put || !hasTag(tpl.Resources["AuditRole"], "resetnotify-audit-writer") {
+			t.Error("PutItem on the audit table is not limited to the tagged audit role")
+		}
+		if table.Properties["TimeToLiveSpecification"] == nil {
+			t.Error("the audit table lost its TTL")
+		}
+		auditor := policycheck.RolePolicies(tpl)["AuditorRole"]
+		for _, a := range []string{"dynamodb:UpdateContinuousBackups", "dynamodb:UpdateTable", "dynamodb:DeleteTable", "dynamodb:DeleteResourcePolicy", "dynamodb:PutItem", "dynamodb:UpdateItem"} {
+			if !slices.ContainsFunc(auditor, func(s policycheck.Statement) bool { return s.Effect == "Deny" && s.Allows(a) }) {
+				t.Errorf("AuditorRole does not deny %s", a)
+			}
+		}
+	})
+}
+
+func TestSimulatorWebhookOnlyInSimulatorStacks(t *testing.T) {
+	tpl := expand(t, variants["simulator"]...)
+	if c := tpl.Conditions["UseSimulator"]; policycheck.ResourceText(c) != `{"Fn::Equals":[{"Ref":"SmsProvider"},"simulator"]}` {
+		t.Errorf("UseSimulator = %s", policycheck.ResourceText(c))
+	}
+	for name, r := range tpl.Resources {
+		if strings.HasPrefix(name, "SimulatorWebhook") && r.Condition != "UseSimulator" {
+			t.Errorf("%s exists in every stack (condition %q)", name, r.Condition)
+		}
+	}
+	routes := 0
+	for name, r := range tpl.Resources {
+		if r.Type == "AWS::ApiGatewayV2::Route" && r.Properties["RouteKey"] == "POST /v1/provider-events/simulator" {
+			routes++
+			if r.Condition != "UseSimulator" {
+				t.Errorf("the simulator route %s is not conditional on UseSimulator (condition %q)", name, r.Condition)
+			}
+		}
+	}
+	if routes != 1 {
+		t.Errorf("%d routes for the simulator's webhook, want 1", routes)
+	}
+}
+
+func TestNoSecretInAnEnvironmentVariable(t *testing.T) {
+	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, receipts.EnvWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN"}
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		for name, r := range tpl.Resources {
+			if r.Type != "AWS::Lambda::Function" {
+				continue
+			}
+			env, _ := r.Properties["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			for _, s := range secrets {
+				if _, ok := vars[s]; ok {
+					t.Errorf("%s sets the secret %s as an environment variable", name, s)
+				}
+			}
+		}
+	})
+}
+
+func hasTag(r policycheck.Resource, key string) bool {
+	tags, _ := r.Properties["Tags"].([]any)
+	for _, tag := range tags {
+		if m, _ := tag.(map[string]any); m["Key"] == key {
+			return true
+		}
+	}
+	return false
+}

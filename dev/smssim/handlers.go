@@ -1,0 +1,316 @@
+package smssim
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
+)
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// A client that hung up cannot be told anything; the request log has the outcome.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, simapi.Error{Code: code, Message: msg})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	want := "Bearer " + s.cfg.Token
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) == 1
+}
+
+// validate checks a send request; its error never names the number or the body.
+func validate(req simapi.SendRequest) error {
+	var errs []error
+	if !e164.MatchString(req.To) {
+		errs = append(errs, errors.New("to is not an E.164 number"))
+	}
+	if req.Body == "" || len(req.Body) > MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("body must be 1 to %d bytes", MaxBodyBytes))
+	}
+	if req.ClientRef == "" || len(req.ClientRef) > MaxClientRefLen {
+		errs = append(errs, fmt.Errorf("client_ref must be 1 to %d bytes", MaxClientRefLen))
+	}
+	if req.ValiditySeconds < 1 || req.ValiditySeconds > MaxValiditySeconds {
+		errs = append(errs, fmt.Errorf("validity_seconds must be 1 to %d", MaxValiditySeconds))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		writeError(w, http.StatusUnauthorized, simapi.CodeUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	var req simapi.SendRequest
+	body := http.MaxBytesReader(w, r.Body, 16<<10)
+	err := json.NewDecoder(body).Decode(&req)
+	// Reading to EOF lets the server notice when the client hangs up while we wait.
+	_, _ = io.Copy(io.Discard, body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "body is not a JSON send request")
+		return
+	}
+	if err := validate(req); err != nil {
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, err.Error())
+		return
+	}
+	mode, receipt := s.decide(req.To)
+	e := s.logRequest(simapi.RequestEntry{At: s.clock.Now(), To: req.To, ClientRef: req.ClientRef, Mode: string(mode)})
+
+	switch mode {
+	case ModeReject:
+		writeError(w, http.StatusBadRequest, simapi.CodeDestinationRejected, "destination rejected permanently")
+		s.finish(e, http.StatusBadRequest, "")
+	case ModeThrottle:
+		w.Header().Set("Retry-After", retryAfterSeconds(s.cfg.RetryAfter))
+		writeError(w, http.StatusTooManyRequests, simapi.CodeThrottled, "too many requests; not processed")
+		s.finish(e, http.StatusTooManyRequests, "")
+	case ModeUnavailable:
+		w.Header().Set("Retry-After", retryAfterSeconds(s.cfg.RetryAfter))
+		writeError(w, http.StatusServiceUnavailable, simapi.CodeNotProcessed, "unavailable; not processed")
+		s.finish(e, http.StatusServiceUnavailable, "")
+	case ModeTimeoutBeforeAccept:
+		note := s.hang(r)
+		s.finish(e, 0, note)
+		s.drop(w)
+	case ModeAcceptThenTimeout:
+		s.record(e, req, mode, receipt)
+		note := s.hang(r)
+		s.finish(e, 0, note)
+		s.drop(w)
+	case ModeAcceptThenDrop:
+		s.record(e, req, mode, receipt)
+		s.finish(e, 0, "dropped")
+		s.drop(w)
+	case ModeErrorAfterAccept:
+		s.record(e, req, mode, receipt)
+		writeError(w, http.StatusInternalServerError, simapi.CodeInternal, "internal error")
+		s.finish(e, http.StatusInternalServerError, "")
+	case ModeLatency:
+		if note := s.wait(r, s.cfg.Latency); note != "" {
+			// The client stopped waiting: a real provider might still accept, but then the
+			// attempt's call would not bound the acceptance time. Not recording keeps the
+			// simulator's promise that it only accepts while the client waits.
+			s.finish(e, 0, note)
+			s.drop(w)
+			return
+		}
+		fallthrough
+	default:
+		m := s.record(e, req, mode, receipt)
+		writeJSON(w, http.StatusCreated, simapi.SendResponse{MessageID: m.MessageID})
+		s.finish(e, http.StatusCreated, "")
+	}
+}
+
+// wait waits d, or until the client leaves or the server closes; it returns "" when the
+// whole wait passed, else why it ended early.
+func (s *Server) wait(r *http.Request, d time.Duration) string {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return ""
+	case <-r.Context().Done():
+		return "client_gone"
+	case <-s.ctx.Done():
+		return "server_closed"
+	}
+}
+
+// hang waits until the client gives up, the server closes or Config.Hang passes.
+func (s *Server) hang(r *http.Request) string {
+	if note := s.wait(r, s.cfg.Hang); note != "" {
+		return note
+	}
+	return "hang_limit"
+}
+
+// drop closes the connection without an answer.
+func (s *Server) drop(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// HTTP/2 or a recorder: abort the handler, which resets the stream or connection.
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
+// lookupFault answers a lookup with the configured failure, and reports whether it did.
+func (s *Server) lookupFault(w http.ResponseWriter, r *http.Request) bool {
+	s.mu.Lock()
+	mode := s.lookupMode
+	s.mu.Unlock()
+	switch mode {
+	case LookupUnavailable:
+		w.Header().Set("Retry-After", retryAfterSeconds(s.cfg.RetryAfter))
+		writeError(w, http.StatusServiceUnavailable, simapi.CodeNotProcessed, "lookup unavailable")
+	case LookupError:
+		writeError(w, http.StatusInternalServerError, simapi.CodeInternal, "lookup failed")
+	case LookupTimeout:
+		s.hang(r)
+		s.drop(w)
+	default:
+		return false
+	}
+	return true
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		writeError(w, http.StatusUnauthorized, simapi.CodeUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	if s.lookupFault(w, r) {
+		return
+	}
+	now := s.clock.Now()
+	s.mu.Lock()
+	m, ok := s.byID[r.PathValue("id")]
+	if ok && !s.visible(m, now) {
+		ok = false
+	}
+	var msg Message
+	if ok {
+		msg = *m
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, simapi.CodeNotFound, "no such message")
+		return
+	}
+	writeJSON(w, http.StatusOK, view(msg, now))
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		writeError(w, http.StatusUnauthorized, simapi.CodeUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	ref := r.URL.Query().Get("client_ref")
+	if ref == "" {
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "client_ref is required")
+		return
+	}
+	if s.lookupFault(w, r) {
+		return
+	}
+	now := s.clock.Now()
+	list := simapi.MessageList{Messages: []simapi.Message{}}
+	s.mu.Lock()
+	for _, m := range s.byRef[ref] {
+		if s.visible(m, now) {
+			list.Messages = append(list.Messages, view(*m, now))
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request) {
+	withBody := r.URL.Query().Get("include") == "body"
+	inbox := simapi.Inbox{Destinations: map[string]simapi.InboxDestination{}}
+	for _, m := range s.Messages() {
+		d := inbox.Destinations[m.To]
+		im := simapi.InboxMessage{
+			MessageID:       m.MessageID,
+			ClientRef:       m.ClientRef,
+			Mode:            string(m.Mode),
+			AcceptedAt:      m.AcceptedAt,
+			ValiditySeconds: int64(m.Validity / time.Second),
+			ValidUntil:      m.ValidUntil(),
+			DeliverAt:       m.DeliverAt,
+			Lapsed:          m.Lapsed,
+			Receipt:         m.Receipt,
+		}
+		if withBody {
+			im.Body = m.Body
+		}
+		d.Count++
+		d.Messages = append(d.Messages, im)
+		inbox.Destinations[m.To] = d
+	}
+	writeJSON(w, http.StatusOK, inbox)
+}
+
+func (s *Server) handleRequests(w http.ResponseWriter, _ *http.Request) {
+	reqs := s.Requests()
+	if reqs == nil {
+		reqs = []simapi.RequestEntry{}
+	}
+	writeJSON(w, http.StatusOK, simapi.RequestLog{Requests: reqs})
+}
+
+func (s *Server) handleSetFault(w http.ResponseWriter, r *http.Request) {
+	var f simapi.Fault
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&f); err != nil || f.To == "" {
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "body must be a fault with a destination")
+		return
+	}
+	names := f.Modes
+	if f.Mode != "" {
+		names = append([]string{f.Mode}, names...)
+	}
+	modes := make([]Mode, 0, len(names))
+	for _, n := range names {
+		m, err := ParseMode(n)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, err.Error())
+			return
+		}
+		modes = append(modes, m)
+	}
+	switch f.Receipt {
+	case "", simapi.StatusDelivered, simapi.StatusUndelivered:
+	default:
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "receipt must be delivered or undelivered")
+		return
+	}
+	s.SetFault(f.To, modes...)
+	s.SetReceipt(f.To, f.Receipt)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleClearFaults(w http.ResponseWriter, _ *http.Request) {
+	s.ClearFaults()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleLookupFault(w http.ResponseWriter, r *http.Request) {
+	var f simapi.LookupFault
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&f); err != nil {
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "body must be a lookup fault")
+		return
+	}
+	switch m := LookupMode(f.Mode); m {
+	case LookupNormal, LookupUnavailable, LookupError, LookupTimeout:
+		s.SetLookupMode(m)
+	case "":
+		s.SetLookupMode(LookupNormal)
+	default:
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "unknown lookup mode")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
+	s.Reset()
+	w.WriteHeader(http.StatusNoContent)
+}

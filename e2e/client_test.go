@@ -23,7 +23,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 // stack is the deployed stack under test.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/smssim/simapi"
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 // settle is how long a notification may take to reach a final state on a busy machine: a

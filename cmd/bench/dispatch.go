@@ -18,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -272,7 +273,7 @@ func (p *pipeline) drainDispatch(ctx context.Context, n, pollers int) error {
 		go func() {
 			defer wg.Done()
 			for deleted.Load() < int64(n) {
-				res, err := worker.Pump(ctx, p.counted, p.dispatchURL, p.dispatcher.Handle, worker.PumpOptions{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
+				res, err := pump.Once(ctx, p.counted, p.dispatchURL, p.dispatcher.Handle, pump.Options{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
 				if err != nil {
 					errs <- fmt.Errorf("dispatch bench: %w", err)
 					return
@@ -305,7 +306,7 @@ func (p *pipeline) runUntilDone(ctx context.Context, pollers int, timeout time.D
 		for !stop.Load() && ctx.Err() == nil {
 			// Long polling, as Lambda's event source mapping does, so that waiting for delayed
 			// messages costs few empty receives.
-			_, err := worker.Pump(ctx, p.counted, queueURL, h, worker.PumpOptions{Region: emulator.Region, WaitTime: time.Second, VisibilityTimeout: 30 * time.Second})
+			_, err := pump.Once(ctx, p.counted, queueURL, h, pump.Options{Region: emulator.Region, WaitTime: time.Second, VisibilityTimeout: 30 * time.Second})
 			if err != nil && ctx.Err() == nil {
 				mu.Lock()
 				errs = append(errs, err)

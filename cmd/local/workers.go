@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/worker"
@@ -44,7 +45,7 @@ func startSimulator(webhookURL, webhookToken string) (*smssim.Server, error) {
 // mapping src of template.yaml would (its batch size, partial batch failures), until ctx ends.
 func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, src samtemplate.Source, h worker.BatchHandler, log *slog.Logger) error {
 	for ctx.Err() == nil {
-		_, err := worker.Pump(ctx, client, queueURL, h, worker.PumpOptions{
+		_, err := pump.Once(ctx, client, queueURL, h, pump.Options{
 			MaxMessages: int32(src.BatchSize), WaitTime: time.Second, Region: emulator.Region,
 		})
 		if err != nil && ctx.Err() == nil {

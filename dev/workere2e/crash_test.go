@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -133,7 +134,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 			go func() {
 				// One receive, as one Lambda invocation; its deletes die with it. The message
 				// comes back after a short visibility timeout.
-				_, err := worker.Pump(life, st.SQS, st.DispatchURL, victim.Handle, worker.PumpOptions{
+				_, err := pump.Once(life, st.SQS, st.DispatchURL, victim.Handle, pump.Options{
 					WaitTime: 5 * time.Second, VisibilityTimeout: 2 * time.Second, Region: emulator.Region,
 				})
 				done <- err

@@ -23,6 +23,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
@@ -94,7 +95,7 @@ func startCrew(st *workertest.Stack, o crewOptions) *crew {
 	poll := func(queueURL string, h worker.BatchHandler) {
 		defer c.wg.Done()
 		for ctx.Err() == nil {
-			_, err := worker.Pump(ctx, st.SQS, queueURL, h, worker.PumpOptions{
+			_, err := pump.Once(ctx, st.SQS, queueURL, h, pump.Options{
 				WaitTime: time.Second, VisibilityTimeout: o.Visibility, Region: emulator.Region,
 			})
 			if err != nil && ctx.Err() == nil {

@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
 // TestSweeperRecoversLostRetryAndReconcileMessages extends
@@ -34,7 +34,7 @@ func TestSweeperRecoversLostRetryAndReconcileMessages(t *testing.T) {
 
 	// Only the dispatch queue runs, until both records wait for a delayed message.
 	waitFor(t, 30*time.Second, 10*time.Millisecond, "first attempts", func() bool {
-		if _, err := worker.Pump(ctx, st.SQS, st.DispatchURL, st.Dispatcher.Handle, worker.PumpOptions{Region: emulator.Region}); err != nil {
+		if _, err := pump.Once(ctx, st.SQS, st.DispatchURL, st.Dispatcher.Handle, pump.Options{Region: emulator.Region}); err != nil {
 			t.Fatal(err)
 		}
 		return st.Get(t, unknownKey).State == notify.StateDispatchUnknown && st.Get(t, retryKey).State == notify.StateRetryScheduled

@@ -18,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
 	"github.com/resetnotify/resetnotify/dev/testenv"
@@ -237,7 +238,7 @@ func (s *Stack) PumpOnce(ctx context.Context) (int, error) {
 		url string
 		h   worker.BatchHandler
 	}{{s.DispatchURL, s.Dispatcher.Handle}, {s.ReconcileURL, s.Reconciler.Handle}} {
-		res, err := worker.Pump(ctx, s.SQS, q.url, q.h, worker.PumpOptions{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
+		res, err := pump.Once(ctx, s.SQS, q.url, q.h, pump.Options{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
 		total += res.Received
 		if err != nil {
 			return total, err

@@ -17,11 +17,11 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
 func TestFailureRecordSample(t *testing.T) {
@@ -131,7 +131,7 @@ func replayer(env *audittest.Env, streams audit.StreamsAPI) *audit.Replayer {
 // mapping would, and checks the message was consumed.
 func replayQueue(t *testing.T, client *sqs.Client, queue string, r *audit.Replayer) {
 	t.Helper()
-	res, err := worker.Pump(context.Background(), client, queue, r.Handle, worker.PumpOptions{WaitTime: 2 * time.Second, Region: "us-east-1"})
+	res, err := pump.Once(context.Background(), client, queue, r.Handle, pump.Options{WaitTime: 2 * time.Second, Region: "us-east-1"})
 	if err != nil || res.Received != 1 || res.Deleted != 1 {
 		t.Fatalf("replay pump = %+v, %v; want one message received and deleted", res, err)
 	}

@@ -30,6 +30,5 @@
 // between unsealing and the provider call. They are never logged, put in an error, a metric or
 // a queue message.
 //
-// Pump drives a handler from an SQS queue in-process (receive, build events.SQSEvent, call,
-// delete what was acknowledged), for tests and for the local stack.
+// dev/pump drives a handler from an SQS queue in-process, for tests and for the local stack.
 package worker

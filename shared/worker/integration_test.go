@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -210,9 +211,9 @@ func TestPumpReportsFailuresAndKeepsThem(t *testing.T) {
 		}
 		return resp, nil
 	}
-	got := worker.PumpResult{}
+	got := pump.Result{}
 	for got.Received < 3 {
-		res, err := worker.Pump(ctx, st.SQS, st.DispatchURL, failK1, worker.PumpOptions{VisibilityTimeout: 1 * time.Second, Region: "us-east-1"})
+		res, err := pump.Once(ctx, st.SQS, st.DispatchURL, failK1, pump.Options{VisibilityTimeout: 1 * time.Second, Region: "us-east-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,15 +221,15 @@ func TestPumpReportsFailuresAndKeepsThem(t *testing.T) {
 		got.Deleted += res.Deleted
 		got.Failed += res.Failed
 	}
-	if got != (worker.PumpResult{Received: 3, Deleted: 2, Failed: 1}) {
+	if got != (pump.Result{Received: 3, Deleted: 2, Failed: 1}) {
 		t.Errorf("pump %+v", got)
 	}
 	// The failed message comes back after its visibility timeout.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		res, err := worker.Pump(ctx, st.SQS, st.DispatchURL, func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		res, err := pump.Once(ctx, st.SQS, st.DispatchURL, func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 			return events.SQSEventResponse{}, nil
-		}, worker.PumpOptions{WaitTime: time.Second})
+		}, pump.Options{WaitTime: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,9 +244,9 @@ func TestPumpReportsFailuresAndKeepsThem(t *testing.T) {
 	if err := sched.ScheduleReconcile(ctx, notify.Message{IdempotencyKey: "d", NotificationID: "n", Version: 2}, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	res, err := worker.Pump(ctx, st.SQS, st.ReconcileURL, func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	res, err := pump.Once(ctx, st.SQS, st.ReconcileURL, func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 		return events.SQSEventResponse{}, nil
-	}, worker.PumpOptions{})
+	}, pump.Options{})
 	if err != nil || res.Received != 0 {
 		t.Errorf("delayed message visible at once: %+v %v", res, err)
 	}

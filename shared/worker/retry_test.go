@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/audit/audittest"
@@ -182,7 +183,7 @@ func TestReconcileReadsReceiptsFirst(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("record %s, want dispatch_unknown", st.Get(t, key).State)
 				}
-				if _, err := worker.Pump(ctx, st.SQS, st.DispatchURL, st.Dispatcher.Handle, worker.PumpOptions{Region: emulator.Region, WaitTime: time.Second}); err != nil {
+				if _, err := pump.Once(ctx, st.SQS, st.DispatchURL, st.Dispatcher.Handle, pump.Options{Region: emulator.Region, WaitTime: time.Second}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -248,7 +249,7 @@ func TestAuditActorsInOrder(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("record %s, want sent", st.Get(t, key).State)
 		}
-		if _, err := worker.Pump(invocation("req-dispatch"), st.SQS, st.DispatchURL, st.Dispatcher.Handle, worker.PumpOptions{Region: emulator.Region, WaitTime: time.Second}); err != nil {
+		if _, err := pump.Once(invocation("req-dispatch"), st.SQS, st.DispatchURL, st.Dispatcher.Handle, pump.Options{Region: emulator.Region, WaitTime: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}

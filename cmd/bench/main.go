@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fault := fs.Int("fault-n", 200, "dispatch: notifications run under the fault mix")
 	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
 	replays := fs.Int("replays", 200, "replay: sequential replays measured")
+	costN := fs.Int("cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,8 +65,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
 	runReplay := *mode == "all" || *mode == "replay"
-	if !runAdmission && !runDispatch && !runReplay {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch or replay", *mode)
+	runCost := *mode == "all" || *mode == "cost"
+	if !runAdmission && !runDispatch && !runReplay && !runCost {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay or cost", *mode)
 	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -76,7 +78,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if !runDispatch && !runReplay {
+	if !runDispatch && !runReplay && !runCost {
 		return nil
 	}
 	sqsEndpoint := os.Getenv("RESETNOTIFY_SQS_ENDPOINT")
@@ -88,10 +90,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if !runReplay {
-		return nil
+	if runReplay {
+		if err := replayBench(ctx, endpoint, sqsEndpoint, *replays, out); err != nil {
+			return err
+		}
 	}
-	return replayBench(ctx, endpoint, sqsEndpoint, *replays, out)
+	if runCost {
+		return costBench(ctx, endpoint, sqsEndpoint, costOptions{N: *costN}, out)
+	}
+	return nil
 }
 
 func randomKey() []byte {

@@ -427,4 +427,3 @@ func TestQueryDueIsSparseAndPerShard(t *testing.T) {
 		t.Error("QueryDue accepted a shard out of range")
 	}
 }
-

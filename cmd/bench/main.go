@@ -53,6 +53,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fault := fs.Int("fault-n", 200, "dispatch: notifications run under the fault mix")
 	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
 	replays := fs.Int("replays", 200, "replay: sequential replays measured")
+	floorN := fs.Int("floor-n", 2000, "floor: notifications dispatched per phase (ours and raw)")
+	floorBatches := fs.Int("floor-batches", 2, "floor: batches handled at once")
 	costN := fs.Int("cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,8 +68,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
 	runReplay := *mode == "all" || *mode == "replay"
 	runCost := *mode == "all" || *mode == "cost"
-	if !runAdmission && !runDispatch && !runReplay && !runCost {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay or cost", *mode)
+	runFloor := *mode == "all" || *mode == "floor"
+	if !runAdmission && !runDispatch && !runReplay && !runCost && !runFloor {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, floor or cost", *mode)
 	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -75,6 +78,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if runAdmission {
 		if err := admission(ctx, endpoint, *ops, *workers, out); err != nil {
+			return err
+		}
+	}
+	if runFloor {
+		if err := dispatchFloorBench(ctx, endpoint, *floorN, *floorBatches, out); err != nil {
 			return err
 		}
 	}

@@ -65,16 +65,16 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // capacityBench takes n notifications from admission to delivered on one DynamoDB Local (and
 // moto for the dispatch queue) and measures, per phase, the capacity DynamoDB reports, the log
 // bytes each function writes, its invocations and busy time, and the AWS requests.
-func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) (lifecycle, error) {
+func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) (lifecycle, storageSizes, error) {
 	meter := newCapacityMeter()
 	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, "capacity", meter.Instrument)
 	if err != nil {
-		return lifecycle{}, err
+		return lifecycle{}, nil, err
 	}
 	defer p.close()
 	receiptsTable := p.name + "-receipts"
 	if err := tables.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit, Receipts: receiptsTable}); err != nil {
-		return lifecycle{}, err
+		return lifecycle{}, nil, err
 	}
 	defer func() {
 		_, _ = p.db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(receiptsTable)})
@@ -96,14 +96,14 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 	// Admission: the intake function's HTTP handler, as the API invokes it.
 	meter.Reset()
 	if err := p.admitHTTP(ctx, n, logs["intake"], &lc); err != nil {
-		return lifecycle{}, err
+		return lifecycle{}, nil, err
 	}
 	lc.Admission = meter.Snapshot()
 
 	// Dispatch: lease and sent, through the dispatch handler.
 	meter.Reset()
 	if err := p.dispatchTimed(ctx, n, logs["dispatch"], &lc); err != nil {
-		return lifecycle{}, err
+		return lifecycle{}, nil, err
 	}
 	lc.Dispatch = meter.Snapshot()
 
@@ -126,10 +126,10 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 		lc.Busy["provider-events"] += time.Since(start)
 		lc.Invocations["provider-events"]++
 		if err != nil {
-			return lifecycle{}, fmt.Errorf("capacity bench: receipt: %w", err)
+			return lifecycle{}, nil, fmt.Errorf("capacity bench: receipt: %w", err)
 		}
 		if res.State != notify.StateDelivered {
-			return lifecycle{}, fmt.Errorf("capacity bench: receipt left %s", res.State)
+			return lifecycle{}, nil, fmt.Errorf("capacity bench: receipt left %s", res.State)
 		}
 	}
 	lc.Receipt = meter.Snapshot()
@@ -139,7 +139,7 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 	meter.Reset()
 	records, err := p.readStream(ctx, ddbEndpoint, 4*n)
 	if err != nil {
-		return lifecycle{}, err
+		return lifecycle{}, nil, err
 	}
 	h := &audit.Handler{
 		Writer:   &audit.Writer{DB: countedDB, Table: p.audit},
@@ -154,7 +154,7 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 		lc.Busy["audit"] += time.Since(start)
 		lc.Invocations["audit"]++
 		if err != nil || len(resp.BatchItemFailures) > 0 {
-			return lifecycle{}, fmt.Errorf("capacity bench: audit batch: %v %v", resp.BatchItemFailures, err)
+			return lifecycle{}, nil, fmt.Errorf("capacity bench: audit batch: %v %v", resp.BatchItemFailures, err)
 		}
 	}
 	lc.Audit = meter.Snapshot()
@@ -163,7 +163,19 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 	for f, w := range logs {
 		lc.LogBytes[f] = w.n.Load()
 	}
-	return lc, nil
+	months := retentionMonths()
+	var sizes storageSizes
+	for _, t := range []struct {
+		role string
+		def  *dynamodb.CreateTableInput
+	}{{"notifications", tables.Notifications(p.table)}, {"audit", tables.Audit(p.audit)}, {"receipts", tables.Receipts(receiptsTable)}} {
+		b, err := storagePerNotification(ctx, p.db, t.def, n)
+		if err != nil {
+			return lifecycle{}, nil, err
+		}
+		sizes = append(sizes, storageSize{Name: t.role, Bytes: b, Months: months[t.role]})
+	}
+	return lc, sizes, nil
 }
 
 // admitHTTP admits n notifications through the intake function's HTTP handler, eight at a
@@ -361,7 +373,7 @@ func printCapacity(out io.Writer, lc lifecycle) {
 	fmt.Fprintf(out, "write_units_per_transition=%.2f\n", perTransition)
 	fmt.Fprintf(out, "write_units_per_transition_max=%.2f\n", maxTransition)
 	fmt.Fprintf(out, "write_units_per_transition_by_state=%s\n", formatKinds(kinds))
-	fmt.Fprintf(out, "write_units_per_transition_breakdown=%s\n", formatShares(lc.Dispatch.add(lc.Receipt).byIndex(lc.Roles, float64(lc.Transitions))))
+	fmt.Fprintf(out, "write_units_per_transition_breakdown=%s\n", formatShares(lc.transitionShares()))
 	fmt.Fprintf(out, "write_units_per_audit_entry=%.2f\n", auditW/float64(lc.AuditEntries))
 	fmt.Fprintf(out, "read_units_per_audit_entry=%.2f\n", auditR/float64(lc.AuditEntries))
 	fmt.Fprintf(out, "write_units_per_delivered_notification=%.2f\n", allW/n)
@@ -372,3 +384,15 @@ func printCapacity(out io.Writer, lc lifecycle) {
 
 // formatShares renders name:value pairs sorted by name.
 func formatShares(m map[string]float64) string { return formatKinds(m) }
+
+// transitionShares returns the notifications table's write units per transition, per index,
+// over the dispatch and receipt phases.
+func (lc lifecycle) transitionShares() map[string]float64 {
+	out := map[string]float64{}
+	for name, v := range lc.Dispatch.add(lc.Receipt).byIndex(lc.Roles, float64(lc.Transitions)) {
+		if strings.HasPrefix(name, "notifications") {
+			out[name] = v
+		}
+	}
+	return out
+}

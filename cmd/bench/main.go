@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	replays := fs.Int("replays", 200, "replay: sequential replays measured")
 	floorN := fs.Int("floor-n", 2000, "floor: notifications dispatched per phase (ours and raw)")
 	floorBatches := fs.Int("floor-batches", 2, "floor: batches handled at once")
+	templatePath := fs.String("template", "template.yaml", "cost: the SAM template (memory size, architecture)")
 	costN := fs.Int("cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,7 +105,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	if runCost {
-		return costBench(ctx, endpoint, sqsEndpoint, costOptions{N: *costN}, out)
+		return costBench(ctx, endpoint, sqsEndpoint, costOptions{N: *costN, Template: *templatePath}, out)
 	}
 	return nil
 }

@@ -44,9 +44,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch or replay")
+	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch, replay, floor, cost or coldstart")
 	ops := fs.Int("ops", 2000, "admission: operations per measured phase")
 	workers := fs.Int("concurrency", 8, "admission: concurrent callers")
 	happy := fs.Int("dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -57,9 +57,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	floorBatches := fs.Int("floor-batches", 2, "floor: batches handled at once")
 	templatePath := fs.String("template", "template.yaml", "cost: the SAM template (memory size, architecture)")
 	costN := fs.Int("cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
+	jsonPath := fs.String("json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	results := newResults(out)
+	out = results
+	defer func() {
+		if err == nil && *jsonPath != "" {
+			err = results.save(*jsonPath, *mode)
+		}
+	}()
 	if *ops < 100 || *workers < 1 {
 		return errors.New("need -ops >= 100 and -concurrency >= 1")
 	}

@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	floorBatches := fs.Int("floor-batches", 2, "floor: batches handled at once")
 	templatePath := fs.String("template", "template.yaml", "cost: the SAM template (memory size, architecture)")
 	costN := fs.Int("cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
+	coldRuns := fs.Int("coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
 	jsonPath := fs.String("json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,8 +79,12 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	runReplay := *mode == "all" || *mode == "replay"
 	runCost := *mode == "all" || *mode == "cost"
 	runFloor := *mode == "all" || *mode == "floor"
+	if *mode == "coldstart" {
+		// Builds and starts the bootstraps; needs no emulator.
+		return coldStartBench(ctx, *coldRuns, out)
+	}
 	if !runAdmission && !runDispatch && !runReplay && !runCost && !runFloor {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, floor or cost", *mode)
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, floor, cost or coldstart", *mode)
 	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -109,6 +114,11 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 	if runReplay {
 		if err := replayBench(ctx, endpoint, sqsEndpoint, *replays, out); err != nil {
+			return err
+		}
+	}
+	if *mode == "all" {
+		if err := coldStartBench(ctx, *coldRuns, out); err != nil {
 			return err
 		}
 	}

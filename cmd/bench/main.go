@@ -44,18 +44,31 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch or replay")
+	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch, replay, floor, cost or coldstart")
 	ops := fs.Int("ops", 2000, "admission: operations per measured phase")
 	workers := fs.Int("concurrency", 8, "admission: concurrent callers")
 	happy := fs.Int("dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
 	fault := fs.Int("fault-n", 200, "dispatch: notifications run under the fault mix")
 	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
 	replays := fs.Int("replays", 200, "replay: sequential replays measured")
+	floorN := fs.Int("floor-n", 2000, "floor: notifications dispatched per phase (ours and raw)")
+	floorBatches := fs.Int("floor-batches", 2, "floor: batches handled at once")
+	templatePath := fs.String("template", "template.yaml", "cost: the SAM template (memory size, architecture)")
+	costN := fs.Int("cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
+	coldRuns := fs.Int("coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
+	jsonPath := fs.String("json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	results := newResults(out)
+	out = results
+	defer func() {
+		if err == nil && *jsonPath != "" {
+			err = results.save(*jsonPath, *mode)
+		}
+	}()
 	if *ops < 100 || *workers < 1 {
 		return errors.New("need -ops >= 100 and -concurrency >= 1")
 	}
@@ -64,8 +77,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
 	runReplay := *mode == "all" || *mode == "replay"
-	if !runAdmission && !runDispatch && !runReplay {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch or replay", *mode)
+	runCost := *mode == "all" || *mode == "cost"
+	runFloor := *mode == "all" || *mode == "floor"
+	if *mode == "coldstart" {
+		// Builds and starts the bootstraps; needs no emulator.
+		return coldStartBench(ctx, *coldRuns, out)
+	}
+	if !runAdmission && !runDispatch && !runReplay && !runCost && !runFloor {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, floor, cost or coldstart", *mode)
 	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -76,7 +95,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if !runDispatch && !runReplay {
+	if runFloor {
+		if err := dispatchFloorBench(ctx, endpoint, *floorN, *floorBatches, out); err != nil {
+			return err
+		}
+	}
+	if !runDispatch && !runReplay && !runCost {
 		return nil
 	}
 	sqsEndpoint := os.Getenv("RESETNOTIFY_SQS_ENDPOINT")
@@ -88,10 +112,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if !runReplay {
-		return nil
+	if runReplay {
+		if err := replayBench(ctx, endpoint, sqsEndpoint, *replays, out); err != nil {
+			return err
+		}
 	}
-	return replayBench(ctx, endpoint, sqsEndpoint, *replays, out)
+	if *mode == "all" {
+		if err := coldStartBench(ctx, *coldRuns, out); err != nil {
+			return err
+		}
+	}
+	if runCost {
+		return costBench(ctx, endpoint, sqsEndpoint, costOptions{N: *costN, Template: *templatePath}, out)
+	}
+	return nil
 }
 
 func randomKey() []byte {

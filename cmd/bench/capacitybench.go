@@ -17,16 +17,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/pump"
+	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/emulator"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/smssim"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
@@ -235,7 +236,7 @@ func (p *pipeline) dispatchTimed(ctx context.Context, n int, log io.Writer, lc *
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	for deleted := 0; deleted < n; {
-		res, err := worker.Pump(ctx, p.counted, p.dispatchURL, timed, worker.PumpOptions{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
+		res, err := pump.Once(ctx, p.counted, p.dispatchURL, timed, pump.Options{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
 		if err != nil {
 			return fmt.Errorf("capacity bench: dispatch: %w", err)
 		}

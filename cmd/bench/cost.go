@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/receipts"
-	"github.com/resetnotify/resetnotify/shared/samtemplate"
 )
 
 // costOptions shape the cost benchmark.

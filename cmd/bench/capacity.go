@@ -230,17 +230,6 @@ func (r capacityReport) total(keep func(capacityKey) bool) (read, write float64)
 	return read, write
 }
 
-// calls returns how many calls of the shares that keep says to were made.
-func (r capacityReport) calls(keep func(capacityKey) bool) int64 {
-	var n int64
-	for k, u := range r {
-		if k.Index == "" && (keep == nil || keep(k)) {
-			n += u.Calls
-		}
-	}
-	return n
-}
-
 // add returns r and o summed.
 func (r capacityReport) add(o capacityReport) capacityReport {
 	out := make(capacityReport, len(r)+len(o))

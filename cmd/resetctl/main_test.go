@@ -127,11 +127,10 @@ func TestErrorsShowNoSecret(t *testing.T) {
 		}
 		assertNoSecret(t, out, errOut)
 	}
-	status, out, errOut := cli(t, nil, sendArgs(api, "--key", "k1")...)
-	if status != 0 {
+	if status, _, errOut := cli(t, nil, sendArgs(api, "--key", "k1")...); status != 0 {
 		t.Fatal(errOut)
 	}
-	status, out, errOut = cli(t, nil, append(sendArgs(api, "--key", "k1"), "--param", "extra="+code)...)
+	status, out, errOut := cli(t, nil, append(sendArgs(api, "--key", "k1"), "--param", "extra="+code)...)
 	if status != 1 || !strings.Contains(errOut, "invalid-request") {
 		t.Errorf("exit %d\n%s%s", status, out, errOut)
 	}

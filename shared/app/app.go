@@ -19,6 +19,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -78,6 +79,12 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 		// The same renderer and budget as dispatch: refuse at once what could never be sent.
 		Messages: render.New(cfg.Worker.MaxSegments),
 		Actor:    actor.For("intake"),
+		// The abuse guards: the allow-list always, the counters when GUARD_TABLE is set.
+		Countries:    cfg.Countries,
+		PrefixDigits: cfg.Guard.PrefixDigits,
+	}
+	if cfg.GuardTable != "" {
+		in.Guard = guardstore.New(awsclient.DynamoDB(awsCfg, ""), cfg.GuardTable, cfg.Guard)
 	}
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("intake ready", "config", cfg)

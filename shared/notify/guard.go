@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 )
@@ -133,7 +134,7 @@ type Countries struct {
 // must be a calling code CallingCode can return.
 func NewCountries(codes []string) (Countries, error) {
 	for _, c := range codes {
-		if CallingCode("+"+c+"0000000") != c {
+		if !callingCodePattern.MatchString(c) || CallingCode("+"+c+"0000000") != c {
 			return Countries{}, fmt.Errorf("notify.countries: %q is not a country calling code", c)
 		}
 	}
@@ -147,6 +148,8 @@ func (c Countries) Allows(code string) bool {
 
 // Codes returns the listed codes, nil when every code is allowed.
 func (c Countries) Codes() []string { return slices.Clone(c.codes) }
+
+var callingCodePattern = regexp.MustCompile(`^[1-9][0-9]{0,2}$`)
 
 // twoDigitCodes are the ITU-T E.164 country calling codes of two digits. Calling codes are
 // prefix-free: 1 and 7 are the only one-digit codes, and every code that is neither one of

@@ -68,6 +68,10 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 	if err != nil {
 		return nil, fmt.Errorf("app.intake pepper: %w", err)
 	}
+	countries, err := notify.NewCountries(cfg.AllowedCallingCodes)
+	if err != nil {
+		return nil, fmt.Errorf("app.intake %s: %w", config.EnvAllowedCallingCodes, err)
+	}
 	in := &notify.Intake{
 		Store:  dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),
 		Sealer: seal.New(keys),
@@ -80,7 +84,7 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 		Messages: render.New(cfg.Worker.MaxSegments),
 		Actor:    actor.For("intake"),
 		// The abuse guards: the allow-list always, the counters when GUARD_TABLE is set.
-		Countries:    cfg.Countries,
+		Countries:    countries,
 		PrefixDigits: cfg.Guard.PrefixDigits,
 	}
 	if cfg.GuardTable != "" {

@@ -129,9 +129,9 @@ type Config struct {
 	// Guard is notify.DefaultGuardLimits with GUARD_PER_HOUR, GUARD_PER_DAY,
 	// GUARD_PREFIX_DIGITS and GUARD_PREFIX_PER_MINUTE applied (0 turns a limit off).
 	Guard notify.GuardLimits
-	// Countries is ALLOWED_CALLING_CODES, comma-separated calling codes such as "1,44";
-	// empty allows every code.
-	Countries notify.Countries
+	// AllowedCallingCodes is ALLOWED_CALLING_CODES, comma-separated calling codes such as
+	// "1,44", each checked by notify.NewCountries; empty allows every code.
+	AllowedCallingCodes []string
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
@@ -287,7 +287,7 @@ func (c *Config) loadGuard(get func(string) string) []error {
 		}
 	}
 	if err := c.Guard.Validate(); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("%s, %s, %s: %w", EnvGuardPerHour, EnvGuardPerDay, EnvGuardPrefixDigits, err))
 	}
 	var codes []string
 	for _, code := range strings.Split(get(EnvAllowedCallingCodes), ",") {
@@ -295,11 +295,10 @@ func (c *Config) loadGuard(get func(string) string) []error {
 			codes = append(codes, code)
 		}
 	}
-	countries, err := notify.NewCountries(codes)
-	if err != nil {
+	if _, err := notify.NewCountries(codes); err != nil {
 		errs = append(errs, fmt.Errorf("%s must list country calling codes such as 1,44,49: %w", EnvAllowedCallingCodes, err))
 	}
-	c.Countries = countries
+	c.AllowedCallingCodes = codes
 	return errs
 }
 
@@ -364,7 +363,7 @@ func (c Config) LogValue() slog.Value {
 			slog.Int("per_day", c.Guard.PerDay),
 			slog.Int("prefix_digits", c.Guard.PrefixDigits),
 			slog.Int("prefix_per_minute", c.Guard.PrefixPerMinute),
-			slog.Any("allowed_calling_codes", c.Countries.Codes())),
+			slog.Any("allowed_calling_codes", c.AllowedCallingCodes)),
 	)
 }
 

@@ -68,10 +68,10 @@ const (
 	DimCountryCode = "CountryCode"
 )
 
-// Refusal records one refused admission by reason and calling code, and by reason alone (the
-// refusal alarm and the dashboard read that one).
+// Refusal records one refused admission by reason and calling code, by reason alone (the
+// prefix alarm and the dashboard read it) and by Function alone (the refusal spike alarm).
 func (m *Metrics) Refusal(reason, countryCode string) {
-	m.EmitRollup(map[string]string{DimReason: reason, DimCountryCode: countryCode}, [][]string{{DimReason}},
+	m.EmitRollup(map[string]string{DimReason: reason, DimCountryCode: countryCode}, [][]string{{DimReason}, {}},
 		Metric{Name: MetricRefusals, Unit: UnitCount, Value: 1})
 }
 

@@ -146,9 +146,6 @@ func (c Countries) Allows(code string) bool {
 	return len(c.codes) == 0 || slices.Contains(c.codes, code)
 }
 
-// Codes returns the listed codes, nil when every code is allowed.
-func (c Countries) Codes() []string { return slices.Clone(c.codes) }
-
 var callingCodePattern = regexp.MustCompile(`^[1-9][0-9]{0,2}$`)
 
 // twoDigitCodes are the ITU-T E.164 country calling codes of two digits. Calling codes are

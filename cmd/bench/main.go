@@ -17,7 +17,10 @@
 // per-operation _breakdown line each). The replay benchmark (replay.go) counts the AWS requests
 // of one replay (requests_per_replay, goal 1) and the dispatch messages that 64 concurrent
 // duplicates of one request put on the queue (dispatch_messages_per_64_duplicates, goal at
-// most 2). -mode admission, dispatch or replay runs one of them.
+// most 2). The guard benchmark (guard.go) prices the abuse guard in DynamoDB write units, from
+// ReturnConsumedCapacity: write_units_per_admission (the notification record and its indexes)
+// apart from guard_write_units_per_admission (the guard's counters). -mode admission, dispatch,
+// replay or guard runs one of them.
 //
 // It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
@@ -46,13 +49,14 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch or replay")
+	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch, replay or guard")
 	ops := fs.Int("ops", 2000, "admission: operations per measured phase")
 	workers := fs.Int("concurrency", 8, "admission: concurrent callers")
 	happy := fs.Int("dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
 	fault := fs.Int("fault-n", 200, "dispatch: notifications run under the fault mix")
 	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
 	replays := fs.Int("replays", 200, "replay: sequential replays measured")
+	guarded := fs.Int("guard-n", 200, "guard: destinations admitted twice each with the abuse guard on")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,8 +68,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
 	runReplay := *mode == "all" || *mode == "replay"
-	if !runAdmission && !runDispatch && !runReplay {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch or replay", *mode)
+	runGuard := *mode == "all" || *mode == "guard"
+	if !runAdmission && !runDispatch && !runReplay && !runGuard {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay or guard", *mode)
 	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -73,6 +78,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if runAdmission {
 		if err := admission(ctx, endpoint, *ops, *workers, out); err != nil {
+			return err
+		}
+	}
+	if runGuard {
+		if err := guardBench(ctx, endpoint, *guarded, out); err != nil {
 			return err
 		}
 	}

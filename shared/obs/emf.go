@@ -54,13 +54,26 @@ const (
 	// DimToState alone (see Transition).
 	MetricTransitions = "Transitions"
 
+	// MetricRefusals counts admissions the abuse guards refused, by DimReason and
+	// DimCountryCode, and by DimReason alone (see Refusal).
+	MetricRefusals = "Refusals"
+
 	// DimFunction is on every metric: the function that emitted it (Metrics.Function).
 	DimFunction = "Function"
 	DimRoute    = "Route"
 	DimStatus   = "Status"
 	DimToState  = "ToState"
 	DimReason   = "Reason"
+	// DimCountryCode is a country calling code ("44"), never more of a number.
+	DimCountryCode = "CountryCode"
 )
+
+// Refusal records one refused admission by reason and calling code, by reason alone (the
+// prefix alarm and the dashboard read it) and by Function alone (the refusal spike alarm).
+func (m *Metrics) Refusal(reason, countryCode string) {
+	m.EmitRollup(map[string]string{DimReason: reason, DimCountryCode: countryCode}, [][]string{{DimReason}, {}},
+		Metric{Name: MetricRefusals, Unit: UnitCount, Value: 1})
+}
 
 // Request records one HTTP request: a Requests count and its Latency, by route and status.
 func (m *Metrics) Request(route string, status int, latency time.Duration) {

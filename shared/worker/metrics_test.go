@@ -220,6 +220,7 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	f.clock.Set(t0.Add(time.Hour))
 	f.drain(t, 20)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Request("POST /v1/notifications", 202, time.Millisecond)
+	(&obs.Metrics{W: f.metrics, Function: "intake"}).Refusal(string(notify.RefusedPrefixVelocity), "44")
 
 	got := map[string]map[string]bool{}
 	for _, l := range parseEMF(t, f.metrics.String()) {

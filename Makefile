@@ -25,9 +25,9 @@ TEMPLATE_GOARCH := arm64
 sam_architecture = $(if $(filter amd64,$(1)),x86_64,$(1))
 
 # go_build_lambda builds the function in $(1) into $(2)/bootstrap for the provided.al2023 runtime
-# and GOARCH $(3).
+# and GOARCH $(3), stripped (-s -w: no symbol table or DWARF; panics still print stack traces).
 define go_build_lambda
-	GOOS=linux GOARCH=$(3) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o $(2)/bootstrap $(1)
+	GOOS=linux GOARCH=$(3) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags="-s -w" -o $(2)/bootstrap $(1)
 endef
 
 .PHONY: help

@@ -137,11 +137,17 @@ type pipeline struct {
 	reconciler                *worker.Reconciler
 	counter                   *awsclient.Counter
 	keys                      []string
+	// countedCfg builds more counted clients (the capacity benchmark's audit writer and
+	// receipts recorder).
+	countedCfg aws.Config
+	// wiring is what the workers were built from.
+	wiring worker.Wiring
 }
 
 // newPipeline builds a pipeline whose simulator has simCfg and whose provider calls time out
-// after timeout.
-func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg smssim.Config, timeout time.Duration, kind string) (_ *pipeline, err error) {
+// after timeout. Each of instrument is applied to the counted clients' config too (the
+// capacity meter is one).
+func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg smssim.Config, timeout time.Duration, kind string, instrument ...func(*aws.Config)) (_ *pipeline, err error) {
 	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
 	p := &pipeline{name: fmt.Sprintf("bench-%s-%d", kind, time.Now().UnixNano()), counter: awsclient.NewCounter()}
 	p.db = awsclient.DynamoDB(plain, ddbEndpoint)
@@ -175,6 +181,10 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 
 	counted := plain
 	p.counter.Instrument(&counted)
+	for _, f := range instrument {
+		f(&counted)
+	}
+	p.countedCfg = counted
 	p.counted = awsclient.SQS(counted, sqsEndpoint)
 	key := randomKey()
 	policy := notify.DefaultPolicy()
@@ -189,6 +199,7 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 		SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: simURL, Timeout: timeout, Visibility: simCfg.Visibility},
 		Out: io.Discard,
 	}
+	p.wiring = w
 	if p.dispatcher, err = worker.NewDispatcherFromConfig(ctx, w); err != nil {
 		return nil, err
 	}

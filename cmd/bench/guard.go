@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/shared/awsclient"
@@ -21,78 +19,15 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// capacityMeter wraps the DynamoDB client of one table's adapter: it asks every write for its
-// consumed capacity (ReturnConsumedCapacity, here only, never in the functions' wiring) and
-// adds it up, the table's and its indexes' alike.
-type capacityMeter struct {
-	*dynamodb.Client
-	mu          sync.Mutex
-	write, read float64
-}
-
-func (m *capacityMeter) add(cc *ddbtypes.ConsumedCapacity, write bool) {
-	if cc == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if write {
-		m.write += aws.ToFloat64(cc.CapacityUnits)
-	} else {
-		m.read += aws.ToFloat64(cc.CapacityUnits)
-	}
-}
-
-// PutItem is the client's, metered.
-func (m *capacityMeter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	in.ReturnConsumedCapacity = ddbtypes.ReturnConsumedCapacityIndexes
-	out, err := m.Client.PutItem(ctx, in, optFns...)
-	var cc *ddbtypes.ConsumedCapacity
-	if out != nil {
-		cc = out.ConsumedCapacity
-	}
-	m.charge(cc, err)
-	return out, err
-}
-
-// UpdateItem is the client's, metered.
-func (m *capacityMeter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	in.ReturnConsumedCapacity = ddbtypes.ReturnConsumedCapacityIndexes
-	out, err := m.Client.UpdateItem(ctx, in, optFns...)
-	var cc *ddbtypes.ConsumedCapacity
-	if out != nil {
-		cc = out.ConsumedCapacity
-	}
-	m.charge(cc, err)
-	return out, err
-}
-
-// GetItem is the client's, metered (reads).
-func (m *capacityMeter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	in.ReturnConsumedCapacity = ddbtypes.ReturnConsumedCapacityTotal
-	out, err := m.Client.GetItem(ctx, in, optFns...)
-	if out != nil {
-		m.add(out.ConsumedCapacity, false)
-	}
-	return out, err
-}
-
-// charge adds a write's capacity. A failed conditional write is charged too, but its error
-// carries no capacity: it is counted as one unit.
-func (m *capacityMeter) charge(cc *ddbtypes.ConsumedCapacity, err error) {
-	if cc == nil && err != nil {
-		cc = &ddbtypes.ConsumedCapacity{CapacityUnits: aws.Float64(1)}
-	}
-	m.add(cc, true)
-}
-
 // guardBench admits n notifications through the intake service with the abuse guard on, each to
 // a destination of its own (so each is a destination's first admission of the day), then n
 // more to the same destinations with new keys (each a repeat), and prints the write units the
-// notification records consumed (write_units_per_admission, table and indexes) apart from those
+// notification records consumed (guard_record_write_units_per_admission, table and indexes) apart from those
 // the guard's counters consumed (guard_write_units_per_admission), overall and per kind.
 func guardBench(ctx context.Context, endpoint string, n int, out io.Writer) error {
 	cfg := aws.Config{Region: "us-east-1", Credentials: emulator.LocalCredentials()}
+	meter := newCapacityMeter()
+	meter.Instrument(&cfg)
 	db := awsclient.DynamoDB(cfg, endpoint)
 	name := fmt.Sprintf("bench-guard-%d", time.Now().UnixNano())
 	names := tables.Names{Notifications: name + "-notifications", Audit: name + "-audit", Guard: name + "-guard"}
@@ -116,14 +51,20 @@ func guardBench(ctx context.Context, endpoint string, n int, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	records, counters := &capacityMeter{Client: db}, &capacityMeter{Client: db}
+	// What the meter counted on each table since the last Reset.
+	units := func() (guardW, recordW, recordR float64) {
+		r := meter.Snapshot()
+		_, guardW = r.total(func(k capacityKey) bool { return k.Table == names.Guard })
+		recordR, recordW = r.total(func(k capacityKey) bool { return k.Table == names.Notifications })
+		return guardW, recordW, recordR
+	}
 	limits := notify.DefaultGuardLimits()
 	limits.PrefixPerMinute = 0 // the bench's numbers share prefixes; this measures the counters, not the ceiling
 	in := &notify.Intake{
-		Store: dynamostore.New(records, names.Notifications), Sealer: seal.New(keys), Hasher: hasher,
+		Store: dynamostore.New(db, names.Notifications), Sealer: seal.New(keys), Hasher: hasher,
 		Fingerprints: fingerprints, Queue: &countingQueue{}, Clock: notify.SystemClock{}, Policy: notify.DefaultPolicy(),
 		NewID: func() string { return ulid.Make().String() },
-		Guard: guardstore.New(counters, names.Guard, limits), PrefixDigits: limits.PrefixDigits,
+		Guard: guardstore.New(db, names.Guard, limits), PrefixDigits: limits.PrefixDigits,
 	}
 	expires := time.Now().UTC().Add(time.Hour)
 	submit := func(round, i int) error {
@@ -141,26 +82,25 @@ func guardBench(ctx context.Context, endpoint string, n int, out io.Writer) erro
 	var guardWrites, recordWrites, reads float64
 	for round := range 3 {
 		if round == 2 {
-			in.Guard = guardstore.New(counters, names.Guard, notify.GuardLimits{PerHour: limits.PerHour, PerDay: limits.PerDay,
+			in.Guard = guardstore.New(db, names.Guard, notify.GuardLimits{PerHour: limits.PerHour, PerDay: limits.PerDay,
 				PrefixDigits: limits.PrefixDigits, PrefixPerMinute: 1 << 20})
 		}
-		before := counters.write
+		meter.Reset()
 		for i := range n {
 			if err := submit(round, i); err != nil {
 				return fmt.Errorf("guard bench round %d: %w", round, err)
 			}
-			if round == 2 {
-				continue
-			}
 		}
-		perKind[round] = (counters.write - before) / float64(n)
-		if round == 1 {
-			admissions, guardWrites, recordWrites, reads = 2*n, counters.write, records.write, records.read
+		g, w, r := units()
+		perKind[round] = g / float64(n)
+		if round < 2 {
+			guardWrites, recordWrites, reads = guardWrites+g, recordWrites+w, reads+r
 		}
 	}
+	admissions = 2 * n
 	per := func(x float64) float64 { return x / float64(admissions) }
 	fmt.Fprintf(out, "guard_admissions=%d\n", admissions)
-	fmt.Fprintf(out, "write_units_per_admission=%.2f\n", per(recordWrites))
+	fmt.Fprintf(out, "guard_record_write_units_per_admission=%.2f\n", per(recordWrites))
 	fmt.Fprintf(out, "guard_write_units_per_admission=%.2f\n", per(guardWrites))
 	fmt.Fprintf(out, "guard_write_units_per_admission_first_of_day=%.2f\n", perKind[0])
 	fmt.Fprintf(out, "guard_write_units_per_admission_repeat=%.2f\n", perKind[1])

@@ -47,9 +47,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch, replay or guard")
+	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, floor, cost or coldstart")
 	ops := fs.Int("ops", 2000, "admission: operations per measured phase")
 	workers := fs.Int("concurrency", 8, "admission: concurrent callers")
 	happy := fs.Int("dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -57,9 +57,22 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
 	replays := fs.Int("replays", 200, "replay: sequential replays measured")
 	guarded := fs.Int("guard-n", 200, "guard: destinations admitted twice each with the abuse guard on")
+	floorN := fs.Int("floor-n", 2000, "floor: notifications dispatched per phase (ours and raw)")
+	floorBatches := fs.Int("floor-batches", 2, "floor: batches handled at once")
+	templatePath := fs.String("template", "template.yaml", "cost: the SAM template (memory size, architecture)")
+	costN := fs.Int("cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
+	coldRuns := fs.Int("coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
+	jsonPath := fs.String("json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	results := newResults(out)
+	out = results
+	defer func() {
+		if err == nil && *jsonPath != "" {
+			err = results.save(*jsonPath, *mode)
+		}
+	}()
 	if *ops < 100 || *workers < 1 {
 		return errors.New("need -ops >= 100 and -concurrency >= 1")
 	}
@@ -69,8 +82,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
 	runReplay := *mode == "all" || *mode == "replay"
 	runGuard := *mode == "all" || *mode == "guard"
-	if !runAdmission && !runDispatch && !runReplay && !runGuard {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay or guard", *mode)
+	runCost := *mode == "all" || *mode == "cost"
+	runFloor := *mode == "all" || *mode == "floor"
+	if *mode == "coldstart" {
+		// Builds and starts the bootstraps; needs no emulator.
+		return coldStartBench(ctx, *coldRuns, out)
+	}
+	if !runAdmission && !runDispatch && !runReplay && !runCost && !runFloor && !runGuard {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, floor, cost or coldstart", *mode)
 	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -86,7 +105,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if !runDispatch && !runReplay {
+	if runFloor {
+		if err := dispatchFloorBench(ctx, endpoint, *floorN, *floorBatches, out); err != nil {
+			return err
+		}
+	}
+	if !runDispatch && !runReplay && !runCost {
 		return nil
 	}
 	sqsEndpoint := os.Getenv("RESETNOTIFY_SQS_ENDPOINT")
@@ -98,10 +122,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if !runReplay {
-		return nil
+	if runReplay {
+		if err := replayBench(ctx, endpoint, sqsEndpoint, *replays, out); err != nil {
+			return err
+		}
 	}
-	return replayBench(ctx, endpoint, sqsEndpoint, *replays, out)
+	if *mode == "all" {
+		if err := coldStartBench(ctx, *coldRuns, out); err != nil {
+			return err
+		}
+	}
+	if runCost {
+		return costBench(ctx, endpoint, sqsEndpoint, costOptions{N: *costN, Template: *templatePath}, out)
+	}
+	return nil
 }
 
 func randomKey() []byte {

@@ -14,7 +14,8 @@ import (
 )
 
 // KeyByNotificationID returns the idempotency key of the record whose notification ID is id,
-// read from the KEYS_ONLY by_notification index. It only reads. The index is eventually
+// read from the sparse KEYS_ONLY by_notification index, which holds records from their first
+// lease on (a receipt names an attempt, so its record was leased). It only reads. The index is eventually
 // consistent, so a record admitted a moment ago may not be found yet; callers read the record
 // itself with Get, which is consistent. It returns an error wrapping notify.ErrNotFound when
 // no record carries id, and an error when more than one does (notification IDs are ULIDs, so
@@ -24,7 +25,7 @@ func (s *Store) KeyByNotificationID(ctx context.Context, id string) (string, err
 		return "", fmt.Errorf("store.key by notification: empty ID: %w", notify.ErrNotFound)
 	}
 	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(tables.AttrNotificationID).Equal(expression.Value(id))).
+		WithKeyCondition(expression.Key(tables.AttrAttemptedNotificationID).Equal(expression.Value(id))).
 		Build()
 	if err != nil {
 		return "", fmt.Errorf("store.key by notification %s: build key condition: %w", id, err)

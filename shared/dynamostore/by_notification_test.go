@@ -19,6 +19,18 @@ func TestKeyByNotificationID(t *testing.T) {
 		if _, _, err := f.store.Admit(ctx, r); err != nil {
 			t.Fatal(err)
 		}
+		// The index is sparse: an admitted record is not in it (admission writes one index
+		// only), a leased one is.
+		if _, err := f.store.KeyByNotificationID(ctx, r.NotificationID); !errors.Is(err, notify.ErrNotFound) {
+			t.Fatalf("KeyByNotificationID(%s) before its lease: %v, want ErrNotFound", r.NotificationID, err)
+		}
+		leased, err := r.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "lease", LeaseUntil: t0.Add(time.Minute)}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.Transition(ctx, r, leased); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tests := []struct {
 		name, id, want string

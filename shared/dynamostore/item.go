@@ -47,6 +47,10 @@ type item struct {
 	Actor        string `dynamodbav:"actor,omitempty"`
 	EarlyReceipt string `dynamodbav:"early_receipt,omitempty"`
 	RequeuedAt   string `dynamodbav:"requeued_at,omitempty"`
+	// AttemptedNotificationID is NotificationID once an attempt was leased (Attempt > 0): the
+	// key of the sparse by_notification index. It never changes afterwards, so no later write
+	// touches the index.
+	AttemptedNotificationID string `dynamodbav:"attempted_notification_id,omitempty"`
 }
 
 // toItem converts a record to its stored form.
@@ -81,6 +85,9 @@ func toItem(r notify.Record) item {
 		Actor:              r.Actor.String(),
 		EarlyReceipt:       string(r.EarlyReceipt),
 		RequeuedAt:         tables.FormatTime(r.RequeuedAt),
+	}
+	if r.Attempt > 0 {
+		it.AttemptedNotificationID = r.NotificationID
 	}
 	if it.NextActionAt != "" {
 		shard := tables.DueShard(r.IdempotencyKey)

@@ -427,32 +427,3 @@ func TestQueryDueIsSparseAndPerShard(t *testing.T) {
 		t.Error("QueryDue accepted a shard out of range")
 	}
 }
-
-func TestListByEvent(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	for _, key := range []string{"a:sms:password_reset", "b:sms:password_reset", "c:sms:password_reset"} {
-		event := "evt-x"
-		if key[0] == 'c' {
-			event = "evt-y"
-		}
-		if _, _, err := f.store.Admit(ctx, newRecord(key, event, "id-"+key, t0, t0.Add(time.Hour))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	recs, err := f.store.ListByEvent(ctx, "evt-x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, r := range recs {
-		keys = append(keys, r.IdempotencyKey)
-	}
-	sort.Strings(keys)
-	if diff := cmp.Diff([]string{"a:sms:password_reset", "b:sms:password_reset"}, keys); diff != "" {
-		t.Errorf("ListByEvent(evt-x) (-want +got):\n%s", diff)
-	}
-	if recs, err := f.store.ListByEvent(ctx, "evt-none"); err != nil || len(recs) != 0 {
-		t.Errorf("ListByEvent(evt-none) = %d records, %v", len(recs), err)
-	}
-}

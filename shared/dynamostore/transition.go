@@ -83,6 +83,7 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		{tables.AttrActor, it.Actor != "", it.Actor},
 		{tables.AttrEarlyReceipt, it.EarlyReceipt != "", it.EarlyReceipt},
 		{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
+		{tables.AttrAttemptedNotificationID, it.AttemptedNotificationID != "", it.AttemptedNotificationID},
 	}
 	for _, o := range optional {
 		if o.set {

@@ -152,8 +152,16 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 		next.EarlyReceipt = StateNone
 		next.AttemptedAt = now
 		next.ReconcileCount = 0
-		// If the worker dies, the sweeper finds the record when the lease runs out.
-		next.NextActionAt = ch.LeaseUntil
+		// If the worker dies, the sweeper finds the record once the lease has run out and
+		// next_action_at has come (it skips a record whose lease is still held). The lease
+		// keeps the next_action_at the record already had, so taking it does not move the due
+		// index's key, which would cost two index writes (a delete and a put); a dead
+		// worker's record is then found at most the policy's SweepAfter later than its lease
+		// end. Only a record that had none gets the lease's end.
+		next.NextActionAt = r.NextActionAt
+		if next.NextActionAt.IsZero() {
+			next.NextActionAt = ch.LeaseUntil
+		}
 	case StateDispatchUnknown:
 		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
 		if ch.Reason == ReasonReconcileInconclusive {

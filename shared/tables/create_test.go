@@ -36,7 +36,7 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 		indexes    []string
 		stream     bool
 	}{
-		{names.Notifications, tables.TTLAttribute, []string{tables.IndexByEvent, tables.IndexDue, tables.IndexByNotification}, true},
+		{names.Notifications, tables.TTLAttribute, []string{tables.IndexDue, tables.IndexByNotification}, true},
 		{names.Audit, tables.AuditTTLAttribute, []string{tables.IndexByDay, tables.IndexByWriteDay}, false},
 		{names.Receipts, tables.ReceiptsTTLAttribute, nil, false},
 		{names.Guard, tables.GuardTTLAttribute, nil, false},

@@ -15,15 +15,17 @@ const TTLAttribute = AttrTTL
 const AuditTTLAttribute = AuditRetainUntil
 
 // Notifications returns the definition of the notifications table named name: key
-// idempotency_key; GSI by_event on event_id; the sparse GSI due on (due_shard, next_action_at);
-// the KEYS_ONLY GSI by_notification on notification_id; a NEW_AND_OLD_IMAGES stream for the
-// audit writer; on-demand billing.
+// idempotency_key; the sparse KEYS_ONLY GSI due on (due_shard, next_action_at); the sparse
+// KEYS_ONLY GSI by_notification on attempted_notification_id; a NEW_AND_OLD_IMAGES stream for
+// the audit writer; on-demand billing.
 //
-// by_event and due project every attribute so that ListByEvent and the sweeper read whole
-// records without a second GetItem per item. The sealed payload is projected too, but it is
-// ciphertext and is removed from the item (and so from the index) once sending is done.
-// by_notification projects only the keys: provider-events reads the idempotency key from it
-// and then the record itself with a consistent GetItem.
+// Every index an item is in costs a write unit per change of the item, and two per change of
+// the index's key (`make bench` counts them), so: no index on event_id (nothing reads by event),
+// and both indexes hold keys only. The sweeper reads each due record itself with a consistent
+// GetItem (a read unit is a tenth of the price of a write unit, and the happy path is never
+// due); provider-events reads the idempotency key from by_notification and then the record.
+// by_notification is keyed on attempted_notification_id, which a record gets when its first
+// attempt is leased, so admission writes one index only.
 //
 // Point-in-time recovery, deletion protection, server-side encryption and TTL are not part of
 // CreateTableInput; template.yaml sets the first three and Create enables TTL.
@@ -33,34 +35,26 @@ func Notifications(name string) *dynamodb.CreateTableInput {
 		BillingMode: ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{
 			{AttributeName: aws.String(AttrIdempotencyKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrEventID), AttributeType: ddbtypes.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AttrDueShard), AttributeType: ddbtypes.ScalarAttributeTypeN},
 			{AttributeName: aws.String(AttrNextActionAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrNotificationID), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrAttemptedNotificationID), AttributeType: ddbtypes.ScalarAttributeTypeS},
 		},
 		KeySchema: []ddbtypes.KeySchemaElement{
 			{AttributeName: aws.String(AttrIdempotencyKey), KeyType: ddbtypes.KeyTypeHash},
 		},
 		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{
 			{
-				IndexName: aws.String(IndexByEvent),
-				KeySchema: []ddbtypes.KeySchemaElement{
-					{AttributeName: aws.String(AttrEventID), KeyType: ddbtypes.KeyTypeHash},
-				},
-				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
-			},
-			{
 				IndexName: aws.String(IndexDue),
 				KeySchema: []ddbtypes.KeySchemaElement{
 					{AttributeName: aws.String(AttrDueShard), KeyType: ddbtypes.KeyTypeHash},
 					{AttributeName: aws.String(AttrNextActionAt), KeyType: ddbtypes.KeyTypeRange},
 				},
-				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
 			},
 			{
 				IndexName: aws.String(IndexByNotification),
 				KeySchema: []ddbtypes.KeySchemaElement{
-					{AttributeName: aws.String(AttrNotificationID), KeyType: ddbtypes.KeyTypeHash},
+					{AttributeName: aws.String(AttrAttemptedNotificationID), KeyType: ddbtypes.KeyTypeHash},
 				},
 				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
 			},

@@ -44,20 +44,23 @@ const (
 	AttrEarlyReceipt = "early_receipt"
 	// AttrRequeuedAt is when the current version's queue message was last sent again.
 	AttrRequeuedAt = "requeued_at"
+	// AttrAttemptedNotificationID is the notification ID again, written from the first lease
+	// on: the key of the sparse by_notification index, so that admission writes no entry there
+	// (no receipt can name a notification that was never attempted).
+	AttrAttemptedNotificationID = "attempted_notification_id"
 )
 
 // Indexes of the notifications table.
 const (
-	// IndexByEvent is the GSI on event_id.
-	IndexByEvent = "by_event"
 	// IndexDue is the sparse GSI (due_shard, next_action_at) that holds only records that
 	// are not terminal; the sweeper queries every shard of it.
 	IndexDue = "due"
 )
 
-// IndexByNotification is the notifications table's KEYS_ONLY GSI on notification_id: a
-// delivery receipt names its attempt (<notification_id>-a<N>), and this index turns the
-// notification ID back into the idempotency key, whatever the provider.
+// IndexByNotification is the notifications table's sparse KEYS_ONLY GSI on
+// attempted_notification_id (the notification ID, from the first lease on): a delivery receipt
+// names its attempt (<notification_id>-a<N>), and this index turns the notification ID back
+// into the idempotency key, whatever the provider.
 const IndexByNotification = "by_notification"
 
 // DueShards is how many partitions the due index spreads its items over, so no single

@@ -295,7 +295,7 @@ func TestLeaseRunOut(t *testing.T) {
 			f := newFixture(t)
 			rec := f.admitKey(t, "k")
 			leased := f.lease(t, "k")
-			f.clock.Set(leased.LeaseUntil.Add(f.settings.SweepGrace))
+			f.clock.Set(sweepableAt(leased).Add(f.settings.SweepGrace))
 			if via == "sweeper" {
 				rep := f.sweep(t)
 				if rep.LeaseExpired != 1 {
@@ -435,7 +435,7 @@ func TestOutcomeNotRecordedNeverResends(t *testing.T) {
 		t.Fatalf("record %s, want dispatching with the outcome counted as not recorded", got.State)
 	}
 	f.dispatch(t, notify.MessageOf(rec)) // redelivered while the lease is held
-	f.clock.Set(got.LeaseUntil.Add(f.settings.SweepGrace))
+	f.clock.Set(sweepableAt(got).Add(f.settings.SweepGrace))
 	f.sweep(t)
 	f.dispatch(t, notify.MessageOf(rec)) // and again after: dispatch_unknown belongs to reconcile
 	f.lookup.Answers = []workertest.Answer{{Result: sms.Found("m-1", sms.ReceiptNone, time.Time{})}}

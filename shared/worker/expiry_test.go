@@ -219,7 +219,7 @@ func TestLeaseTakenJustBeforeTheDeadline(t *testing.T) {
 			}
 
 			f.lookup.Answers = []workertest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
-			f.clock.Set(leased.LeaseUntil.Add(f.settings.SweepGrace))
+			f.clock.Set(sweepableAt(leased).Add(f.settings.SweepGrace))
 			f.sweep(t)
 			f.drain(t, 5)
 			f.clock.Advance(time.Hour)

@@ -301,7 +301,8 @@ func (e *Env) ScanAudit(t testing.TB) []map[string]ddbtypes.AttributeValue {
 // DynamoDB Local 1.25.1 never TTL-deletes an item that lacks the key of a sparse global
 // secondary index, and once it meets one it stops deleting anything else in that table. A
 // sent or terminal record is not in the due index, so ExpireNow also puts the record back in
-// it (due_shard and next_action_at) with the same write. That write keeps the version, so the
+// it (due_shard and next_action_at), and a record never leased into by_notification
+// (attempted_notification_id), with the same write. That write keeps the version, so the
 // audit writer ignores it; real DynamoDB needs no such help.
 func (e *Env) ExpireNow(t testing.TB, keys ...string) {
 	t.Helper()
@@ -311,16 +312,20 @@ func (e *Env) ExpireNow(t testing.TB, keys ...string) {
 	past := time.Now().Add(-time.Minute)
 	for _, key := range keys {
 		_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:        aws.String(e.Names.Notifications),
-			Key:              map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: key}},
-			UpdateExpression: aws.String("SET #ttl = :past, #shard = if_not_exists(#shard, :shard), #next = if_not_exists(#next, :next)"),
+			TableName: aws.String(e.Names.Notifications),
+			Key:       map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: key}},
+			// Every sparse index's key too (DynamoDB Local's TTL skips an item that lacks one):
+			// the due index's, and by_notification's for a record never leased.
+			UpdateExpression: aws.String("SET #ttl = :past, #shard = if_not_exists(#shard, :shard), #next = if_not_exists(#next, :next), #att = if_not_exists(#att, :att)"),
 			ExpressionAttributeNames: map[string]string{
 				"#ttl": tables.AttrTTL, "#shard": tables.AttrDueShard, "#next": tables.AttrNextActionAt,
+				"#att": tables.AttrAttemptedNotificationID,
 			},
 			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 				":past":  &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(past.Unix(), 10)},
 				":shard": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(tables.DueShard(key))},
 				":next":  &ddbtypes.AttributeValueMemberS{Value: tables.FormatTime(past)},
+				":att":   &ddbtypes.AttributeValueMemberS{Value: "expire-now-" + key},
 			},
 		})
 		if err != nil {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/testenv"
+)
+
+func TestUpdateLabel(t *testing.T) {
+	cases := []struct {
+		name string
+		in   *dynamodb.UpdateItemInput
+		want string
+	}{
+		{"transition", &dynamodb.UpdateItemInput{
+			UpdateExpression:          aws.String("SET #0 = :0, #1 = :1"),
+			ExpressionAttributeNames:  map[string]string{"#0": "reason", "#1": tables.AttrState},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":0": &ddbtypes.AttributeValueMemberS{Value: "X"}, ":1": &ddbtypes.AttributeValueMemberS{Value: "sent"}},
+		}, "->sent"},
+		{"no state", &dynamodb.UpdateItemInput{
+			UpdateExpression:         aws.String("SET #0 = :0"),
+			ExpressionAttributeNames: map[string]string{"#0": tables.AttrNextActionAt},
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := updateLabel(tc.in); got != tc.want {
+				t.Errorf("updateLabel = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWriteUnitsOnDynamoDBLocal holds the notifications table to the write budget of issue 12:
+// at most 2 write units for an admission and for each transition of the happy path (lease,
+// sent, delivered), as DynamoDB reports them with ReturnConsumedCapacity=INDEXES. It fails
+// when an index is added back, a projection grows so that an update rewrites it, or a
+// transition moves the due index's key when it need not.
+func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
+	testenv.DynamoDB(t) // skips or fails as the package documents when there is no emulator
+	meter := newCapacityMeter()
+	cfg := testenv.Config()
+	meter.Instrument(&cfg)
+	db := awsclient.DynamoDB(cfg, os.Getenv(emulator.EnvDynamoDBEndpoint))
+	names := tables.Names{Notifications: testenv.UniqueName(t, "cap-n"), Audit: testenv.UniqueName(t, "cap-a")}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := tables.Create(ctx, db, names); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{names.Notifications, names.Audit} {
+			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
+		}
+	})
+	store := dynamostore.New(db, names.Notifications)
+	now := time.Now().UTC()
+	req := notify.Request{
+		IdempotencyKey: "cap-1", EventID: "evt-cap-1", Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,
+		To: "+15555550100", Locale: "en", Params: map[string]string{notify.ParamResetURL: "https://shop.example/reset/Zk3qZk3qZk3qZk3qZk3q"}, ExpiresAt: now.Add(10 * time.Minute),
+	}
+	keys, err := seal.NewStaticKey(randomKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := seal.New(keys).Seal(ctx, req.IdempotencyKey, req.Secret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := notify.NewRecord(req, notify.Admission{NotificationID: "01JCAP0000000000000000000", Sealed: sealed, DestinationFP: "0123456789abcdef0123456789abcdef",
+		RequestFingerprint: "hmac-sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}, now, notify.DefaultPolicy())
+
+	step := func(name string, f func() error) {
+		t.Helper()
+		meter.Reset()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		_, w := meter.Snapshot().total(nil)
+		if w > 2 {
+			t.Errorf("%s: %.1f write units (%s), want at most 2", name, w, meter.Snapshot().format(nil, 1))
+		}
+		if w == 0 {
+			t.Errorf("%s: no write units reported", name)
+		}
+	}
+	step("admission", func() error { _, _, err := store.Admit(ctx, rec); return err })
+	changes := []notify.Change{
+		{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "lease", LeaseUntil: now.Add(40 * time.Second)},
+		{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, Provider: "simulator", ProviderMessageID: "m-1"},
+		{To: notify.StateDelivered, Reason: notify.ReasonReceiptDelivered},
+	}
+	for _, ch := range changes {
+		next, err := rec.Apply(ch, now.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		step(string(ch.To), func() error { return store.Transition(ctx, rec, next) })
+		rec = next
+	}
+}

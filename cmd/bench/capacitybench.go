@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/smssim"
+	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/worker"
+)
+
+// lifecycle is what the capacity benchmark measured for n notifications taken from admission
+// to delivered on the happy path, phase by phase, through the handlers the functions run.
+type lifecycle struct {
+	N int
+	// Admission, Dispatch, Receipt and Audit are the capacity each phase consumed: the intake
+	// handler's admissions; the dispatch handler's lease and sent transitions; provider-events
+	// recording a delivered receipt and the sent -> delivered transition; the audit writer's
+	// entries for all of them.
+	Admission, Dispatch, Receipt, Audit capacityReport
+	// Transitions counts the transitions after admission (lease, sent, delivered per
+	// notification); AuditEntries the audit entries written.
+	Transitions, AuditEntries int
+	// LogBytes is what each function wrote to its log (JSON lines and EMF) over the run.
+	LogBytes map[string]int64
+	// Invocations and Busy are the handler calls per function and the time spent in them.
+	Invocations map[string]int
+	Busy        map[string]time.Duration
+	// Requests are the AWS calls of the whole run, counted by awsclient.Counter.
+	Requests map[awsclient.Op]int64
+	// Roles names each physical table by its role (notifications, audit, receipts).
+	Roles map[string]string
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct{ n atomic.Int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// capacityBench takes n notifications from admission to delivered on one DynamoDB Local (and
+// moto for the dispatch queue) and measures, per phase, the capacity DynamoDB reports, the log
+// bytes each function writes, its invocations and busy time, and the AWS requests.
+func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) (lifecycle, storageSizes, error) {
+	meter := newCapacityMeter()
+	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, "capacity", meter.Instrument)
+	if err != nil {
+		return lifecycle{}, nil, err
+	}
+	defer p.close()
+	receiptsTable := p.name + "-receipts"
+	if err := tables.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit, Receipts: receiptsTable}); err != nil {
+		return lifecycle{}, nil, err
+	}
+	defer func() {
+		_, _ = p.db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(receiptsTable)})
+	}()
+	lc := lifecycle{
+		N:           n,
+		LogBytes:    map[string]int64{},
+		Invocations: map[string]int{},
+		Busy:        map[string]time.Duration{},
+		Roles:       map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts"},
+	}
+	logs := map[string]*countingWriter{}
+	for _, f := range []string{"intake", "dispatch", "provider-events", "audit"} {
+		logs[f] = &countingWriter{}
+	}
+	countedDB := awsclient.DynamoDB(p.countedCfg, ddbEndpoint)
+	p.counter.Reset()
+
+	// Admission: the intake function's HTTP handler, as the API invokes it.
+	meter.Reset()
+	if err := p.admitHTTP(ctx, n, logs["intake"], &lc); err != nil {
+		return lifecycle{}, nil, err
+	}
+	lc.Admission = meter.Snapshot()
+
+	// Dispatch: lease and sent, through the dispatch handler.
+	meter.Reset()
+	if err := p.dispatchTimed(ctx, n, logs["dispatch"], &lc); err != nil {
+		return lifecycle{}, nil, err
+	}
+	lc.Dispatch = meter.Snapshot()
+
+	// Receipts: the delivered receipt of every message, through provider-events' recorder.
+	meter.Reset()
+	recorder := &receipts.Recorder{
+		Receipts:      receipts.NewStore(countedDB, receiptsTable, 0, notify.SystemClock{}),
+		Keys:          dynamostore.New(countedDB, p.table),
+		Notifications: dynamostore.New(countedDB, p.table),
+		Clock:         notify.SystemClock{},
+		Log:           obs.NewLogger(logs["provider-events"], slog.LevelInfo),
+		Metrics:       &obs.Metrics{W: logs["provider-events"], Function: "provider-events"},
+	}
+	for _, m := range p.sim.Messages() {
+		start := time.Now()
+		res, err := recorder.Record(ctx, receipts.Receipt{
+			AttemptRef: m.ClientRef, MessageID: m.MessageID, Status: sms.ReceiptDelivered,
+			At: time.Now().UTC(), Provider: "simulator",
+		})
+		lc.Busy["provider-events"] += time.Since(start)
+		lc.Invocations["provider-events"]++
+		if err != nil {
+			return lifecycle{}, nil, fmt.Errorf("capacity bench: receipt: %w", err)
+		}
+		if res.State != notify.StateDelivered {
+			return lifecycle{}, nil, fmt.Errorf("capacity bench: receipt left %s", res.State)
+		}
+	}
+	lc.Receipt = meter.Snapshot()
+	lc.Transitions = 3 * n
+
+	// Audit: every stream record through the audit writer, in batches of the template's 100.
+	meter.Reset()
+	records, err := p.readStream(ctx, ddbEndpoint, 4*n)
+	if err != nil {
+		return lifecycle{}, nil, err
+	}
+	h := &audit.Handler{
+		Writer:   &audit.Writer{DB: countedDB, Table: p.audit},
+		Function: "audit", Clock: notify.SystemClock{},
+		Log:     obs.NewLogger(logs["audit"], slog.LevelInfo),
+		Metrics: &obs.Metrics{W: logs["audit"], Function: "audit"},
+	}
+	for i := 0; i < len(records); i += 100 {
+		batch := records[i:min(i+100, len(records))]
+		start := time.Now()
+		resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: batch})
+		lc.Busy["audit"] += time.Since(start)
+		lc.Invocations["audit"]++
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			return lifecycle{}, nil, fmt.Errorf("capacity bench: audit batch: %v %v", resp.BatchItemFailures, err)
+		}
+	}
+	lc.Audit = meter.Snapshot()
+	lc.AuditEntries = len(records)
+	lc.Requests = p.counter.Counts()
+	for f, w := range logs {
+		lc.LogBytes[f] = w.n.Load()
+	}
+	months := retentionMonths()
+	var sizes storageSizes
+	for _, t := range []struct {
+		role string
+		def  *dynamodb.CreateTableInput
+	}{{"notifications", tables.Notifications(p.table)}, {"audit", tables.Audit(p.audit)}, {"receipts", tables.Receipts(receiptsTable)}} {
+		b, err := storagePerNotification(ctx, p.db, t.def, n)
+		if err != nil {
+			return lifecycle{}, nil, err
+		}
+		sizes = append(sizes, storageSize{Name: t.role, Bytes: b, Months: months[t.role]})
+	}
+	return lc, sizes, nil
+}
+
+// admitHTTP admits n notifications through the intake function's HTTP handler, eight at a
+// time, logging to log.
+func (p *pipeline) admitHTTP(ctx context.Context, n int, log io.Writer, lc *lifecycle) error {
+	h := httpapi.New(p.intake, obs.NewLogger(log, slog.LevelInfo), &obs.Metrics{W: log, Function: "intake"})
+	expires := time.Now().UTC().Add(10 * time.Minute).Format(time.RFC3339)
+	p.keys = make([]string, n)
+	var busy atomic.Int64
+	_, err := measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
+		key := fmt.Sprintf("%s-%06d", p.name, i)
+		p.keys[i] = key
+		body := fmt.Sprintf(`{"event_id":"evt-%s","channel":"sms","purpose":"password_reset","to":"+1555%07d","locale":"en","params":{"code":"%06d"},"expires_at":"%s"}`,
+			key, i, i, expires)
+		start := time.Now()
+		resp, err := h.Handle(ctx, events.APIGatewayV2HTTPRequest{
+			RouteKey: "POST /v1/notifications", RawPath: "/v1/notifications", Body: body,
+			Headers:        map[string]string{"content-type": "application/json", "idempotency-key": key},
+			RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/v1/notifications"}},
+		})
+		busy.Add(int64(time.Since(start)))
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != 202 {
+			return fmt.Errorf("admission %d: status %d: %s", i, resp.StatusCode, resp.Body)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("capacity bench: admit: %w", err)
+	}
+	lc.Invocations["intake"] += n
+	lc.Busy["intake"] += time.Duration(busy.Load())
+	return nil
+}
+
+// dispatchTimed rebuilds the dispatcher to log to log, then pumps the dispatch queue with one
+// receiver until n messages are handled, timing each batch handed to the handler.
+func (p *pipeline) dispatchTimed(ctx context.Context, n int, log io.Writer, lc *lifecycle) error {
+	w := p.wiring
+	w.Out = log
+	d, err := worker.NewDispatcherFromConfig(ctx, w)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	timed := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		start := time.Now()
+		resp, err := d.Handle(ctx, ev)
+		mu.Lock()
+		lc.Busy["dispatch"] += time.Since(start)
+		lc.Invocations["dispatch"]++
+		mu.Unlock()
+		return resp, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for deleted := 0; deleted < n; {
+		res, err := worker.Pump(ctx, p.counted, p.dispatchURL, timed, worker.PumpOptions{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
+		if err != nil {
+			return fmt.Errorf("capacity bench: dispatch: %w", err)
+		}
+		deleted += res.Deleted
+		if res.Received == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if got := len(p.sim.Messages()); got != n {
+		return fmt.Errorf("capacity bench: the simulator accepted %d of %d", got, n)
+	}
+	return nil
+}
+
+// readStream reads the notifications table's stream (uncounted) until it holds want records,
+// in sequence order per shard, as the event source mapping would deliver them.
+func (p *pipeline) readStream(ctx context.Context, endpoint string, want int) ([]events.DynamoDBEventRecord, error) {
+	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
+	streams := awsclient.Streams(plain, endpoint)
+	desc, err := p.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(p.table)})
+	if err != nil {
+		return nil, err
+	}
+	arn := aws.ToString(desc.Table.LatestStreamArn)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var out []events.DynamoDBEventRecord
+		sd, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+		if err != nil {
+			return nil, fmt.Errorf("capacity bench: describe stream: %w", err)
+		}
+		for _, sh := range sd.StreamDescription.Shards {
+			it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+				StreamArn: aws.String(arn), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("capacity bench: shard iterator: %w", err)
+			}
+			for iter := it.ShardIterator; iter != nil; {
+				page, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+				if err != nil {
+					return nil, fmt.Errorf("capacity bench: get records: %w", err)
+				}
+				for _, r := range page.Records {
+					out = append(out, audit.EventRecord(r, arn))
+				}
+				if len(page.Records) == 0 {
+					break
+				}
+				iter = page.NextShardIterator
+			}
+		}
+		if len(out) >= want || time.Now().After(deadline) {
+			if len(out) < want {
+				return nil, fmt.Errorf("capacity bench: the stream holds %d records, want %d", len(out), want)
+			}
+			return out, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// notificationsWrites keeps the notifications table's shares.
+func (lc lifecycle) onTable(role string) func(capacityKey) bool {
+	return func(k capacityKey) bool { return lc.Roles[k.Table] == role }
+}
+
+// perTransition returns the write units per transition kind ("->dispatching", ...), over the
+// dispatch and receipt phases, and their mean.
+func (lc lifecycle) perTransition() (map[string]float64, float64) {
+	both := lc.Dispatch.add(lc.Receipt)
+	sums, calls := map[string]float64{}, map[string]int64{}
+	var total float64
+	var n int64
+	for k, u := range both {
+		if lc.Roles[k.Table] != "notifications" || !strings.HasPrefix(k.Op, "UpdateItem->") {
+			continue
+		}
+		kind := strings.TrimPrefix(k.Op, "UpdateItem")
+		sums[kind] += u.Write
+		total += u.Write
+		if k.Index == "" {
+			calls[kind] += u.Calls
+			n += u.Calls
+		}
+	}
+	out := map[string]float64{}
+	for kind, s := range sums {
+		if calls[kind] > 0 {
+			out[kind] = s / float64(calls[kind])
+		}
+	}
+	if n == 0 {
+		return out, 0
+	}
+	return out, total / float64(n)
+}
+
+// all returns every phase's capacity summed.
+func (lc lifecycle) all() capacityReport {
+	return lc.Admission.add(lc.Dispatch).add(lc.Receipt).add(lc.Audit)
+}
+
+// formatKinds renders per-kind figures sorted by name.
+func formatKinds(m map[string]float64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s:%.2f", k, m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// printCapacity writes the capacity lines of lc.
+func printCapacity(out io.Writer, lc lifecycle) {
+	n := float64(lc.N)
+	_, admW := lc.Admission.total(lc.onTable("notifications"))
+	admR, _ := lc.Admission.total(nil)
+	kinds, perTransition := lc.perTransition()
+	maxTransition := 0.0
+	for _, v := range kinds {
+		maxTransition = max(maxTransition, v)
+	}
+	allR, allW := lc.all().total(nil)
+	_, auditW := lc.Audit.total(lc.onTable("audit"))
+	auditR, _ := lc.Audit.total(nil)
+	fmt.Fprintf(out, "capacity_measured_against=DynamoDB Local, ReturnConsumedCapacity=INDEXES, %d notifications admitted -> delivered on the happy path\n", lc.N)
+	fmt.Fprintf(out, "write_units_per_admission=%.2f\n", admW/n)
+	fmt.Fprintf(out, "write_units_per_admission_breakdown=%s\n", formatShares(lc.Admission.byIndex(lc.Roles, n)))
+	fmt.Fprintf(out, "read_units_per_admission=%.2f\n", admR/n)
+	fmt.Fprintf(out, "write_units_per_transition=%.2f\n", perTransition)
+	fmt.Fprintf(out, "write_units_per_transition_max=%.2f\n", maxTransition)
+	fmt.Fprintf(out, "write_units_per_transition_by_state=%s\n", formatKinds(kinds))
+	fmt.Fprintf(out, "write_units_per_transition_breakdown=%s\n", formatShares(lc.transitionShares()))
+	fmt.Fprintf(out, "write_units_per_audit_entry=%.2f\n", auditW/float64(lc.AuditEntries))
+	fmt.Fprintf(out, "read_units_per_audit_entry=%.2f\n", auditR/float64(lc.AuditEntries))
+	fmt.Fprintf(out, "write_units_per_delivered_notification=%.2f\n", allW/n)
+	fmt.Fprintf(out, "read_units_per_delivered_notification=%.2f\n", allR/n)
+	fmt.Fprintf(out, "write_units_per_delivered_notification_breakdown=%s\n", formatShares(lc.all().byIndex(lc.Roles, n)))
+	fmt.Fprintf(out, "capacity_per_delivered_notification_by_call=%s\n", lc.all().format(lc.Roles, n))
+}
+
+// formatShares renders name:value pairs sorted by name.
+func formatShares(m map[string]float64) string { return formatKinds(m) }
+
+// transitionShares returns the notifications table's write units per transition, per index,
+// over the dispatch and receipt phases.
+func (lc lifecycle) transitionShares() map[string]float64 {
+	out := map[string]float64{}
+	for name, v := range lc.Dispatch.add(lc.Receipt).byIndex(lc.Roles, float64(lc.Transitions)) {
+		if strings.HasPrefix(name, "notifications") {
+			out[name] = v
+		}
+	}
+	return out
+}

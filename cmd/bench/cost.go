@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
+)
+
+// costOptions shape the cost benchmark.
+type costOptions struct {
+	// N is how many notifications are taken from admission to delivered.
+	N int
+	// Template is the path of template.yaml (memory size and architecture).
+	Template string
+}
+
+//go:embed prices.json
+var pricesJSON []byte
+
+// priceList is prices.json: every price the cost model uses, with its date and source, and
+// the assumptions that are not measured.
+type priceList struct {
+	Region string `json:"region"`
+	Taken  string `json:"taken"`
+	Source string `json:"source"`
+	Prices map[string]struct {
+		USD    float64 `json:"usd"`
+		Unit   string  `json:"unit"`
+		Source string  `json:"source"`
+	} `json:"prices"`
+	Assumptions map[string]struct {
+		Value float64 `json:"value"`
+		Why   string  `json:"why"`
+	} `json:"assumptions"`
+}
+
+func loadPrices() (priceList, error) {
+	var p priceList
+	if err := json.Unmarshal(pricesJSON, &p); err != nil {
+		return p, fmt.Errorf("prices.json: %w", err)
+	}
+	return p, nil
+}
+
+func (p priceList) usd(name string) float64 {
+	v, ok := p.Prices[name]
+	if !ok {
+		panic("prices.json has no " + name)
+	}
+	return v.USD
+}
+
+func (p priceList) assume(name string) float64 {
+	v, ok := p.Assumptions[name]
+	if !ok {
+		panic("prices.json has no assumption " + name)
+	}
+	return v.Value
+}
+
+// lambdaShape is what the template says about the functions' billing.
+type lambdaShape struct {
+	MemoryMB     int
+	Architecture string
+}
+
+// templateShape reads the Globals memory size and the Architecture parameter's default.
+func templateShape(path string) (lambdaShape, error) {
+	t, err := samtemplate.Load(path)
+	if err != nil {
+		return lambdaShape{}, err
+	}
+	raw, ok := t.Globals["Function"]["MemorySize"]
+	if !ok {
+		return lambdaShape{}, fmt.Errorf("%s: no Globals.Function.MemorySize", path)
+	}
+	mem, err := t.Int(raw)
+	if err != nil {
+		return lambdaShape{}, err
+	}
+	arch, err := t.Param("Architecture")
+	if err != nil {
+		return lambdaShape{}, err
+	}
+	return lambdaShape{MemoryMB: mem, Architecture: arch}, nil
+}
+
+// costLine is one line of the model: what it is, its quantity per notification, and dollars
+// per million notifications.
+type costLine struct {
+	Name     string  `json:"name"`
+	Quantity float64 `json:"quantity_per_notification"`
+	Unit     string  `json:"unit"`
+	USDPerM  float64 `json:"usd_per_million_notifications"`
+}
+
+// coldStartCalls are the AWS calls a function makes at init, by function (KMS data keys and
+// SSM parameters in AWS; none locally). From shared/app and shared/worker's wiring.
+var coldStartCalls = map[string]struct{ KMS, SSM int }{
+	"intake":   {KMS: 1, SSM: 2}, // GenerateDataKey at the first seal; pepper and fingerprint key
+	"dispatch": {KMS: 1, SSM: 0}, // Decrypt of each intake environment's data key, once (Sinch: 1 SSM)
+}
+
+// costModel prices lc. Durations are the handlers' busy time measured in this process against
+// DynamoDB Local, billed per invocation at the template's memory size and architecture.
+func costModel(lc lifecycle, shape lambdaShape, p priceList, sizes storageSizes) ([]costLine, float64) {
+	n := float64(lc.N)
+	var lines []costLine
+	add := func(name string, qty float64, unit string, usdEach float64) {
+		lines = append(lines, costLine{Name: name, Quantity: qty, Unit: unit, USDPerM: qty * usdEach * 1e6})
+	}
+	allR, allW := lc.all().total(nil)
+	add("dynamodb_writes", allW/n, "write request units", p.usd("dynamodb_write_request_unit_usd"))
+	add("dynamodb_reads", allR/n, "read request units", p.usd("dynamodb_read_request_unit_usd"))
+	gbMonth := 0.0
+	for _, s := range sizes {
+		gbMonth += s.Bytes / 1e9 * s.Months
+	}
+	add("dynamodb_storage_and_pitr", gbMonth, "GB-months (tables and indexes, for their retention)", p.usd("dynamodb_storage_gb_month_usd")+p.usd("dynamodb_pitr_gb_month_usd"))
+
+	gbSecond := p.usd("lambda_gb_second_arm64_usd")
+	if shape.Architecture == "x86_64" {
+		gbSecond = p.usd("lambda_gb_second_x86_64_usd")
+	}
+	var invocations, gbs float64
+	for f, k := range lc.Invocations {
+		invocations += float64(k) / n
+		// Lambda bills each invocation's duration rounded up to the millisecond.
+		perCall := lc.Busy[f] / time.Duration(max(k, 1))
+		billedMS := float64((perCall + time.Millisecond - 1) / time.Millisecond)
+		gbs += float64(k) / n * billedMS / 1000 * float64(shape.MemoryMB) / 1024
+	}
+	add("lambda_requests", invocations, "invocations", p.usd("lambda_request_usd"))
+	add("lambda_duration", gbs, "GB-seconds ("+shape.Architecture+", "+fmt.Sprint(shape.MemoryMB)+" MB)", gbSecond)
+	add("http_api_requests", 1, "requests", p.usd("http_api_request_usd"))
+
+	var sqsCalls float64
+	for op, k := range lc.Requests {
+		if op.Service == "SQS" {
+			sqsCalls += float64(k)
+		}
+	}
+	add("sqs_requests", sqsCalls/n, "requests", p.usd("sqs_request_usd"))
+
+	var logBytes float64
+	for _, b := range lc.LogBytes {
+		logBytes += float64(b)
+	}
+	platform := invocations * p.assume("lambda_platform_log_bytes_per_invocation")
+	add("cloudwatch_logs_ingestion", (logBytes/n+platform)/1e9, "GB (our lines measured, Lambda's platform lines estimated)", p.usd("cloudwatch_logs_ingestion_gb_usd"))
+
+	var kms float64
+	for f, c := range coldStartCalls {
+		kms += float64(c.KMS) * float64(lc.Invocations[f]) / n / p.assume("invocations_per_cold_start")
+	}
+	add("kms_requests", kms, "requests (per cold start, amortised)", p.usd("kms_request_usd"))
+	add("ssm_get_parameter", 2/p.assume("invocations_per_cold_start"), "requests (standard throughput)", p.usd("ssm_get_parameter_standard_usd"))
+	add("xray_traces", p.assume("xray_sampled_fraction"), "traces recorded", p.usd("xray_trace_recorded_usd"))
+
+	var total float64
+	for _, l := range lines {
+		total += l.USDPerM
+	}
+	return lines, total
+}
+
+// costBench measures capacity, log bytes, requests and durations per notification
+// (capacityBench) and prints them with the dollar cost model.
+func costBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o costOptions, out io.Writer) error {
+	prices, err := loadPrices()
+	if err != nil {
+		return err
+	}
+	shape, err := templateShape(o.Template)
+	if err != nil {
+		return err
+	}
+	lc, sizes, err := capacityBench(ctx, ddbEndpoint, sqsEndpoint, o.N)
+	if err != nil {
+		return err
+	}
+	printCapacity(out, lc)
+	n := float64(lc.N)
+	var logTotal int64
+	for _, f := range sortedKeys(lc.LogBytes) {
+		fmt.Fprintf(out, "log_bytes_per_notification_%s=%.0f\n", metricName(f), float64(lc.LogBytes[f])/n)
+		logTotal += lc.LogBytes[f]
+	}
+	fmt.Fprintf(out, "log_bytes_per_notification=%.0f\n", float64(logTotal)/n)
+	for _, f := range sortedKeys(lc.Invocations) {
+		k := lc.Invocations[f]
+		fmt.Fprintf(out, "invocations_per_notification_%s=%.3f\n", metricName(f), float64(k)/n)
+		fmt.Fprintf(out, "handler_ms_per_invocation_%s=%.2f\n", metricName(f), float64(lc.Busy[f])/float64(max(k, 1))/float64(time.Millisecond))
+	}
+	fmt.Fprintf(out, "aws_requests_per_delivered_notification=%s\n", awsclient.FormatCounts(lc.Requests, n))
+	for _, s := range sizes {
+		fmt.Fprintf(out, "storage_bytes_per_notification_%s=%.0f\n", s.Name, s.Bytes)
+	}
+	for _, f := range sortedKeys(coldStartCalls) {
+		c := coldStartCalls[f]
+		fmt.Fprintf(out, "cold_start_calls_%s=kms:%d,ssm:%d\n", metricName(f), c.KMS, c.SSM)
+	}
+	lines, total := costModel(lc, shape, prices, sizes)
+	fmt.Fprintf(out, "cost_measured_against=%s on-demand list prices taken %s (cmd/bench/prices.json, not re-fetched), %d notifications admitted -> delivered on the happy path, %s %d MB from template.yaml, SMS excluded\n",
+		prices.Region, prices.Taken, lc.N, shape.Architecture, shape.MemoryMB)
+	parts := make([]string, len(lines))
+	for i, l := range lines {
+		parts[i] = fmt.Sprintf("%s:%.4f", l.Name, l.USDPerM)
+	}
+	fmt.Fprintf(out, "usd_per_million_notifications=%.2f\n", total)
+	fmt.Fprintf(out, "usd_per_million_notifications_breakdown=%s\n", strings.Join(parts, ","))
+	sms := prices.usd("sms_us_message_usd")
+	fmt.Fprintf(out, "sms_usd_per_message=%.5f\n", sms)
+	fmt.Fprintf(out, "cost_share_of_sms_price=%.4f\n", total/1e6/sms)
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// metricName turns a function name into a name=value key: provider-events -> provider_events.
+func metricName(s string) string { return strings.ReplaceAll(s, "-", "_") }
+
+// storageSize is the bytes one notification keeps in a table (items and index copies) and
+// for how many months.
+type storageSize struct {
+	Name   string
+	Bytes  float64
+	Months float64
+}
+
+type storageSizes []storageSize
+
+// retentionMonths are how long each table keeps a notification's items: the notifications
+// record until its TTL (expiry plus the default 24 h status grace, about a day), audit entries
+// for audit.DefaultRetention, receipts for receipts.DefaultRetention.
+func retentionMonths() map[string]float64 {
+	month := 730 * time.Hour
+	return map[string]float64{
+		"notifications": float64(25*time.Hour) / float64(month),
+		"audit":         float64(audit.DefaultRetention) / float64(month),
+		"receipts":      float64(receipts.DefaultRetention) / float64(month),
+	}
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/render"
+	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/worker"
+)
+
+// floorBatch is the dispatch queue's BatchSize in template.yaml: the handler gets batches of
+// this many messages.
+const floorBatch = 10
+
+// dispatchFloorBench measures the dispatch handler against its floor on one DynamoDB Local,
+// without SQS (moto handles about 50 calls a second, which would bound the figure): admitted
+// records (not timed) are handed to Dispatcher.Handle in batches of floorBatch from an
+// in-process queue, with a provider that accepts at once, and the same DynamoDB calls — the
+// consistent GetItem, the conditional lease UpdateItem and the conditional sent UpdateItem —
+// are made raw, with the same parallelism, on other records of the same table. The two phases
+// alternate in rounds, like the admission benchmark. dispatch_vs_raw_ratio is ours over raw
+// (goal at least 0.8).
+func dispatchFloorBench(ctx context.Context, endpoint string, n, batches int, out io.Writer) error {
+	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
+	db := awsclient.DynamoDB(plain, endpoint)
+	name := fmt.Sprintf("bench-floor-%d", time.Now().UnixNano())
+	names := tables.Names{Notifications: name + "-notifications", Audit: name + "-audit"}
+	if err := tables.Create(ctx, db, names); err != nil {
+		return err
+	}
+	defer func() {
+		for _, t := range []string{names.Notifications, names.Audit} {
+			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(t)})
+		}
+	}()
+	keys, err := seal.NewStaticKey(randomKey())
+	if err != nil {
+		return err
+	}
+	box := seal.New(keys)
+	counter := awsclient.NewCounter()
+	counted := plain
+	counter.Instrument(&counted)
+	cdb := awsclient.DynamoDB(counted, endpoint)
+	store := dynamostore.New(cdb, names.Notifications)
+	d := &worker.Dispatcher{
+		Store: store, Opener: box, Renderer: render.New(2), Sender: acceptAtOnce{}, Provider: "bench",
+		Scheduler: discardScheduler{}, Clock: notify.SystemClock{}, Settings: worker.DefaultSettings(),
+		Log: slog.New(slog.DiscardHandler), Metrics: &obs.Metrics{W: io.Discard, Function: "dispatch"},
+	}
+
+	const rounds = 4
+	perRound := n / rounds / floorBatch * floorBatch
+	if perRound < floorBatch {
+		return fmt.Errorf("dispatch floor: need -floor-n >= %d", rounds*floorBatch)
+	}
+	admitted := func(prefix string, count int) ([]notify.Record, error) {
+		recs := make([]notify.Record, count)
+		_, err := measure(ctx, count, 8, 0, func(ctx context.Context, i int) error {
+			req := notify.Request{
+				IdempotencyKey: prefix + "-" + strconv.Itoa(i), EventID: "evt-" + prefix + strconv.Itoa(i), Channel: notify.ChannelSMS,
+				Purpose: notify.PurposePasswordReset, To: fmt.Sprintf("+1555%07d", i), Locale: "en",
+				Params: map[string]string{notify.ParamCode: fmt.Sprintf("%06d", i)}, ExpiresAt: time.Now().Add(time.Hour),
+			}
+			sealed, err := box.Seal(ctx, req.IdempotencyKey, req.Secret())
+			if err != nil {
+				return err
+			}
+			rec := notify.NewRecord(req, notify.Admission{NotificationID: fmt.Sprintf("01JFLOOR%s%08d", prefix, i), Sealed: sealed, DestinationFP: "0123456789abcdef0123456789abcdef"}, time.Now(), notify.DefaultPolicy())
+			if _, _, err := dynamostore.New(db, names.Notifications).Admit(ctx, rec); err != nil {
+				return err
+			}
+			recs[i] = rec
+			return nil
+		})
+		return recs, err
+	}
+
+	ours := func(recs []notify.Record) func(context.Context, int) error {
+		return func(ctx context.Context, b int) error {
+			ev := events.SQSEvent{}
+			for _, rec := range recs[b*floorBatch : (b+1)*floorBatch] {
+				body, _ := json.Marshal(notify.MessageOf(rec))
+				ev.Records = append(ev.Records, events.SQSMessage{MessageId: rec.IdempotencyKey, Body: string(body)})
+			}
+			resp, err := d.Handle(ctx, ev)
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				return fmt.Errorf("dispatch floor: batch %d: %v %v", b, resp.BatchItemFailures, err)
+			}
+			return nil
+		}
+	}
+	raw := func(recs []notify.Record) func(context.Context, int) error {
+		return func(ctx context.Context, b int) error {
+			var wg sync.WaitGroup
+			errs := make([]error, floorBatch)
+			for i, rec := range recs[b*floorBatch : (b+1)*floorBatch] {
+				wg.Go(func() { errs[i] = rawDispatch(ctx, cdb, names.Notifications, rec.IdempotencyKey) })
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+
+	// Warm both paths.
+	for _, f := range []func([]notify.Record) func(context.Context, int) error{raw, ours} {
+		recs, err := admitted(fmt.Sprintf("warm%p", f), 2*floorBatch*batches)
+		if err != nil {
+			return err
+		}
+		if _, err := measure(ctx, 2*batches, batches, 0, f(recs)); err != nil {
+			return fmt.Errorf("dispatch floor: warm: %w", err)
+		}
+	}
+	var rawPhase, ourPhase phase
+	var rawCalls, ourCalls int64
+	for r := range rounds {
+		rawRecs, err := admitted(fmt.Sprintf("raw%d", r), perRound)
+		if err != nil {
+			return err
+		}
+		ourRecs, err := admitted(fmt.Sprintf("ours%d", r), perRound)
+		if err != nil {
+			return err
+		}
+		run := func(f func(context.Context, int) error, into *phase, calls *int64) error {
+			counter.Reset()
+			p, err := measure(ctx, perRound/floorBatch, batches, 0, f)
+			if err != nil {
+				return err
+			}
+			into.add(p)
+			*calls += counter.Total()
+			return nil
+		}
+		first, second := func() error { return run(raw(rawRecs), &rawPhase, &rawCalls) }, func() error { return run(ours(ourRecs), &ourPhase, &ourCalls) }
+		if r%2 == 1 {
+			first, second = second, first
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
+	}
+	total := float64(perRound * rounds)
+	ourRate := total / ourPhase.elapsed.Seconds()
+	rawRate := total / rawPhase.elapsed.Seconds()
+	fmt.Fprintf(out, "dispatch_floor_measured_against=DynamoDB Local, in-process queue (batches of %d, %d at once), provider accepting at once; raw = consistent GetItem + conditional lease UpdateItem + conditional sent UpdateItem per message\n", floorBatch, batches)
+	fmt.Fprintf(out, "dispatch_floor_notifications=%d\n", int(total))
+	fmt.Fprintf(out, "dispatch_handler_notifications_per_s=%.1f\n", ourRate)
+	fmt.Fprintf(out, "dispatch_raw_calls_notifications_per_s=%.1f\n", rawRate)
+	fmt.Fprintf(out, "dispatch_vs_raw_ratio=%.3f\n", ourRate/rawRate)
+	fmt.Fprintf(out, "dispatch_handler_dynamodb_calls_per_notification=%.2f\n", float64(ourCalls)/total)
+	fmt.Fprintf(out, "dispatch_raw_dynamodb_calls_per_notification=%.2f\n", float64(rawCalls)/total)
+	return nil
+}
+
+// rawDispatch makes the dispatch handler's DynamoDB calls for one accepted record by hand: a
+// consistent read, the lease (conditioned on the version and the deadline), and sent
+// (conditioned on the version), with the attributes the store writes.
+func rawDispatch(ctx context.Context, db *dynamodb.Client, table, key string) error {
+	k := map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: key}}
+	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return err
+	}
+	if len(got.Item) == 0 {
+		return fmt.Errorf("raw dispatch: %s not found", key)
+	}
+	now := time.Now().UTC()
+	n := expression.Name
+	lease, err := expression.NewBuilder().WithUpdate(
+		expression.Set(n(tables.AttrState), expression.Value(string(notify.StateDispatching))).
+			Set(n(tables.AttrReason), expression.Value(string(notify.ReasonLeaseAcquired))).
+			Set(n(tables.AttrVersion), expression.Value(2)).Set(n(tables.AttrAttempt), expression.Value(1)).
+			Set(n(tables.AttrUpdatedAt), expression.Value(tables.FormatTime(now))).
+			Set(n(tables.AttrLeaseUntil), expression.Value(tables.FormatTime(now.Add(30*time.Second)))).
+			Set(n(tables.AttrLeaseToken), expression.Value("raw-lease")).
+			Set(n(tables.AttrAttemptedNotificationID), expression.Value("raw-"+key)).
+			Set(n(tables.AttrWriteToken), expression.Value("raw-w1"))).
+		WithCondition(n(tables.AttrVersion).Equal(expression.Value(1)).
+			And(n(tables.AttrDispatchDeadline).GreaterThan(expression.Value(tables.FormatTime(now))))).Build()
+	if err != nil {
+		return err
+	}
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: k, UpdateExpression: lease.Update(), ConditionExpression: lease.Condition(),
+		ExpressionAttributeNames: lease.Names(), ExpressionAttributeValues: lease.Values(),
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+	}); err != nil {
+		return err
+	}
+	sent, err := expression.NewBuilder().WithUpdate(
+		expression.Set(n(tables.AttrState), expression.Value(string(notify.StateSent))).
+			Set(n(tables.AttrReason), expression.Value(string(notify.ReasonProviderAccepted))).
+			Set(n(tables.AttrVersion), expression.Value(3)).
+			Set(n(tables.AttrProviderMessageID), expression.Value("m-"+key)).
+			Set(n(tables.AttrWriteToken), expression.Value("raw-w2")).
+			Remove(n(tables.AttrSealed)).Remove(n(tables.AttrNextActionAt)).Remove(n(tables.AttrDueShard)).
+			Remove(n(tables.AttrLeaseUntil)).Remove(n(tables.AttrLeaseToken))).
+		WithCondition(n(tables.AttrVersion).Equal(expression.Value(2))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: k, UpdateExpression: sent.Update(), ConditionExpression: sent.Condition(),
+		ExpressionAttributeNames: sent.Names(), ExpressionAttributeValues: sent.Values(),
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	return err
+}
+
+// acceptAtOnce is a provider that accepts every message at once, so the floor benchmark
+// measures our code and the database only.
+type acceptAtOnce struct{}
+
+func (acceptAtOnce) Send(_ context.Context, req sms.SendRequest) sms.Outcome {
+	return sms.Accepted("m-" + req.AttemptRef)
+}
+
+// discardScheduler stands in for the queues; the happy path schedules nothing.
+type discardScheduler struct{}
+
+func (discardScheduler) ScheduleDispatch(context.Context, notify.Message, time.Duration) error {
+	return nil
+}
+func (discardScheduler) ScheduleReconcile(context.Context, notify.Message, time.Duration) error {
+	return nil
+}
+
+var _ worker.Scheduler = discardScheduler{}

@@ -71,6 +71,10 @@ type contractFixture struct {
 	srv   http.Handler
 	store *switchStore
 	queue *notifytest.Queue
+	// intake is the service behind srv, and guard its abuse guard, admitting until told to
+	// refuse.
+	intake *notify.Intake
+	guard  *notifytest.Guard
 }
 
 // switchStore is the fake store with two switches: fail makes every call fail (a 500), and
@@ -105,8 +109,10 @@ func (s *switchStore) Transition(ctx context.Context, prev, next notify.Record) 
 
 func newContractFixture(t *testing.T) *contractFixture {
 	t.Helper()
-	f := &contractFixture{store: &switchStore{Store: notifytest.NewStore()}, queue: &notifytest.Queue{}}
-	f.srv = localapitest.Handler(t, "template.yaml", localapitest.FakeIntake(f.store, f.queue, notifytest.NewClock(contractT0)), nil)
+	f := &contractFixture{store: &switchStore{Store: notifytest.NewStore()}, queue: &notifytest.Queue{}, guard: &notifytest.Guard{}}
+	f.intake = localapitest.FakeIntake(f.store, f.queue, notifytest.NewClock(contractT0))
+	f.intake.Guard = f.guard
+	f.srv = localapitest.Handler(t, "template.yaml", f.intake, nil)
 	return f
 }
 
@@ -203,6 +209,14 @@ func contractCases() []contractCase {
 		{name: "422 key reused with another request", setup: admitted, method: "POST", path: coll, headers: withKey("k1"), specValid: true,
 			status: 422, problem: httpapi.ProblemKeyReused,
 			body: resetBody(func(m map[string]any) { m["to"] = "+15555550199" })},
+		{name: "422 calling code not allowed", setup: func(f *contractFixture) { f.intake.Countries, _ = notify.NewCountries([]string{"44"}) },
+			method: "POST", path: coll, headers: withKey("c1"), body: resetBody(nil), specValid: true, status: 422, problem: httpapi.ProblemDestinationNotAllowed},
+		{name: "429 destination over its hourly limit", setup: func(f *contractFixture) {
+			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: 30 * time.Minute}
+		}, method: "POST", path: coll, headers: withKey("r1"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemRateLimited},
+		{name: "429 prefix over its velocity ceiling", setup: func(f *contractFixture) {
+			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 20 * time.Second}
+		}, method: "POST", path: coll, headers: withKey("p1"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemPrefixRateLimited},
 		{name: "503 dispatch queue down", setup: func(f *contractFixture) { f.queue.Err = errors.New("queue down") },
 			method: "POST", path: coll, headers: withKey("q1"), body: resetBody(nil), specValid: true, status: 503, problem: httpapi.ProblemQueueUnavailable},
 		{name: "500 POST, store down", setup: func(f *contractFixture) { f.store.fail = true },

@@ -121,6 +121,28 @@ func problem(status int, slug string, extra string) http.HandlerFunc {
 	return answer(status, map[string]string{"Content-Type": "application/problem+json", "X-Request-Id": "r1"}, body)
 }
 
+// withHeader adds one header to h's answer.
+func withHeader(h http.HandlerFunc, k, v string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(k, v)
+		h(w, r)
+	}
+}
+
+// TestRateLimitedCarriesRetryAfter checks that a guard's refusal tells when the key may be
+// sent again.
+func TestRateLimitedCarriesRetryAfter(t *testing.T) {
+	s := newScripted(t, withHeader(problem(429, "rate-limited", ""), "Retry-After", "1800"))
+	_, err := newClient(t, fast(s.srv.URL)).Send(t.Context(), otc())
+	var ae *client.APIError
+	if !errors.As(err, &ae) || !errors.Is(err, client.ErrRateLimited) {
+		t.Fatalf("err = %v, want ErrRateLimited", err)
+	}
+	if ae.RetryAfter != 30*time.Minute {
+		t.Errorf("RetryAfter = %v, want 30m", ae.RetryAfter)
+	}
+}
+
 func gateway(status int, headers map[string]string) http.HandlerFunc {
 	h := map[string]string{"Content-Type": "application/json"}
 	for k, v := range headers {
@@ -237,6 +259,9 @@ func TestSendDoesNotRetryFinalAnswers(t *testing.T) {
 		{problem(413, "payload-too-large", ""), client.ErrPayloadTooLarge},
 		{problem(415, "unsupported-media-type", ""), client.ErrUnsupportedMediaType},
 		{problem(422, "idempotency-key-reused", ""), client.ErrKeyReused},
+		{problem(422, "destination-not-allowed", ""), client.ErrDestinationNotAllowed},
+		{withHeader(problem(429, "rate-limited", ""), "Retry-After", "3600"), client.ErrRateLimited},
+		{withHeader(problem(429, "prefix-rate-limited", ""), "Retry-After", "42"), client.ErrRateLimited},
 	} {
 		t.Run(tc.want.Error(), func(t *testing.T) {
 			s := newScripted(t, tc.answer, accepted(derivedKey))
@@ -251,8 +276,9 @@ func TestSendDoesNotRetryFinalAnswers(t *testing.T) {
 			if n := len(s.requests()); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
-			for _, other := range []error{client.ErrNotFound, client.ErrNotCancellable, client.ErrUnavailable, client.ErrThrottled} {
-				if errors.Is(err, other) {
+			for _, other := range []error{client.ErrNotFound, client.ErrNotCancellable, client.ErrUnavailable, client.ErrThrottled,
+				client.ErrKeyReused, client.ErrDestinationNotAllowed, client.ErrRateLimited} {
+				if other != tc.want && errors.Is(err, other) {
 					t.Errorf("err also matches %v", other)
 				}
 			}

@@ -4,7 +4,7 @@
 //
 // Send always sends an idempotency key: the caller's, or the one the API would derive,
 // <event_id>:<channel>:<purpose>. It repeats the same request, with the same key and body, on
-// a network error, a try that timed out, 429, and any 5xx, after a jittered exponential backoff
+// a network error, a try that timed out, API Gateway's 429, and any 5xx, after a jittered exponential backoff
 // that is never shorter than the answer's Retry-After. Since the API admits each key exactly
 // once and answers a repeat with 200 and the current status, a repeat can never admit a second
 // notification, and every call for one key ends with the same notification ID. A replay (200)
@@ -19,7 +19,10 @@
 // Answers that repeating cannot change are returned at once as an *APIError, which matches
 // the sentinel errors with errors.Is: ErrInvalidRequest (400, with the field errors),
 // ErrForbidden (403), ErrNotFound (404), ErrNotCancellable (409), ErrPayloadTooLarge (413),
-// ErrUnsupportedMediaType (415) and ErrKeyReused (422). When retries run out, the error wraps
+// ErrUnsupportedMediaType (415), ErrKeyReused (422 idempotency-key-reused),
+// ErrDestinationNotAllowed (422 destination-not-allowed) and ErrRateLimited (429 rate-limited
+// or prefix-rate-limited: an abuse guard's refusal, which stores nothing and holds for
+// minutes to a day; APIError.RetryAfter says when the same key may be sent). When retries run out, the error wraps
 // the last answer (ErrThrottled for 429, ErrUnavailable for a 5xx) or the last network error.
 //
 // No error of this package holds a phone number, a param or a request body: the API never

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // ProblemBase prefixes every problem type URI of the API.
@@ -24,6 +25,10 @@ const (
 	ProblemConcurrentChange     = ProblemBase + "concurrent-change"
 	ProblemQueueUnavailable     = ProblemBase + "dispatch-queue-unavailable"
 	ProblemInternal             = ProblemBase + "internal-error"
+	// The abuse guards' refusals (README "Abuse guards").
+	ProblemRateLimited           = ProblemBase + "rate-limited"
+	ProblemPrefixRateLimited     = ProblemBase + "prefix-rate-limited"
+	ProblemDestinationNotAllowed = ProblemBase + "destination-not-allowed"
 )
 
 // The sentinel errors an *APIError matches with errors.Is, one per kind of answer.
@@ -46,7 +51,15 @@ var (
 	// ErrKeyReused is a 422: the idempotency key was already used with a different request.
 	// Nothing changed; a new request needs a new key.
 	ErrKeyReused = errors.New("idempotency key reused with a different request")
-	// ErrThrottled is a 429 that was still the answer when retries ran out.
+	// ErrDestinationNotAllowed is a 422 destination-not-allowed: the number's country calling
+	// code is outside the stack's allow-list. Repeating it cannot help.
+	ErrDestinationNotAllowed = errors.New("destination not allowed")
+	// ErrRateLimited is a 429 rate-limited or prefix-rate-limited: an abuse guard refused the
+	// request and stored nothing. The client does not retry it (the window is minutes to a day
+	// long); APIError.RetryAfter says when the same key may be sent again.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrThrottled is a 429 that was still the answer when retries ran out: API Gateway's
+	// throttling, which the client retries (never a guard's refusal, ErrRateLimited).
 	ErrThrottled = errors.New("throttled")
 	// ErrUnavailable is a 5xx that was still the answer when retries ran out.
 	ErrUnavailable = errors.New("service unavailable")
@@ -78,6 +91,8 @@ type APIError struct {
 	Message    string
 	// RequestID is the X-Request-Id (or API Gateway's apigw-requestid) to quote in a report.
 	RequestID string
+	// RetryAfter is the answer's Retry-After (seconds or an HTTP date), or 0.
+	RetryAfter time.Duration
 }
 
 // Error describes the answer: status, problem slug, detail and the invalid fields. Every part
@@ -126,13 +141,23 @@ func (e *APIError) Is(target error) bool {
 	case ErrUnsupportedMediaType:
 		return e.StatusCode == http.StatusUnsupportedMediaType
 	case ErrKeyReused:
-		return e.StatusCode == http.StatusUnprocessableEntity
+		return e.StatusCode == http.StatusUnprocessableEntity && e.Problem.Type != ProblemDestinationNotAllowed
+	case ErrDestinationNotAllowed:
+		return e.StatusCode == http.StatusUnprocessableEntity && e.Problem.Type == ProblemDestinationNotAllowed
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests && e.guardRefusal()
 	case ErrThrottled:
-		return e.StatusCode == http.StatusTooManyRequests
+		return e.StatusCode == http.StatusTooManyRequests && !e.guardRefusal()
 	case ErrUnavailable:
 		return e.StatusCode >= 500
 	}
 	return false
+}
+
+// guardRefusal reports whether the answer is an abuse guard's refusal rather than API
+// Gateway's throttling.
+func (e *APIError) guardRefusal() bool {
+	return e.Problem.Type == ProblemRateLimited || e.Problem.Type == ProblemPrefixRateLimited
 }
 
 // FieldErrors returns the invalid fields of a 400 invalid-request, or nil.

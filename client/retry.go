@@ -32,8 +32,13 @@ func (c *Client) do(ctx context.Context, req request, decode decodeFunc) (int, e
 		case err != nil:
 			last = fmt.Errorf("try %d: %w", n, err)
 		case retryableStatus(resp.status):
-			retryAfter = parseRetryAfter(resp.header.Get("Retry-After"), time.Now())
-			last = fmt.Errorf("try %d: %w", n, apiError(resp))
+			ae := apiError(resp)
+			if errors.Is(ae, ErrRateLimited) {
+				// A guard's refusal stored nothing and holds for its window: final.
+				return n, fmt.Errorf("%s: %w", req.op, ae)
+			}
+			retryAfter = ae.RetryAfter
+			last = fmt.Errorf("try %d: %w", n, ae)
 		default:
 			retry, err := decode(resp)
 			if !retry {
@@ -142,7 +147,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // apiError builds the *APIError of a non-success answer from its problem or gateway body.
 func apiError(resp *response) *APIError {
-	e := &APIError{StatusCode: resp.status, RequestID: resp.header.Get("X-Request-Id")}
+	e := &APIError{StatusCode: resp.status, RequestID: resp.header.Get("X-Request-Id"),
+		RetryAfter: parseRetryAfter(resp.header.Get("Retry-After"), time.Now())}
 	if e.RequestID == "" {
 		e.RequestID = resp.header.Get("Apigw-Requestid")
 	}

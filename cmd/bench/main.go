@@ -17,7 +17,10 @@
 // per-operation _breakdown line each). The replay benchmark (replay.go) counts the AWS requests
 // of one replay (requests_per_replay, goal 1) and the dispatch messages that 64 concurrent
 // duplicates of one request put on the queue (dispatch_messages_per_64_duplicates, goal at
-// most 2). -mode admission, dispatch or replay runs one of them.
+// most 2). The guard benchmark (guard.go) prices the abuse guard in DynamoDB write units, from
+// ReturnConsumedCapacity: write_units_per_admission (the notification record and its indexes)
+// apart from guard_write_units_per_admission (the guard's counters). -mode admission, dispatch,
+// replay or guard runs one of them.
 //
 // It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
@@ -46,13 +49,14 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch, replay, floor, cost or coldstart")
+	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, floor, cost or coldstart")
 	ops := fs.Int("ops", 2000, "admission: operations per measured phase")
 	workers := fs.Int("concurrency", 8, "admission: concurrent callers")
 	happy := fs.Int("dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
 	fault := fs.Int("fault-n", 200, "dispatch: notifications run under the fault mix")
 	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
 	replays := fs.Int("replays", 200, "replay: sequential replays measured")
+	guarded := fs.Int("guard-n", 200, "guard: destinations admitted twice each with the abuse guard on")
 	floorN := fs.Int("floor-n", 2000, "floor: notifications dispatched per phase (ours and raw)")
 	floorBatches := fs.Int("floor-batches", 2, "floor: batches handled at once")
 	templatePath := fs.String("template", "template.yaml", "cost: the SAM template (memory size, architecture)")
@@ -77,14 +81,15 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
 	runReplay := *mode == "all" || *mode == "replay"
+	runGuard := *mode == "all" || *mode == "guard"
 	runCost := *mode == "all" || *mode == "cost"
 	runFloor := *mode == "all" || *mode == "floor"
 	if *mode == "coldstart" {
 		// Builds and starts the bootstraps; needs no emulator.
 		return coldStartBench(ctx, *coldRuns, out)
 	}
-	if !runAdmission && !runDispatch && !runReplay && !runCost && !runFloor {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, floor, cost or coldstart", *mode)
+	if !runAdmission && !runDispatch && !runReplay && !runCost && !runFloor && !runGuard {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, floor, cost or coldstart", *mode)
 	}
 	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -92,6 +97,11 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 	if runAdmission {
 		if err := admission(ctx, endpoint, *ops, *workers, out); err != nil {
+			return err
+		}
+	}
+	if runGuard {
+		if err := guardBench(ctx, endpoint, *guarded, out); err != nil {
 			return err
 		}
 	}

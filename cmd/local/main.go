@@ -60,6 +60,7 @@ const (
 	notificationsTable = "resetnotify-notifications"
 	auditTable         = "resetnotify-audit"
 	receiptsTable      = "resetnotify-receipts"
+	guardTable         = "resetnotify-guard"
 	defaultPort        = "3000"
 )
 
@@ -119,7 +120,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		return fmt.Errorf("aws config: %w", err)
 	}
 	db := awsclient.DynamoDB(awsCfg, "")
-	if err := tables.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable}); err != nil {
+	if err := tables.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable}); err != nil {
 		return err
 	}
 	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""), st.queues)
@@ -264,6 +265,7 @@ func environment(stack *emulator.Stack, keyDir string) (map[string]string, error
 	set(config.EnvPolicyVersion, "local-1")
 	set(config.EnvLogLevel, "info")
 	set(receipts.EnvTable, receiptsTable)
+	set(config.EnvGuardTable, guardTable)
 	env[receipts.EnvWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
@@ -299,4 +301,5 @@ func printExports(w io.Writer, stack *emulator.Stack, q queueURLs) {
 	fmt.Fprintf(w, "export %s=%s\n", receipts.EnvTable, receiptsTable)
 	fmt.Fprintf(w, "export %s=%s %s=%s %s=%s\n", audit.EnvDigestPublicKey, os.Getenv(audit.EnvDigestPublicKey),
 		audit.EnvDigestPeriodMinutes, os.Getenv(audit.EnvDigestPeriodMinutes), audit.EnvDigestGraceSeconds, os.Getenv(audit.EnvDigestGraceSeconds))
+	fmt.Fprintf(w, "export %s=%s\n", config.EnvGuardTable, guardTable)
 }

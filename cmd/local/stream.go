@@ -90,7 +90,13 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 			}
 			recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(int32(src.BatchSize))})
 			if err != nil {
-				log.Warn("get records failed", "shard", id, "error", err)
+				// An iterator DynamoDB Local calls trimmed or expired never recovers: forget the
+				// shard so the next refresh takes a fresh TRIM_HORIZON iterator. Reading again
+				// from the oldest record is safe: the audit writer skips entries it has.
+				log.Warn("get records failed; taking a new iterator", "shard", id, "error", err)
+				delete(shards, id)
+				described = time.Time{}
+				sleep(ctx, time.Second)
 				continue
 			}
 			if len(recs.Records) == 0 {

@@ -4,8 +4,9 @@ package emulator
 
 import "syscall"
 
-// sysProcAttr puts an emulator in its own process group. Outside Linux there is no parent-death
-// signal, so an emulator outlives a starter that dies without calling Stop.
-func sysProcAttr() *syscall.SysProcAttr {
+// ChildProcAttr puts a child process (an emulator, the Lambda RIE) in its own process group.
+// Outside Linux there is no parent-death signal, so a child outlives a starter that dies
+// without calling Stop.
+func ChildProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

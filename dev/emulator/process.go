@@ -34,7 +34,7 @@ func startProcess(name, logPath, dir string, argv ...string) (*process, error) {
 	cmd.Dir = dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = ChildProcAttr()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/emulator"
 )
 
 // Options describe one function to run.
@@ -54,6 +56,9 @@ type Function struct {
 	done   chan struct{}
 	once   sync.Once
 }
+
+// Pid is the emulator's process ID.
+func (f *Function) Pid() int { return f.cmd.Process.Pid }
 
 // FunctionError is an error the function's handler returned, as Lambda reports it.
 type FunctionError struct {
@@ -108,7 +113,9 @@ func Start(ctx context.Context, o Options) (*Function, error) {
 		out = io.Discard
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, killed by the kernel if this process dies without Stop: an
+	// orphaned RIE would keep its port and the starter's output pipe.
+	cmd.SysProcAttr = emulator.ChildProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("rie.start %s: %w", o.Name, err)
 	}

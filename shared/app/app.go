@@ -20,6 +20,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -92,6 +93,10 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 	if err != nil {
 		return nil, fmt.Errorf("app.intake fingerprint key: %w", err)
 	}
+	countries, err := notify.NewCountries(cfg.AllowedCallingCodes)
+	if err != nil {
+		return nil, fmt.Errorf("app.intake %s: %w", config.EnvAllowedCallingCodes, err)
+	}
 	in := &notify.Intake{
 		Store:        dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),
 		Sealer:       seal.New(keys),
@@ -104,6 +109,12 @@ func NewIntakeHandler(ctx context.Context, cfg config.Config, awsCfg aws.Config,
 		// The same renderer and budget as dispatch: refuse at once what could never be sent.
 		Messages: render.New(cfg.Worker.MaxSegments),
 		Actor:    actor.For("intake"),
+		// The abuse guards: the allow-list always, the counters when GUARD_TABLE is set.
+		Countries:    countries,
+		PrefixDigits: cfg.Guard.PrefixDigits,
+	}
+	if cfg.GuardTable != "" {
+		in.Guard = guardstore.New(awsclient.DynamoDB(awsCfg, ""), cfg.GuardTable, cfg.Guard)
 	}
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("intake ready", "config", cfg)

@@ -49,6 +49,15 @@ const (
 	EnvBackoffBaseMS      = "BACKOFF_BASE_MS"
 	EnvBackoffMaxSeconds  = "BACKOFF_MAX_SECONDS"
 	EnvSMSMaxSegments     = "SMS_MAX_SEGMENTS"
+
+	// The intake's abuse guards. Without GUARD_TABLE no destination or prefix is counted;
+	// without ALLOWED_CALLING_CODES every calling code is allowed.
+	EnvGuardTable           = "GUARD_TABLE"
+	EnvGuardPerHour         = "GUARD_PER_HOUR"
+	EnvGuardPerDay          = "GUARD_PER_DAY"
+	EnvGuardPrefixDigits    = "GUARD_PREFIX_DIGITS"
+	EnvGuardPrefixPerMinute = "GUARD_PREFIX_PER_MINUTE"
+	EnvAllowedCallingCodes  = "ALLOWED_CALLING_CODES"
 )
 
 // SealLocalKeyLen is the length in bytes of SEAL_LOCAL_KEY once base64-decoded (AES-256).
@@ -133,6 +142,14 @@ type Config struct {
 	// FingerprintKeyParam names the SSM SecureString that holds the fingerprint key in AWS;
 	// it is used only when FingerprintKey is empty.
 	FingerprintKeyParam string
+	// GuardTable is GUARD_TABLE, the guard's counter table; empty turns the guard off.
+	GuardTable string
+	// Guard is notify.DefaultGuardLimits with GUARD_PER_HOUR, GUARD_PER_DAY,
+	// GUARD_PREFIX_DIGITS and GUARD_PREFIX_PER_MINUTE applied (0 turns a limit off).
+	Guard notify.GuardLimits
+	// AllowedCallingCodes is ALLOWED_CALLING_CODES, comma-separated calling codes such as
+	// "1,44", each checked by notify.NewCountries; empty allows every code.
+	AllowedCallingCodes []string
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
@@ -265,6 +282,8 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		}
 	}
 
+	errs = append(errs, c.loadGuard(get)...)
+
 	level, err := obs.ParseLevel(get(EnvLogLevel))
 	if err != nil {
 		problem(EnvLogLevel, "must be debug, info, warn or error")
@@ -293,6 +312,42 @@ func fingerprintKey(getenv, get func(string) string, need Need, problem func(nam
 		problem(EnvFingerprintKey, "or "+EnvFingerprintKeyParam+" is required")
 	}
 	return nil, ""
+}
+
+// loadGuard reads the abuse guards' settings into c and returns their problems.
+func (c *Config) loadGuard(get func(string) string) []error {
+	var errs []error
+	c.GuardTable = get(EnvGuardTable)
+	c.Guard = notify.DefaultGuardLimits()
+	for _, n := range []struct {
+		name string
+		out  *int
+	}{
+		{EnvGuardPerHour, &c.Guard.PerHour},
+		{EnvGuardPerDay, &c.Guard.PerDay},
+		{EnvGuardPrefixDigits, &c.Guard.PrefixDigits},
+		{EnvGuardPrefixPerMinute, &c.Guard.PrefixPerMinute},
+	} {
+		if v, ok := count(get(n.name)); !ok {
+			errs = append(errs, fmt.Errorf("%s must be a whole number, 0 or more", n.name))
+		} else if v >= 0 {
+			*n.out = v
+		}
+	}
+	if err := c.Guard.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%s, %s, %s: %w", EnvGuardPerHour, EnvGuardPerDay, EnvGuardPrefixDigits, err))
+	}
+	var codes []string
+	for _, code := range strings.Split(get(EnvAllowedCallingCodes), ",") {
+		if code = strings.TrimSpace(code); code != "" {
+			codes = append(codes, code)
+		}
+	}
+	if _, err := notify.NewCountries(codes); err != nil {
+		errs = append(errs, fmt.Errorf("%s must list country calling codes such as 1,44,49: %w", EnvAllowedCallingCodes, err))
+	}
+	c.AllowedCallingCodes = codes
+	return errs
 }
 
 // duration parses a whole, non-negative number of units. The empty string gives -1 and ok,
@@ -351,6 +406,13 @@ func (c Config) LogValue() slog.Value {
 		slog.String("destination_pepper", set(c.DestinationPepper != nil)),
 		slog.String("fingerprint_key", set(c.FingerprintKey != nil)),
 		slog.String("log_level", c.LogLevel.String()),
+		slog.Group("guard",
+			slog.String("table", c.GuardTable),
+			slog.Int("per_hour", c.Guard.PerHour),
+			slog.Int("per_day", c.Guard.PerDay),
+			slog.Int("prefix_digits", c.Guard.PrefixDigits),
+			slog.Int("prefix_per_minute", c.Guard.PrefixPerMinute),
+			slog.Any("allowed_calling_codes", c.AllowedCallingCodes)),
 	)
 }
 

@@ -46,6 +46,7 @@ func TestLoadDefaults(t *testing.T) {
 		SealLocalKey:       []byte("0123456789abcdef0123456789abcdef"),
 		DestinationPepper:  []byte(pepper),
 		FingerprintKey:     []byte(fpKey),
+		Guard:              notify.DefaultGuardLimits(),
 		LogLevel:           slog.LevelInfo,
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -55,17 +56,23 @@ func TestLoadDefaults(t *testing.T) {
 
 func TestLoadEverything(t *testing.T) {
 	e := map[string]string{
-		config.EnvNotificationsTable:  "n",
-		config.EnvAuditTable:          "a",
-		config.EnvDispatchQueueURL:    "https://sqs.eu-west-1.amazonaws.com/1/q",
-		config.EnvPolicyVersion:       "2026-11-01",
-		config.EnvSafetyMarginSeconds: "90",
-		config.EnvStatusGraceHours:    "48",
-		config.EnvMaxAheadHours:       "2",
-		config.EnvSealKMSKeyID:        "alias/resetnotify",
-		config.EnvDestinationPepper:   pepper,
-		config.EnvFingerprintKeyParam: "/resetnotify/request-fingerprint-key",
-		config.EnvLogLevel:            "DEBUG",
+		config.EnvNotificationsTable:   "n",
+		config.EnvAuditTable:           "a",
+		config.EnvDispatchQueueURL:     "https://sqs.eu-west-1.amazonaws.com/1/q",
+		config.EnvPolicyVersion:        "2026-11-01",
+		config.EnvSafetyMarginSeconds:  "90",
+		config.EnvStatusGraceHours:     "48",
+		config.EnvMaxAheadHours:        "2",
+		config.EnvSealKMSKeyID:         "alias/resetnotify",
+		config.EnvDestinationPepper:    pepper,
+		config.EnvFingerprintKeyParam:  "/resetnotify/request-fingerprint-key",
+		config.EnvLogLevel:             "DEBUG",
+		config.EnvGuardTable:           "g",
+		config.EnvGuardPerHour:         "3",
+		config.EnvGuardPerDay:          "0",
+		config.EnvGuardPrefixDigits:    "7",
+		config.EnvGuardPrefixPerMinute: "40",
+		config.EnvAllowedCallingCodes:  " 1, 44,353 ",
 	}
 	got, err := config.Load(env(e), config.NeedIntake|config.NeedAuditTable)
 	if err != nil {
@@ -80,6 +87,8 @@ func TestLoadEverything(t *testing.T) {
 		NotificationsTable: "n", AuditTable: "a", DispatchQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/q",
 		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
 		FingerprintKeyParam: "/resetnotify/request-fingerprint-key",
+		GuardTable:          "g", Guard: notify.GuardLimits{PerHour: 3, PerDay: 0, PrefixDigits: 7, PrefixPerMinute: 40},
+		AllowedCallingCodes: []string{"1", "44", "353"},
 		LogLevel:            slog.LevelDebug,
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -143,6 +152,13 @@ func TestLoadErrors(t *testing.T) {
 		{"local key too short", func(e map[string]string) { e[config.EnvSealLocalKey] = "c2hvcnQ=" }, config.NeedIntake, []string{config.EnvSealLocalKey}},
 		{"missing pepper", func(e map[string]string) { delete(e, config.EnvDestinationPepper) }, config.NeedIntake, []string{config.EnvDestinationPepper}},
 		{"short pepper", func(e map[string]string) { e[config.EnvDestinationPepper] = "short-secret" }, config.NeedIntake, []string{config.EnvDestinationPepper}},
+		{"guard limit not a number", func(e map[string]string) { e[config.EnvGuardPerHour] = "five" }, config.NeedIntake, []string{config.EnvGuardPerHour}},
+		{"hourly above daily", func(e map[string]string) {
+			e[config.EnvGuardPerHour] = "20"
+			e[config.EnvGuardPerDay] = "10"
+		}, config.NeedIntake, []string{config.EnvGuardPerHour, config.EnvGuardPerDay}},
+		{"prefix digits zero", func(e map[string]string) { e[config.EnvGuardPrefixDigits] = "0" }, config.NeedIntake, []string{config.EnvGuardPrefixDigits}},
+		{"not a calling code", func(e map[string]string) { e[config.EnvAllowedCallingCodes] = "1,4444" }, config.NeedIntake, []string{config.EnvAllowedCallingCodes}},
 		{"bad log level", func(e map[string]string) { e[config.EnvLogLevel] = "loud" }, config.NeedIntake, []string{config.EnvLogLevel}},
 	}
 	for _, tc := range tests {

@@ -88,6 +88,7 @@ type result struct {
 	notifID  string
 	replayed bool
 	cause    error // logged for 5xx, never returned to the client
+	refusal  *notify.RefusedError
 }
 
 // Handle answers one HTTP API v2 event. It never returns an error: every failure is an
@@ -176,9 +177,12 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	}
 	sub, err := h.intake.Submit(ctx, req)
 	res := result{route: route, key: req.IdempotencyKey, notifID: sub.Record.NotificationID, replayed: sub.Replayed}
+	var refused *notify.RefusedError
 	switch {
 	case errors.As(err, new(*notify.ValidationError)):
 		return validationResult(route, err)
+	case errors.As(err, &refused):
+		return refusalResult(route, req.IdempotencyKey, refused)
 	case errors.Is(err, notify.ErrKeyReuse):
 		res.status = http.StatusUnprocessableEntity
 		res.problem = newProblem(ProblemKeyReused, res.status,
@@ -306,6 +310,12 @@ func (h *Handler) record(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if res.problem != nil {
 		attrs = append(attrs, slog.String("problem", string(res.problem.slug())))
 	}
+	if r := res.refusal; r != nil {
+		// The fingerprint and the calling code only: never the number.
+		attrs = append(attrs, slog.String("refusal", string(r.Reason)),
+			slog.String("destination_fp", r.DestinationFP), slog.String("country_code", r.CountryCode))
+		h.metrics.Refusal(string(r.Reason), r.CountryCode)
+	}
 	if res.route == RouteSubmit && res.status < 300 {
 		attrs = append(attrs, slog.Bool("replayed", res.replayed))
 	}
@@ -325,6 +335,29 @@ const internalDetail = "The request could not be completed. Quote the request ID
 func internalError(route string, cause error) result {
 	return result{status: http.StatusInternalServerError, route: route, cause: cause,
 		problem: newProblem(ProblemInternal, http.StatusInternalServerError, internalDetail)}
+}
+
+// refusalResult answers an admission the guards refused: 422 for a destination outside the
+// allow-list, else 429 with Retry-After in whole seconds, rounded up.
+func refusalResult(route, key string, r *notify.RefusedError) result {
+	var res result
+	switch r.Reason {
+	case notify.RefusedCountry:
+		res = problemResult(route, http.StatusUnprocessableEntity, ProblemDestinationNotAllowed,
+			"Notifications to this country calling code are not allowed.")
+	case notify.RefusedPrefixVelocity:
+		res = problemResult(route, http.StatusTooManyRequests, ProblemPrefixRateLimited,
+			"Too many new destinations in this number range right now. Nothing was stored; repeat the request after Retry-After seconds.")
+	default:
+		res = problemResult(route, http.StatusTooManyRequests, ProblemRateLimited,
+			"Too many notifications for this destination in this window. Nothing was stored; repeat the request after Retry-After seconds.")
+	}
+	if res.status == http.StatusTooManyRequests {
+		secs := max(1, int((r.RetryAfter+time.Second-1)/time.Second))
+		res.headers = map[string]string{HeaderRetryAfter: strconv.Itoa(secs)}
+	}
+	res.key, res.refusal = key, r
+	return res
 }
 
 func notFound(route string) result {

@@ -33,6 +33,7 @@ const (
 // fixture is a handler wired to fakes, with its logs and metrics captured.
 type fixture struct {
 	h       *httpapi.Handler
+	intake  *notify.Intake
 	store   *notifytest.Store
 	queue   *notifytest.Queue
 	clock   *notifytest.Clock
@@ -54,6 +55,7 @@ func newFixture(t testing.TB) *fixture {
 		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: f.queue,
 		Clock: f.clock, Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 	}
+	f.intake = in
 	f.h = httpapi.New(in, obs.NewLogger(f.logs, nil), &obs.Metrics{W: f.metrics, Function: "intake", Now: f.clock.Now})
 	return f
 }

@@ -47,6 +47,15 @@ const (
 	// the dispatch queue; repeat the same request after Retry-After seconds and it is queued
 	// again.
 	ProblemQueueUnavailable ProblemType = "dispatch-queue-unavailable"
+	// ProblemRateLimited (429): the destination reached its admissions per hour or per day;
+	// nothing was stored, so the same request is admitted after Retry-After seconds.
+	ProblemRateLimited ProblemType = "rate-limited"
+	// ProblemPrefixRateLimited (429): the number's prefix is admitting too many new
+	// destinations this minute (suspected SMS pumping); repeat after Retry-After seconds.
+	ProblemPrefixRateLimited ProblemType = "prefix-rate-limited"
+	// ProblemDestinationNotAllowed (422): the number's country calling code is not on the
+	// allow-list. Nothing was stored; repeating the request will not help.
+	ProblemDestinationNotAllowed ProblemType = "destination-not-allowed"
 	// ProblemInternal (500): anything else. The detail never carries the cause.
 	ProblemInternal ProblemType = "internal-error"
 )
@@ -56,19 +65,22 @@ func (t ProblemType) URI() string { return ProblemBase + string(t) }
 
 // problemTitles are the short, fixed summaries of each type (RFC 9457 "title").
 var problemTitles = map[ProblemType]string{
-	ProblemMalformedRequest:     "Malformed request body",
-	ProblemInvalidRequest:       "Invalid request",
-	ProblemKeyMismatch:          "Idempotency keys disagree",
-	ProblemKeyReused:            "Idempotency key reused with a different request",
-	ProblemPayloadTooLarge:      "Request body too large",
-	ProblemUnsupportedMediaType: "Unsupported media type",
-	ProblemNotificationNotFound: "Notification not found",
-	ProblemNotCancellable:       "Notification can no longer be cancelled",
-	ProblemConcurrentChange:     "Notification changed concurrently",
-	ProblemRouteNotFound:        "Not found",
-	ProblemMethodNotAllowed:     "Method not allowed",
-	ProblemQueueUnavailable:     "Dispatch queue unavailable",
-	ProblemInternal:             "Internal error",
+	ProblemMalformedRequest:      "Malformed request body",
+	ProblemInvalidRequest:        "Invalid request",
+	ProblemKeyMismatch:           "Idempotency keys disagree",
+	ProblemKeyReused:             "Idempotency key reused with a different request",
+	ProblemPayloadTooLarge:       "Request body too large",
+	ProblemUnsupportedMediaType:  "Unsupported media type",
+	ProblemNotificationNotFound:  "Notification not found",
+	ProblemNotCancellable:        "Notification can no longer be cancelled",
+	ProblemConcurrentChange:      "Notification changed concurrently",
+	ProblemRouteNotFound:         "Not found",
+	ProblemMethodNotAllowed:      "Method not allowed",
+	ProblemQueueUnavailable:      "Dispatch queue unavailable",
+	ProblemRateLimited:           "Too many notifications for this destination",
+	ProblemPrefixRateLimited:     "Too many new destinations in this number range",
+	ProblemDestinationNotAllowed: "Destination not allowed",
+	ProblemInternal:              "Internal error",
 }
 
 // Problem is an RFC 9457 problem details object with the API's extension members. Every

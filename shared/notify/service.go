@@ -30,6 +30,13 @@ type Intake struct {
 	// Actor, when set, names who admits and cancels (the intake function and its invocation);
 	// it is written onto the record with each transition.
 	Actor func(context.Context) Actor
+	// Countries, when not empty, refuses a number whose calling code it does not list.
+	Countries Countries
+	// Guard, when set, counts each new admission per destination and per prefix and refuses
+	// one over its limits (see admit). PrefixDigits is the prefix length it counts by (0: the
+	// default).
+	Guard        Guard
+	PrefixDigits int
 }
 
 // Submitted is the result of Submit.
@@ -45,7 +52,8 @@ type Submitted struct {
 // record stays stored, is marked due at once, and the error wraps ErrEnqueue. A replay of a
 // record still accepted sends the dispatch message again only when the first one can be
 // presumed lost (see redispatch); otherwise a replay is the one conditional put. A request
-// whose message cannot be rendered returns a *ValidationError and stores nothing.
+// whose message cannot be rendered returns a *ValidationError, and one the guards refuse a
+// *RefusedError; neither stores anything.
 func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if in.Messages != nil {
 		if err := in.Messages.Check(req.Purpose, req.Locale, req.Params); err != nil {
@@ -54,6 +62,9 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 				Field: "params", Detail: "the message would not fit the SMS segment budget, or cannot be rendered",
 			}}}
 		}
+	}
+	if err := in.checkCountry(req); err != nil {
+		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
 	now := in.Clock.Now()
 	sealed, err := in.Sealer.Seal(ctx, req.IdempotencyKey, req.Secret())
@@ -68,7 +79,7 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 		RequestFingerprint: in.Fingerprints.RequestFP(canonical),
 	}, now, in.Policy)
 	rec.Actor = in.actor(ctx)
-	stored, created, err := in.Store.Admit(ctx, rec)
+	stored, created, err := in.admit(ctx, req, rec, now)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}

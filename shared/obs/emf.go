@@ -3,14 +3,35 @@ package obs
 import (
 	"encoding/json"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 )
 
-// Namespace is the CloudWatch namespace of every metric the project emits.
+// Namespace is the CloudWatch namespace of the project's metrics where no stack names its own:
+// local runs and tests.
 const Namespace = "resetnotify"
+
+// EnvMetricsNamespace names the variable that sets the namespace of every metric a function
+// emits. template.yaml sets it to "resetnotify/<stack name>" (StackNamespace) for every
+// function, so that two stacks in one account never mix their metrics, and its alarms and
+// dashboard read that namespace. Unset, metrics go to Namespace.
+const EnvMetricsNamespace = "METRICS_NAMESPACE"
+
+// StackNamespace is the namespace of stack's metrics.
+func StackNamespace(stack string) string { return Namespace + "/" + stack }
+
+// namespaceFromEnv is EnvMetricsNamespace as this process started with it, or Namespace.
+var namespaceFromEnv = sync.OnceValue(func() string { return namespaceFrom(os.Getenv) })
+
+func namespaceFrom(getenv func(string) string) string {
+	if v := getenv(EnvMetricsNamespace); v != "" {
+		return v
+	}
+	return Namespace
+}
 
 // Unit is a CloudWatch metric unit.
 type Unit string
@@ -37,6 +58,9 @@ type Metrics struct {
 	W io.Writer
 	// Function is the Function dimension on every metric, e.g. "intake".
 	Function string
+	// Namespace is the CloudWatch namespace of every line; empty means EnvMetricsNamespace's
+	// value, or Namespace when that is unset.
+	Namespace string
 	// Now stamps each line; nil means time.Now.
 	Now func() time.Time
 
@@ -54,13 +78,26 @@ const (
 	// DimToState alone (see Transition).
 	MetricTransitions = "Transitions"
 
+	// MetricRefusals counts admissions the abuse guards refused, by DimReason and
+	// DimCountryCode, and by DimReason alone (see Refusal).
+	MetricRefusals = "Refusals"
+
 	// DimFunction is on every metric: the function that emitted it (Metrics.Function).
 	DimFunction = "Function"
 	DimRoute    = "Route"
 	DimStatus   = "Status"
 	DimToState  = "ToState"
 	DimReason   = "Reason"
+	// DimCountryCode is a country calling code ("44"), never more of a number.
+	DimCountryCode = "CountryCode"
 )
+
+// Refusal records one refused admission by reason and calling code, by reason alone (the
+// prefix alarm and the dashboard read it) and by Function alone (the refusal spike alarm).
+func (m *Metrics) Refusal(reason, countryCode string) {
+	m.EmitRollup(map[string]string{DimReason: reason, DimCountryCode: countryCode}, [][]string{{DimReason}, {}},
+		Metric{Name: MetricRefusals, Unit: UnitCount, Value: 1})
+}
 
 // Request records one HTTP request: a Requests count and its Latency, by route and status.
 func (m *Metrics) Request(route string, status int, latency time.Duration) {
@@ -84,6 +121,13 @@ func (m *Metrics) Transition(to, reason string) {
 // request.
 func (m *Metrics) Emit(dims map[string]string, metrics ...Metric) {
 	m.EmitRollup(dims, nil, metrics...)
+}
+
+func (m *Metrics) namespace() string {
+	if m.Namespace != "" {
+		return m.Namespace
+	}
+	return namespaceFromEnv()
 }
 
 // EmitRollup is Emit that also publishes the metrics under each of rollups, a list of
@@ -139,7 +183,7 @@ func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics
 	}
 	line["_aws"] = map[string]any{
 		"Timestamp":         now().UnixMilli(),
-		"CloudWatchMetrics": []directive{{Namespace: Namespace, Dimensions: sets, Metrics: defs}},
+		"CloudWatchMetrics": []directive{{Namespace: m.namespace(), Dimensions: sets, Metrics: defs}},
 	}
 	b, err := json.Marshal(line)
 	if err != nil {

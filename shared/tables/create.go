@@ -18,6 +18,8 @@ type Names struct {
 	Audit         string
 	// Receipts is optional: when empty, Create makes no receipts table.
 	Receipts string
+	// Guard is optional: when empty, Create makes no guard table.
+	Guard string
 }
 
 // AdminAPI is the part of the DynamoDB client that Create uses; *dynamodb.Client satisfies it.
@@ -30,8 +32,8 @@ type AdminAPI interface {
 
 var _ AdminAPI = (*dynamodb.Client)(nil)
 
-// Create creates the notifications and audit tables named by names (and the receipts table
-// when names.Receipts is set), waits until each table and its indexes are ACTIVE, and enables
+// Create creates the notifications and audit tables named by names (and the receipts and guard
+// tables when named), waits until each table and its indexes are ACTIVE, and enables
 // TTL on ttl (notifications, receipts) and retain_until (audit). A table that already exists
 // is accepted as it is, so the local stack can call Create again; TTL that is already enabled
 // on the right attribute is left alone. The wait is bounded only by ctx.
@@ -46,6 +48,9 @@ func Create(ctx context.Context, client AdminAPI, names Names) error {
 	}
 	if names.Receipts != "" {
 		specs = append(specs, spec{Receipts(names.Receipts), ReceiptsTTLAttribute})
+	}
+	if names.Guard != "" {
+		specs = append(specs, spec{Guard(names.Guard), GuardTTLAttribute})
 	}
 	for _, s := range specs {
 		if _, err := client.CreateTable(ctx, s.in); err != nil {

@@ -17,9 +17,9 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 	client := testenv.DynamoDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Receipts: testenv.UniqueName(t, "receipts")}
+	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Receipts: testenv.UniqueName(t, "receipts"), Guard: testenv.UniqueName(t, "guard")}
 	t.Cleanup(func() {
-		for _, n := range []string{names.Notifications, names.Audit, names.Receipts} {
+		for _, n := range []string{names.Notifications, names.Audit, names.Receipts, names.Guard} {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
 		}
 	})
@@ -39,6 +39,7 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 		{names.Notifications, tables.TTLAttribute, []string{tables.IndexDue, tables.IndexByNotification}, true},
 		{names.Audit, tables.AuditTTLAttribute, []string{tables.IndexByDay, tables.IndexByWriteDay}, false},
 		{names.Receipts, tables.ReceiptsTTLAttribute, nil, false},
+		{names.Guard, tables.GuardTTLAttribute, nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.table, func(t *testing.T) {

@@ -156,3 +156,16 @@ const (
 	ReceiptRecordedAt = "recorded_at"
 	ReceiptTTL        = "ttl"
 )
+
+// Attributes of the guard table: small counter items of the abuse guard, each removed by TTL
+// once its window is over. The key is GuardKey: "d#<destination_fp>#<yyyymmdd>" for a
+// destination's day (GuardDayCount, and GuardHourPrefix+"<hh>" per UTC hour) or
+// "p#<prefix fingerprint>#<yyyymmddhhmm>" for a prefix's minute (GuardCount). No item holds a
+// number or a prefix's digits.
+const (
+	GuardKey        = "counter_key"
+	GuardDayCount   = "day_count"
+	GuardHourPrefix = "h"
+	GuardCount      = "count"
+	GuardTTL        = "ttl"
+)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
@@ -220,6 +221,7 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	f.clock.Set(t0.Add(time.Hour))
 	f.drain(t, 20)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Request("POST /v1/notifications", 202, time.Millisecond)
+	(&obs.Metrics{W: f.metrics, Function: "intake"}).Refusal(string(notify.RefusedPrefixVelocity), "44")
 
 	got := map[string]map[string]bool{}
 	for _, l := range parseEMF(t, f.metrics.String()) {
@@ -289,6 +291,25 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 	resources, _ := tmpl["Resources"].(map[string]any)
 	emitted := emittedSchemas(t)
 
+	// The stack's metrics live in its own namespace: every function is told it, and every
+	// alarm and the dashboard read it, never the shared default.
+	stackNS := "!Sub " + obs.StackNamespace("${AWS::StackName}")
+	globals, _ := samtemplate.Lookup(tmpl, "Globals", "Function", "Environment", "Variables")
+	globalEnv, _ := globals.(map[string]any)
+	if got := globalEnv[obs.EnvMetricsNamespace]; got != stackNS {
+		t.Errorf("Globals set %s to %v, want %q", obs.EnvMetricsNamespace, got, stackNS)
+	}
+	ours := func(where string, ns any) bool {
+		str, _ := ns.(string)
+		if str == stackNS || str == obs.StackNamespace("0") {
+			return true
+		}
+		if strings.Contains(str, obs.Namespace) {
+			t.Errorf("%s reads namespace %q, not the stack's %q", where, str, stackNS)
+		}
+		return false
+	}
+
 	check := func(where, name string, dims map[string]string) {
 		t.Helper()
 		keys := make([]string, 0, len(dims))
@@ -332,7 +353,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 				}
 			}
 			for _, m := range stats {
-				if m["Namespace"] != obs.Namespace {
+				if !ours(id, m["Namespace"]) {
 					continue
 				}
 				name, _ := m["MetricName"].(string)
@@ -346,7 +367,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: DashboardBody is not a !Sub string", id)
 			}
-			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check)
+			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check, ours)
 		}
 	}
 	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, obs.MetricTransitions} {
@@ -366,7 +387,7 @@ var (
 
 // checkDashboard checks the resetnotify metrics of a dashboard body: metrics written in full
 // (namespace, name, dimension pairs, options) and the schemas of SEARCH expressions.
-func checkDashboard(t *testing.T, id, body string, check func(where, name string, dims map[string]string)) {
+func checkDashboard(t *testing.T, id, body string, check func(where, name string, dims map[string]string), ours func(where string, ns any) bool) {
 	t.Helper()
 	var dash struct {
 		Widgets []struct {
@@ -393,7 +414,7 @@ func checkDashboard(t *testing.T, id, body string, check func(where, name string
 					continue
 				}
 				parts := strings.Split(schema[1], ",")
-				if parts[0] != obs.Namespace {
+				if !ours(where, parts[0]) {
 					continue
 				}
 				dims := map[string]string{}
@@ -413,7 +434,7 @@ func checkDashboard(t *testing.T, id, body string, check func(where, name string
 				t.Errorf("%s: write metrics in full, not with %q, so this test can read them", where, s[0])
 				continue
 			}
-			if len(s) < 2 || s[0] != obs.Namespace {
+			if len(s) < 2 || !ours(where, s[0]) {
 				continue
 			}
 			if len(s)%2 != 0 {

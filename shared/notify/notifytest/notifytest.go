@@ -244,3 +244,43 @@ func IDs(prefix string) func() string {
 		return fmt.Sprintf("%s-%04d", prefix, n)
 	}
 }
+
+// Guard is a fake notify.Guard: it refuses with Refuse when that is set, and otherwise admits,
+// counting the calls.
+type Guard struct {
+	mu sync.Mutex
+	// Refuse, when set, is returned by every Admit.
+	Refuse *notify.RefusedError
+	// Admitted and Released list the destinations Admit counted and Release took back.
+	Admitted, Released []notify.Destination
+}
+
+var _ notify.Guard = (*Guard)(nil)
+
+// Admit refuses with g.Refuse, or records d.
+func (g *Guard) Admit(_ context.Context, d notify.Destination, _ time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.Refuse != nil {
+		r := *g.Refuse
+		r.DestinationFP, r.CountryCode = d.FP, d.CountryCode
+		return &r
+	}
+	g.Admitted = append(g.Admitted, d)
+	return nil
+}
+
+// Release records d.
+func (g *Guard) Release(_ context.Context, d notify.Destination, _ time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.Released = append(g.Released, d)
+	return nil
+}
+
+// Counts returns how many admissions were counted and released.
+func (g *Guard) Counts() (admitted, released int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.Admitted), len(g.Released)
+}

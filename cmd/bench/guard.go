@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/shared/guardstore"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/tables"
+)
+
+// guardBench admits n notifications through the intake service with the abuse guard on, each to
+// a destination of its own (so each is a destination's first admission of the day), then n
+// more to the same destinations with new keys (each a repeat), and prints the write units the
+// notification records consumed (guard_record_write_units_per_admission, table and indexes) apart from those
+// the guard's counters consumed (guard_write_units_per_admission), overall and per kind.
+func guardBench(ctx context.Context, endpoint string, n int, out io.Writer) error {
+	cfg := aws.Config{Region: "us-east-1", Credentials: emulator.LocalCredentials()}
+	meter := newCapacityMeter()
+	meter.Instrument(&cfg)
+	db := awsclient.DynamoDB(cfg, endpoint)
+	name := fmt.Sprintf("bench-guard-%d", time.Now().UnixNano())
+	names := tables.Names{Notifications: name + "-notifications", Audit: name + "-audit", Guard: name + "-guard"}
+	if err := tables.Create(ctx, db, names); err != nil {
+		return err
+	}
+	defer func() {
+		for _, t := range []string{names.Notifications, names.Audit, names.Guard} {
+			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(t)})
+		}
+	}()
+	keys, err := seal.NewStaticKey(randomKey())
+	if err != nil {
+		return err
+	}
+	hasher, err := seal.NewFingerprinter(randomKey())
+	if err != nil {
+		return err
+	}
+	fingerprints, err := seal.NewRequestFingerprinter(randomKey())
+	if err != nil {
+		return err
+	}
+	// What the meter counted on each table since the last Reset.
+	units := func() (guardW, recordW, recordR float64) {
+		r := meter.Snapshot()
+		_, guardW = r.total(func(k capacityKey) bool { return k.Table == names.Guard })
+		recordR, recordW = r.total(func(k capacityKey) bool { return k.Table == names.Notifications })
+		return guardW, recordW, recordR
+	}
+	limits := notify.DefaultGuardLimits()
+	limits.PrefixPerMinute = 0 // the bench's numbers share prefixes; this measures the counters, not the ceiling
+	in := &notify.Intake{
+		Store: dynamostore.New(db, names.Notifications), Sealer: seal.New(keys), Hasher: hasher,
+		Fingerprints: fingerprints, Queue: &countingQueue{}, Clock: notify.SystemClock{}, Policy: notify.DefaultPolicy(),
+		NewID: func() string { return ulid.Make().String() },
+		Guard: guardstore.New(db, names.Guard, limits), PrefixDigits: limits.PrefixDigits,
+	}
+	expires := time.Now().UTC().Add(time.Hour)
+	submit := func(round, i int) error {
+		_, err := in.Submit(ctx, notify.Request{
+			IdempotencyKey: fmt.Sprintf("guard-%d-%d", round, i), EventID: fmt.Sprintf("g%d-%d", round, i),
+			Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset, To: fmt.Sprintf("+1555%07d", i+n*(round/2)),
+			Locale: "en", Params: map[string]string{notify.ParamCode: "482913"}, ExpiresAt: expires,
+		})
+		return err
+	}
+	// Rounds 0 and 1: first-of-day and repeat admissions, prefix ceiling off. Round 2: fresh
+	// destinations again with a ceiling too high to refuse, to price the prefix counter.
+	var perKind [3]float64
+	var admissions int
+	var guardWrites, recordWrites, reads float64
+	for round := range 3 {
+		if round == 2 {
+			in.Guard = guardstore.New(db, names.Guard, notify.GuardLimits{PerHour: limits.PerHour, PerDay: limits.PerDay,
+				PrefixDigits: limits.PrefixDigits, PrefixPerMinute: 1 << 20})
+		}
+		meter.Reset()
+		for i := range n {
+			if err := submit(round, i); err != nil {
+				return fmt.Errorf("guard bench round %d: %w", round, err)
+			}
+		}
+		g, w, r := units()
+		perKind[round] = g / float64(n)
+		if round < 2 {
+			guardWrites, recordWrites, reads = guardWrites+g, recordWrites+w, reads+r
+		}
+	}
+	admissions = 2 * n
+	per := func(x float64) float64 { return x / float64(admissions) }
+	fmt.Fprintf(out, "guard_admissions=%d\n", admissions)
+	fmt.Fprintf(out, "guard_record_write_units_per_admission=%.2f\n", per(recordWrites))
+	fmt.Fprintf(out, "guard_write_units_per_admission=%.2f\n", per(guardWrites))
+	fmt.Fprintf(out, "guard_write_units_per_admission_first_of_day=%.2f\n", perKind[0])
+	fmt.Fprintf(out, "guard_write_units_per_admission_repeat=%.2f\n", perKind[1])
+	fmt.Fprintf(out, "guard_write_units_per_admission_first_of_day_with_prefix_ceiling=%.2f\n", perKind[2])
+	fmt.Fprintf(out, "guard_read_units_per_admission=%.2f\n", per(reads))
+	return nil
+}

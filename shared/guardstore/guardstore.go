@@ -1,0 +1,232 @@
+// Package guardstore implements notify.Guard on the DynamoDB guard table: small counter items,
+// each changed only by one conditional UpdateItem (ADD under a "still below the limit"
+// condition), so concurrent admissions never exceed a limit and nothing is read and then
+// written. Windows are fixed UTC clock windows: a destination's hour and day live in one item
+// per destination and day ("d#<fp>#<yyyymmdd>", an attribute per hour), so counting an
+// admission is one write of an item far below 1 KB; a prefix's new destinations are counted
+// per minute ("p#<prefix fp>#<yyyymmddhhmm>"), written only for a destination's first
+// admission of the day. Every item carries a TTL shortly after its window ends.
+package guardstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/tables"
+)
+
+// API is the part of the DynamoDB client the guard uses; *dynamodb.Client satisfies it.
+type API interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// ttlSlack keeps a counter item this long after its window ends before TTL may remove it.
+const ttlSlack = time.Hour
+
+// Store is a notify.Guard over one guard table. It is safe for concurrent use.
+type Store struct {
+	client API
+	table  string
+	limits notify.GuardLimits
+}
+
+var _ notify.Guard = (*Store)(nil)
+
+// New returns a guard over the table named table that applies limits.
+func New(client API, table string, limits notify.GuardLimits) *Store {
+	return &Store{client: client, table: table, limits: limits}
+}
+
+// Admit counts one admission of d at now in d's destination item and, when it is d's first
+// admission of the day, in its prefix's minute item. A refusal is a *notify.RefusedError and
+// leaves every count as it was.
+func (s *Store) Admit(ctx context.Context, d notify.Destination, now time.Time) error {
+	now = now.UTC()
+	dayCount, err := s.countDestination(ctx, d, now)
+	if err != nil {
+		return err
+	}
+	if dayCount != 1 || s.limits.PrefixPerMinute == 0 {
+		return nil
+	}
+	err = s.countPrefix(ctx, d, now)
+	var refused *notify.RefusedError
+	if errors.As(err, &refused) {
+		if rerr := s.Release(ctx, d, now); rerr != nil {
+			return fmt.Errorf("guard.admit %s: release after prefix refusal: %w", d.FP, rerr)
+		}
+	}
+	return err
+}
+
+// Release takes one admission at now back from d's destination item. The prefix's count, if
+// any, stays: a race of one key's first requests may cost the prefix one count.
+func (s *Store) Release(ctx context.Context, d notify.Destination, now time.Time) error {
+	now = now.UTC()
+	expr, err := expression.NewBuilder().
+		WithUpdate(expression.Add(expression.Name(tables.GuardDayCount), expression.Value(-1)).
+			Add(expression.Name(hourAttr(now)), expression.Value(-1))).
+		WithCondition(expression.AttributeExists(expression.Name(tables.GuardKey))).
+		Build()
+	if err != nil {
+		return fmt.Errorf("guard.release %s: build: %w", d.FP, err)
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(destinationKey(d.FP, now)),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("guard.release %s: %w", d.FP, err)
+	}
+	return nil
+}
+
+// countDestination adds one to d's day and hour counts if both are below their limits, and
+// returns the new day count.
+func (s *Store) countDestination(ctx context.Context, d notify.Destination, now time.Time) (int, error) {
+	day, hour := expression.Name(tables.GuardDayCount), expression.Name(hourAttr(now))
+	update := expression.Add(day, expression.Value(1)).Add(hour, expression.Value(1)).
+		Set(expression.Name(tables.GuardTTL), expression.Value(ttlAt(nextDay(now))))
+	b := expression.NewBuilder().WithUpdate(update)
+	if cond, ok := below(s.limits.PerDay, day, s.limits.PerHour, hour); ok {
+		b = b.WithCondition(cond)
+	}
+	expr, err := b.Build()
+	if err != nil {
+		return 0, fmt.Errorf("guard.admit %s: build: %w", d.FP, err)
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(destinationKey(d.FP, now)),
+		UpdateExpression:                    expr.Update(),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValues:                        ddbtypes.ReturnValueUpdatedNew,
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if isConditionFailed(err) {
+		return 0, s.destinationRefusal(err, d, now)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("guard.admit %s: %w", d.FP, err)
+	}
+	n, err := number(out.Attributes, tables.GuardDayCount)
+	if err != nil {
+		return 0, fmt.Errorf("guard.admit %s: %w", d.FP, err)
+	}
+	return n, nil
+}
+
+// destinationRefusal names the limit a failed destination update hit, from the item it
+// returned: the day's when the day is full (its window ends later), else the hour's.
+func (s *Store) destinationRefusal(err error, d notify.Destination, now time.Time) error {
+	refused := &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: nextHour(now).Sub(now),
+		DestinationFP: d.FP, CountryCode: d.CountryCode}
+	var ccf *ddbtypes.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if n, nerr := number(ccf.Item, tables.GuardDayCount); nerr == nil && s.limits.PerDay > 0 && n >= s.limits.PerDay {
+			refused.Reason, refused.RetryAfter = notify.RefusedDestinationDay, nextDay(now).Sub(now)
+		}
+	}
+	return refused
+}
+
+// countPrefix adds one to the new destinations of d's prefix this minute, if still below the
+// ceiling.
+func (s *Store) countPrefix(ctx context.Context, d notify.Destination, now time.Time) error {
+	count := expression.Name(tables.GuardCount)
+	end := now.Truncate(time.Minute).Add(time.Minute)
+	expr, err := expression.NewBuilder().
+		WithUpdate(expression.Add(count, expression.Value(1)).
+			Set(expression.Name(tables.GuardTTL), expression.Value(ttlAt(end)))).
+		WithCondition(expression.Or(expression.AttributeNotExists(count),
+			count.LessThan(expression.Value(s.limits.PrefixPerMinute)))).
+		Build()
+	if err != nil {
+		return fmt.Errorf("guard.prefix %s: build: %w", d.PrefixFP, err)
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key("p#" + d.PrefixFP + "#" + now.Format("200601021504")),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	if isConditionFailed(err) {
+		return &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: end.Sub(now),
+			DestinationFP: d.FP, CountryCode: d.CountryCode}
+	}
+	if err != nil {
+		return fmt.Errorf("guard.prefix %s: %w", d.PrefixFP, err)
+	}
+	return nil
+}
+
+// below is the condition "each set limit is not reached yet"; ok is false when no limit is
+// set.
+func below(dayLimit int, day expression.NameBuilder, hourLimit int, hour expression.NameBuilder) (expression.ConditionBuilder, bool) {
+	var conds []expression.ConditionBuilder
+	for _, l := range []struct {
+		limit int
+		name  expression.NameBuilder
+	}{{dayLimit, day}, {hourLimit, hour}} {
+		if l.limit > 0 {
+			conds = append(conds, expression.Or(expression.AttributeNotExists(l.name), l.name.LessThan(expression.Value(l.limit))))
+		}
+	}
+	switch len(conds) {
+	case 0:
+		return expression.ConditionBuilder{}, false
+	case 1:
+		return conds[0], true
+	}
+	return expression.And(conds[0], conds[1]), true
+}
+
+func destinationKey(fp string, now time.Time) string { return "d#" + fp + "#" + now.Format("20060102") }
+
+func hourAttr(now time.Time) string { return tables.GuardHourPrefix + now.Format("15") }
+
+func nextHour(now time.Time) time.Time { return now.Truncate(time.Hour).Add(time.Hour) }
+
+func nextDay(now time.Time) time.Time {
+	y, m, d := now.Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// ttlAt is the TTL, in epoch seconds as DynamoDB requires, of a window ending at windowEnd.
+func ttlAt(windowEnd time.Time) int64 { return windowEnd.Add(ttlSlack).Unix() }
+
+func key(k string) map[string]ddbtypes.AttributeValue {
+	return map[string]ddbtypes.AttributeValue{tables.GuardKey: &ddbtypes.AttributeValueMemberS{Value: k}}
+}
+
+func number(item map[string]ddbtypes.AttributeValue, name string) (int, error) {
+	var n int
+	if err := attributevalue.Unmarshal(item[name], &n); err != nil || item[name] == nil {
+		return 0, fmt.Errorf("counter %s missing or not a number", name)
+	}
+	return n, nil
+}
+
+func isConditionFailed(err error) bool {
+	var cf *ddbtypes.ConditionalCheckFailedException
+	return errors.As(err, &cf)
+}

@@ -1,0 +1,80 @@
+package httpapi_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+	"github.com/resetnotify/resetnotify/shared/obs"
+)
+
+func TestGuardRefusals(t *testing.T) {
+	cases := []struct {
+		name       string
+		refuse     *notify.RefusedError // nil: refused by the allow-list
+		status     int
+		problem    httpapi.ProblemType
+		retryAfter string
+	}{
+		{"hour", &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: 1500*time.Second + 200*time.Millisecond},
+			http.StatusTooManyRequests, httpapi.ProblemRateLimited, "1501"},
+		{"day", &notify.RefusedError{Reason: notify.RefusedDestinationDay, RetryAfter: 10 * time.Hour},
+			http.StatusTooManyRequests, httpapi.ProblemRateLimited, "36000"},
+		{"prefix", &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 300 * time.Millisecond},
+			http.StatusTooManyRequests, httpapi.ProblemPrefixRateLimited, "1"},
+		{"country", nil, http.StatusUnprocessableEntity, httpapi.ProblemDestinationNotAllowed, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.intake.Guard = &notifytest.Guard{Refuse: tc.refuse}
+			if tc.refuse == nil {
+				f.intake.Countries, _ = notify.NewCountries([]string{"1", "49"}) // phone is +44
+			}
+			resp := f.do(t, post(body(nil), "idempotency-key", "order-1"))
+			if resp.StatusCode != tc.status || decodeProblem(t, resp).Type != tc.problem.URI() {
+				t.Fatalf("status %d %s, want %d %s", resp.StatusCode, resp.Body, tc.status, tc.problem)
+			}
+			if got := resp.Headers[httpapi.HeaderRetryAfter]; got != tc.retryAfter {
+				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
+			}
+			if _, err := f.intake.Status(t.Context(), "order-1"); !errors.Is(err, notify.ErrNotFound) {
+				t.Errorf("a refused request left a record: %v", err)
+			}
+			reason := string(notify.RefusedCountry)
+			if tc.refuse != nil {
+				reason = string(tc.refuse.Reason)
+			}
+			fp := notifytest.Sealer{}.DestinationFP(phone)
+			logs, metrics := f.logs.String(), f.metrics.String()
+			for _, want := range []string{`"refusal":"` + reason + `"`, `"destination_fp":"` + fp + `"`, `"country_code":"44"`} {
+				if !strings.Contains(logs, want) {
+					t.Errorf("log lacks %s: %s", want, logs)
+				}
+			}
+			if !strings.Contains(metrics, `"`+obs.MetricRefusals+`":1`) || !strings.Contains(metrics, `"Reason":"`+reason+`"`) {
+				t.Errorf("no Refusals metric for %s: %s", reason, metrics)
+			}
+			for name, text := range map[string]string{"response": resp.Body + headerText(resp.Headers), "log": logs, "metric": metrics} {
+				for _, n := range needles() {
+					if strings.Contains(text, n) {
+						t.Errorf("%s holds %q", name, n)
+					}
+				}
+			}
+		})
+	}
+}
+
+func headerText(h map[string]string) string {
+	var b strings.Builder
+	for k, v := range h {
+		b.WriteString(k + ": " + v + "\n")
+	}
+	return b.String()
+}

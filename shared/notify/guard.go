@@ -1,0 +1,238 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+)
+
+// Abuse guards. A password-reset endpoint is the favourite target of SMS pumping: an attacker
+// triggers resets for many premium or sequential numbers and the sender pays per message.
+// Intake refuses, before any record is written, a destination outside the allowed calling
+// codes (Countries), a destination already admitted too often in its windows, and a new
+// destination in a number range that is admitting new destinations too fast (Guard). A replay
+// of an admitted key is never counted and never refused.
+
+// RefusalReason names why the guard refused an admission. It is a metric dimension and a log
+// field: it never holds a number.
+type RefusalReason string
+
+// The refusal reasons.
+const (
+	// RefusedDestinationHour: the destination reached its admissions per hour.
+	RefusedDestinationHour RefusalReason = "destination_hour"
+	// RefusedDestinationDay: the destination reached its admissions per day.
+	RefusedDestinationDay RefusalReason = "destination_day"
+	// RefusedPrefixVelocity: the number's prefix admitted too many new destinations this
+	// minute.
+	RefusedPrefixVelocity RefusalReason = "prefix_velocity"
+	// RefusedCountry: the number's calling code is not on the allow-list.
+	RefusedCountry RefusalReason = "country_not_allowed"
+)
+
+// Sentinel errors of a refusal; a *RefusedError wraps exactly one of them.
+var (
+	// ErrRateLimited means the destination reached one of its per-window limits.
+	ErrRateLimited = errors.New("destination rate limited")
+	// ErrPrefixRateLimited means the destination's prefix is over its velocity ceiling.
+	ErrPrefixRateLimited = errors.New("destination prefix rate limited")
+	// ErrDestinationNotAllowed means the destination's calling code is not allowed.
+	ErrDestinationNotAllowed = errors.New("destination not allowed")
+)
+
+// RefusedError is a refused admission. Nothing was stored for it: the same request may be
+// repeated once RetryAfter has passed (never, for RefusedCountry).
+type RefusedError struct {
+	Reason RefusalReason
+	// RetryAfter is how long until the window that refused it ends (0 for RefusedCountry).
+	RetryAfter time.Duration
+	// DestinationFP and CountryCode say which destination was refused, safely: a keyed
+	// fingerprint and a calling code. The number itself is never held here.
+	DestinationFP string
+	CountryCode   string
+}
+
+// Error names the reason, never the number.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%s (%s, retry after %s)", e.Unwrap(), e.Reason, e.RetryAfter)
+}
+
+// Unwrap makes errors.Is match the refusal's sentinel.
+func (e *RefusedError) Unwrap() error {
+	switch e.Reason {
+	case RefusedPrefixVelocity:
+		return ErrPrefixRateLimited
+	case RefusedCountry:
+		return ErrDestinationNotAllowed
+	}
+	return ErrRateLimited
+}
+
+// Destination is what the guard knows of a number: keyed fingerprints of the number and of
+// its prefix, and its country calling code. It never holds the number or the prefix digits.
+type Destination struct {
+	FP          string
+	PrefixFP    string
+	CountryCode string
+}
+
+// Guard counts admissions per destination and per prefix, atomically, in shared storage.
+type Guard interface {
+	// Admit counts one admission of d at now, or returns a *RefusedError and counts nothing.
+	Admit(ctx context.Context, d Destination, now time.Time) error
+	// Release takes back an admission Admit counted at now whose record turned out to exist
+	// already (a concurrent request with the same key won the conditional put).
+	Release(ctx context.Context, d Destination, now time.Time) error
+}
+
+// GuardLimits are the guard's limits. A zero limit turns that check off.
+type GuardLimits struct {
+	// PerHour and PerDay bound the admissions per destination in a UTC clock hour and a UTC
+	// day.
+	PerHour, PerDay int
+	// PrefixDigits is how many digits of the E.164 number, calling code included, make its
+	// prefix.
+	PrefixDigits int
+	// PrefixPerMinute bounds the new destinations (first admission of the UTC day) per
+	// prefix in a UTC clock minute.
+	PrefixPerMinute int
+}
+
+// DefaultGuardLimits returns the limits used when configuration sets none.
+func DefaultGuardLimits() GuardLimits {
+	return GuardLimits{PerHour: 5, PerDay: 10, PrefixDigits: 6, PrefixPerMinute: 20}
+}
+
+// Validate reports limits that cannot be applied.
+func (l GuardLimits) Validate() error {
+	var errs []error
+	if l.PerHour < 0 || l.PerDay < 0 || l.PrefixPerMinute < 0 {
+		errs = append(errs, errors.New("limits must not be negative"))
+	}
+	if l.PerDay > 0 && l.PerHour > l.PerDay {
+		errs = append(errs, fmt.Errorf("per-hour limit %d exceeds the per-day limit %d", l.PerHour, l.PerDay))
+	}
+	if l.PrefixDigits < 1 || l.PrefixDigits > 15 {
+		errs = append(errs, fmt.Errorf("prefix digits %d must be 1 to 15", l.PrefixDigits))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("notify.guard limits: %w", err)
+	}
+	return nil
+}
+
+// Countries is an allow-list of country calling codes ("1", "44", "353"). The zero value
+// allows every code.
+type Countries struct {
+	codes []string
+}
+
+// NewCountries returns the allow-list of codes; an empty list allows every code. Each code
+// must be a calling code CallingCode can return.
+func NewCountries(codes []string) (Countries, error) {
+	for _, c := range codes {
+		if !callingCodePattern.MatchString(c) || CallingCode("+"+c+"0000000") != c {
+			return Countries{}, fmt.Errorf("notify.countries: %q is not a country calling code", c)
+		}
+	}
+	return Countries{codes: slices.Clone(codes)}, nil
+}
+
+// Allows reports whether code is on the list, or the list is empty.
+func (c Countries) Allows(code string) bool {
+	return len(c.codes) == 0 || slices.Contains(c.codes, code)
+}
+
+var callingCodePattern = regexp.MustCompile(`^[1-9][0-9]{0,2}$`)
+
+// twoDigitCodes are the ITU-T E.164 country calling codes of two digits. Calling codes are
+// prefix-free: 1 and 7 are the only one-digit codes, and every code that is neither one of
+// them nor one of these has three digits.
+var twoDigitCodes = []string{
+	"20", "27", "30", "31", "32", "33", "34", "36", "39", "40", "41", "43", "44", "45", "46",
+	"47", "48", "49", "51", "52", "53", "54", "55", "56", "57", "58", "60", "61", "62", "63",
+	"64", "65", "66", "81", "82", "84", "86", "90", "91", "92", "93", "94", "95", "98",
+}
+
+// CallingCode returns the country calling code of a valid E.164 number, without the "+".
+func CallingCode(e164 string) string {
+	digits := e164[1:]
+	switch {
+	case len(digits) < 3:
+		return ""
+	case digits[0] == '1' || digits[0] == '7':
+		return digits[:1]
+	case slices.Contains(twoDigitCodes, digits[:2]):
+		return digits[:2]
+	}
+	return digits[:3]
+}
+
+// Prefix returns the first n digits of a valid E.164 number (the calling code included), with
+// the "+". It is as secret as the number is: only its keyed fingerprint is ever stored.
+func Prefix(e164 string, n int) string {
+	return e164[:min(len(e164), n+1)]
+}
+
+// prefixFPDomain separates a prefix's fingerprint from a number's, which shares the HMAC key.
+const prefixFPDomain = "prefix:"
+
+// destinationOf returns the guard's view of req's number, whose fingerprint is fp.
+func (in *Intake) destinationOf(req Request, fp string) Destination {
+	digits := in.PrefixDigits
+	if digits <= 0 {
+		digits = DefaultGuardLimits().PrefixDigits
+	}
+	return Destination{
+		FP:          fp,
+		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(req.To, digits)),
+		CountryCode: CallingCode(req.To),
+	}
+}
+
+// checkCountry refuses req when its calling code is not on the allow-list.
+func (in *Intake) checkCountry(req Request) error {
+	code := CallingCode(req.To)
+	if in.Countries.Allows(code) {
+		return nil
+	}
+	return &RefusedError{Reason: RefusedCountry, DestinationFP: in.Hasher.DestinationFP(req.To), CountryCode: code}
+}
+
+// admit stores rec for req once the guards allow it. Without a Guard it is the store's
+// conditional put. With one, an existing record is read first (a replay is never counted and
+// never refused), then the admission is counted, then put; if the put finds that a
+// concurrent request with the same key won, the count is released.
+func (in *Intake) admit(ctx context.Context, req Request, rec Record, now time.Time) (Record, bool, error) {
+	if in.Guard == nil || rec.State != StateAccepted {
+		// An admission that is expired already sends nothing: it is not counted.
+		return in.Store.Admit(ctx, rec)
+	}
+	existing, err := in.Store.Get(ctx, rec.IdempotencyKey)
+	if err == nil {
+		return existing, false, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return Record{}, false, err
+	}
+	d := in.destinationOf(req, rec.DestinationFP)
+	if err := in.Guard.Admit(ctx, d, now); err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			// The first request with this key may have been admitted since the read above.
+			if existing, gerr := in.Store.Get(ctx, rec.IdempotencyKey); gerr == nil {
+				return existing, false, nil
+			}
+		}
+		return Record{}, false, err
+	}
+	stored, created, err := in.Store.Admit(ctx, rec)
+	if err == nil && !created {
+		// Best effort: a count left behind refuses too early, never sends too much.
+		_ = in.Guard.Release(ctx, d, now)
+	}
+	return stored, created, err
+}

@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/emulator"
+	"github.com/resetnotify/resetnotify/dev/emulator"
 )
 
 // Options describe one function to run.

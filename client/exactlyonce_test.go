@@ -23,6 +23,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/client"
 	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -89,7 +90,7 @@ func newDynamoBackend(t *testing.T) *backend {
 	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit")}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if err := tables.Create(ctx, ddb, names); err != nil {
+	if err := tablesetup.Create(ctx, ddb, names); err != nil {
 		t.Fatalf("create tables: %v", err)
 	}
 	keys, err := seal.NewStaticKey([]byte("0123456789abcdef0123456789abcdef"))

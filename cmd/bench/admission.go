@@ -19,6 +19,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
@@ -33,7 +34,7 @@ func admission(ctx context.Context, endpoint string, ops, workers int, out io.Wr
 	db := awsclient.DynamoDB(cfg, endpoint)
 	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	names := tables.Names{Notifications: name + "-notifications", Audit: name + "-audit"}
-	if err := tables.Create(ctx, db, names); err != nil {
+	if err := tablesetup.Create(ctx, db, names); err != nil {
 		return err
 	}
 	defer func() {

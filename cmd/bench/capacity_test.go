@@ -11,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
@@ -58,7 +59,7 @@ func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 	names := tables.Names{Notifications: testenv.UniqueName(t, "cap-n"), Audit: testenv.UniqueName(t, "cap-a")}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := tables.Create(ctx, db, names); err != nil {
+	if err := tablesetup.Create(ctx, db, names); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -20,6 +20,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
@@ -74,7 +75,7 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 	}
 	defer p.close()
 	receiptsTable := p.name + "-receipts"
-	if err := tables.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit, Receipts: receiptsTable}); err != nil {
+	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit, Receipts: receiptsTable}); err != nil {
 		return lifecycle{}, nil, err
 	}
 	defer func() {

@@ -20,6 +20,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
@@ -160,7 +161,7 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	}()
 
 	p.table, p.audit = p.name+"-notifications", p.name+"-audit"
-	if err := tables.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
+	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
 		return nil, err
 	}
 	p.store = dynamostore.New(p.db, p.table)

@@ -17,6 +17,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -45,7 +46,7 @@ func dispatchFloorBench(ctx context.Context, endpoint string, n, batches int, ou
 	db := awsclient.DynamoDB(plain, endpoint)
 	name := fmt.Sprintf("bench-floor-%d", time.Now().UnixNano())
 	names := tables.Names{Notifications: name + "-notifications", Audit: name + "-audit"}
-	if err := tables.Create(ctx, db, names); err != nil {
+	if err := tablesetup.Create(ctx, db, names); err != nil {
 		return err
 	}
 	defer func() {

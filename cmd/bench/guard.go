@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/guardstore"
@@ -31,7 +32,7 @@ func guardBench(ctx context.Context, endpoint string, n int, out io.Writer) erro
 	db := awsclient.DynamoDB(cfg, endpoint)
 	name := fmt.Sprintf("bench-guard-%d", time.Now().UnixNano())
 	names := tables.Names{Notifications: name + "-notifications", Audit: name + "-audit", Guard: name + "-guard"}
-	if err := tables.Create(ctx, db, names); err != nil {
+	if err := tablesetup.Create(ctx, db, names); err != nil {
 		return err
 	}
 	defer func() {

@@ -47,6 +47,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/localapi"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -120,7 +121,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		return fmt.Errorf("aws config: %w", err)
 	}
 	db := awsclient.DynamoDB(awsCfg, "")
-	if err := tables.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable}); err != nil {
+	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable}); err != nil {
 		return err
 	}
 	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""), st.queues)

@@ -21,6 +21,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
@@ -118,7 +119,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Receipts: testenv.UniqueName(t, "receipts")}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := tables.Create(ctx, plainDDB, names); err != nil {
+	if err := tablesetup.Create(ctx, plainDDB, names); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/guardstore"
@@ -39,7 +40,7 @@ func newFixture(t *testing.T, limits notify.GuardLimits) *fixture {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Guard: testenv.UniqueName(t, "guard")}
-	if err := tables.Create(ctx, ddb, names); err != nil {
+	if err := tablesetup.Create(ctx, ddb, names); err != nil {
 		t.Fatalf("create tables: %v", err)
 	}
 	t.Cleanup(func() {

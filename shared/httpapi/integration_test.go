@@ -20,6 +20,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
@@ -56,7 +57,7 @@ func newRealFixture(t *testing.T) *realFixture {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit")}
-	if err := tables.Create(ctx, ddb, names); err != nil {
+	if err := tablesetup.Create(ctx, ddb, names); err != nil {
 		t.Fatalf("create tables: %v", err)
 	}
 	t.Cleanup(func() {

@@ -18,6 +18,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/app"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -60,7 +61,7 @@ func newEnv(t *testing.T) env {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := tables.Create(ctx, db, names); err != nil {
+	if err := tablesetup.Create(ctx, db, names); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

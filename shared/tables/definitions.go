@@ -28,7 +28,7 @@ const AuditTTLAttribute = AuditRetainUntil
 // attempt is leased, so admission writes one index only.
 //
 // Point-in-time recovery, deletion protection, server-side encryption and TTL are not part of
-// CreateTableInput; template.yaml sets the first three and Create enables TTL.
+// CreateTableInput; template.yaml sets the first three and dev/tablesetup.Create enables TTL.
 func Notifications(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),

@@ -169,3 +169,14 @@ const (
 	GuardCount      = "count"
 	GuardTTL        = "ttl"
 )
+
+// Names are the physical names of the tables. In AWS they come from the template (the
+// NOTIFICATIONS_TABLE, AUDIT_TABLE and RECEIPTS_TABLE variables); tests make unique ones.
+type Names struct {
+	Notifications string
+	Audit         string
+	// Receipts is optional: when empty, tablesetup.Create makes no receipts table.
+	Receipts string
+	// Guard is optional: when empty, tablesetup.Create makes no guard table.
+	Guard string
+}

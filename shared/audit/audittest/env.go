@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
@@ -53,7 +54,7 @@ type Env struct {
 	shards    map[string]string // sequence number → shard ID of every record read
 }
 
-// NewEnv creates the tables (tables.Create) under unique names, or skips t when DynamoDB
+// NewEnv creates the tables (tablesetup.Create) under unique names, or skips t when DynamoDB
 // Local is not configured (see testenv).
 func NewEnv(t testing.TB) *Env {
 	t.Helper()
@@ -64,7 +65,7 @@ func NewEnv(t testing.TB) *Env {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
 	defer cancel()
-	if err := tables.Create(ctx, db, names); err != nil {
+	if err := tablesetup.Create(ctx, db, names); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -77,7 +78,7 @@ func NewEnv(t testing.TB) *Env {
 	return Attach(t, names)
 }
 
-// Attach returns an Env over tables that already exist (created by tables.Create, e.g. by
+// Attach returns an Env over tables that already exist (created by tablesetup.Create, e.g. by
 // workertest.Stack), reading the notifications table's stream from now on. It does not delete
 // them when t ends.
 func Attach(t testing.TB, names tables.Names) *Env {

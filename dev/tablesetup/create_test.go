@@ -1,4 +1,4 @@
-package tables_test
+package tablesetup_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
@@ -23,11 +24,11 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
 		}
 	})
-	if err := tables.Create(ctx, client, names); err != nil {
+	if err := tablesetup.Create(ctx, client, names); err != nil {
 		t.Fatal(err)
 	}
 	// A second call finds both tables and TTL in place and changes nothing.
-	if err := tables.Create(ctx, client, names); err != nil {
+	if err := tablesetup.Create(ctx, client, names); err != nil {
 		t.Fatalf("second Create: %v", err)
 	}
 

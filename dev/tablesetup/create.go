@@ -1,4 +1,6 @@
-package tables
+// Package tablesetup creates the tables as template.yaml declares them (shared/tables holds
+// the definitions), for tests, benchmarks and the local stack; no Lambda links it.
+package tablesetup
 
 import (
 	"context"
@@ -9,48 +11,39 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// Names are the physical names of the tables. In AWS they come from the template (the
-// NOTIFICATIONS_TABLE, AUDIT_TABLE and RECEIPTS_TABLE variables); tests make unique ones.
-type Names struct {
-	Notifications string
-	Audit         string
-	// Receipts is optional: when empty, Create makes no receipts table.
-	Receipts string
-	// Guard is optional: when empty, Create makes no guard table.
-	Guard string
-}
-
-// AdminAPI is the part of the DynamoDB client that Create uses; *dynamodb.Client satisfies it.
-type AdminAPI interface {
+// API is the part of the DynamoDB client that Create uses; *dynamodb.Client satisfies it.
+type API interface {
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
 }
 
-var _ AdminAPI = (*dynamodb.Client)(nil)
+var _ API = (*dynamodb.Client)(nil)
 
 // Create creates the notifications and audit tables named by names (and the receipts and guard
 // tables when named), waits until each table and its indexes are ACTIVE, and enables
 // TTL on ttl (notifications, receipts) and retain_until (audit). A table that already exists
 // is accepted as it is, so the local stack can call Create again; TTL that is already enabled
 // on the right attribute is left alone. The wait is bounded only by ctx.
-func Create(ctx context.Context, client AdminAPI, names Names) error {
+func Create(ctx context.Context, client API, names tables.Names) error {
 	type spec struct {
 		in  *dynamodb.CreateTableInput
 		ttl string
 	}
 	specs := []spec{
-		{Notifications(names.Notifications), TTLAttribute},
-		{Audit(names.Audit), AuditTTLAttribute},
+		{tables.Notifications(names.Notifications), tables.TTLAttribute},
+		{tables.Audit(names.Audit), tables.AuditTTLAttribute},
 	}
 	if names.Receipts != "" {
-		specs = append(specs, spec{Receipts(names.Receipts), ReceiptsTTLAttribute})
+		specs = append(specs, spec{tables.Receipts(names.Receipts), tables.ReceiptsTTLAttribute})
 	}
 	if names.Guard != "" {
-		specs = append(specs, spec{Guard(names.Guard), GuardTTLAttribute})
+		specs = append(specs, spec{tables.Guard(names.Guard), tables.GuardTTLAttribute})
 	}
 	for _, s := range specs {
 		if _, err := client.CreateTable(ctx, s.in); err != nil {
@@ -73,7 +66,7 @@ func Create(ctx context.Context, client AdminAPI, names Names) error {
 }
 
 // waitActive polls until the table and all its global secondary indexes are ACTIVE.
-func waitActive(ctx context.Context, client AdminAPI, name string) error {
+func waitActive(ctx context.Context, client API, name string) error {
 	delay := 50 * time.Millisecond
 	for {
 		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
@@ -109,7 +102,7 @@ func active(t *ddbtypes.TableDescription) bool {
 	return true
 }
 
-func enableTTL(ctx context.Context, client AdminAPI, name, attr string) error {
+func enableTTL(ctx context.Context, client API, name, attr string) error {
 	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 	if err != nil {
 		return fmt.Errorf("describe TTL: %w", err)

@@ -25,7 +25,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -43,21 +42,13 @@ func admission(ctx context.Context, endpoint string, ops, workers int, out io.Wr
 		}
 	}()
 
-	keys, err := seal.NewStaticKey(randomKey())
-	if err != nil {
-		return err
-	}
-	hasher, err := seal.NewFingerprinter(randomKey())
-	if err != nil {
-		return err
-	}
-	fingerprints, err := seal.NewRequestFingerprinter(randomKey())
+	box, hasher, fingerprints, err := intakeKeys()
 	if err != nil {
 		return err
 	}
 	in := &notify.Intake{
 		Store:        dynamostore.New(db, names.Notifications),
-		Sealer:       seal.New(keys),
+		Sealer:       box,
 		Hasher:       hasher,
 		Fingerprints: fingerprints,
 		Queue:        &countingQueue{},

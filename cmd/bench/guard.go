@@ -16,7 +16,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -40,15 +39,7 @@ func guardBench(ctx context.Context, endpoint string, n int, out io.Writer) erro
 			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(t)})
 		}
 	}()
-	keys, err := seal.NewStaticKey(randomKey())
-	if err != nil {
-		return err
-	}
-	hasher, err := seal.NewFingerprinter(randomKey())
-	if err != nil {
-		return err
-	}
-	fingerprints, err := seal.NewRequestFingerprinter(randomKey())
+	box, hasher, fingerprints, err := intakeKeys()
 	if err != nil {
 		return err
 	}
@@ -62,7 +53,7 @@ func guardBench(ctx context.Context, endpoint string, n int, out io.Writer) erro
 	limits := notify.DefaultGuardLimits()
 	limits.PrefixPerMinute = 0 // the bench's numbers share prefixes; this measures the counters, not the ceiling
 	in := &notify.Intake{
-		Store: dynamostore.New(db, names.Notifications), Sealer: seal.New(keys), Hasher: hasher,
+		Store: dynamostore.New(db, names.Notifications), Sealer: box, Hasher: hasher,
 		Fingerprints: fingerprints, Queue: &countingQueue{}, Clock: notify.SystemClock{}, Policy: notify.DefaultPolicy(),
 		NewID: func() string { return ulid.Make().String() },
 		Guard: guardstore.New(db, names.Guard, limits), PrefixDigits: limits.PrefixDigits,

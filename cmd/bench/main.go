@@ -32,6 +32,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/resetnotify/resetnotify/shared/seal"
 	"io"
 	"os"
 	"os/signal"
@@ -144,4 +145,22 @@ func randomKey() []byte {
 		panic(err)
 	}
 	return k
+}
+
+// intakeKeys returns an intake's sealing box, destination fingerprinter and request
+// fingerprinter, each on a fresh random key.
+func intakeKeys() (*seal.Box, *seal.Fingerprinter, *seal.RequestFingerprinter, error) {
+	keys, err := seal.NewStaticKey(randomKey())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	hasher, err := seal.NewFingerprinter(randomKey())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fingerprints, err := seal.NewRequestFingerprinter(randomKey())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return seal.New(keys), hasher, fingerprints, nil
 }

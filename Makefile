@@ -75,19 +75,25 @@ build: ## Build every functions/<name> for this machine (or GOARCH) into bin/<na
 	done
 	go build -o bin/auditctl ./cmd/auditctl
 
-# build-%: SAM's `BuildMethod: makefile` calls `make build-<LogicalId>` with ARTIFACTS_DIR set.
-# The logical ID maps to a folder: drop "Function", then CamelCase to kebab-case
-# (ProviderEventsFunction -> functions/provider-events), unless function_dir_<LogicalId> names
-# the folder.
-# A function that runs another's code names it in function_dir_<LogicalId>.
-function_dir_SimulatorWebhookFunction := functions/provider-events
-function_dir = $(or $(function_dir_$(1)),functions/$(shell echo '$(1)' | sed -e 's/Function$$//' -e 's/\([a-z0-9]\)\([A-Z]\)/\1-\2/g' -e 's/\([A-Z]\)\([A-Z][a-z]\)/\1-\2/g' | tr '[:upper:]' '[:lower:]'))
+# SAM's `BuildMethod: makefile` runs `make build-<LogicalId>` with ARTIFACTS_DIR set, once per
+# function of template.yaml. Each function's folder under functions/, one line each (a test in
+# dev/samtemplate keeps this list and the template's functions the same):
+build-IntakeFunction:           FUNCTION_DIR := functions/intake
+build-DispatchFunction:         FUNCTION_DIR := functions/dispatch
+build-ReconcileFunction:        FUNCTION_DIR := functions/reconcile
+build-SweeperFunction:          FUNCTION_DIR := functions/sweeper
+build-ProviderEventsFunction:   FUNCTION_DIR := functions/provider-events
+# The simulator's webhook runs provider-events' code, on its own route and role.
+build-SimulatorWebhookFunction: FUNCTION_DIR := functions/provider-events
+build-AuditFunction:            FUNCTION_DIR := functions/audit
+build-AuditReplayFunction:      FUNCTION_DIR := functions/audit-replay
+build-DigestFunction:           FUNCTION_DIR := functions/digest
 
 # A pattern rule cannot be .PHONY; nothing creates files named build-*, so it always runs.
-build-%: ## Build one function for SAM, for the template's default Architecture unless GOARCH is given.
+build-%: ## Build one function of template.yaml for SAM (sam build runs it) into ARTIFACTS_DIR, for the template's default Architecture unless GOARCH is given.
+	@test -n "$(FUNCTION_DIR)" || { echo "no folder for $* in the Makefile's build-<LogicalId> list"; exit 1; }
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)"; exit 1; }
-	@test -d "$(call function_dir,$*)" || { echo "no $(call function_dir,$*) for $*"; exit 1; }
-	$(call go_build_lambda,./$(call function_dir,$*),$(ARTIFACTS_DIR),$(or $(GOARCH),$(TEMPLATE_GOARCH)))
+	$(call go_build_lambda,./$(FUNCTION_DIR),$(ARTIFACTS_DIR),$(or $(GOARCH),$(TEMPLATE_GOARCH)))
 
 .PHONY: local
 local: tools build ## Run the whole stack locally: every function's bootstrap under the Lambda RIE (cmd/local).

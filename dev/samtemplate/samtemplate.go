@@ -29,6 +29,7 @@ type Template struct {
 type Resource struct {
 	Type       string
 	Condition  string
+	Metadata   map[string]any
 	Properties map[string]any
 }
 
@@ -69,7 +70,7 @@ func Parse(raw []byte) (*Template, error) {
 		m := asMap(r)
 		typ, _ := m["Type"].(string)
 		cond, _ := m["Condition"].(string)
-		t.Resources[id] = Resource{Type: typ, Condition: cond, Properties: asMap(m["Properties"])}
+		t.Resources[id] = Resource{Type: typ, Condition: cond, Metadata: asMap(m["Metadata"]), Properties: asMap(m["Properties"])}
 	}
 	return t, nil
 }

@@ -1,8 +1,15 @@
 package samtemplate_test
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
@@ -12,6 +19,7 @@ import (
 const (
 	templatePath = "../../template.yaml"
 	makefilePath = "../../Makefile"
+	functionsDir = "../../functions"
 )
 
 func load(t *testing.T) *samtemplate.Template {
@@ -45,6 +53,103 @@ func TestMakefileArchitectureMatchesTemplate(t *testing.T) {
 	if got := string(m[1]); got != goarch {
 		t.Errorf("Makefile TEMPLATE_GOARCH = %s, but template.yaml's default Architecture %s needs GOARCH=%s", got, arch, goarch)
 	}
+}
+
+// TestMakefileBuildsEveryFunction keeps the Makefile's build-<LogicalId> list (the folder
+// `sam build` builds for each function) and template.yaml's functions the same: every
+// function is listed, with a folder under functions/ that holds a main package; every entry
+// is a function of the template; every folder is built for some function. And every function
+// is built by the Makefile at the template's root (BuildMethod makefile, CodeUri "."), where
+// SAM looks for it.
+func TestMakefileBuildsEveryFunction(t *testing.T) {
+	raw, err := os.ReadFile(makefilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^build-(\w+):\s+FUNCTION_DIR\s*:=\s*(\S+)\s*$`).FindAllSubmatch(raw, -1) {
+		id, dir := string(m[1]), string(m[2])
+		if _, dup := dirs[id]; dup {
+			t.Errorf("Makefile lists build-%s twice", id)
+		}
+		dirs[id] = dir
+	}
+	tpl := load(t)
+	functions := tpl.Of("AWS::Serverless::Function")
+	if len(functions) == 0 {
+		t.Fatal("template.yaml has no AWS::Serverless::Function")
+	}
+	built := map[string]bool{}
+	for _, id := range functions {
+		r := tpl.Resources[id]
+		if got := r.Metadata["BuildMethod"]; got != "makefile" {
+			t.Errorf("%s: Metadata.BuildMethod = %v, want makefile", id, got)
+		}
+		if got := r.Properties["CodeUri"]; got != "." {
+			t.Errorf("%s: CodeUri = %v, want . (where the Makefile is)", id, got)
+		}
+		dir, ok := dirs[id]
+		if !ok {
+			t.Errorf("%s: the Makefile has no line build-%s: FUNCTION_DIR := functions/<name>", id, id)
+			continue
+		}
+		name, ok := strings.CutPrefix(dir, "functions/")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			t.Errorf("build-%s: FUNCTION_DIR %s is not functions/<name>", id, dir)
+			continue
+		}
+		if err := mainPackage(filepath.Join(functionsDir, name)); err != nil {
+			t.Errorf("build-%s: %v", id, err)
+		}
+		built[name] = true
+	}
+	for id := range dirs {
+		if !slices.Contains(functions, id) {
+			t.Errorf("the Makefile lists build-%s, which is no function of template.yaml", id)
+		}
+	}
+	entries, err := os.ReadDir(functionsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !built[e.Name()] {
+			t.Errorf("functions/%s is built for no function of template.yaml (Makefile build-<LogicalId> list)", e.Name())
+		}
+	}
+}
+
+// mainPackage checks that dir holds a Go main package with a func main.
+func mainPackage(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("%s holds no Go files", dir)
+	}
+	hasMain := false
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name != "main" {
+			return fmt.Errorf("%s is package %s, not main", path, f.Name.Name)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == "main" {
+				hasMain = true
+			}
+		}
+	}
+	if !hasMain {
+		return fmt.Errorf("%s has no func main", dir)
+	}
+	return nil
 }
 
 func TestResolve(t *testing.T) {

@@ -366,12 +366,15 @@ func (p *placer) metricOwner(metric map[string]any) string {
 	case "AWS/Lambda":
 		return p.onlyFunction(refs(dims["FunctionName"]))
 	case "AWS/SQS":
+		// A queue's alarms are its consumer's; a DLQ's, the consumer's of the queue it catches for.
+		var consumers []string
 		for _, q := range refs(dims["QueueName"]) {
 			if parent := p.parentQ[q]; parent != "" {
 				q = parent
 			}
-			return p.consumer[q]
+			consumers = append(consumers, p.consumer[q])
 		}
+		return p.onlyFunction(consumers)
 	}
 	return ""
 }

@@ -34,6 +34,10 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
+	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
+	"github.com/resetnotify/resetnotify/shared/wire/sweeper"
+	"github.com/resetnotify/resetnotify/shared/wire/workers"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
@@ -159,7 +163,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	w := worker.Wiring{
+	w := workers.Wiring{
 		Config: config.Config{
 			NotificationsTable: s.Table, DispatchQueueURL: s.DispatchURL, ReconcileQueueURL: s.ReconcileURL,
 			Policy: policy, SealLocalKey: key, Worker: wcfg,
@@ -172,13 +176,13 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 		Out:              s.Logs,
 	}
 	var err error
-	if s.Dispatcher, err = worker.NewDispatcherFromConfig(ctx, w); err != nil {
+	if s.Dispatcher, err = dispatch.Build(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if s.Reconciler, err = worker.NewReconcilerFromConfig(ctx, w); err != nil {
+	if s.Reconciler, err = reconcile.Build(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if s.Sweeper, err = worker.NewSweeperFromConfig(ctx, w); err != nil {
+	if s.Sweeper, err = sweeper.Build(w); err != nil {
 		t.Fatal(err)
 	}
 	// The schedule runs every minute in AWS; here the test decides when it runs, and acts on

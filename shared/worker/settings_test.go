@@ -134,28 +134,3 @@ func TestCheckRetention(t *testing.T) {
 		})
 	}
 }
-
-// TestWorkersRefuseAShortGrace checks that every worker's cold start applies CheckRetention.
-func TestWorkersRefuseAShortGrace(t *testing.T) {
-	c := config.Config{Policy: notify.DefaultPolicy(), NotificationsTable: "n",
-		DispatchQueueURL: "http://127.0.0.1:1/q/d", ReconcileQueueURL: "http://127.0.0.1:1/q/r", SealLocalKey: make([]byte, 32)}
-	c.Policy.StatusGrace = time.Hour
-	w := worker.Wiring{Config: c, SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: "http://127.0.0.1:1",
-		Timeout: 5 * time.Second, Visibility: time.Hour}}
-	build := map[string]func() error{
-		"dispatch":  func() error { _, err := worker.NewDispatcherFromConfig(t.Context(), w); return err },
-		"reconcile": func() error { _, err := worker.NewReconcilerFromConfig(t.Context(), w); return err },
-		"sweeper":   func() error { _, err := worker.NewSweeperFromConfig(t.Context(), w); return err },
-	}
-	for name, b := range build {
-		t.Run(name, func(t *testing.T) {
-			if err := b(); err == nil || !strings.Contains(err.Error(), config.EnvStatusGraceHours) {
-				t.Errorf("built with a 1 h grace and a 1 h visibility window: %v", err)
-			}
-		})
-	}
-	w.SMS.Visibility = time.Minute
-	if _, err := worker.NewSweeperFromConfig(t.Context(), w); err != nil {
-		t.Errorf("sweeper refused a 1 h grace with a 1 min window: %v", err)
-	}
-}

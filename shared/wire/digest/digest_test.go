@@ -1,4 +1,4 @@
-package main
+package digest_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/digest"
 )
 
 func TestNewDigester(t *testing.T) {
@@ -35,7 +37,7 @@ func TestNewDigester(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			d, err := newDigester(context.Background(), func(k string) string { return tc.env[k] }, &out)
+			d, err := wire.Build(context.Background(), digest.Function, func(k string) string { return tc.env[k] }, &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

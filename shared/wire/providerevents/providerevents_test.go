@@ -1,21 +1,25 @@
-package main
+package providerevents_test
 
 import (
+	"io"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/providerevents"
 )
 
-func TestRunRefusesIncompleteConfig(t *testing.T) {
+func TestBuildRefusesIncompleteConfig(t *testing.T) {
 	t.Setenv(config.EnvNotificationsTable, "")
 	t.Setenv(receipts.EnvTable, "")
 	t.Setenv(receipts.EnvWebhookToken, "short")
 	t.Setenv("AWS_REGION", "eu-west-1")
-	err := run(t.Context())
+	_, err := wire.Build(t.Context(), providerevents.Function, os.Getenv, io.Discard)
 	if err == nil {
-		t.Fatal("run succeeded without configuration")
+		t.Fatal("built without configuration")
 	}
 	for _, name := range []string{config.EnvNotificationsTable, receipts.EnvTable, receipts.EnvWebhookToken} {
 		if !strings.Contains(err.Error(), name) {

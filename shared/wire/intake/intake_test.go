@@ -1,10 +1,12 @@
-package main
+package intake_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,16 +24,18 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/intake"
 )
 
-func TestRunRefusesIncompleteConfig(t *testing.T) {
+func TestBuildRefusesIncompleteConfig(t *testing.T) {
 	for _, name := range []string{config.EnvNotificationsTable, config.EnvDispatchQueueURL, config.EnvSealKMSKeyID,
 		config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvDestinationPepperParam} {
 		t.Setenv(name, "")
 	}
-	err := run(t.Context())
+	_, err := wire.Build(t.Context(), intake.Function, os.Getenv, io.Discard)
 	if err == nil {
-		t.Fatal("run succeeded without configuration")
+		t.Fatal("built without configuration")
 	}
 	for _, name := range []string{config.EnvNotificationsTable, config.EnvDispatchQueueURL, config.EnvDestinationPepper} {
 		if !strings.Contains(err.Error(), name) {
@@ -40,7 +44,7 @@ func TestRunRefusesIncompleteConfig(t *testing.T) {
 	}
 }
 
-// TestWiring runs the handler that main builds against DynamoDB Local and moto, reached through
+// TestWiring runs the handler that the intake function builds against DynamoDB Local and moto, reached through
 // the standard AWS_ENDPOINT_URL_* variables that `make test` sets, as a local run reaches them.
 func TestWiring(t *testing.T) {
 	ddb := testenv.DynamoDB(t)
@@ -65,14 +69,10 @@ func TestWiring(t *testing.T) {
 		config.EnvDestinationPepper:  "wiring-test-pepper-0123",
 		config.EnvFingerprintKey:     "wiring-test-fingerprint-key-0123456789",
 	}
-	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	h, err := newHandler(ctx, cfg, &out)
+	h, err := wire.Build(ctx, intake.Function, func(k string) string { return env[k] }, &out)
 	if err != nil {
-		t.Fatalf("newHandler: %v", err)
+		t.Fatalf("build: %v", err)
 	}
 
 	body, err := json.Marshal(map[string]any{

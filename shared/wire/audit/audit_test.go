@@ -1,4 +1,4 @@
-package main
+package audit_test
 
 import (
 	"bytes"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/audit"
 )
 
 func TestNewHandler(t *testing.T) {
@@ -23,7 +26,7 @@ func TestNewHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			h, err := newHandler(context.Background(), func(k string) string { return tc.env[k] }, &out)
+			h, err := wire.Build(context.Background(), audit.Function, func(k string) string { return tc.env[k] }, &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

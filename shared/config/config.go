@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/obs"
 )
 
 // The environment variables, as template.yaml sets them.
@@ -284,7 +283,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 
 	errs = append(errs, c.loadGuard(get)...)
 
-	level, err := obs.ParseLevel(get(EnvLogLevel))
+	level, err := parseLevel(get(EnvLogLevel))
 	if err != nil {
 		problem(EnvLogLevel, "must be debug, info, warn or error")
 	}
@@ -348,6 +347,22 @@ func (c *Config) loadGuard(get func(string) string) []error {
 	}
 	c.AllowedCallingCodes = codes
 	return errs
+}
+
+// parseLevel turns a LOG_LEVEL value (debug, info, warn or error, any case) into a level. The
+// empty string means info.
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, errors.New("want debug, info, warn or error")
 }
 
 // duration parses a whole, non-negative number of units. The empty string gives -1 and ok,

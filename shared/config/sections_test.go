@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,31 @@ func TestLoadReceipts(t *testing.T) {
 			}
 			if strings.Contains(got.String(), token) {
 				t.Errorf("String() shows the token: %s", got)
+			}
+		})
+	}
+}
+
+func TestLoadLogLevel(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    slog.Level
+		wantErr bool
+	}{
+		{"", slog.LevelInfo, false},
+		{"DEBUG", slog.LevelDebug, false},
+		{"warn", slog.LevelWarn, false},
+		{" error ", slog.LevelError, false},
+		{"verbose", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := config.Load(env(map[string]string{config.EnvLogLevel: tc.in}), 0)
+			if (err != nil) != tc.wantErr || c.LogLevel != tc.want {
+				t.Errorf("LOG_LEVEL %q: %v, %v", tc.in, c.LogLevel, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), config.EnvLogLevel) {
+				t.Errorf("error %q does not name %s", err, config.EnvLogLevel)
 			}
 		})
 	}

@@ -41,8 +41,7 @@ const (
 	EnvLogLevel            = "LOG_LEVEL"
 
 	// The background workers' variables (dispatch, reconcile, sweeper). The SMS provider's
-	// own variables (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, ...) are read by
-	// package sms/provider, which owns them.
+	// own variables (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, ...) are in sms.go.
 	EnvReconcileQueueURL  = "RECONCILE_QUEUE_URL"
 	EnvMaxAttempts        = "MAX_ATTEMPTS"
 	EnvLeaseSeconds       = "LEASE_SECONDS"

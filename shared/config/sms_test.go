@@ -51,7 +51,7 @@ func TestLoadSMS(t *testing.T) {
 			got, err := config.LoadSMS(env(tc.env))
 			if len(tc.wantErr) > 0 {
 				if err == nil {
-					t.Fatalf("ConfigFromEnv accepted: %+v", got)
+					t.Fatalf("LoadSMS accepted: %+v", got)
 				}
 				for _, w := range tc.wantErr {
 					if !strings.Contains(err.Error(), w) {

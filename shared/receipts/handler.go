@@ -26,7 +26,7 @@ const SimulatorRoute = "POST /v1/provider-events/simulator"
 var ErrRetryLater = errors.New("provider event must be delivered again")
 
 // Handler is the provider-events Lambda function's handler. Build it with
-// app.NewProviderEventsHandler.
+// providerevents.New (package shared/wire/providerevents).
 type Handler struct {
 	Recorder *Recorder
 	// WebhookToken is the shared token the simulator sends in simapi.WebhookTokenHeader.

@@ -5,9 +5,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
 // TestVarsListEveryVariable checks that Vars lists every variable this package names (each
@@ -48,5 +51,32 @@ func TestVarsListEveryVariable(t *testing.T) {
 	}
 	if len(named) < 50 || !slices.ContainsFunc(config.Vars(), func(v config.Var) bool { return v.Name == "LEASE_SECONDS" }) {
 		t.Errorf("found only %d variables", len(named))
+	}
+}
+
+// TestVarsDefaultsAreTheDefaults checks the defaults Vars documents against the values that
+// apply (those of other packages are checked there: worker's settings in package worker).
+func TestVarsDefaultsAreTheDefaults(t *testing.T) {
+	p, g := notify.DefaultPolicy(), notify.DefaultGuardLimits()
+	want := map[string]string{
+		config.EnvPolicyVersion:            p.Version,
+		config.EnvSafetyMarginSeconds:      strconv.Itoa(int(p.SafetyMargin / time.Second)),
+		config.EnvStatusGraceHours:         strconv.Itoa(int(p.StatusGrace / time.Hour)),
+		config.EnvMaxAheadHours:            strconv.Itoa(int(p.MaxAhead / time.Hour)),
+		config.EnvMaxAttempts:              strconv.Itoa(p.MaxAttempts),
+		config.EnvGuardPerHour:             strconv.Itoa(g.PerHour),
+		config.EnvGuardPerDay:              strconv.Itoa(g.PerDay),
+		config.EnvGuardPrefixDigits:        strconv.Itoa(g.PrefixDigits),
+		config.EnvGuardPrefixPerMinute:     strconv.Itoa(g.PrefixPerMinute),
+		config.EnvReceiptRetentionDays:     strconv.Itoa(int(config.DefaultReceiptRetention / (24 * time.Hour))),
+		config.EnvAuditRetentionDays:       strconv.Itoa(int(config.DefaultAuditRetention / (24 * time.Hour))),
+		config.EnvAuditDigestPeriodMinutes: strconv.Itoa(int(config.DefaultDigestPeriod / time.Minute)),
+		config.EnvAuditDigestGraceSeconds:  strconv.Itoa(int(config.DefaultDigestGrace / time.Second)),
+		config.EnvLogLevel:                 "info",
+	}
+	for _, v := range config.Vars() {
+		if w, ok := want[v.Name]; ok && v.Default != w {
+			t.Errorf("Vars says %s defaults to %q, it is %q", v.Name, v.Default, w)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
@@ -132,5 +134,30 @@ func TestCheckRetention(t *testing.T) {
 				t.Errorf("error %q does not name %s", err, config.EnvStatusGraceHours)
 			}
 		})
+	}
+}
+
+// TestConfigDocumentsTheDefaults checks the defaults config.Vars (and so the README) gives the
+// workers' variables against DefaultSettings and the renderer's budget.
+func TestConfigDocumentsTheDefaults(t *testing.T) {
+	s := worker.DefaultSettings()
+	want := map[string]string{
+		config.EnvLeaseSeconds:       strconv.Itoa(int(s.Lease / time.Second)),
+		config.EnvMinValiditySeconds: strconv.Itoa(int(s.MinValidity / time.Second)),
+		config.EnvMaxReconciles:      strconv.Itoa(s.MaxReconciles),
+		config.EnvBackoffBaseMS:      strconv.Itoa(int(s.BackoffBase / time.Millisecond)),
+		config.EnvBackoffMaxSeconds:  strconv.Itoa(int(s.BackoffMax / time.Second)),
+		config.EnvSMSMaxSegments:     strconv.Itoa(render.DefaultMaxSegments),
+	}
+	for _, v := range config.Vars() {
+		if w, ok := want[v.Name]; ok {
+			if v.Default != w {
+				t.Errorf("config.Vars says %s defaults to %q, it is %q", v.Name, v.Default, w)
+			}
+			delete(want, v.Name)
+		}
+	}
+	for name := range want {
+		t.Errorf("config.Vars does not list %s", name)
 	}
 }

@@ -1,33 +1,11 @@
 // Package provider chooses and builds the SMS provider adapter from configuration, so that
 // every function wires the same provider the same way.
 //
-// Environment variables (named and read by package config, config.LoadSMS):
-//
-//	SMS_PROVIDER              simulator | endusersms | sinch (required)
-//	SMS_TIMEOUT               bound on one provider call, a Go duration such as "5s" or
-//	                          "800ms" (default 5s); a send still running then is unknown
-//	SMS_VISIBILITY_SECONDS    how long after an attempt a lookup must wait before "not
-//	                          found" counts (defaults: simulator 0, endusersms 300, sinch 60).
-//	                          The reconcile queue's delay must be at least this long.
-//
-//	simulator:
-//	SMS_SIMULATOR_URL         base URL of cmd/smssim, e.g. http://127.0.0.1:8025 (required)
-//	SMS_SIMULATOR_TOKEN       bearer token, when the simulator requires one
-//
-//	endusersms (AWS End User Messaging SMS; credentials and region from the AWS SDK's usual
-//	sources, endpoint override from AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 or SMS_ENDPOINT):
-//	SMS_ORIGINATION_IDENTITY  phone number, sender ID or pool, ID or ARN (required)
-//	SMS_CONFIGURATION_SET     configuration set whose event destination feeds provider-events
-//	SMS_ENDPOINT              endpoint override (tests and emulators)
-//
-//	sinch:
-//	SINCH_BASE_URL            regional API root (default https://us.sms.api.sinch.com)
-//	SINCH_SERVICE_PLAN_ID     (required)
-//	SINCH_API_TOKEN           the API token, for local runs (a secret)
-//	SINCH_API_TOKEN_PARAM     in AWS instead: the SSM SecureString holding the token, read
-//	                          once at cold start by ResolveSecrets (one of the two is required)
-//	SINCH_FROM                sender number or ID (required)
-//	SINCH_CALLBACK_URL        delivery report URL (optional)
+// Its configuration is config.SMS: package config names and parses the variables
+// (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS and each provider's own; config.Vars and
+// the README's configuration table describe them). For endusersms, credentials and region
+// come from the AWS SDK's usual sources, the endpoint override from
+// AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 or SMS_ENDPOINT.
 //
 // The Provider that New returns holds the Sender for the dispatch function and, separately,
 // a sms.LookupOnly for the reconcile function: that value has no Send method, whatever

@@ -44,22 +44,16 @@ func TestBuildRefusesIncompleteConfig(t *testing.T) {
 	}
 }
 
-// TestWiring runs the handler that the intake function builds against DynamoDB Local and moto, reached through
-// the standard AWS_ENDPOINT_URL_* variables that `make test` sets, as a local run reaches them.
+// TestWiring runs the handler that the intake function builds against DynamoDB Local and
+// moto, reached through the standard AWS_ENDPOINT_URL_* variables that `make test` sets, as a
+// local run reaches them.
 func TestWiring(t *testing.T) {
 	ddb := testenv.DynamoDB(t)
 	sqsClient := testenv.SQS(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit")}
-	if err := tablesetup.Create(ctx, ddb, names); err != nil {
-		t.Fatalf("create tables: %v", err)
-	}
-	t.Cleanup(func() {
-		for _, n := range []string{names.Notifications, names.Audit} {
-			_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
-		}
-	})
+	createTables(ctx, t, ddb, names)
 	queueURL := testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))
 
 	env := map[string]string{
@@ -75,23 +69,7 @@ func TestWiring(t *testing.T) {
 		t.Fatalf("build: %v", err)
 	}
 
-	body, err := json.Marshal(map[string]any{
-		"event_id": "evt-wiring", "channel": "sms", "purpose": "one_time_code", "to": "+447700900123",
-		"params": map[string]string{"code": "K7Q2M9"}, "expires_at": time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: httpapi.RouteSubmit, RawPath: httpapi.CollectionPath,
-		Headers: map[string]string{"content-type": "application/json", "idempotency-key": "wiring-1"},
-		Body:    string(body),
-		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: "wiring-req-1", RouteKey: httpapi.RouteSubmit, Stage: "$default",
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: httpapi.CollectionPath},
-		},
-	}
-	resp, err := h.Handle(ctx, ev)
+	resp, err := h.Handle(ctx, submitEvent(t, "wiring-1"))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST: %d %s (%v)", resp.StatusCode, resp.Body, err)
 	}
@@ -103,19 +81,8 @@ func TestWiring(t *testing.T) {
 		t.Errorf("view = %+v, want a ULID and accepted", view)
 	}
 
-	msgs, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := notify.Message{IdempotencyKey: "wiring-1", NotificationID: view.NotificationID, Version: 1}
-	if len(msgs.Messages) != 1 {
-		t.Fatalf("queue holds %d messages, want 1", len(msgs.Messages))
-	}
-	var got notify.Message
-	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &got); err != nil || got != want {
-		t.Errorf("message %s, want %+v", aws.ToString(msgs.Messages[0].Body), want)
-	}
-	// The stored fingerprint is the keyed one: main wires the fingerprint key.
+	checkQueued(ctx, t, sqsClient, queueURL, notify.Message{IdempotencyKey: "wiring-1", NotificationID: view.NotificationID, Version: 1})
+	// The stored fingerprint is the keyed one: the wiring gives intake the fingerprint key.
 	item, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(names.Notifications),
 		Key: map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: "wiring-1"}}})
 	if err != nil {
@@ -128,5 +95,55 @@ func TestWiring(t *testing.T) {
 		if strings.Contains(out.String(), secret) {
 			t.Errorf("function output holds %q:\n%s", secret, out.String())
 		}
+	}
+}
+
+// createTables creates the tables names for t, and deletes them when t ends.
+func createTables(ctx context.Context, t *testing.T, ddb *dynamodb.Client, names tables.Names) {
+	t.Helper()
+	if err := tablesetup.Create(ctx, ddb, names); err != nil {
+		t.Fatalf("create tables: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{names.Notifications, names.Audit} {
+			_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
+		}
+	})
+}
+
+// submitEvent is the HTTP API's event for a POST of a valid notification under key.
+func submitEvent(t *testing.T, key string) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{
+		"event_id": "evt-wiring", "channel": "sms", "purpose": "one_time_code", "to": "+447700900123",
+		"params": map[string]string{"code": "K7Q2M9"}, "expires_at": time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: httpapi.RouteSubmit, RawPath: httpapi.CollectionPath,
+		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
+		Body:    string(body),
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RequestID: "wiring-req-1", RouteKey: httpapi.RouteSubmit, Stage: "$default",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: httpapi.CollectionPath},
+		},
+	}
+}
+
+// checkQueued checks that the queue holds exactly the message want.
+func checkQueued(ctx context.Context, t *testing.T, client *sqs.Client, queueURL string, want notify.Message) {
+	t.Helper()
+	msgs, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs.Messages) != 1 {
+		t.Fatalf("queue holds %d messages, want 1", len(msgs.Messages))
+	}
+	var got notify.Message
+	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &got); err != nil || got != want {
+		t.Errorf("message %s, want %+v", aws.ToString(msgs.Messages[0].Body), want)
 	}
 }

@@ -54,7 +54,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -303,9 +302,9 @@ func environment(stack *emulator.Stack, keyDir string) (map[string]string, error
 	set(config.EnvAuditTable, auditTable)
 	set(config.EnvPolicyVersion, "local-1")
 	set(config.EnvLogLevel, "info")
-	set(receipts.EnvTable, receiptsTable)
+	set(config.EnvReceiptsTable, receiptsTable)
 	set(config.EnvGuardTable, guardTable)
-	env[receipts.EnvWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
+	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
 	digestKey, digestPEM, err := audit.NewLocalKey()
@@ -320,10 +319,10 @@ func environment(stack *emulator.Stack, keyDir string) (map[string]string, error
 	if err := os.WriteFile(pubFile, pub, 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", pubFile, err)
 	}
-	env[audit.EnvDigestLocalKey] = string(digestPEM)
-	env[audit.EnvDigestPublicKey] = pubFile
-	set(audit.EnvDigestPeriodMinutes, localDigestPeriodMinutes)
-	set(audit.EnvDigestGraceSeconds, localDigestGraceSeconds)
+	env[config.EnvAuditDigestLocalKey] = string(digestPEM)
+	env[config.EnvAuditDigestPublicKey] = pubFile
+	set(config.EnvAuditDigestPeriodMinutes, localDigestPeriodMinutes)
+	set(config.EnvAuditDigestGraceSeconds, localDigestGraceSeconds)
 	env[config.EnvFingerprintKey] = base64.RawStdEncoding.EncodeToString(fingerprintKey)
 	return env, nil
 }
@@ -337,8 +336,8 @@ func printExports(w io.Writer, stack *emulator.Stack, q queueURLs) {
 	fmt.Fprintf(w, "export AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", emulator.Region)
 	fmt.Fprintf(w, "export %s=%s %s=%s\n", config.EnvNotificationsTable, notificationsTable, config.EnvAuditTable, auditTable)
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvDispatchQueueURL, q.Dispatch)
-	fmt.Fprintf(w, "export %s=%s\n", receipts.EnvTable, receiptsTable)
-	fmt.Fprintf(w, "export %s=%s %s=%s %s=%s\n", audit.EnvDigestPublicKey, os.Getenv(audit.EnvDigestPublicKey),
-		audit.EnvDigestPeriodMinutes, os.Getenv(audit.EnvDigestPeriodMinutes), audit.EnvDigestGraceSeconds, os.Getenv(audit.EnvDigestGraceSeconds))
+	fmt.Fprintf(w, "export %s=%s\n", config.EnvReceiptsTable, receiptsTable)
+	fmt.Fprintf(w, "export %s=%s %s=%s %s=%s\n", config.EnvAuditDigestPublicKey, os.Getenv(config.EnvAuditDigestPublicKey),
+		config.EnvAuditDigestPeriodMinutes, os.Getenv(config.EnvAuditDigestPeriodMinutes), config.EnvAuditDigestGraceSeconds, os.Getenv(config.EnvAuditDigestGraceSeconds))
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvGuardTable, guardTable)
 }

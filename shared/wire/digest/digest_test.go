@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/wire"
 	"github.com/resetnotify/resetnotify/shared/wire/digest"
 )
@@ -51,7 +52,7 @@ func TestNewDigester(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, isKMS := d.Signer.(audit.KMSSigner)
-			if d.Table != "audit" || d.Period != tc.period || d.Grace != audit.DefaultDigestGrace || isKMS != tc.kms {
+			if d.Table != "audit" || d.Period != tc.period || d.Grace != config.DefaultDigestGrace || isKMS != tc.kms {
 				t.Errorf("digester = %+v", d)
 			}
 			if strings.Contains(out.String(), "PRIVATE KEY") {

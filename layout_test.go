@@ -54,3 +54,43 @@ func TestSharedHoldsOnlyLinkedCode(t *testing.T) {
 		t.Errorf("%s is linked by no function: move it to dev/", strings.TrimPrefix(pkg, module))
 	}
 }
+
+// TestFunctionsLinkOnlyWhatTheyUse keeps each function's assembly in its own package under
+// shared/wire: a function that never sends links no SMS adapter, and the audit functions link
+// neither the HTTP API nor the sealing, rendering and guard code of intake. Folding the wire
+// packages back into one would make every function link them all.
+func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
+	smsAdapters := []string{"shared/sms/provider", "shared/sms/endusersms", "shared/sms/sinch", "shared/sms/simclient"}
+	intakeOnly := []string{"shared/httpapi", "shared/seal", "shared/render", "shared/guardstore"}
+	tests := []struct {
+		function     string
+		links, never []string
+	}{
+		{"intake", []string{"shared/wire/intake", "shared/httpapi", "shared/seal", "shared/guardstore"}, smsAdapters},
+		{"dispatch", []string{"shared/wire/dispatch", "shared/sms/provider", "shared/seal"}, []string{"shared/httpapi", "shared/guardstore", "shared/receipts"}},
+		{"reconcile", []string{"shared/wire/reconcile", "shared/sms/provider", "shared/receipts"}, []string{"shared/httpapi", "shared/seal", "shared/guardstore"}},
+		{"sweeper", []string{"shared/wire/sweeper"}, append([]string{"shared/httpapi", "shared/seal", "shared/guardstore", "shared/receipts"}, smsAdapters...)},
+		{"audit", []string{"shared/wire/audit", "shared/audit"}, append(append([]string{"shared/worker", "shared/receipts"}, intakeOnly...), smsAdapters...)},
+		{"audit-replay", []string{"shared/wire/auditreplay", "shared/audit"}, append(append([]string{"shared/worker", "shared/receipts"}, intakeOnly...), smsAdapters...)},
+		{"digest", []string{"shared/wire/digest", "shared/audit"}, append(append([]string{"shared/worker", "shared/receipts"}, intakeOnly...), smsAdapters...)},
+		{"provider-events", []string{"shared/wire/providerevents", "shared/receipts"}, append(append([]string{"shared/worker", "shared/audit"}, intakeOnly...), smsAdapters...)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.function, func(t *testing.T) {
+			deps := map[string]bool{}
+			for _, dep := range goList(t, "-deps", "./functions/"+tc.function) {
+				deps[strings.TrimPrefix(dep, module)] = true
+			}
+			for _, pkg := range tc.links {
+				if !deps[pkg] {
+					t.Errorf("functions/%s does not link %s", tc.function, pkg)
+				}
+			}
+			for _, pkg := range tc.never {
+				if deps[pkg] {
+					t.Errorf("functions/%s links %s, which it never uses", tc.function, pkg)
+				}
+			}
+		})
+	}
+}

@@ -30,7 +30,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
 )
 
 // lifecycle is what the capacity benchmark measured for n notifications taken from admission
@@ -220,7 +220,7 @@ func (p *pipeline) admitHTTP(ctx context.Context, n int, log io.Writer, lc *life
 func (p *pipeline) dispatchTimed(ctx context.Context, n int, log io.Writer, lc *lifecycle) error {
 	w := p.wiring
 	w.Out = log
-	d, err := worker.NewDispatcherFromConfig(ctx, w)
+	d, err := dispatch.Build(ctx, w)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
+	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
+	"github.com/resetnotify/resetnotify/shared/wire/workers"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
@@ -143,7 +146,7 @@ type pipeline struct {
 	// receipts recorder).
 	countedCfg aws.Config
 	// wiring is what the workers were built from.
-	wiring worker.Wiring
+	wiring workers.Wiring
 }
 
 // newPipeline builds a pipeline whose simulator has simCfg and whose provider calls time out
@@ -191,7 +194,7 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	key := randomKey()
 	policy := notify.DefaultPolicy()
 	policy.MaxAttempts = 10 // so a record never waits for its deadline after a run of refusals
-	w := worker.Wiring{
+	w := workers.Wiring{
 		Config: config.Config{
 			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
 			Policy: policy, SealLocalKey: key,
@@ -202,10 +205,10 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 		Out: io.Discard,
 	}
 	p.wiring = w
-	if p.dispatcher, err = worker.NewDispatcherFromConfig(ctx, w); err != nil {
+	if p.dispatcher, err = dispatch.Build(ctx, w); err != nil {
 		return nil, err
 	}
-	if p.reconciler, err = worker.NewReconcilerFromConfig(ctx, w); err != nil {
+	if p.reconciler, err = reconcile.Build(ctx, w); err != nil {
 		return nil, err
 	}
 	keys, err := seal.NewStaticKey(key)

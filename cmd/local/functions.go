@@ -13,8 +13,15 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/rie"
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
-	"github.com/resetnotify/resetnotify/shared/app"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/wire/audit"
+	"github.com/resetnotify/resetnotify/shared/wire/auditreplay"
+	"github.com/resetnotify/resetnotify/shared/wire/digest"
+	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
+	"github.com/resetnotify/resetnotify/shared/wire/intake"
+	"github.com/resetnotify/resetnotify/shared/wire/providerevents"
+	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
+	"github.com/resetnotify/resetnotify/shared/wire/sweeper"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
@@ -44,58 +51,64 @@ type functions struct {
 	stop           func()
 }
 
-// inProcess builds every handler with the wiring the Lambda mains use.
+// inProcess builds every handler with the constructors the Lambda mains call (packages
+// shared/wire/<name>), from this process's environment: the variables template.yaml would
+// set and the emulators' endpoints. The audit functions also read the name and version that
+// Lambda would set.
 func inProcess(ctx context.Context, awsCfg aws.Config, out io.Writer) (functions, error) {
-	cfg, err := config.FromEnv(config.NeedIntake)
+	env := os.Getenv
+	in, err := intake.New(ctx, awsCfg, env, out)
 	if err != nil {
 		return functions{}, err
 	}
-	intake, err := app.NewIntakeHandler(ctx, cfg, awsCfg, out)
+	au, err := audit.New(ctx, awsCfg, lambdaEnv(env, "AuditFunction"), out)
 	if err != nil {
 		return functions{}, err
 	}
-	audit, err := app.NewAuditHandler(ctx, os.Getenv, awsCfg, "AuditFunction", "$LATEST", out)
+	pe, err := providerevents.New(ctx, awsCfg, env, out)
 	if err != nil {
 		return functions{}, err
 	}
-	wiring, err := worker.WiringFromEnv(ctx, config.NeedDispatch, true)
+	d, err := dispatch.New(ctx, awsCfg, env, out)
 	if err != nil {
 		return functions{}, err
 	}
-	wiring.Out = out
-	if wiring.Receipts, err = app.NewReceiptReader(os.Getenv, awsCfg); err != nil {
-		return functions{}, err
-	}
-	providerEvents, err := app.NewProviderEventsHandler(ctx, os.Getenv, awsCfg, out)
+	r, err := reconcile.New(ctx, awsCfg, env, out)
 	if err != nil {
 		return functions{}, err
 	}
-	dispatch, err := worker.NewDispatcherFromConfig(ctx, wiring)
+	sw, err := sweeper.New(ctx, awsCfg, env, out)
 	if err != nil {
 		return functions{}, err
 	}
-	reconcile, err := worker.NewReconcilerFromConfig(ctx, wiring)
+	dg, err := digest.New(ctx, awsCfg, env, out)
 	if err != nil {
 		return functions{}, err
 	}
-	sweeper, err := worker.NewSweeperFromConfig(ctx, wiring)
-	if err != nil {
-		return functions{}, err
-	}
-	digest, err := app.NewDigester(os.Getenv, awsCfg, out)
-	if err != nil {
-		return functions{}, err
-	}
-	replay, err := app.NewAuditReplayer(os.Getenv, awsCfg, "AuditReplayFunction", "$LATEST", out)
+	rp, err := auditreplay.New(ctx, awsCfg, lambdaEnv(env, "AuditReplayFunction"), out)
 	if err != nil {
 		return functions{}, err
 	}
 	return functions{
-		intake: intake.Handle, dispatch: dispatch.Handle, reconcile: reconcile.Handle,
-		sweeper: sweeper.Handle, digest: digest.Handle, audit: audit.Handle, auditReplay: replay.Handle,
-		providerEvents: providerEvents.HandleSimulatorWebhook,
+		intake: in.Handle, dispatch: d.Handle, reconcile: r.Handle,
+		sweeper: sw.Handle, digest: dg.Handle, audit: au.Handle, auditReplay: rp.Handle,
+		providerEvents: pe.HandleSimulatorWebhook,
 		stop:           func() {},
 	}, nil
+}
+
+// lambdaEnv is env with the function name and version Lambda sets ($LATEST) for the function
+// with the logical ID name.
+func lambdaEnv(env func(string) string, name string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case config.EnvLambdaFunctionName:
+			return name
+		case config.EnvLambdaFunctionVersion:
+			return "$LATEST"
+		}
+		return env(k)
+	}
 }
 
 // underRIE starts each function's bootstrap under the Runtime Interface Emulator with this

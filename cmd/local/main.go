@@ -1,9 +1,10 @@
 // Command local runs the whole of resetnotify on one machine: `make local` starts it.
 //
 // It starts DynamoDB Local and moto_server (SQS) on free loopback ports, creates the tables and
-// queues, and runs each function's real handler, built by the same wiring (package app) as its
-// Lambda main, behind the event sources template.yaml declares: the API's routes are served
-// on http://127.0.0.1:$RESETNOTIFY_PORT (default 3000) as API Gateway HTTP API v2 events, and
+// queues, and runs each function's real handler, built by the same wiring (package
+// shared/wire/<name>) as its Lambda main, behind the event sources template.yaml declares:
+// the API's routes are served on http://127.0.0.1:$RESETNOTIFY_PORT (default 3000) as API
+// Gateway HTTP API v2 events, and
 // the notifications table's stream is polled and handed to the audit function in batches, as
 // an event source mapping would. Local authorisation is off: there is no SigV4 check.
 //
@@ -47,12 +48,12 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/localapi"
+	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -101,95 +102,107 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "local: stop emulators:", err)
 		}
 	}()
-
 	keyDir, err := os.MkdirTemp("", "resetnotify-local-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(keyDir)
-	env, err := environment(stack, keyDir)
+	l, err := provision(ctx, stack, keyDir, port, st)
 	if err != nil {
 		return err
 	}
+	defer l.sim.Close()
+	fns, err := startFunctions(ctx, l.awsCfg, stderr, st)
+	if err != nil {
+		return err
+	}
+	defer fns.stop()
+	return serve(ctx, ln, stdout, stderr, l, st, fns)
+}
+
+// local is what provision sets up: the SDK configuration that reaches the emulators, the
+// queues and the simulator.
+type local struct {
+	stack  *emulator.Stack
+	awsCfg aws.Config
+	queues queueURLs
+	sim    *smssim.Server
+	port   string
+}
+
+// provision sets this process's environment as template.yaml would set the functions' (the
+// emulators' endpoints, the tables, the queues, random secrets, the simulator), and creates
+// the tables and queues.
+func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, st settings) (local, error) {
+	l := local{stack: stack, port: port}
+	env, err := environment(stack, keyDir)
+	if err != nil {
+		return local{}, err
+	}
+	if err := setenv(env); err != nil {
+		return local{}, err
+	}
+	if l.awsCfg, err = awsconfig.LoadDefaultConfig(ctx); err != nil {
+		return local{}, fmt.Errorf("aws config: %w", err)
+	}
+	db := awsclient.DynamoDB(l.awsCfg, "")
+	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable}); err != nil {
+		return local{}, err
+	}
+	if l.queues, err = createQueues(ctx, awsclient.SQS(l.awsCfg, ""), st.queues); err != nil {
+		return local{}, err
+	}
+	if err := setenv(l.queues.env()); err != nil {
+		return local{}, err
+	}
+	if l.sim, err = startSimulator("http://127.0.0.1:"+port+"/v1/provider-events/simulator", env[config.EnvSimulatorWebhookToken]); err != nil {
+		return local{}, err
+	}
+	if err := setenv(map[string]string{config.EnvSMSProvider: config.SMSSimulator, config.EnvSMSSimulatorURL: l.sim.URL()}); err != nil {
+		l.sim.Close()
+		return local{}, err
+	}
+	return l, nil
+}
+
+// setenv sets every variable of env in this process.
+func setenv(env map[string]string) error {
 	for k, v := range env {
 		if err := os.Setenv(k, v); err != nil {
 			return fmt.Errorf("setenv %s: %w", k, err)
 		}
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return fmt.Errorf("aws config: %w", err)
-	}
-	db := awsclient.DynamoDB(awsCfg, "")
-	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable}); err != nil {
-		return err
-	}
-	queues, err := createQueues(ctx, awsclient.SQS(awsCfg, ""), st.queues)
-	if err != nil {
-		return err
-	}
-	for k, v := range queues.env() {
-		if err := os.Setenv(k, v); err != nil {
-			return fmt.Errorf("setenv %s: %w", k, err)
-		}
-	}
+	return nil
+}
 
-	sim, err := startSimulator("http://127.0.0.1:"+port+"/v1/provider-events/simulator", env[receipts.EnvWebhookToken])
-	if err != nil {
-		return err
-	}
-	defer sim.Close()
-	for k, v := range map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": sim.URL()} {
-		if err := os.Setenv(k, v); err != nil {
-			return fmt.Errorf("setenv %s: %w", k, err)
-		}
-	}
-	var fns functions
+// startFunctions builds the functions' handlers with the runtime RESETNOTIFY_LOCAL_RUNTIME
+// names.
+func startFunctions(ctx context.Context, awsCfg aws.Config, stderr io.Writer, st settings) (functions, error) {
 	switch mode := os.Getenv("RESETNOTIFY_LOCAL_RUNTIME"); mode {
 	case "", runtimeRIE:
 		binDir := os.Getenv("RESETNOTIFY_BIN_DIR")
 		if binDir == "" {
 			binDir = "bin"
 		}
-		fns, err = underRIE(ctx, binDir, stderr, st.functions)
-		if err != nil {
-			return err
-		}
+		return underRIE(ctx, binDir, stderr, st.functions)
 	case runtimeInProcess:
-		if fns, err = inProcess(ctx, awsCfg, stderr); err != nil {
-			return err
-		}
+		return inProcess(ctx, awsCfg, stderr)
 	default:
-		return fmt.Errorf("RESETNOTIFY_LOCAL_RUNTIME=%q: want %s or %s", mode, runtimeRIE, runtimeInProcess)
+		return functions{}, fmt.Errorf("RESETNOTIFY_LOCAL_RUNTIME=%q: want %s or %s", mode, runtimeRIE, runtimeInProcess)
 	}
-	defer fns.stop()
+}
 
+// serve runs the event sources (the stream poller, the queue pumps, the schedules) and the
+// API on ln until ctx ends or one of them fails.
+func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l local, st settings, fns functions) error {
 	routes, err := localapi.RoutesFromTemplate("template.yaml")
 	if err != nil {
 		return err
 	}
-	log := obs.NewLogger(stderr, slog.LevelInfo)
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 8)
-	sqsClient := awsclient.SQS(awsCfg, "")
-	onFailure := func(ctx context.Context, fr audit.FailureRecord) error {
-		body, err := json.Marshal(fr)
-		if err != nil {
-			return err
-		}
-		_, err = sqsClient.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues.AuditFailure), MessageBody: aws.String(string(body))})
-		return err
-	}
-	go func() {
-		errs <- pollStream(ctx, awsclient.Streams(awsCfg, ""), db, notificationsTable, st.audit, fns.audit, onFailure, log)
-	}()
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.AuditFailure, st.auditReplay, fns.auditReplay, log) }()
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Dispatch, st.dispatch, fns.dispatch, log) }()
-	go func() { errs <- pumpQueue(ctx, sqsClient, queues.Reconcile, st.reconcile, fns.reconcile, log) }()
-	go func() { errs <- runSchedule(ctx, st.sweep, fns.sweeper, log) }()
-	go func() { errs <- runSchedule(ctx, st.digest, fns.digest, log) }()
+	runSources(ctx, l, st, fns, obs.NewLogger(stderr, slog.LevelInfo), errs)
 	srv := &http.Server{
 		Handler: localapi.NewServer(routes, map[string]localapi.HandlerFunc{
 			// The simulator's webhook route belongs to SimulatorWebhookFunction, which runs
@@ -204,9 +217,9 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	printExports(stdout, stack, queues)
-	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults)\n", sim.URL())
-	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", port)
+	printExports(stdout, l.stack, l.queues)
+	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults)\n", l.sim.URL())
+	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", l.port)
 
 	var runErr error
 	select {
@@ -222,6 +235,30 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer done()
 	_ = srv.Shutdown(shutdownCtx)
 	return runErr
+}
+
+// runSources starts, as template.yaml's event sources would, the notifications stream's
+// poller (its failures go to the audit failure queue), the queue pumps and the schedules;
+// each reports on errs when it stops.
+func runSources(ctx context.Context, l local, st settings, fns functions, log *slog.Logger, errs chan<- error) {
+	sqsClient := awsclient.SQS(l.awsCfg, "")
+	onFailure := func(ctx context.Context, fr audit.FailureRecord) error {
+		body, err := json.Marshal(fr)
+		if err != nil {
+			return err
+		}
+		_, err = sqsClient.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.queues.AuditFailure), MessageBody: aws.String(string(body))})
+		return err
+	}
+	db := awsclient.DynamoDB(l.awsCfg, "")
+	go func() {
+		errs <- pollStream(ctx, awsclient.Streams(l.awsCfg, ""), db, notificationsTable, st.audit, fns.audit, onFailure, log)
+	}()
+	go func() { errs <- pumpQueue(ctx, sqsClient, l.queues.AuditFailure, st.auditReplay, fns.auditReplay, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, l.queues.Dispatch, st.dispatch, fns.dispatch, log) }()
+	go func() { errs <- pumpQueue(ctx, sqsClient, l.queues.Reconcile, st.reconcile, fns.reconcile, log) }()
+	go func() { errs <- runSchedule(ctx, st.sweep, fns.sweeper, log) }()
+	go func() { errs <- runSchedule(ctx, st.digest, fns.digest, log) }()
 }
 
 // The local digest settings: one-minute periods, closed 10 s after they end (the local audit
@@ -265,9 +302,9 @@ func environment(stack *emulator.Stack, keyDir string) (map[string]string, error
 	set(config.EnvAuditTable, auditTable)
 	set(config.EnvPolicyVersion, "local-1")
 	set(config.EnvLogLevel, "info")
-	set(receipts.EnvTable, receiptsTable)
+	set(config.EnvReceiptsTable, receiptsTable)
 	set(config.EnvGuardTable, guardTable)
-	env[receipts.EnvWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
+	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
 	digestKey, digestPEM, err := audit.NewLocalKey()
@@ -282,10 +319,10 @@ func environment(stack *emulator.Stack, keyDir string) (map[string]string, error
 	if err := os.WriteFile(pubFile, pub, 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", pubFile, err)
 	}
-	env[audit.EnvDigestLocalKey] = string(digestPEM)
-	env[audit.EnvDigestPublicKey] = pubFile
-	set(audit.EnvDigestPeriodMinutes, localDigestPeriodMinutes)
-	set(audit.EnvDigestGraceSeconds, localDigestGraceSeconds)
+	env[config.EnvAuditDigestLocalKey] = string(digestPEM)
+	env[config.EnvAuditDigestPublicKey] = pubFile
+	set(config.EnvAuditDigestPeriodMinutes, localDigestPeriodMinutes)
+	set(config.EnvAuditDigestGraceSeconds, localDigestGraceSeconds)
 	env[config.EnvFingerprintKey] = base64.RawStdEncoding.EncodeToString(fingerprintKey)
 	return env, nil
 }
@@ -299,8 +336,8 @@ func printExports(w io.Writer, stack *emulator.Stack, q queueURLs) {
 	fmt.Fprintf(w, "export AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", emulator.Region)
 	fmt.Fprintf(w, "export %s=%s %s=%s\n", config.EnvNotificationsTable, notificationsTable, config.EnvAuditTable, auditTable)
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvDispatchQueueURL, q.Dispatch)
-	fmt.Fprintf(w, "export %s=%s\n", receipts.EnvTable, receiptsTable)
-	fmt.Fprintf(w, "export %s=%s %s=%s %s=%s\n", audit.EnvDigestPublicKey, os.Getenv(audit.EnvDigestPublicKey),
-		audit.EnvDigestPeriodMinutes, os.Getenv(audit.EnvDigestPeriodMinutes), audit.EnvDigestGraceSeconds, os.Getenv(audit.EnvDigestGraceSeconds))
+	fmt.Fprintf(w, "export %s=%s\n", config.EnvReceiptsTable, receiptsTable)
+	fmt.Fprintf(w, "export %s=%s %s=%s %s=%s\n", config.EnvAuditDigestPublicKey, os.Getenv(config.EnvAuditDigestPublicKey),
+		config.EnvAuditDigestPeriodMinutes, os.Getenv(config.EnvAuditDigestPeriodMinutes), config.EnvAuditDigestGraceSeconds, os.Getenv(config.EnvAuditDigestGraceSeconds))
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvGuardTable, guardTable)
 }

@@ -47,114 +47,154 @@ func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamo
 	if arn == "" {
 		return fmt.Errorf("table %s has no stream", table)
 	}
-	type shardState struct {
-		iterator string
-		done     bool
-		// failedSeq is the record that failed last, failures how often in a row.
-		failedSeq string
-		failures  int
-	}
-	shards := map[string]*shardState{}
-	var described time.Time
+	p := &streamPoller{streams: streams, arn: arn, src: src, h: h, onFailure: onFailure, log: log, shards: map[string]*shardState{}}
 	for ctx.Err() == nil {
-		// New shards appear rarely (DynamoDB Local rolls them over every few hours): look
-		// for them every few seconds, not on every poll.
-		var found []streamtypes.Shard
-		if time.Since(described) >= shardRefresh {
-			out, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
-			if err != nil {
-				log.Warn("describe stream failed", "error", err)
-				sleep(ctx, time.Second)
-				continue
-			}
-			described, found = time.Now(), out.StreamDescription.Shards
-		}
-		for _, s := range found {
-			id := aws.ToString(s.ShardId)
-			if _, ok := shards[id]; ok {
-				continue
-			}
-			it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-				StreamArn: aws.String(arn), ShardId: s.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
-			})
-			if err != nil {
-				log.Warn("shard iterator failed", "shard", id, "error", err)
-				continue
-			}
-			shards[id] = &shardState{iterator: aws.ToString(it.ShardIterator)}
+		if !p.refreshShards(ctx) {
+			continue
 		}
 		busy := false
-		for id, st := range shards {
+		for id, st := range p.shards {
 			if st.done || st.iterator == "" {
 				continue
 			}
-			recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(int32(src.BatchSize))})
-			if err != nil {
-				// An iterator DynamoDB Local calls trimmed or expired never recovers: forget the
-				// shard so the next refresh takes a fresh TRIM_HORIZON iterator. Reading again
-				// from the oldest record is safe: the audit writer skips entries it has.
-				log.Warn("get records failed; taking a new iterator", "shard", id, "error", err)
-				delete(shards, id)
-				described = time.Time{}
-				sleep(ctx, time.Second)
-				continue
+			if p.pollShard(ctx, id, st) {
+				busy = true
 			}
-			if len(recs.Records) == 0 {
-				st.iterator = aws.ToString(recs.NextShardIterator)
-				st.done = st.iterator == ""
-				continue
-			}
-			busy = true
-			ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, 0, len(recs.Records))}
-			for _, r := range recs.Records {
-				ev.Records = append(ev.Records, audit.EventRecord(r, arn))
-			}
-			resp, err := h(ctx, ev)
-			if err != nil {
-				log.Warn("stream batch failed; retrying", "shard", id, "error", err)
-				sleep(ctx, time.Second)
-				continue
-			}
-			if len(resp.BatchItemFailures) > 0 {
-				seq := resp.BatchItemFailures[0].ItemIdentifier
-				if seq == st.failedSeq {
-					st.failures++
-				} else {
-					st.failedSeq, st.failures = seq, 0
-				}
-				if src.MaxRetries >= 0 && st.failures >= src.MaxRetries {
-					fr := failureRecord(id, arn, seq, ev.Records, src.MaxRetries)
-					if err := onFailure(ctx, fr); err != nil {
-						log.Warn("on-failure destination failed; retrying the batch", "shard", id, "error", err)
-						sleep(ctx, streamRetryDelay)
-						continue
-					}
-					log.Warn("stream batch given up on; sent to the on-failure destination", "shard", id,
-						"start", fr.BatchInfo.StartSequenceNumber, "end", fr.BatchInfo.EndSequenceNumber)
-					st.failedSeq, st.failures = "", 0
-					st.iterator = aws.ToString(recs.NextShardIterator)
-					st.done = st.iterator == ""
-					continue
-				}
-				it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-					StreamArn: aws.String(arn), ShardId: aws.String(id),
-					ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(seq),
-				})
-				if err == nil {
-					st.iterator = aws.ToString(it.ShardIterator)
-				}
-				log.Warn("stream record failed; retrying from it", "shard", id, "sequence_number", seq)
-				sleep(ctx, streamRetryDelay)
-				continue
-			}
-			st.iterator = aws.ToString(recs.NextShardIterator)
-			st.done = st.iterator == ""
 		}
 		if !busy {
 			sleep(ctx, max(pollInterval, src.Window))
 		}
 	}
 	return nil
+}
+
+// streamPoller is pollStream's state: the stream, its event source mapping's settings and
+// where each shard is read.
+type streamPoller struct {
+	streams   *dynamodbstreams.Client
+	arn       string
+	src       samtemplate.Source
+	h         streamHandler
+	onFailure func(context.Context, audit.FailureRecord) error
+	log       *slog.Logger
+	shards    map[string]*shardState
+	// described is when the shard list was last read.
+	described time.Time
+}
+
+// shardState is where one shard is read.
+type shardState struct {
+	iterator string
+	done     bool
+	// failedSeq is the record that failed last, failures how often in a row.
+	failedSeq string
+	failures  int
+}
+
+// advance moves st to the next iterator; none means the shard is closed and read to its end.
+func (st *shardState) advance(next *string) {
+	st.iterator = aws.ToString(next)
+	st.done = st.iterator == ""
+}
+
+// refreshShards takes a TRIM_HORIZON iterator for each new shard. New shards appear rarely
+// (DynamoDB Local rolls them over every few hours): it looks for them every shardRefresh, not
+// on every poll. It reports false when the stream could not be described.
+func (p *streamPoller) refreshShards(ctx context.Context) bool {
+	if time.Since(p.described) < shardRefresh {
+		return true
+	}
+	out, err := p.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(p.arn)})
+	if err != nil {
+		p.log.Warn("describe stream failed", "error", err)
+		sleep(ctx, time.Second)
+		return false
+	}
+	p.described = time.Now()
+	for _, s := range out.StreamDescription.Shards {
+		id := aws.ToString(s.ShardId)
+		if _, ok := p.shards[id]; ok {
+			continue
+		}
+		it, err := p.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+			StreamArn: aws.String(p.arn), ShardId: s.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+		})
+		if err != nil {
+			p.log.Warn("shard iterator failed", "shard", id, "error", err)
+			continue
+		}
+		p.shards[id] = &shardState{iterator: aws.ToString(it.ShardIterator)}
+	}
+	return true
+}
+
+// pollShard reads one batch of shard id and hands it to the handler. It reports whether the
+// shard had records.
+func (p *streamPoller) pollShard(ctx context.Context, id string, st *shardState) bool {
+	recs, err := p.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(int32(p.src.BatchSize))})
+	if err != nil {
+		// An iterator DynamoDB Local calls trimmed or expired never recovers: forget the
+		// shard so the next refresh takes a fresh TRIM_HORIZON iterator. Reading again
+		// from the oldest record is safe: the audit writer skips entries it has.
+		p.log.Warn("get records failed; taking a new iterator", "shard", id, "error", err)
+		delete(p.shards, id)
+		p.described = time.Time{}
+		sleep(ctx, time.Second)
+		return false
+	}
+	if len(recs.Records) == 0 {
+		st.advance(recs.NextShardIterator)
+		return false
+	}
+	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, 0, len(recs.Records))}
+	for _, r := range recs.Records {
+		ev.Records = append(ev.Records, audit.EventRecord(r, p.arn))
+	}
+	resp, err := p.h(ctx, ev)
+	if err != nil {
+		p.log.Warn("stream batch failed; retrying", "shard", id, "error", err)
+		sleep(ctx, time.Second)
+		return true
+	}
+	if len(resp.BatchItemFailures) > 0 {
+		p.failed(ctx, id, st, ev, resp.BatchItemFailures[0].ItemIdentifier, recs.NextShardIterator)
+		return true
+	}
+	st.advance(recs.NextShardIterator)
+	return true
+}
+
+// failed handles a batch whose record seq failed: the next read starts again at seq, until it
+// has failed src.MaxRetries more times; then the rest of the batch goes to the on-failure
+// destination and the shard moves on to next.
+func (p *streamPoller) failed(ctx context.Context, id string, st *shardState, ev events.DynamoDBEvent, seq string, next *string) {
+	if seq == st.failedSeq {
+		st.failures++
+	} else {
+		st.failedSeq, st.failures = seq, 0
+	}
+	if p.src.MaxRetries >= 0 && st.failures >= p.src.MaxRetries {
+		fr := failureRecord(id, p.arn, seq, ev.Records, p.src.MaxRetries)
+		if err := p.onFailure(ctx, fr); err != nil {
+			p.log.Warn("on-failure destination failed; retrying the batch", "shard", id, "error", err)
+			sleep(ctx, streamRetryDelay)
+			return
+		}
+		p.log.Warn("stream batch given up on; sent to the on-failure destination", "shard", id,
+			"start", fr.BatchInfo.StartSequenceNumber, "end", fr.BatchInfo.EndSequenceNumber)
+		st.failedSeq, st.failures = "", 0
+		st.advance(next)
+		return
+	}
+	it, err := p.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+		StreamArn: aws.String(p.arn), ShardId: aws.String(id),
+		ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(seq),
+	})
+	if err == nil {
+		st.iterator = aws.ToString(it.ShardIterator)
+	}
+	p.log.Warn("stream record failed; retrying from it", "shard", id, "sequence_number", seq)
+	sleep(ctx, streamRetryDelay)
 }
 
 // failureRecord describes the records of batch from the one with sequence number failed on,

@@ -34,6 +34,10 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
+	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
+	"github.com/resetnotify/resetnotify/shared/wire/sweeper"
+	"github.com/resetnotify/resetnotify/shared/wire/workers"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
@@ -117,20 +121,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	s := &Stack{DynamoDB: ddb, SQS: sqsClient, Logs: &SyncBuffer{}}
 
 	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Receipts: testenv.UniqueName(t, "receipts")}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := tablesetup.Create(ctx, plainDDB, names); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for _, n := range []string{names.Notifications, names.Audit, names.Receipts} {
-			if _, err := plainDDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(n)}); err != nil {
-				t.Errorf("delete table %s: %v", n, err)
-			}
-		}
-	})
+	createTables(t, plainDDB, names)
 	s.Names, s.Table = names, names.Notifications
 	s.Store = dynamostore.New(ddb, s.Table)
 	s.Receipts = receipts.NewStore(ddb, names.Receipts, 0, nil)
@@ -143,13 +134,44 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	if o.Policy != nil {
 		policy = *o.Policy
 	}
-	wcfg := config.Worker{BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second}
-	if o.Worker != nil {
-		wcfg = *o.Worker
-	}
 	key := make([]byte, config.SealLocalKeyLen)
 	for i := range key {
 		key[i] = byte(i + 1)
+	}
+	s.buildWorkers(t, awsCfg, o, policy, key)
+	s.buildIntake(t, policy, key)
+	s.Recorder = &receipts.Recorder{
+		Receipts: s.Receipts, Keys: s.Store, Notifications: s.Store, Clock: notify.SystemClock{},
+		Log: obs.NewLogger(s.Logs, slog.LevelInfo), Metrics: &obs.Metrics{W: s.Logs, Function: receipts.Component},
+	}
+	return s
+}
+
+// createTables creates the tables names, and removes them when t ends.
+func createTables(t testing.TB, db *dynamodb.Client, names tables.Names) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tablesetup.Create(ctx, db, names); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, n := range []string{names.Notifications, names.Audit, names.Receipts} {
+			if _, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(n)}); err != nil {
+				t.Errorf("delete table %s: %v", n, err)
+			}
+		}
+	})
+}
+
+// buildWorkers builds the three workers with the Lambda functions' wiring (shared/wire).
+func (s *Stack) buildWorkers(t testing.TB, awsCfg aws.Config, o StackOptions, policy notify.Policy, key []byte) {
+	t.Helper()
+	wcfg := config.Worker{BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second}
+	if o.Worker != nil {
+		wcfg = *o.Worker
 	}
 	smsURL := s.SimURL
 	if o.SMSURL != "" {
@@ -159,7 +181,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	w := worker.Wiring{
+	w := workers.Wiring{
 		Config: config.Config{
 			NotificationsTable: s.Table, DispatchQueueURL: s.DispatchURL, ReconcileQueueURL: s.ReconcileURL,
 			Policy: policy, SealLocalKey: key, Worker: wcfg,
@@ -171,20 +193,26 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 		Receipts:         s.Receipts,
 		Out:              s.Logs,
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var err error
-	if s.Dispatcher, err = worker.NewDispatcherFromConfig(ctx, w); err != nil {
+	if s.Dispatcher, err = dispatch.Build(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if s.Reconciler, err = worker.NewReconcilerFromConfig(ctx, w); err != nil {
+	if s.Reconciler, err = reconcile.Build(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if s.Sweeper, err = worker.NewSweeperFromConfig(ctx, w); err != nil {
+	if s.Sweeper, err = sweeper.Build(w); err != nil {
 		t.Fatal(err)
 	}
 	// The schedule runs every minute in AWS; here the test decides when it runs, and acts on
 	// anything already due.
 	s.Sweeper.Settings.SweepGrace = 0
+}
 
+// buildIntake builds intake's admission service over the stack's store and dispatch queue.
+func (s *Stack) buildIntake(t testing.TB, policy notify.Policy, key []byte) {
+	t.Helper()
 	keys, err := seal.NewStaticKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -199,16 +227,11 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	}
 	s.Intake = &notify.Intake{
 		Store: s.Store, Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
-		Queue: sqsqueue.New(sqsClient, s.DispatchURL),
+		Queue: sqsqueue.New(s.SQS, s.DispatchURL),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
 		Actor: actor.For("intake"),
 	}
-	s.Recorder = &receipts.Recorder{
-		Receipts: s.Receipts, Keys: s.Store, Notifications: s.Store, Clock: notify.SystemClock{},
-		Log: obs.NewLogger(s.Logs, slog.LevelInfo), Metrics: &obs.Metrics{W: s.Logs, Function: receipts.Component},
-	}
-	return s
 }
 
 // Submit admits req through the intake service (conditional put and dispatch message).

@@ -2,29 +2,14 @@ package audit
 
 import (
 	"testing"
-	"time"
+
+	"github.com/resetnotify/resetnotify/shared/config"
 )
 
-func TestParseRetention(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    time.Duration
-		wantErr bool
-	}{
-		{"", DefaultRetention, false},
-		{"400", 400 * 24 * time.Hour, false},
-		{" 30 ", 30 * 24 * time.Hour, false},
-		{"0", 0, true},
-		{"-1", 0, true},
-		{"1.5", 0, true},
-		{"forever", 0, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseRetention(tc.in)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("ParseRetention(%q) = %s, %v; want %s, error %v", tc.in, got, err, tc.want, tc.wantErr)
-			}
-		})
+// TestDefaultsMatchConfig keeps the retention package config documents and applies equal to
+// the one the entries fall back to.
+func TestDefaultsMatchConfig(t *testing.T) {
+	if DefaultRetention != config.DefaultAuditRetention {
+		t.Errorf("audit.DefaultRetention %s, config.DefaultAuditRetention %s", DefaultRetention, config.DefaultAuditRetention)
 	}
 }

@@ -1,7 +1,11 @@
-// Package config loads the functions' configuration from environment variables, once, at cold
-// start. The variable names are fixed here and must match template.yaml. A problem is reported
-// with the name of the variable and what it must hold, never with its value: some of them are
-// secrets.
+// Package config names every environment variable the functions read and parses them, once,
+// at cold start, one group of settings at a time: Load (the tables, queues, policy, keys,
+// workers' timings and abuse guards), LoadSMS (the SMS provider), LoadReceipts,
+// AuditRetention, LoadDigest and LoadDigestKey. Vars lists them all, for the README's table
+// and template.yaml's checks. A problem is reported with the name of the variable and what it
+// must hold, never with its value: some of them are secrets. Config holds plain values only,
+// so that a function that parses a group (the sweeper and SMS_TIMEOUT) links nothing of the
+// code that uses it.
 package config
 
 import (
@@ -10,13 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/obs"
 )
 
 // The environment variables, as template.yaml sets them.
@@ -39,8 +41,7 @@ const (
 	EnvLogLevel            = "LOG_LEVEL"
 
 	// The background workers' variables (dispatch, reconcile, sweeper). The SMS provider's
-	// own variables (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, ...) are read by
-	// package sms/provider, which owns them.
+	// own variables (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, ...) are in sms.go.
 	EnvReconcileQueueURL  = "RECONCILE_QUEUE_URL"
 	EnvMaxAttempts        = "MAX_ATTEMPTS"
 	EnvLeaseSeconds       = "LEASE_SECONDS"
@@ -155,199 +156,233 @@ type Config struct {
 	LogLevel slog.Level
 }
 
-// FromEnv loads the configuration from the process environment.
-func FromEnv(need Need) (Config, error) { return Load(os.Getenv, need) }
-
 // Load reads the configuration through getenv, checks every setting and reports all problems
 // at once. An empty variable counts as unset.
 func Load(getenv func(string) string, need Need) (Config, error) {
-	var errs []error
-	problem := func(name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s "+format, append([]any{name}, args...)...))
-	}
-	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	required := func(n Need, name string) string {
-		v := get(name)
-		if v == "" && need&n != 0 {
-			problem(name, "is required")
-		}
-		return v
-	}
-
+	r := &reader{getenv: getenv, get: trimmed(getenv), need: need}
 	c := Config{
-		NotificationsTable: required(NeedNotificationsTable, EnvNotificationsTable),
-		AuditTable:         required(NeedAuditTable, EnvAuditTable),
-		DispatchQueueURL:   required(NeedDispatchQueue, EnvDispatchQueueURL),
-		ReconcileQueueURL:  required(NeedReconcileQueue, EnvReconcileQueueURL),
-		Policy:             notify.DefaultPolicy(),
-		SealKMSKeyID:       get(EnvSealKMSKeyID),
+		NotificationsTable: r.required(NeedNotificationsTable, EnvNotificationsTable),
+		AuditTable:         r.required(NeedAuditTable, EnvAuditTable),
+		DispatchQueueURL:   r.required(NeedDispatchQueue, EnvDispatchQueueURL),
+		ReconcileQueueURL:  r.required(NeedReconcileQueue, EnvReconcileQueueURL),
+		Policy:             r.policy(),
+		SealKMSKeyID:       r.get(EnvSealKMSKeyID),
 	}
-
-	if v := get(EnvPolicyVersion); v != "" {
-		c.Policy.Version = v
-	}
-	// A margin of 0 makes the dispatch deadline the expiry itself: a message sent in the last
-	// instant arrives after its token died. A grace of 0 lets TTL remove a record at expires_at
-	// while a lease or a reconciliation of it may still be open (worker.Settings checks the
-	// grace against those timings where they are known).
-	if d, ok := duration(get(EnvSafetyMarginSeconds), time.Second); !ok || d == 0 {
-		problem(EnvSafetyMarginSeconds, "must be a whole number of seconds, 1 or more (0 would let a send leave at the very moment the token expires)")
-	} else if d > 0 {
-		c.Policy.SafetyMargin = d
-	}
-	if d, ok := duration(get(EnvStatusGraceHours), time.Hour); !ok || d == 0 {
-		problem(EnvStatusGraceHours, "must be a whole number of hours, 1 or more (0 would let TTL remove a record whose lease or reconciliation is still open)")
-	} else if d > 0 {
-		c.Policy.StatusGrace = d
-	}
-	if d, ok := duration(get(EnvMaxAheadHours), time.Hour); !ok || d == 0 {
-		problem(EnvMaxAheadHours, "must be a whole number of hours, 1 or more")
-	} else if d > 0 {
-		c.Policy.MaxAhead = d
-	}
-	if n, ok := count(get(EnvMaxAttempts)); !ok || n == 0 {
-		problem(EnvMaxAttempts, "must be a whole number, 1 or more")
-	} else if n > 0 {
-		c.Policy.MaxAttempts = n
-	}
-	if c.Policy.MaxAhead <= c.Policy.SafetyMargin {
-		errs = append(errs, fmt.Errorf("%s must be longer than %s", EnvMaxAheadHours, EnvSafetyMarginSeconds))
-	} else if err := c.Policy.Validate(); err != nil {
-		errs = append(errs, err) // policy values are not secret
-	}
-
-	if v := get(EnvSealLocalKey); v != "" {
-		key, err := base64.StdEncoding.DecodeString(v)
-		if err != nil || len(key) != SealLocalKeyLen {
-			problem(EnvSealLocalKey, "must be %d bytes in standard base64", SealLocalKeyLen)
-		}
-		c.SealLocalKey = key
-	}
-	switch {
-	case c.SealKMSKeyID != "" && c.SealLocalKey != nil:
-		errs = append(errs, fmt.Errorf("set only one of %s and %s", EnvSealKMSKeyID, EnvSealLocalKey))
-	case c.SealKMSKeyID == "" && c.SealLocalKey == nil && need&NeedSealing != 0:
-		errs = append(errs, fmt.Errorf("%s (in AWS) or %s (locally) is required", EnvSealKMSKeyID, EnvSealLocalKey))
-	}
-
-	if v := getenv(EnvDestinationPepper); v != "" {
-		if len(v) < MinPepperLen {
-			problem(EnvDestinationPepper, "must be at least %d bytes", MinPepperLen)
-		}
-		c.DestinationPepper = []byte(v)
-	} else if v := get(EnvDestinationPepperParam); v != "" {
-		// In AWS the pepper is an SSM SecureString; the wiring reads it once at cold start.
-		c.DestinationPepperParam = v
-	} else if need&NeedPepper != 0 {
-		problem(EnvDestinationPepper, "or "+EnvDestinationPepperParam+" is required")
-	}
-
-	c.FingerprintKey, c.FingerprintKeyParam = fingerprintKey(getenv, get, need, problem)
-	if k := c.FingerprintKey; k != nil && (bytes.Equal(k, c.DestinationPepper) || bytes.Equal(k, c.SealLocalKey) || string(k) == get(EnvSealLocalKey)) {
-		errs = append(errs, fmt.Errorf("%s must differ from %s and %s", EnvFingerprintKey, EnvDestinationPepper, EnvSealLocalKey))
-	}
-	if c.FingerprintKeyParam != "" && c.FingerprintKeyParam == c.DestinationPepperParam {
-		errs = append(errs, fmt.Errorf("%s must name another parameter than %s", EnvFingerprintKeyParam, EnvDestinationPepperParam))
-	}
-
-	for _, d := range []struct {
-		name string
-		unit time.Duration
-		out  *time.Duration
-	}{
-		{EnvLeaseSeconds, time.Second, &c.Worker.Lease},
-		{EnvMinValiditySeconds, time.Second, &c.Worker.MinValidity},
-		{EnvBackoffBaseMS, time.Millisecond, &c.Worker.BackoffBase},
-		{EnvBackoffMaxSeconds, time.Second, &c.Worker.BackoffMax},
-	} {
-		v, ok := duration(get(d.name), d.unit)
-		if !ok || v == 0 {
-			problem(d.name, "must be a whole number, 1 or more")
-		} else if v > 0 {
-			*d.out = v
-		}
-	}
-	for _, n := range []struct {
-		name string
-		out  *int
-	}{
-		{EnvMaxReconciles, &c.Worker.MaxReconciles},
-		{EnvSMSMaxSegments, &c.Worker.MaxSegments},
-	} {
-		v, ok := count(get(n.name))
-		if !ok || v == 0 {
-			problem(n.name, "must be a whole number, 1 or more")
-		} else if v > 0 {
-			*n.out = v
-		}
-	}
-
-	errs = append(errs, c.loadGuard(get)...)
-
-	level, err := obs.ParseLevel(get(EnvLogLevel))
-	if err != nil {
-		problem(EnvLogLevel, "must be debug, info, warn or error")
-	}
-	c.LogLevel = level
-
-	if err := errors.Join(errs...); err != nil {
+	c.SealLocalKey = r.sealing(c.SealKMSKeyID)
+	c.DestinationPepper, c.DestinationPepperParam = r.pepper()
+	c.FingerprintKey, c.FingerprintKeyParam = r.fingerprintKey()
+	r.keysDiffer(c)
+	c.Worker = r.worker()
+	c.GuardTable, c.Guard, c.AllowedCallingCodes = r.guard()
+	c.LogLevel = r.logLevel()
+	if err := errors.Join(r.errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
 }
 
-// fingerprintKey reads REQUEST_FINGERPRINT_KEY (the key, local runs) or, when it is unset,
-// REQUEST_FINGERPRINT_KEY_PARAM (an SSM SecureString name, AWS; the wiring reads it once).
-func fingerprintKey(getenv, get func(string) string, need Need, problem func(name, format string, args ...any)) ([]byte, string) {
-	if v := getenv(EnvFingerprintKey); v != "" {
-		if len(v) < MinFingerprintKeyLen {
-			problem(EnvFingerprintKey, "must be at least %d bytes", MinFingerprintKeyLen)
+// reader reads one function's variables and collects their problems, so that a cold start
+// reports all of them at once.
+type reader struct {
+	getenv, get func(string) string
+	need        Need
+	errs        []error
+}
+
+// problem records that the variable name is wrong; format says what it must hold.
+func (r *reader) problem(name, format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf("%s "+format, append([]any{name}, args...)...))
+}
+
+// required returns the variable name, a problem when it is unset and n is needed.
+func (r *reader) required(n Need, name string) string {
+	v := r.get(name)
+	if v == "" && r.need&n != 0 {
+		r.problem(name, "is required")
+	}
+	return v
+}
+
+// policy returns notify.DefaultPolicy with POLICY_VERSION, SAFETY_MARGIN_SECONDS,
+// STATUS_GRACE_HOURS, MAX_AHEAD_HOURS and MAX_ATTEMPTS applied.
+func (r *reader) policy() notify.Policy {
+	p := notify.DefaultPolicy()
+	if v := r.get(EnvPolicyVersion); v != "" {
+		p.Version = v
+	}
+	// A margin of 0 makes the dispatch deadline the expiry itself: a message sent in the last
+	// instant arrives after its token died. A grace of 0 lets TTL remove a record at expires_at
+	// while a lease or a reconciliation of it may still be open (worker.Settings checks the
+	// grace against those timings where they are known).
+	r.positiveDuration(EnvSafetyMarginSeconds, time.Second, &p.SafetyMargin,
+		"must be a whole number of seconds, 1 or more (0 would let a send leave at the very moment the token expires)")
+	r.positiveDuration(EnvStatusGraceHours, time.Hour, &p.StatusGrace,
+		"must be a whole number of hours, 1 or more (0 would let TTL remove a record whose lease or reconciliation is still open)")
+	r.positiveDuration(EnvMaxAheadHours, time.Hour, &p.MaxAhead, "must be a whole number of hours, 1 or more")
+	r.positiveCount(EnvMaxAttempts, &p.MaxAttempts)
+	if p.MaxAhead <= p.SafetyMargin {
+		r.errs = append(r.errs, fmt.Errorf("%s must be longer than %s", EnvMaxAheadHours, EnvSafetyMarginSeconds))
+	} else if err := p.Validate(); err != nil {
+		r.errs = append(r.errs, err) // policy values are not secret
+	}
+	return p
+}
+
+// positiveDuration sets *out from the variable name, a whole number of units of 1 or more,
+// when it is set; else it records the problem must.
+func (r *reader) positiveDuration(name string, unit time.Duration, out *time.Duration, must string) {
+	if d, ok := duration(r.get(name), unit); !ok || d == 0 {
+		r.problem(name, must)
+	} else if d > 0 {
+		*out = d
+	}
+}
+
+// positiveCount sets *out from the variable name, a whole number of 1 or more, when it is set.
+func (r *reader) positiveCount(name string, out *int) {
+	if n, ok := count(r.get(name)); !ok || n == 0 {
+		r.problem(name, "must be a whole number, 1 or more")
+	} else if n > 0 {
+		*out = n
+	}
+}
+
+// sealing reads SEAL_LOCAL_KEY and checks that exactly one of it and kmsKeyID is set when
+// sealing is needed.
+func (r *reader) sealing(kmsKeyID string) []byte {
+	var key []byte
+	if v := r.get(EnvSealLocalKey); v != "" {
+		var err error
+		key, err = base64.StdEncoding.DecodeString(v)
+		if err != nil || len(key) != SealLocalKeyLen {
+			r.problem(EnvSealLocalKey, "must be %d bytes in standard base64", SealLocalKeyLen)
+		}
+	}
+	switch {
+	case kmsKeyID != "" && key != nil:
+		r.errs = append(r.errs, fmt.Errorf("set only one of %s and %s", EnvSealKMSKeyID, EnvSealLocalKey))
+	case kmsKeyID == "" && key == nil && r.need&NeedSealing != 0:
+		r.errs = append(r.errs, fmt.Errorf("%s (in AWS) or %s (locally) is required", EnvSealKMSKeyID, EnvSealLocalKey))
+	}
+	return key
+}
+
+// pepper reads DESTINATION_PEPPER (the pepper, local runs) or, when it is unset,
+// DESTINATION_PEPPER_PARAM (an SSM SecureString name, AWS; the wiring reads it once).
+func (r *reader) pepper() ([]byte, string) {
+	if v := r.getenv(EnvDestinationPepper); v != "" {
+		if len(v) < MinPepperLen {
+			r.problem(EnvDestinationPepper, "must be at least %d bytes", MinPepperLen)
 		}
 		return []byte(v), ""
 	}
-	if v := get(EnvFingerprintKeyParam); v != "" {
+	if v := r.get(EnvDestinationPepperParam); v != "" {
 		return nil, v
 	}
-	if need&NeedFingerprintKey != 0 {
-		problem(EnvFingerprintKey, "or "+EnvFingerprintKeyParam+" is required")
+	if r.need&NeedPepper != 0 {
+		r.problem(EnvDestinationPepper, "or "+EnvDestinationPepperParam+" is required")
 	}
 	return nil, ""
 }
 
-// loadGuard reads the abuse guards' settings into c and returns their problems.
-func (c *Config) loadGuard(get func(string) string) []error {
-	var errs []error
-	c.GuardTable = get(EnvGuardTable)
-	c.Guard = notify.DefaultGuardLimits()
+// fingerprintKey reads REQUEST_FINGERPRINT_KEY (the key, local runs) or, when it is unset,
+// REQUEST_FINGERPRINT_KEY_PARAM (an SSM SecureString name, AWS; the wiring reads it once).
+func (r *reader) fingerprintKey() ([]byte, string) {
+	if v := r.getenv(EnvFingerprintKey); v != "" {
+		if len(v) < MinFingerprintKeyLen {
+			r.problem(EnvFingerprintKey, "must be at least %d bytes", MinFingerprintKeyLen)
+		}
+		return []byte(v), ""
+	}
+	if v := r.get(EnvFingerprintKeyParam); v != "" {
+		return nil, v
+	}
+	if r.need&NeedFingerprintKey != 0 {
+		r.problem(EnvFingerprintKey, "or "+EnvFingerprintKeyParam+" is required")
+	}
+	return nil, ""
+}
+
+// keysDiffer refuses a request fingerprint key that is the pepper or the sealing key.
+func (r *reader) keysDiffer(c Config) {
+	if k := c.FingerprintKey; k != nil && (bytes.Equal(k, c.DestinationPepper) || bytes.Equal(k, c.SealLocalKey) || string(k) == r.get(EnvSealLocalKey)) {
+		r.errs = append(r.errs, fmt.Errorf("%s must differ from %s and %s", EnvFingerprintKey, EnvDestinationPepper, EnvSealLocalKey))
+	}
+	if c.FingerprintKeyParam != "" && c.FingerprintKeyParam == c.DestinationPepperParam {
+		r.errs = append(r.errs, fmt.Errorf("%s must name another parameter than %s", EnvFingerprintKeyParam, EnvDestinationPepperParam))
+	}
+}
+
+// worker reads the background workers' settings.
+func (r *reader) worker() Worker {
+	var w Worker
+	must := "must be a whole number, 1 or more"
+	r.positiveDuration(EnvLeaseSeconds, time.Second, &w.Lease, must)
+	r.positiveDuration(EnvMinValiditySeconds, time.Second, &w.MinValidity, must)
+	r.positiveDuration(EnvBackoffBaseMS, time.Millisecond, &w.BackoffBase, must)
+	r.positiveDuration(EnvBackoffMaxSeconds, time.Second, &w.BackoffMax, must)
+	r.positiveCount(EnvMaxReconciles, &w.MaxReconciles)
+	r.positiveCount(EnvSMSMaxSegments, &w.MaxSegments)
+	return w
+}
+
+// guard reads the abuse guards' settings: the counter table, the limits and the allowed
+// calling codes.
+func (r *reader) guard() (string, notify.GuardLimits, []string) {
+	limits := notify.DefaultGuardLimits()
 	for _, n := range []struct {
 		name string
 		out  *int
 	}{
-		{EnvGuardPerHour, &c.Guard.PerHour},
-		{EnvGuardPerDay, &c.Guard.PerDay},
-		{EnvGuardPrefixDigits, &c.Guard.PrefixDigits},
-		{EnvGuardPrefixPerMinute, &c.Guard.PrefixPerMinute},
+		{EnvGuardPerHour, &limits.PerHour},
+		{EnvGuardPerDay, &limits.PerDay},
+		{EnvGuardPrefixDigits, &limits.PrefixDigits},
+		{EnvGuardPrefixPerMinute, &limits.PrefixPerMinute},
 	} {
-		if v, ok := count(get(n.name)); !ok {
-			errs = append(errs, fmt.Errorf("%s must be a whole number, 0 or more", n.name))
+		if v, ok := count(r.get(n.name)); !ok {
+			r.problem(n.name, "must be a whole number, 0 or more")
 		} else if v >= 0 {
 			*n.out = v
 		}
 	}
-	if err := c.Guard.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%s, %s, %s: %w", EnvGuardPerHour, EnvGuardPerDay, EnvGuardPrefixDigits, err))
+	if err := limits.Validate(); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s, %s, %s: %w", EnvGuardPerHour, EnvGuardPerDay, EnvGuardPrefixDigits, err))
 	}
 	var codes []string
-	for _, code := range strings.Split(get(EnvAllowedCallingCodes), ",") {
+	for _, code := range strings.Split(r.get(EnvAllowedCallingCodes), ",") {
 		if code = strings.TrimSpace(code); code != "" {
 			codes = append(codes, code)
 		}
 	}
 	if _, err := notify.NewCountries(codes); err != nil {
-		errs = append(errs, fmt.Errorf("%s must list country calling codes such as 1,44,49: %w", EnvAllowedCallingCodes, err))
+		r.errs = append(r.errs, fmt.Errorf("%s must list country calling codes such as 1,44,49: %w", EnvAllowedCallingCodes, err))
 	}
-	c.AllowedCallingCodes = codes
-	return errs
+	return r.get(EnvGuardTable), limits, codes
+}
+
+// logLevel reads LOG_LEVEL.
+func (r *reader) logLevel() slog.Level {
+	level, err := parseLevel(r.get(EnvLogLevel))
+	if err != nil {
+		r.problem(EnvLogLevel, "must be debug, info, warn or error")
+	}
+	return level
+}
+
+// parseLevel turns a LOG_LEVEL value (debug, info, warn or error, any case) into a level. The
+// empty string means info.
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, errors.New("want debug, info, warn or error")
 }
 
 // duration parses a whole, non-negative number of units. The empty string gives -1 and ok,

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/config"
 )
 
 // Namespace is the CloudWatch namespace of the project's metrics where no stack names its own:
@@ -15,10 +17,10 @@ import (
 const Namespace = "resetnotify"
 
 // EnvMetricsNamespace names the variable that sets the namespace of every metric a function
-// emits. template.yaml sets it to "resetnotify/<stack name>" (StackNamespace) for every
-// function, so that two stacks in one account never mix their metrics, and its alarms and
-// dashboard read that namespace. Unset, metrics go to Namespace.
-const EnvMetricsNamespace = "METRICS_NAMESPACE"
+// emits (config.EnvMetricsNamespace). template.yaml sets it to "resetnotify/<stack name>"
+// (StackNamespace) for every function, so that two stacks in one account never mix their
+// metrics, and its alarms and dashboard read that namespace. Unset, metrics go to Namespace.
+const EnvMetricsNamespace = config.EnvMetricsNamespace
 
 // StackNamespace is the namespace of stack's metrics.
 func StackNamespace(stack string) string { return Namespace + "/" + stack }

@@ -77,19 +77,3 @@ func guard(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
-
-// ParseLevel turns a LOG_LEVEL value (debug, info, warn or error, any case) into a level. The
-// empty string means info.
-func ParseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "info":
-		return slog.LevelInfo, nil
-	case "debug":
-		return slog.LevelDebug, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
-	}
-	return 0, fmt.Errorf("obs.level: want debug, info, warn or error")
-}

@@ -90,28 +90,6 @@ func TestLoggerGuard(t *testing.T) {
 	}
 }
 
-func TestParseLevel(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    slog.Level
-		wantErr bool
-	}{
-		{"", slog.LevelInfo, false},
-		{"DEBUG", slog.LevelDebug, false},
-		{"warn", slog.LevelWarn, false},
-		{" error ", slog.LevelError, false},
-		{"verbose", 0, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := obs.ParseLevel(tc.in)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Errorf("ParseLevel(%q) = %v, %v", tc.in, got, err)
-			}
-		})
-	}
-}
-
 func TestMetricsEMF(t *testing.T) {
 	var buf bytes.Buffer
 	m := &obs.Metrics{W: &buf, Function: "intake", Now: func() time.Time { return time.UnixMilli(1762000000123) }}

@@ -13,9 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
-	"github.com/resetnotify/resetnotify/shared/sms/simclient"
 )
 
 // SimulatorRoute is the HTTP API route of the simulator's webhook, as template.yaml declares
@@ -27,7 +26,7 @@ const SimulatorRoute = "POST /v1/provider-events/simulator"
 var ErrRetryLater = errors.New("provider event must be delivered again")
 
 // Handler is the provider-events Lambda function's handler. Build it with
-// app.NewProviderEventsHandler.
+// providerevents.New (package shared/wire/providerevents).
 type Handler struct {
 	Recorder *Recorder
 	// WebhookToken is the shared token the simulator sends in simapi.WebhookTokenHeader.
@@ -58,14 +57,14 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sns":
 		var ev events.SNSEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
-			h.Recorder.Poison(ctx, endusersms.Provider, fmt.Errorf("receipts.handle: unreadable SNS event: %w", ErrPoison))
+			h.Recorder.Poison(ctx, config.SMSEndUserSMS, fmt.Errorf("receipts.handle: unreadable SNS event: %w", ErrPoison))
 			return nil, nil
 		}
 		return nil, h.HandleSNS(ctx, ev)
 	case probe.Version == "2.0" && probe.RequestContext.HTTP.Method != "":
 		var req events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(payload, &req); err != nil {
-			h.Recorder.Poison(ctx, simclient.Provider, fmt.Errorf("receipts.handle: unreadable HTTP API event: %w", ErrPoison))
+			h.Recorder.Poison(ctx, config.SMSSimulator, fmt.Errorf("receipts.handle: unreadable HTTP API event: %w", ErrPoison))
 			return respond(http.StatusBadRequest, OutcomePoison), nil
 		}
 		return h.HandleSimulatorWebhook(ctx, req)
@@ -84,7 +83,7 @@ func (h *Handler) HandleSNS(ctx context.Context, ev events.SNSEvent) error {
 	for _, rec := range ev.Records {
 		rc, err := ParseEndUserSMS([]byte(rec.SNS.Message))
 		if err != nil {
-			h.Recorder.Poison(ctx, endusersms.Provider, err)
+			h.Recorder.Poison(ctx, config.SMSEndUserSMS, err)
 			continue
 		}
 		if _, err := h.Recorder.Record(ctx, rc); err != nil {
@@ -113,18 +112,18 @@ func (h *Handler) HandleSimulatorWebhook(ctx context.Context, req events.APIGate
 	if req.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(req.Body)
 		if err != nil {
-			h.Recorder.Poison(ctx, simclient.Provider, fmt.Errorf("receipts.webhook: body is not base64: %w", ErrPoison))
+			h.Recorder.Poison(ctx, config.SMSSimulator, fmt.Errorf("receipts.webhook: body is not base64: %w", ErrPoison))
 			return respond(http.StatusBadRequest, OutcomePoison), nil
 		}
 		body = b
 	}
 	if len(body) > maxEventBytes {
-		h.Recorder.Poison(ctx, simclient.Provider, fmt.Errorf("receipts.webhook: body over %d bytes: %w", maxEventBytes, ErrPoison))
+		h.Recorder.Poison(ctx, config.SMSSimulator, fmt.Errorf("receipts.webhook: body over %d bytes: %w", maxEventBytes, ErrPoison))
 		return respond(http.StatusRequestEntityTooLarge, OutcomePoison), nil
 	}
 	rc, err := ParseSimulator(body)
 	if err != nil {
-		h.Recorder.Poison(ctx, simclient.Provider, err)
+		h.Recorder.Poison(ctx, config.SMSSimulator, err)
 		return respond(http.StatusBadRequest, OutcomePoison), nil
 	}
 	res, err := h.Recorder.Record(ctx, rc)

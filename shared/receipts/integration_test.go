@@ -20,7 +20,6 @@ import (
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
-	"github.com/resetnotify/resetnotify/shared/app"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -31,6 +30,8 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
 	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/wire/providerevents"
+	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
 )
 
 // countingDB counts PutItem calls, to show what recording costs.
@@ -222,11 +223,11 @@ func TestStorePutOnDynamoDBLocal(t *testing.T) {
 func TestEndUserSMSLookupReadsReceipts(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	reader, err := app.NewReceiptReader(e.getenv(nil), awsConfig(t))
+	reader, err := reconcile.ReceiptReader(awsConfig(t), e.getenv(nil))
 	if err != nil || reader == nil {
 		t.Fatalf("NewReceiptReader = %v, %v", reader, err)
 	}
-	h, err := app.NewProviderEventsHandler(ctx, e.getenv(nil), awsConfig(t), &strings.Builder{})
+	h, err := providerevents.New(ctx, awsConfig(t), e.getenv(nil), &strings.Builder{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestEndUserSMSLookupReadsReceipts(t *testing.T) {
 		t.Errorf("lookup of an attempt without events = %+v, %v; want inconclusive/no_receipt", got, err)
 	}
 
-	none, err := app.NewReceiptReader(func(string) string { return "" }, awsConfig(t))
+	none, err := reconcile.ReceiptReader(awsConfig(t), func(string) string { return "" })
 	if err != nil || none != nil {
 		t.Errorf("NewReceiptReader without RECEIPTS_TABLE = %v, %v; want nil, nil", none, err)
 	}
@@ -274,7 +275,7 @@ func TestSNSSampleEventOnDynamoDBLocal(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	var logs strings.Builder
-	h, err := app.NewProviderEventsHandler(ctx, e.getenv(nil), awsConfig(t), &logs)
+	h, err := providerevents.New(ctx, awsConfig(t), e.getenv(nil), &logs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestSimulatorWebhookEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	const hookToken = "e2e-webhook-token-0123456789"
 	logs := &lockedBuilder{b: &strings.Builder{}}
-	h, err := app.NewProviderEventsHandler(ctx, e.getenv(map[string]string{receipts.EnvWebhookToken: hookToken}), awsConfig(t), logs)
+	h, err := providerevents.New(ctx, awsConfig(t), e.getenv(map[string]string{receipts.EnvWebhookToken: hookToken}), logs)
 	if err != nil {
 		t.Fatal(err)
 	}

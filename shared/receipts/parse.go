@@ -7,11 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
-	"github.com/resetnotify/resetnotify/shared/sms/simclient"
 )
+
+// ContextAttemptRef is the key of the End User Messaging SMS message context where the
+// dispatch worker put the attempt's reference (endusersms.ContextAttemptRef, which a test keeps
+// equal): named here too so that provider-events links no SMS adapter.
+const ContextAttemptRef = "attempt_ref"
 
 // maxEventBytes bounds one provider event. Real ones are well under 2 KiB.
 const maxEventBytes = 8 << 10
@@ -79,10 +83,10 @@ func ParseEndUserSMS(msg []byte) (Receipt, error) {
 		status = sms.ReceiptNone
 	}
 	rc := Receipt{
-		AttemptRef: ev.Context[endusersms.ContextAttemptRef],
+		AttemptRef: ev.Context[ContextAttemptRef],
 		MessageID:  ev.MessageID,
 		Status:     status,
-		Provider:   endusersms.Provider,
+		Provider:   config.SMSEndUserSMS,
 		Detail:     safeDetail(ev.EventType),
 	}
 	if ev.EventTimestamp > 0 {
@@ -125,7 +129,7 @@ func ParseSimulator(body []byte) (Receipt, error) {
 		MessageID:  in.MessageID,
 		Status:     status,
 		At:         in.At.UTC(),
-		Provider:   simclient.Provider,
+		Provider:   config.SMSSimulator,
 		Detail:     safeDetail(detail),
 	}
 	if err := rc.Validate(); err != nil {

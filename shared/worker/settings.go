@@ -137,6 +137,42 @@ func CheckRetention(p notify.Policy, s Settings) error {
 		config.EnvLeaseSeconds, config.EnvStatusGraceHours)
 }
 
+// SettingsFromConfig returns DefaultSettings with what the configuration sets applied: the
+// policy's MaxAttempts, the Worker fields that are set, and the provider's timeout and
+// visibility window. MinValidity is never below the provider's minimum validity: with less
+// time left the provider refuses the send without a call, and leasing for it would spend an
+// attempt (retry_scheduled, even failed / ATTEMPTS_EXHAUSTED) on a record that should expire.
+func SettingsFromConfig(c config.Config, p config.SMS) Settings {
+	s := DefaultSettings()
+	if c.Policy.MaxAttempts > 0 {
+		s.MaxAttempts = c.Policy.MaxAttempts
+	}
+	if c.Worker.MaxReconciles > 0 {
+		s.MaxReconciles = c.Worker.MaxReconciles
+	}
+	if c.Worker.Lease > 0 {
+		s.Lease = c.Worker.Lease
+	}
+	if c.Worker.MinValidity > 0 {
+		s.MinValidity = c.Worker.MinValidity
+	}
+	if c.Worker.BackoffBase > 0 {
+		s.BackoffBase = c.Worker.BackoffBase
+	}
+	if c.Worker.BackoffMax > 0 {
+		s.BackoffMax = c.Worker.BackoffMax
+	}
+	if c.Policy.SweepAfter > 0 {
+		s.RequeueAfter = c.Policy.SweepAfter
+	}
+	s.MinValidity = max(s.MinValidity, p.MinValidity())
+	if p.Timeout > 0 {
+		s.ProviderTimeout = p.Timeout
+	}
+	s.Visibility = p.Visibility
+	return s
+}
+
 // backoff returns the jittered wait after the nth failure (n ≥ 1): "equal jitter", a uniform
 // draw between half and all of min(max, base·2^(n-1)), so waits spread out but never collapse
 // to zero. rnd returns a float in [0, 1).

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
@@ -135,27 +137,27 @@ func TestCheckRetention(t *testing.T) {
 	}
 }
 
-// TestWorkersRefuseAShortGrace checks that every worker's cold start applies CheckRetention.
-func TestWorkersRefuseAShortGrace(t *testing.T) {
-	c := config.Config{Policy: notify.DefaultPolicy(), NotificationsTable: "n",
-		DispatchQueueURL: "http://127.0.0.1:1/q/d", ReconcileQueueURL: "http://127.0.0.1:1/q/r", SealLocalKey: make([]byte, 32)}
-	c.Policy.StatusGrace = time.Hour
-	w := worker.Wiring{Config: c, SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: "http://127.0.0.1:1",
-		Timeout: 5 * time.Second, Visibility: time.Hour}}
-	build := map[string]func() error{
-		"dispatch":  func() error { _, err := worker.NewDispatcherFromConfig(t.Context(), w); return err },
-		"reconcile": func() error { _, err := worker.NewReconcilerFromConfig(t.Context(), w); return err },
-		"sweeper":   func() error { _, err := worker.NewSweeperFromConfig(t.Context(), w); return err },
+// TestConfigDocumentsTheDefaults checks the defaults config.Vars (and so the README) gives the
+// workers' variables against DefaultSettings and the renderer's budget.
+func TestConfigDocumentsTheDefaults(t *testing.T) {
+	s := worker.DefaultSettings()
+	want := map[string]string{
+		config.EnvLeaseSeconds:       strconv.Itoa(int(s.Lease / time.Second)),
+		config.EnvMinValiditySeconds: strconv.Itoa(int(s.MinValidity / time.Second)),
+		config.EnvMaxReconciles:      strconv.Itoa(s.MaxReconciles),
+		config.EnvBackoffBaseMS:      strconv.Itoa(int(s.BackoffBase / time.Millisecond)),
+		config.EnvBackoffMaxSeconds:  strconv.Itoa(int(s.BackoffMax / time.Second)),
+		config.EnvSMSMaxSegments:     strconv.Itoa(render.DefaultMaxSegments),
 	}
-	for name, b := range build {
-		t.Run(name, func(t *testing.T) {
-			if err := b(); err == nil || !strings.Contains(err.Error(), config.EnvStatusGraceHours) {
-				t.Errorf("built with a 1 h grace and a 1 h visibility window: %v", err)
+	for _, v := range config.Vars() {
+		if w, ok := want[v.Name]; ok {
+			if v.Default != w {
+				t.Errorf("config.Vars says %s defaults to %q, it is %q", v.Name, v.Default, w)
 			}
-		})
+			delete(want, v.Name)
+		}
 	}
-	w.SMS.Visibility = time.Minute
-	if _, err := worker.NewSweeperFromConfig(t.Context(), w); err != nil {
-		t.Errorf("sweeper refused a 1 h grace with a 1 min window: %v", err)
+	for name := range want {
+		t.Errorf("config.Vars does not list %s", name)
 	}
 }

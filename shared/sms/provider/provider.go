@@ -1,33 +1,11 @@
 // Package provider chooses and builds the SMS provider adapter from configuration, so that
 // every function wires the same provider the same way.
 //
-// Environment variables (read by ConfigFromEnv):
-//
-//	SMS_PROVIDER              simulator | endusersms | sinch (required)
-//	SMS_TIMEOUT               bound on one provider call, a Go duration such as "5s" or
-//	                          "800ms" (default 5s); a send still running then is unknown
-//	SMS_VISIBILITY_SECONDS    how long after an attempt a lookup must wait before "not
-//	                          found" counts (defaults: simulator 0, endusersms 300, sinch 60).
-//	                          The reconcile queue's delay must be at least this long.
-//
-//	simulator:
-//	SMS_SIMULATOR_URL         base URL of cmd/smssim, e.g. http://127.0.0.1:8025 (required)
-//	SMS_SIMULATOR_TOKEN       bearer token, when the simulator requires one
-//
-//	endusersms (AWS End User Messaging SMS; credentials and region from the AWS SDK's usual
-//	sources, endpoint override from AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 or SMS_ENDPOINT):
-//	SMS_ORIGINATION_IDENTITY  phone number, sender ID or pool, ID or ARN (required)
-//	SMS_CONFIGURATION_SET     configuration set whose event destination feeds provider-events
-//	SMS_ENDPOINT              endpoint override (tests and emulators)
-//
-//	sinch:
-//	SINCH_BASE_URL            regional API root (default https://us.sms.api.sinch.com)
-//	SINCH_SERVICE_PLAN_ID     (required)
-//	SINCH_API_TOKEN           the API token, for local runs (a secret)
-//	SINCH_API_TOKEN_PARAM     in AWS instead: the SSM SecureString holding the token, read
-//	                          once at cold start by ResolveSecrets (one of the two is required)
-//	SINCH_FROM                sender number or ID (required)
-//	SINCH_CALLBACK_URL        delivery report URL (optional)
+// Its configuration is config.SMS: package config names and parses the variables
+// (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS and each provider's own; config.Vars and
+// the README's configuration table describe them). For endusersms, credentials and region
+// come from the AWS SDK's usual sources, the endpoint override from
+// AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 or SMS_ENDPOINT.
 //
 // The Provider that New returns holds the Sender for the dispatch function and, separately,
 // a sms.LookupOnly for the reconcile function: that value has no Send method, whatever
@@ -38,15 +16,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/secretparam"
 	"github.com/resetnotify/resetnotify/shared/sms"
@@ -56,6 +32,7 @@ import (
 )
 
 // The provider kinds SMS_PROVIDER names. Each is also the name recorded on the records.
+// Package config names them too (config.SMSSimulator, ...); a test keeps the two in step.
 const (
 	Simulator  = simclient.Provider
 	EndUserSMS = endusersms.Provider
@@ -63,22 +40,13 @@ const (
 )
 
 // DefaultTimeout bounds one provider call when SMS_TIMEOUT is not set.
-const DefaultTimeout = 5 * time.Second
+const DefaultTimeout = config.DefaultSMSTimeout
 
 // DefaultSinchBaseURL is Sinch's US region.
-const DefaultSinchBaseURL = "https://us.sms.api.sinch.com"
+const DefaultSinchBaseURL = config.DefaultSinchBaseURL
 
 // DefaultVisibility returns the visibility window of kind when none is configured.
-func DefaultVisibility(kind string) time.Duration {
-	switch kind {
-	case EndUserSMS:
-		// Events travel service → SNS → provider-events → table; give them minutes.
-		return 5 * time.Minute
-	case Sinch:
-		return time.Minute
-	}
-	return 0
-}
+func DefaultVisibility(kind string) time.Duration { return config.DefaultSMSVisibility(kind) }
 
 // MinValidity returns the shortest validity period the provider of kind accepts: a send with
 // less is refused before it leaves the process. Providers that count validity in whole
@@ -90,126 +58,10 @@ func MinValidity(kind string) time.Duration {
 	return time.Second
 }
 
-// Config is the provider configuration.
-type Config struct {
-	Kind       string
-	Timeout    time.Duration
-	Visibility time.Duration
-
-	SimulatorURL   string
-	SimulatorToken string
-
-	OriginationIdentity  string
-	ConfigurationSetName string
-	Endpoint             string
-
-	SinchBaseURL       string
-	SinchServicePlanID string
-	SinchAPIToken      string
-	// SinchAPITokenParam names the SSM SecureString that holds SinchAPIToken in AWS.
-	SinchAPITokenParam string
-	SinchFrom          string
-	SinchCallbackURL   string
-}
-
-// ConfigFromEnv reads the variables of the package doc through getenv (os.Getenv in
-// production, a map in tests).
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	cfg := Config{
-		Kind:                 strings.ToLower(get("SMS_PROVIDER")),
-		Timeout:              DefaultTimeout,
-		SimulatorURL:         get("SMS_SIMULATOR_URL"),
-		SimulatorToken:       get("SMS_SIMULATOR_TOKEN"),
-		OriginationIdentity:  get("SMS_ORIGINATION_IDENTITY"),
-		ConfigurationSetName: get("SMS_CONFIGURATION_SET"),
-		Endpoint:             get("SMS_ENDPOINT"),
-		SinchBaseURL:         get("SINCH_BASE_URL"),
-		SinchServicePlanID:   get("SINCH_SERVICE_PLAN_ID"),
-		SinchAPIToken:        get("SINCH_API_TOKEN"),
-		SinchAPITokenParam:   get("SINCH_API_TOKEN_PARAM"),
-		SinchFrom:            get("SINCH_FROM"),
-		SinchCallbackURL:     get("SINCH_CALLBACK_URL"),
-	}
-	var errs []error
-	if v := get("SMS_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("SMS_TIMEOUT %q is not a positive duration", v))
-		}
-		cfg.Timeout = d
-	}
-	cfg.Visibility = DefaultVisibility(cfg.Kind)
-	if v := get("SMS_VISIBILITY_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("SMS_VISIBILITY_SECONDS %q is not a non-negative integer", v))
-		}
-		cfg.Visibility = time.Duration(n) * time.Second
-	}
-	if cfg.SinchBaseURL == "" {
-		cfg.SinchBaseURL = DefaultSinchBaseURL
-	}
-	errs = append(errs, cfg.Validate())
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, fmt.Errorf("provider.config: %w", err)
-	}
-	return cfg, nil
-}
-
-// String describes cfg with its secrets (the Sinch API token, the simulator token) replaced,
-// so that logging or printing it never shows them.
-func (cfg Config) String() string {
-	return fmt.Sprintf("kind=%s timeout=%s visibility=%s simulator_url=%s simulator_token=%s origination_identity=%s configuration_set=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s",
-		cfg.Kind, cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
-		cfg.ConfigurationSetName, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom)
-}
-
-// GoString keeps %#v from printing the secrets too.
-func (cfg Config) GoString() string { return "provider.Config{" + cfg.String() + "}" }
-
-// LogValue describes cfg for slog with its secrets replaced.
-func (cfg Config) LogValue() slog.Value { return slog.StringValue(cfg.String()) }
-
-func secretState(v, param string) string {
-	switch {
-	case v != "":
-		return "set"
-	case param != "":
-		return "ssm:" + param
-	}
-	return "unset"
-}
-
-// MinValidity returns the shortest validity period cfg's provider accepts (see MinValidity).
-func (cfg Config) MinValidity() time.Duration { return MinValidity(cfg.Kind) }
-
-// Validate reports what cfg lacks for its kind. Its errors name variables, never values.
-func (cfg Config) Validate() error {
-	var errs []error
-	need := func(v, name string) {
-		if v == "" {
-			errs = append(errs, fmt.Errorf("%s is required for SMS_PROVIDER=%s", name, cfg.Kind))
-		}
-	}
-	switch cfg.Kind {
-	case Simulator:
-		need(cfg.SimulatorURL, "SMS_SIMULATOR_URL")
-	case EndUserSMS:
-		need(cfg.OriginationIdentity, "SMS_ORIGINATION_IDENTITY")
-	case Sinch:
-		need(cfg.SinchServicePlanID, "SINCH_SERVICE_PLAN_ID")
-		if cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam == "" {
-			errs = append(errs, fmt.Errorf("SINCH_API_TOKEN or SINCH_API_TOKEN_PARAM is required for SMS_PROVIDER=%s", cfg.Kind))
-		}
-		need(cfg.SinchFrom, "SINCH_FROM")
-	case "":
-		errs = append(errs, errors.New("SMS_PROVIDER is not set"))
-	default:
-		errs = append(errs, fmt.Errorf("SMS_PROVIDER %q is not one of %s, %s, %s", cfg.Kind, Simulator, EndUserSMS, Sinch))
-	}
-	return errors.Join(errs...)
-}
+// Config is the provider configuration. Package config owns its variables and parses them
+// (config.LoadSMS), so that a function that only times the provider (the sweeper) reads them
+// without linking the adapters.
+type Config = config.SMS
 
 // MinSinchAPITokenLen is the shortest Sinch API token ResolveSecrets accepts from SSM.
 const MinSinchAPITokenLen = 16
@@ -300,15 +152,25 @@ func New(cfg Config, deps Deps) (Provider, error) {
 	return p, nil
 }
 
+// Build resolves cfg's secrets from SSM (ResolveSecrets) and builds the provider: what the
+// functions that call the provider (dispatch, reconcile) do once at cold start.
+func Build(ctx context.Context, cfg Config, params secretparam.API, deps Deps) (Provider, error) {
+	cfg, err := ResolveSecrets(ctx, cfg, params)
+	if err != nil {
+		return Provider{}, err
+	}
+	return New(cfg, deps)
+}
+
 // FromEnv reads the configuration through getenv and builds the provider. For endusersms
 // without AWS credentials in deps, it loads the SDK's default configuration.
 func FromEnv(ctx context.Context, getenv func(string) string, deps Deps) (Provider, error) {
-	cfg, err := ConfigFromEnv(getenv)
+	cfg, err := config.LoadSMS(getenv)
 	if err != nil {
 		return Provider{}, err
 	}
 	if cfg.Kind == EndUserSMS && deps.AWS.Credentials == nil {
-		deps.AWS, err = config.LoadDefaultConfig(ctx)
+		deps.AWS, err = awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
 			return Provider{}, fmt.Errorf("provider.from_env: loading AWS configuration: %w", err)
 		}

@@ -3,9 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,74 +13,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
-func TestConfigFromEnv(t *testing.T) {
-	tests := []struct {
-		name    string
-		env     map[string]string
-		want    provider.Config
-		wantErr []string
-	}{
-		{
-			name: "simulator with defaults",
-			env:  map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://127.0.0.1:8025"},
-			want: provider.Config{Kind: "simulator", Timeout: 5 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SinchBaseURL: provider.DefaultSinchBaseURL},
-		},
-		{
-			name: "simulator with timeout and visibility",
-			env:  map[string]string{"SMS_PROVIDER": "Simulator", "SMS_SIMULATOR_URL": "http://127.0.0.1:8025", "SMS_SIMULATOR_TOKEN": "t", "SMS_TIMEOUT": "800ms", "SMS_VISIBILITY_SECONDS": "3"},
-			want: provider.Config{Kind: "simulator", Timeout: 800 * time.Millisecond, Visibility: 3 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SimulatorToken: "t", SinchBaseURL: provider.DefaultSinchBaseURL},
-		},
-		{
-			name: "endusersms",
-			env:  map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_CONFIGURATION_SET": "cs", "SMS_ENDPOINT": "http://127.0.0.1:9"},
-			want: provider.Config{Kind: "endusersms", Timeout: 5 * time.Second, Visibility: 5 * time.Minute, OriginationIdentity: "pool-1", ConfigurationSetName: "cs", Endpoint: "http://127.0.0.1:9", SinchBaseURL: provider.DefaultSinchBaseURL},
-		},
-		{
-			name: "sinch",
-			env:  map[string]string{"SMS_PROVIDER": "sinch", "SINCH_BASE_URL": "https://eu.sms.api.sinch.com", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb"},
-			want: provider.Config{Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SinchBaseURL: "https://eu.sms.api.sinch.com", SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop", SinchCallbackURL: "https://h/cb"},
-		},
-		{name: "no provider", env: map[string]string{}, wantErr: []string{"SMS_PROVIDER is not set"}},
-		{name: "unknown provider", env: map[string]string{"SMS_PROVIDER": "twilio"}, wantErr: []string{`"twilio" is not one of`}},
-		{name: "simulator without URL", env: map[string]string{"SMS_PROVIDER": "simulator"}, wantErr: []string{"SMS_SIMULATOR_URL is required"}},
-		{name: "endusersms without identity", env: map[string]string{"SMS_PROVIDER": "endusersms"}, wantErr: []string{"SMS_ORIGINATION_IDENTITY is required"}},
-		{name: "sinch without credentials", env: map[string]string{"SMS_PROVIDER": "sinch", "SINCH_FROM": "x"}, wantErr: []string{"SINCH_SERVICE_PLAN_ID", "SINCH_API_TOKEN", "SINCH_API_TOKEN_PARAM"}},
-		{name: "bad timeout and visibility", env: map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://x", "SMS_TIMEOUT": "5", "SMS_VISIBILITY_SECONDS": "-1"}, wantErr: []string{"SMS_TIMEOUT", "SMS_VISIBILITY_SECONDS"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := provider.ConfigFromEnv(env(tc.env))
-			if len(tc.wantErr) > 0 {
-				if err == nil {
-					t.Fatalf("ConfigFromEnv accepted: %+v", got)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not mention %q", err, w)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("config (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 func TestFromEnvSimulatorSendsAndLooksUp(t *testing.T) {
 	srv, base := smssimtest.Start(t, smssim.Config{})
@@ -117,7 +57,7 @@ func TestNewEndUserSMSIsWired(t *testing.T) {
 		io.WriteString(w, `{"MessageId":"aws-1"}`)
 	}))
 	defer fake.Close()
-	cfg, err := provider.ConfigFromEnv(env(map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_ENDPOINT": fake.URL}))
+	cfg, err := config.LoadSMS(env(map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_ENDPOINT": fake.URL}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +77,7 @@ func TestNewEndUserSMSIsWired(t *testing.T) {
 }
 
 func TestNewSinch(t *testing.T) {
-	cfg, err := provider.ConfigFromEnv(env(map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "secret-token", "SINCH_FROM": "Shop"}))
+	cfg, err := config.LoadSMS(env(map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "secret-token", "SINCH_FROM": "Shop"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +108,7 @@ func (f *fakeSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ .
 func TestSinchTokenFromSSM(t *testing.T) {
 	const token = "sinch-api-token-from-ssm-0123"
 	base := map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_FROM": "Shop", "SINCH_API_TOKEN_PARAM": "/resetnotify/sinch-api-token"}
-	cfg, err := provider.ConfigFromEnv(env(base))
+	cfg, err := config.LoadSMS(env(base))
 	if err != nil {
 		t.Fatalf("a token parameter instead of a token: %v", err)
 	}
@@ -209,7 +149,7 @@ func TestSinchTokenFromSSM(t *testing.T) {
 	}
 	// Neither a token nor a parameter: refused, naming both.
 	delete(base, "SINCH_API_TOKEN_PARAM")
-	if _, err := provider.ConfigFromEnv(env(base)); err == nil || !strings.Contains(err.Error(), "SINCH_API_TOKEN_PARAM") {
+	if _, err := config.LoadSMS(env(base)); err == nil || !strings.Contains(err.Error(), "SINCH_API_TOKEN_PARAM") {
 		t.Errorf("no token at all: %v", err)
 	}
 	// Other providers never call SSM.
@@ -219,16 +159,17 @@ func TestSinchTokenFromSSM(t *testing.T) {
 	}
 }
 
-func TestConfigNeverPrintsSecrets(t *testing.T) {
-	cfg := provider.Config{Kind: provider.Sinch, SinchAPIToken: "sinch-secret-token-0123", SimulatorToken: "sim-secret-token-0123", SinchServicePlanID: "plan"}
-	var buf strings.Builder
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("provider", "config", cfg)
-	for _, out := range []string{buf.String(), cfg.String(), fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg)} {
-		if strings.Contains(out, "secret-token") {
-			t.Errorf("output holds a token: %s", out)
+// TestConfigNamesTheAdapters checks that package config, which parses SMS_PROVIDER without
+// linking the adapters, knows them by their own names and minimum validity periods.
+func TestConfigNamesTheAdapters(t *testing.T) {
+	for _, tc := range []struct{ config, adapter string }{
+		{config.SMSSimulator, provider.Simulator}, {config.SMSEndUserSMS, provider.EndUserSMS}, {config.SMSSinch, provider.Sinch},
+	} {
+		if tc.config != tc.adapter {
+			t.Errorf("config names %q, the adapter %q", tc.config, tc.adapter)
 		}
-		if !strings.Contains(out, "plan") {
-			t.Errorf("output lost the harmless fields: %s", out)
+		if got, want := (config.SMS{Kind: tc.config}).MinValidity(), provider.MinValidity(tc.adapter); got != want {
+			t.Errorf("%s: config's min validity %s, the adapter's %s", tc.config, got, want)
 		}
 	}
 }

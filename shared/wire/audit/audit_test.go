@@ -1,11 +1,15 @@
-package main
+package audit_test
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/audit"
 )
 
 func TestNewHandler(t *testing.T) {
@@ -23,7 +27,7 @@ func TestNewHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			h, err := newHandler(context.Background(), func(k string) string { return tc.env[k] }, &out)
+			h, err := wire.Build(context.Background(), audit.Function, func(k string) string { return tc.env[k] }, &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -37,5 +41,19 @@ func TestNewHandler(t *testing.T) {
 				t.Errorf("handler = %+v", h)
 			}
 		})
+	}
+}
+
+// TestActorIsTheLambdaFunction checks that the entries' actor is the function's name and
+// version as Lambda sets them.
+func TestActorIsTheLambdaFunction(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	env := map[string]string{"AUDIT_TABLE": "audit", "AWS_LAMBDA_FUNCTION_NAME": "stack-AuditFunction-1", "AWS_LAMBDA_FUNCTION_VERSION": "7"}
+	h, err := wire.Build(context.Background(), audit.Function, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Function != "stack-AuditFunction-1" || h.FunctionVersion != "7" {
+		t.Errorf("actor %q version %q", h.Function, h.FunctionVersion)
 	}
 }

@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
-	"github.com/resetnotify/resetnotify/shared/app"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/wire/intake"
 )
 
 type fakeParams struct {
@@ -32,11 +32,11 @@ func TestPepper(t *testing.T) {
 	ctx := context.Background()
 	local := config.Config{DestinationPepper: []byte("local-pepper-0123456"), DestinationPepperParam: "/ignored"}
 	f := &fakeParams{value: "from-ssm-0123456789"}
-	if p, err := app.Pepper(ctx, local, f); err != nil || string(p) != "local-pepper-0123456" || f.got != nil {
+	if p, err := intake.Pepper(ctx, local, f); err != nil || string(p) != "local-pepper-0123456" || f.got != nil {
 		t.Errorf("local pepper: %q %v (ssm called: %v)", p, err, f.got != nil)
 	}
 	remote := config.Config{DestinationPepperParam: "/resetnotify/destination-pepper"}
-	p, err := app.Pepper(ctx, remote, f)
+	p, err := intake.Pepper(ctx, remote, f)
 	if err != nil || string(p) != "from-ssm-0123456789" {
 		t.Fatalf("ssm pepper: %q %v", p, err)
 	}
@@ -51,7 +51,7 @@ func TestPepper(t *testing.T) {
 		"ssm down": {remote, &fakeParams{err: errors.New("throttled")}},
 		"short":    {remote, &fakeParams{value: "short"}},
 	} {
-		if _, err := app.Pepper(ctx, tc.cfg, tc.f); err == nil {
+		if _, err := intake.Pepper(ctx, tc.cfg, tc.f); err == nil {
 			t.Errorf("%s: no error", name)
 		} else if tc.f.value != "" && strings.Contains(err.Error(), tc.f.value) {
 			t.Errorf("%s: error %q shows the parameter value", name, err)
@@ -63,11 +63,11 @@ func TestFingerprintKey(t *testing.T) {
 	ctx := context.Background()
 	local := config.Config{FingerprintKey: []byte("local-fingerprint-key-0123456789abcdef"), FingerprintKeyParam: "/ignored"}
 	f := &fakeParams{value: "fingerprint-key-from-ssm-0123456789abc"}
-	if k, err := app.FingerprintKey(ctx, local, f); err != nil || string(k) != "local-fingerprint-key-0123456789abcdef" || f.got != nil {
+	if k, err := intake.FingerprintKey(ctx, local, f); err != nil || string(k) != "local-fingerprint-key-0123456789abcdef" || f.got != nil {
 		t.Errorf("local key: %q %v (ssm called: %v)", k, err, f.got != nil)
 	}
 	remote := config.Config{FingerprintKeyParam: "/resetnotify/request-fingerprint-key"}
-	k, err := app.FingerprintKey(ctx, remote, f)
+	k, err := intake.FingerprintKey(ctx, remote, f)
 	if err != nil || string(k) != "fingerprint-key-from-ssm-0123456789abc" {
 		t.Fatalf("ssm key: %q %v", k, err)
 	}
@@ -84,7 +84,7 @@ func TestFingerprintKey(t *testing.T) {
 		{"shorter than 32 bytes", remote, &fakeParams{value: "fingerprint-key-too-short"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := app.FingerprintKey(ctx, tc.cfg, tc.f)
+			_, err := intake.FingerprintKey(ctx, tc.cfg, tc.f)
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -1,4 +1,4 @@
-package main
+package digest_test
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/digest"
 )
 
 func TestNewDigester(t *testing.T) {
@@ -35,7 +38,7 @@ func TestNewDigester(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			d, err := newDigester(context.Background(), func(k string) string { return tc.env[k] }, &out)
+			d, err := wire.Build(context.Background(), digest.Function, func(k string) string { return tc.env[k] }, &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -49,7 +52,7 @@ func TestNewDigester(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, isKMS := d.Signer.(audit.KMSSigner)
-			if d.Table != "audit" || d.Period != tc.period || d.Grace != audit.DefaultDigestGrace || isKMS != tc.kms {
+			if d.Table != "audit" || d.Period != tc.period || d.Grace != config.DefaultDigestGrace || isKMS != tc.kms {
 				t.Errorf("digester = %+v", d)
 			}
 			if strings.Contains(out.String(), "PRIVATE KEY") {

@@ -1,10 +1,13 @@
-package main
+package auditreplay_test
 
 import (
 	"bytes"
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/auditreplay"
 )
 
 func TestNewReplayer(t *testing.T) {
@@ -21,7 +24,7 @@ func TestNewReplayer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			r, err := newReplayer(context.Background(), func(k string) string { return tc.env[k] }, &out)
+			r, err := wire.Build(context.Background(), auditreplay.Function, func(k string) string { return tc.env[k] }, &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

@@ -1,0 +1,123 @@
+package resetnotify_test
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/resetnotify/resetnotify/shared/config"
+)
+
+// readmeSection returns the lines of README.md's "## <title>" section.
+func readmeSection(t *testing.T, title string) []string {
+	t.Helper()
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## "+title
+			continue
+		}
+		if in {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("README.md has no section %q", title)
+	}
+	return lines
+}
+
+var envName = regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
+
+// TestREADMEListsEveryVariable checks the README's configuration table against config.Vars:
+// every variable the functions read appears in it, and it lists no other. On a mismatch it
+// prints the table config.Vars describes.
+func TestREADMEListsEveryVariable(t *testing.T) {
+	inREADME := map[string]bool{}
+	for _, line := range readmeSection(t, "Configuration") {
+		cells := strings.Split(line, "|")
+		if !strings.HasPrefix(line, "| `") || len(cells) < 3 {
+			continue
+		}
+		for _, m := range envName.FindAllStringSubmatch(cells[1], -1) {
+			inREADME[m[1]] = true
+		}
+	}
+	known := map[string]bool{}
+	for _, v := range config.Vars() {
+		known[v.Name] = true
+		if !inREADME[v.Name] {
+			t.Errorf("README.md's configuration table does not list %s", v.Name)
+		}
+	}
+	for name := range inREADME {
+		if !known[name] {
+			t.Errorf("README.md's configuration table lists %s, which config.Vars does not know", name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the table config.Vars describes:\n%s", varsTable())
+	}
+}
+
+// TestTemplateSetsOnlyKnownVariables checks that every variable template.yaml sets on a
+// function is one config.Vars knows.
+func TestTemplateSetsOnlyKnownVariables(t *testing.T) {
+	raw, err := os.ReadFile("template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, v := range config.Vars() {
+		known[v.Name] = true
+	}
+	key := regexp.MustCompile(`^(\s+)([A-Z][A-Z0-9_]+):`)
+	indent, found := -1, 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.TrimSpace(line) == "Variables:" {
+			indent = len(line) - len(strings.TrimLeft(line, " "))
+			continue
+		}
+		if indent < 0 || strings.TrimSpace(line) == "" {
+			continue
+		}
+		m := key.FindStringSubmatch(line)
+		if m == nil || len(m[1]) <= indent {
+			if len(line)-len(strings.TrimLeft(line, " ")) <= indent {
+				indent = -1
+			}
+			continue
+		}
+		found++
+		if !known[m[2]] {
+			t.Errorf("template.yaml sets %s, which config.Vars does not know", m[2])
+		}
+	}
+	if found < 20 {
+		t.Errorf("found only %d variables in template.yaml", found)
+	}
+}
+
+// varsTable renders config.Vars as the README's table.
+func varsTable() string {
+	var b strings.Builder
+	b.WriteString("| variable | read by | meaning | default |\n| --- | --- | --- | --- |\n")
+	for _, v := range config.Vars() {
+		def := "—"
+		switch {
+		case strings.Contains(v.Default, " "):
+			def = v.Default
+		case v.Default != "":
+			def = "`" + v.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", v.Name, strings.Join(v.Functions, ", "), v.Meaning, def)
+	}
+	return b.String()
+}

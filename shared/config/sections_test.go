@@ -1,0 +1,116 @@
+package config_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/config"
+)
+
+const token = "simulator-webhook-token-0123"
+
+func TestAuditRetention(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"", config.DefaultAuditRetention, false},
+		{"400", 400 * 24 * time.Hour, false},
+		{" 30 ", 30 * 24 * time.Hour, false},
+		{"0", 0, true},
+		{"-1", 0, true},
+		{"1.5", 0, true},
+		{"forever", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := config.AuditRetention(env(map[string]string{config.EnvAuditRetentionDays: tc.in}))
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("AuditRetention(%q) = %s, %v; want %s, error %v", tc.in, got, err, tc.want, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), config.EnvAuditRetentionDays) {
+				t.Errorf("error %q does not name the variable", err)
+			}
+		})
+	}
+}
+
+func TestLoadReceipts(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		needTable bool
+		want      config.Receipts
+		wantErr   []string
+	}{
+		{name: "defaults", env: map[string]string{config.EnvReceiptsTable: "r"}, needTable: true,
+			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention}},
+		{name: "everything", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvReceiptRetentionDays: "3", config.EnvSimulatorWebhookToken: token},
+			want: config.Receipts{Table: "r", Retention: 72 * time.Hour, WebhookToken: []byte(token)}},
+		{name: "table optional for readers", want: config.Receipts{Retention: config.DefaultReceiptRetention}},
+		// In AWS the token is an SSM SecureString: the variable names it.
+		{name: "token parameter", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvSimulatorWebhookTokenParam: "/resetnotify/simulator-webhook-token"},
+			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, WebhookTokenParam: "/resetnotify/simulator-webhook-token"}},
+		{name: "a local token wins over the parameter", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvSimulatorWebhookToken: token, config.EnvSimulatorWebhookTokenParam: "/p"},
+			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, WebhookToken: []byte(token)}},
+		{name: "missing table", needTable: true, wantErr: []string{config.EnvReceiptsTable}},
+		{name: "bad values", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvReceiptRetentionDays: "0", config.EnvSimulatorWebhookToken: "tiny"},
+			wantErr: []string{config.EnvReceiptRetentionDays, config.EnvSimulatorWebhookToken}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := config.LoadReceipts(func(k string) string { return tc.env[k] }, tc.needTable)
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("LoadReceipts = %+v, want an error", got)
+				}
+				for _, name := range tc.wantErr {
+					if !strings.Contains(err.Error(), name) {
+						t.Errorf("error %q does not name %s", err, name)
+					}
+				}
+				if strings.Contains(err.Error(), "tiny") {
+					t.Errorf("error %q quotes the token", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Table != tc.want.Table || got.Retention != tc.want.Retention || string(got.WebhookToken) != string(tc.want.WebhookToken) {
+				t.Errorf("LoadReceipts = %+v, want %+v", got, tc.want)
+			}
+			if strings.Contains(got.String(), token) {
+				t.Errorf("String() shows the token: %s", got)
+			}
+		})
+	}
+}
+
+func TestLoadLogLevel(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    slog.Level
+		wantErr bool
+	}{
+		{"", slog.LevelInfo, false},
+		{"DEBUG", slog.LevelDebug, false},
+		{"warn", slog.LevelWarn, false},
+		{" error ", slog.LevelError, false},
+		{"verbose", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := config.Load(env(map[string]string{config.EnvLogLevel: tc.in}), 0)
+			if (err != nil) != tc.wantErr || c.LogLevel != tc.want {
+				t.Errorf("LOG_LEVEL %q: %v, %v", tc.in, c.LogLevel, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), config.EnvLogLevel) {
+				t.Errorf("error %q does not name %s", err, config.EnvLogLevel)
+			}
+		})
+	}
+}

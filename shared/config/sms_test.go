@@ -1,0 +1,85 @@
+package config_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/shared/config"
+)
+
+func TestLoadSMS(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    config.SMS
+		wantErr []string
+	}{
+		{
+			name: "simulator with defaults",
+			env:  map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://127.0.0.1:8025"},
+			want: config.SMS{Kind: "simulator", Timeout: 5 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SinchBaseURL: config.DefaultSinchBaseURL},
+		},
+		{
+			name: "simulator with timeout and visibility",
+			env:  map[string]string{"SMS_PROVIDER": "Simulator", "SMS_SIMULATOR_URL": "http://127.0.0.1:8025", "SMS_SIMULATOR_TOKEN": "t", "SMS_TIMEOUT": "800ms", "SMS_VISIBILITY_SECONDS": "3"},
+			want: config.SMS{Kind: "simulator", Timeout: 800 * time.Millisecond, Visibility: 3 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SimulatorToken: "t", SinchBaseURL: config.DefaultSinchBaseURL},
+		},
+		{
+			name: "endusersms",
+			env:  map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_CONFIGURATION_SET": "cs", "SMS_ENDPOINT": "http://127.0.0.1:9"},
+			want: config.SMS{Kind: "endusersms", Timeout: 5 * time.Second, Visibility: 5 * time.Minute, OriginationIdentity: "pool-1", ConfigurationSetName: "cs", Endpoint: "http://127.0.0.1:9", SinchBaseURL: config.DefaultSinchBaseURL},
+		},
+		{
+			name: "sinch",
+			env:  map[string]string{"SMS_PROVIDER": "sinch", "SINCH_BASE_URL": "https://eu.sms.api.sinch.com", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb"},
+			want: config.SMS{Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SinchBaseURL: "https://eu.sms.api.sinch.com", SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop", SinchCallbackURL: "https://h/cb"},
+		},
+		{name: "no provider", env: map[string]string{}, wantErr: []string{"SMS_PROVIDER is not set"}},
+		{name: "unknown provider", env: map[string]string{"SMS_PROVIDER": "twilio"}, wantErr: []string{`"twilio" is not one of`}},
+		{name: "simulator without URL", env: map[string]string{"SMS_PROVIDER": "simulator"}, wantErr: []string{"SMS_SIMULATOR_URL is required"}},
+		{name: "endusersms without identity", env: map[string]string{"SMS_PROVIDER": "endusersms"}, wantErr: []string{"SMS_ORIGINATION_IDENTITY is required"}},
+		{name: "sinch without credentials", env: map[string]string{"SMS_PROVIDER": "sinch", "SINCH_FROM": "x"}, wantErr: []string{"SINCH_SERVICE_PLAN_ID", "SINCH_API_TOKEN", "SINCH_API_TOKEN_PARAM"}},
+		{name: "bad timeout and visibility", env: map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://x", "SMS_TIMEOUT": "5", "SMS_VISIBILITY_SECONDS": "-1"}, wantErr: []string{"SMS_TIMEOUT", "SMS_VISIBILITY_SECONDS"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := config.LoadSMS(env(tc.env))
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("LoadSMS accepted: %+v", got)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSMSNeverPrintsSecrets(t *testing.T) {
+	cfg := config.SMS{Kind: config.SMSSinch, SinchAPIToken: "sinch-secret-token-0123", SimulatorToken: "sim-secret-token-0123", SinchServicePlanID: "plan"}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("sms", "config", cfg)
+	for _, out := range []string{buf.String(), cfg.String(), fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg)} {
+		if strings.Contains(out, "secret-token") {
+			t.Errorf("output holds a token: %s", out)
+		}
+		if !strings.Contains(out, "plan") {
+			t.Errorf("output lost the harmless fields: %s", out)
+		}
+	}
+}

@@ -1,0 +1,70 @@
+// Package digest assembles the digest function, run every minute by an EventBridge schedule:
+// it closes each audit period that has ended (plus a grace) with a signed digest item in the
+// audit table (see package shared/audit, "Digests").
+package digest
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/wire"
+)
+
+// Function is the digest function.
+var Function = wire.Function[*audit.Digester]{Name: "digest", New: New, Handler: func(d *audit.Digester) any { return d.Handle }}
+
+// New builds the digest step from env: AUDIT_TABLE, AUDIT_RETENTION_DAYS,
+// AUDIT_DIGEST_PERIOD_MINUTES, AUDIT_DIGEST_GRACE_SECONDS, and the signing key:
+// AUDIT_DIGEST_KMS_KEY_ID in AWS, or AUDIT_DIGEST_LOCAL_KEY (a PEM) locally. Errors name the
+// variables, never the key.
+func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*audit.Digester, error) {
+	cfg, err := config.Load(env, config.NeedAuditTable)
+	if err != nil {
+		return nil, err
+	}
+	retention, err := config.AuditRetention(env)
+	if err != nil {
+		return nil, fmt.Errorf("wire.digest: %w", err)
+	}
+	settings, err := config.LoadDigest(env)
+	if err != nil {
+		return nil, fmt.Errorf("wire.digest: %w", err)
+	}
+	signer, err := signer(env, awsCfg)
+	if err != nil {
+		return nil, err
+	}
+	log := obs.NewLogger(out, cfg.LogLevel)
+	log.Info("digest ready", "audit_table", cfg.AuditTable, "key_id", signer.KeyID(),
+		"period_s", int(settings.Period.Seconds()), "grace_s", int(settings.Grace.Seconds()))
+	return &audit.Digester{
+		DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Signer: signer,
+		Period: settings.Period, Grace: settings.Grace, Retention: retention,
+		Clock: notify.SystemClock{}, Log: log, Metrics: &obs.Metrics{W: out, Function: "digest"},
+	}, nil
+}
+
+// signer returns the KMS signer in AWS, or the local key's signer.
+func signer(env func(string) string, awsCfg aws.Config) (audit.Signer, error) {
+	k, err := config.LoadDigestKey(env)
+	if err != nil {
+		return nil, fmt.Errorf("wire.digest: %w", err)
+	}
+	if k.KMSKeyID != "" {
+		return audit.KMSSigner{KMS: kms.NewFromConfig(awsCfg), Key: k.KMSKeyID}, nil
+	}
+	key, err := audit.ParsePrivateKeyPEM(k.LocalPEM)
+	if err != nil {
+		return nil, fmt.Errorf("wire.digest %s: %w", config.EnvAuditDigestLocalKey, err)
+	}
+	return audit.LocalSigner{Key: key}, nil
+}

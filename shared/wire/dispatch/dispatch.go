@@ -1,0 +1,61 @@
+// Package dispatch assembles the dispatch function on the dispatch queue: the DynamoDB store,
+// the opener (KMS in AWS, the local key otherwise), the renderer with the configured segment
+// budget, the provider's Sender and the SQS scheduler. Its SQS handler reports partial batch
+// failures.
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/render"
+	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/sms/provider"
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/workers"
+	"github.com/resetnotify/resetnotify/shared/worker"
+)
+
+// Function is the dispatch function.
+var Function = wire.Function[*worker.Dispatcher]{Name: "dispatch", New: New, Handler: func(d *worker.Dispatcher) any { return d.Handle }}
+
+// New builds the dispatch worker from the configuration env holds.
+func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*worker.Dispatcher, error) {
+	w, err := workers.FromEnv(awsCfg, env, out, config.NeedDispatch)
+	if err != nil {
+		return nil, err
+	}
+	d, err := Build(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	d.Log.Info("dispatch ready", "config", w.Config, "provider", d.Provider)
+	return d, nil
+}
+
+// Build builds the dispatch worker from w.
+func Build(ctx context.Context, w workers.Wiring) (*worker.Dispatcher, error) {
+	p, err := w.Parts("dispatch")
+	if err != nil {
+		return nil, err
+	}
+	keys, err := seal.Source(kms.NewFromConfig(w.AWS), w.Config.SealKMSKeyID, w.Config.SealLocalKey)
+	if err != nil {
+		return nil, fmt.Errorf("wire.dispatch: %s: %w", config.EnvSealLocalKey, err)
+	}
+	prov, err := provider.Build(ctx, w.SMS, ssm.NewFromConfig(w.AWS), provider.Deps{AWS: w.AWS, Receipts: w.Receipts, HTTPClient: w.HTTPClient, Clock: w.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("wire.dispatch: %w", err)
+	}
+	return &worker.Dispatcher{
+		Store: p.Store, Opener: seal.New(keys), Renderer: render.New(w.Config.Worker.MaxSegments),
+		Sender: prov.Sender, Provider: prov.Name, Scheduler: p.Scheduler, Clock: p.Clock,
+		Settings: p.Settings, Log: p.Log, Metrics: p.Metrics,
+	}, nil
+}

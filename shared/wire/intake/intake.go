@@ -1,0 +1,142 @@
+// Package intake assembles the intake function behind the HTTP API (POST, GET and DELETE
+// /v1/notifications): the DynamoDB store, the sealing box, the destination and request
+// fingerprinters, the abuse guard and the dispatch queue behind notify.Intake.
+package intake
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/resetnotify/resetnotify/shared/actor"
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/guardstore"
+	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/render"
+	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/secretparam"
+	"github.com/resetnotify/resetnotify/shared/sqsqueue"
+	"github.com/resetnotify/resetnotify/shared/wire"
+)
+
+// Function is the intake function.
+var Function = wire.Function[*httpapi.Handler]{Name: "intake", New: New, Handler: func(h *httpapi.Handler) any { return h.Handle }}
+
+// New builds the intake handler from the configuration env holds.
+func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*httpapi.Handler, error) {
+	cfg, err := config.Load(env, config.NeedIntake)
+	if err != nil {
+		return nil, err
+	}
+	in, err := newIntake(ctx, cfg, awsCfg)
+	if err != nil {
+		return nil, err
+	}
+	log := obs.NewLogger(out, cfg.LogLevel)
+	log.Info("intake ready", "config", cfg)
+	return httpapi.New(in, log, &obs.Metrics{W: out, Function: "intake"}), nil
+}
+
+// newIntake wires the admission service.
+func newIntake(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify.Intake, error) {
+	keys, err := seal.Source(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID, cfg.SealLocalKey)
+	if err != nil {
+		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvSealLocalKey, err)
+	}
+	hasher, fingerprints, err := fingerprinters(ctx, cfg, ssm.NewFromConfig(awsCfg))
+	if err != nil {
+		return nil, err
+	}
+	countries, err := notify.NewCountries(cfg.AllowedCallingCodes)
+	if err != nil {
+		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvAllowedCallingCodes, err)
+	}
+	in := &notify.Intake{
+		Store:        dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),
+		Sealer:       seal.New(keys),
+		Hasher:       hasher,
+		Fingerprints: fingerprints,
+		Queue:        sqsqueue.New(awsclient.SQS(awsCfg, ""), cfg.DispatchQueueURL),
+		Clock:        notify.SystemClock{},
+		Policy:       cfg.Policy,
+		NewID:        func() string { return ulid.Make().String() },
+		// The same renderer and budget as dispatch: refuse at once what could never be sent.
+		Messages: render.New(cfg.Worker.MaxSegments),
+		Actor:    actor.For("intake"),
+		// The abuse guards: the allow-list always, the counters when GUARD_TABLE is set.
+		Countries:    countries,
+		PrefixDigits: cfg.Guard.PrefixDigits,
+	}
+	if cfg.GuardTable != "" {
+		in.Guard = guardstore.New(awsclient.DynamoDB(awsCfg, ""), cfg.GuardTable, cfg.Guard)
+	}
+	return in, nil
+}
+
+// fingerprinters builds the destination fingerprinter (keyed by the pepper) and the request
+// fingerprinter (keyed by the fingerprint key), refusing one key for both.
+func fingerprinters(ctx context.Context, cfg config.Config, params secretparam.API) (*seal.Fingerprinter, *seal.RequestFingerprinter, error) {
+	pepper, err := Pepper(ctx, cfg, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	hasher, err := seal.NewFingerprinter(pepper)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wire.intake pepper: %w", err)
+	}
+	fpKey, err := FingerprintKey(ctx, cfg, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bytes.Equal(fpKey, pepper) {
+		return nil, nil, fmt.Errorf("wire.intake: the request fingerprint key must not be the destination pepper")
+	}
+	fingerprints, err := seal.NewRequestFingerprinter(fpKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wire.intake fingerprint key: %w", err)
+	}
+	return hasher, fingerprints, nil
+}
+
+// Pepper returns the destination-fingerprint pepper: DESTINATION_PEPPER when set (local runs),
+// else the SSM SecureString named by DESTINATION_PEPPER_PARAM, read once with decryption.
+func Pepper(ctx context.Context, cfg config.Config, params secretparam.API) ([]byte, error) {
+	if len(cfg.DestinationPepper) > 0 {
+		return cfg.DestinationPepper, nil
+	}
+	if cfg.DestinationPepperParam == "" {
+		return nil, fmt.Errorf("wire.pepper: neither %s nor %s is set", config.EnvDestinationPepper, config.EnvDestinationPepperParam)
+	}
+	v, err := secretparam.Read(ctx, params, cfg.DestinationPepperParam, config.MinPepperLen)
+	if err != nil {
+		return nil, fmt.Errorf("wire.pepper: %w", err)
+	}
+	return v, nil
+}
+
+// FingerprintKey returns the request-fingerprint key: REQUEST_FINGERPRINT_KEY when set (local
+// runs), else the SSM SecureString named by REQUEST_FINGERPRINT_KEY_PARAM, read once with
+// decryption.
+func FingerprintKey(ctx context.Context, cfg config.Config, params secretparam.API) ([]byte, error) {
+	if len(cfg.FingerprintKey) > 0 {
+		return cfg.FingerprintKey, nil
+	}
+	if cfg.FingerprintKeyParam == "" {
+		return nil, fmt.Errorf("wire.fingerprint key: neither %s nor %s is set", config.EnvFingerprintKey, config.EnvFingerprintKeyParam)
+	}
+	v, err := secretparam.Read(ctx, params, cfg.FingerprintKeyParam, config.MinFingerprintKeyLen)
+	if err != nil {
+		return nil, fmt.Errorf("wire.fingerprint key: %w", err)
+	}
+	return v, nil
+}

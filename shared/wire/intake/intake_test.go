@@ -1,0 +1,149 @@
+package intake_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
+	"github.com/resetnotify/resetnotify/dev/testenv"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/intake"
+)
+
+func TestBuildRefusesIncompleteConfig(t *testing.T) {
+	for _, name := range []string{config.EnvNotificationsTable, config.EnvDispatchQueueURL, config.EnvSealKMSKeyID,
+		config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvDestinationPepperParam} {
+		t.Setenv(name, "")
+	}
+	_, err := wire.Build(t.Context(), intake.Function, os.Getenv, io.Discard)
+	if err == nil {
+		t.Fatal("built without configuration")
+	}
+	for _, name := range []string{config.EnvNotificationsTable, config.EnvDispatchQueueURL, config.EnvDestinationPepper} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+}
+
+// TestWiring runs the handler that the intake function builds against DynamoDB Local and
+// moto, reached through the standard AWS_ENDPOINT_URL_* variables that `make test` sets, as a
+// local run reaches them.
+func TestWiring(t *testing.T) {
+	ddb := testenv.DynamoDB(t)
+	sqsClient := testenv.SQS(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit")}
+	createTables(ctx, t, ddb, names)
+	queueURL := testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))
+
+	env := map[string]string{
+		config.EnvNotificationsTable: names.Notifications,
+		config.EnvDispatchQueueURL:   queueURL,
+		config.EnvSealLocalKey:       "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		config.EnvDestinationPepper:  "wiring-test-pepper-0123",
+		config.EnvFingerprintKey:     "wiring-test-fingerprint-key-0123456789",
+	}
+	var out bytes.Buffer
+	h, err := wire.Build(ctx, intake.Function, func(k string) string { return env[k] }, &out)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+
+	resp, err := h.Handle(ctx, submitEvent(t, "wiring-1"))
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST: %d %s (%v)", resp.StatusCode, resp.Body, err)
+	}
+	var view httpapi.StatusView
+	if err := json.Unmarshal([]byte(resp.Body), &view); err != nil {
+		t.Fatal(err)
+	}
+	if len(view.NotificationID) != 26 || view.State != notify.StateAccepted {
+		t.Errorf("view = %+v, want a ULID and accepted", view)
+	}
+
+	checkQueued(ctx, t, sqsClient, queueURL, notify.Message{IdempotencyKey: "wiring-1", NotificationID: view.NotificationID, Version: 1})
+	// The stored fingerprint is the keyed one: the wiring gives intake the fingerprint key.
+	item, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(names.Notifications),
+		Key: map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: "wiring-1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp, _ := item.Item[tables.AttrRequestFingerprint].(*ddbtypes.AttributeValueMemberS); fp == nil || !strings.HasPrefix(fp.Value, seal.RequestFPPrefix) {
+		t.Errorf("stored fingerprint %v is not keyed", item.Item[tables.AttrRequestFingerprint])
+	}
+	for _, secret := range []string{"+447700900123", "447700900123", "K7Q2M9", "wiring-test-pepper", "MDEyMzQ1", "wiring-test-fingerprint-key"} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("function output holds %q:\n%s", secret, out.String())
+		}
+	}
+}
+
+// createTables creates the tables names for t, and deletes them when t ends.
+func createTables(ctx context.Context, t *testing.T, ddb *dynamodb.Client, names tables.Names) {
+	t.Helper()
+	if err := tablesetup.Create(ctx, ddb, names); err != nil {
+		t.Fatalf("create tables: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{names.Notifications, names.Audit} {
+			_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
+		}
+	})
+}
+
+// submitEvent is the HTTP API's event for a POST of a valid notification under key.
+func submitEvent(t *testing.T, key string) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{
+		"event_id": "evt-wiring", "channel": "sms", "purpose": "one_time_code", "to": "+447700900123",
+		"params": map[string]string{"code": "K7Q2M9"}, "expires_at": time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: httpapi.RouteSubmit, RawPath: httpapi.CollectionPath,
+		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
+		Body:    string(body),
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RequestID: "wiring-req-1", RouteKey: httpapi.RouteSubmit, Stage: "$default",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: httpapi.CollectionPath},
+		},
+	}
+}
+
+// checkQueued checks that the queue holds exactly the message want.
+func checkQueued(ctx context.Context, t *testing.T, client *sqs.Client, queueURL string, want notify.Message) {
+	t.Helper()
+	msgs, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs.Messages) != 1 {
+		t.Fatalf("queue holds %d messages, want 1", len(msgs.Messages))
+	}
+	var got notify.Message
+	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &got); err != nil || got != want {
+		t.Errorf("message %s, want %+v", aws.ToString(msgs.Messages[0].Body), want)
+	}
+}

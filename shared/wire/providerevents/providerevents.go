@@ -1,0 +1,62 @@
+// Package providerevents assembles the provider-events function that takes SMS delivery
+// receipts: AWS End User Messaging SMS events through the receipts SNS topic, and the
+// simulator's webhook through the HTTP API route POST /v1/provider-events/simulator. One
+// function serves both sources: receipts.Handler.Handle takes the raw payload and dispatches
+// on its shape.
+package providerevents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/secretparam"
+	"github.com/resetnotify/resetnotify/shared/wire"
+)
+
+// Function is the provider-events function.
+var Function = wire.Function[*receipts.Handler]{Name: "provider-events", New: New, Handler: func(h *receipts.Handler) any { return h.Handle }}
+
+// New builds the provider-events handler from env: the receipts table (RECEIPTS_TABLE,
+// RECEIPT_RETENTION_DAYS), the notifications store and its by_notification index
+// (NOTIFICATIONS_TABLE), and the simulator webhook's token (SIMULATOR_WEBHOOK_TOKEN locally,
+// else the SSM SecureString SIMULATOR_WEBHOOK_TOKEN_PARAM, read once here).
+func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*receipts.Handler, error) {
+	cfg, err := config.Load(env, config.NeedNotificationsTable)
+	rcfg, rerr := config.LoadReceipts(env, true)
+	if err := errors.Join(err, rerr); err != nil {
+		return nil, err
+	}
+	if len(rcfg.WebhookToken) == 0 && rcfg.WebhookTokenParam != "" {
+		token, err := secretparam.Read(ctx, ssm.NewFromConfig(awsCfg), rcfg.WebhookTokenParam, config.MinWebhookTokenLen)
+		if err != nil {
+			return nil, fmt.Errorf("wire.provider events: %w", err)
+		}
+		rcfg.WebhookToken = token
+	}
+	db := awsclient.DynamoDB(awsCfg, "")
+	notifications := dynamostore.New(db, cfg.NotificationsTable)
+	log := obs.NewLogger(out, cfg.LogLevel)
+	log.Info("provider-events ready", "notifications_table", cfg.NotificationsTable, "receipts", rcfg.String())
+	return &receipts.Handler{
+		Recorder: &receipts.Recorder{
+			Receipts:      receipts.NewStore(db, rcfg.Table, rcfg.Retention, notify.SystemClock{}),
+			Keys:          notifications,
+			Notifications: notifications,
+			Clock:         notify.SystemClock{},
+			Log:           log,
+			Metrics:       &obs.Metrics{W: out, Function: "provider-events"},
+		},
+		WebhookToken: rcfg.WebhookToken,
+	}, nil
+}

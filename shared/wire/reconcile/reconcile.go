@@ -1,0 +1,78 @@
+// Package reconcile assembles the reconcile function on the reconcile queue. It gives the
+// worker the provider's lookup only: it can read the provider's view of an attempt but holds
+// nothing that can send (its IAM role has no send permission either). A provider without a
+// lookup API (End User Messaging SMS) reconciles through the receipts that provider-events
+// records, in the table RECEIPTS_TABLE names.
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/sms/provider"
+	"github.com/resetnotify/resetnotify/shared/wire"
+	"github.com/resetnotify/resetnotify/shared/wire/workers"
+	"github.com/resetnotify/resetnotify/shared/worker"
+)
+
+// Function is the reconcile function.
+var Function = wire.Function[*worker.Reconciler]{Name: "reconcile", New: New, Handler: func(r *worker.Reconciler) any { return r.Handle }}
+
+// New builds the reconcile worker from the configuration env holds.
+func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*worker.Reconciler, error) {
+	w, err := workers.FromEnv(awsCfg, env, out, config.NeedReconcile)
+	if err != nil {
+		return nil, err
+	}
+	if w.Receipts, err = ReceiptReader(awsCfg, env); err != nil {
+		return nil, err
+	}
+	r, err := Build(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	r.Log.Info("reconcile ready", "config", w.Config, "provider", r.Provider)
+	return r, nil
+}
+
+// Build builds the reconcile worker from w. It takes only the provider's LookupOnly; the
+// Sender the provider package also builds is dropped here and never reachable from the
+// Reconciler.
+func Build(ctx context.Context, w workers.Wiring) (*worker.Reconciler, error) {
+	p, err := w.Parts("reconcile")
+	if err != nil {
+		return nil, err
+	}
+	prov, err := provider.Build(ctx, w.SMS, ssm.NewFromConfig(w.AWS), provider.Deps{AWS: w.AWS, Receipts: w.Receipts, HTTPClient: w.HTTPClient, Clock: w.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("wire.reconcile: %w", err)
+	}
+	return &worker.Reconciler{
+		Store: p.Store, Lookup: prov.Lookup, Receipts: w.Receipts, Provider: prov.Name, Scheduler: p.Scheduler,
+		Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics,
+	}, nil
+}
+
+// ReceiptReader returns the receipts table (RECEIPTS_TABLE, read through env) as an
+// sms.ReceiptReader, or nil when RECEIPTS_TABLE is not set. The result is a true nil
+// interface then, so sms.ReceiptLookup reports its lookups as inconclusive rather than
+// failing.
+func ReceiptReader(awsCfg aws.Config, env func(string) string) (sms.ReceiptReader, error) {
+	rcfg, err := config.LoadReceipts(env, false)
+	if err != nil {
+		return nil, fmt.Errorf("wire.receipt reader: %w", err)
+	}
+	if rcfg.Table == "" {
+		return nil, nil
+	}
+	return receipts.NewStore(awsclient.DynamoDB(awsCfg, ""), rcfg.Table, rcfg.Retention, notify.SystemClock{}), nil
+}

@@ -1,0 +1,57 @@
+// Package wire is what every function's main shares: a Function names the function, builds
+// its handler from the AWS SDK configuration and the environment, and gives the value the
+// Lambda runtime takes. Each function is assembled in its own package under wire/ (intake,
+// dispatch, reconcile, sweeper, audit, auditreplay, digest, providerevents), so that a
+// function links only the adapters it uses; functions/<name>/main.go is one line,
+// wire.Main(<name>.Function), and the local stack (cmd/local) calls the same constructors.
+//
+// Endpoints come from the SDK's usual resolution: in a local run the standard
+// AWS_ENDPOINT_URL_* variables point the clients at DynamoDB Local and moto.
+package wire
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/resetnotify/resetnotify/shared/obs"
+)
+
+// Function is one Lambda function's assembly.
+type Function[H any] struct {
+	// Name is the folder under functions/, e.g. "provider-events".
+	Name string
+	// New builds the handler once, at cold start: the settings come through env (os.Getenv in
+	// Lambda), logs and metric lines go to out.
+	New func(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (H, error)
+	// Handler returns what lambda.Start takes, e.g. h.Handle.
+	Handler func(H) any
+}
+
+// Build loads the SDK's default configuration and builds f's handler.
+func Build[H any](ctx context.Context, f Function[H], env func(string) string, out io.Writer) (H, error) {
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		var zero H
+		return zero, fmt.Errorf("%s: aws config: %w", f.Name, err)
+	}
+	return f.New(ctx, awsCfg, env, out)
+}
+
+// Main is every function's main: build the handler from the process environment, and hand
+// it to the Lambda runtime. A cold start that cannot build its handler logs why and exits 1,
+// so that Lambda reports an init error instead of serving with a broken configuration.
+func Main[H any](f Function[H]) {
+	h, err := Build(context.Background(), f, os.Getenv, os.Stdout)
+	if err != nil {
+		obs.NewLogger(os.Stderr, slog.LevelError).Error(f.Name+" cold start failed", "error", err)
+		os.Exit(1)
+	}
+	lambda.Start(f.Handler(h))
+}

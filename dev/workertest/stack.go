@@ -199,7 +199,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	}
 	s.Intake = &notify.Intake{
 		Store: s.Store, Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
-		Queue: sqsqueue.New(sqsClient, s.DispatchURL),
+		Queue: sqsqueue.New(sqsClient, s.DispatchURL, ""),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
 		Actor: actor.For("intake"),

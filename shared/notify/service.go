@@ -20,7 +20,7 @@ type Intake struct {
 	Hasher DestinationHasher
 	// Fingerprints keys the request fingerprint that tells a replay from a key reuse.
 	Fingerprints RequestHasher
-	Queue        Enqueuer
+	Queue        Queue
 	Clock        Clock
 	Policy       Policy
 	// NewID returns a fresh, sortable notification ID (a ULID in production).
@@ -97,7 +97,7 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 			return out, err
 		}
 	}
-	if err := in.Queue.EnqueueDispatch(ctx, MessageOf(queued)); err != nil {
+	if err := in.Queue.Enqueue(ctx, DispatchQueue, MessageOf(queued), 0); err != nil {
 		in.markDue(ctx, queued, now)
 		return out, fmt.Errorf("intake.submit %s: %w: %w", req.IdempotencyKey, ErrEnqueue, err)
 	}

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -17,8 +15,8 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
-// Dispatcher is the dispatch worker. Build it with a struct literal; every field but Log,
-// Metrics and Random is required. It is safe for concurrent use once built.
+// Dispatcher is the dispatch worker. Build it with a struct literal; every field but those
+// Base marks optional is required. It is safe for concurrent use once built.
 type Dispatcher struct {
 	Store    notify.Store
 	Opener   notify.Opener
@@ -26,27 +24,11 @@ type Dispatcher struct {
 	Sender   sms.Sender
 	// Provider names the provider Sender talks to; it is recorded on the record with each
 	// attempt, so reconciliation and the audit know who was asked.
-	Provider  string
-	Scheduler Scheduler
-	Clock     notify.Clock
-	Settings  Settings
-	Log       *slog.Logger
-	Metrics   *obs.Metrics
-	// Random returns floats in [0, 1) for backoff jitter; nil means math/rand/v2. Tests pass
-	// a seeded source, so backoff is deterministic.
-	Random func() float64
-
-	once sync.Once
-	rnd  *locked
+	Provider string
+	Base
 }
 
-func (d *Dispatcher) core() core {
-	d.once.Do(func() { d.rnd = &locked{rnd: d.Random} })
-	return core{
-		function: "dispatch", store: d.Store, scheduler: d.Scheduler, clock: d.Clock,
-		settings: d.Settings, log: d.Log, metrics: d.Metrics, random: d.rnd,
-	}
-}
+func (d *Dispatcher) core() core { return d.Base.core("dispatch", d.Store) }
 
 // Handle is the Lambda handler for the dispatch queue. Each failed record is reported in
 // BatchItemFailures (the function's event source mapping sets ReportBatchItemFailures), so only

@@ -22,6 +22,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
+	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
 
 // Wiring is what building a worker needs from outside: the functions' configuration, the AWS
@@ -111,7 +112,7 @@ func SettingsFromConfig(c config.Config, p provider.Config) Settings {
 // parts are the pieces every worker is built from.
 type parts struct {
 	store     *dynamostore.Store
-	scheduler *SQSScheduler
+	scheduler *sqsqueue.Queue
 	clock     notify.Clock
 	settings  Settings
 	out       io.Writer
@@ -124,7 +125,7 @@ func (w Wiring) parts(function string) (parts, error) {
 	}
 	p := parts{
 		store:     dynamostore.New(awsclient.DynamoDB(w.AWS, w.DynamoDBEndpoint), w.Config.NotificationsTable),
-		scheduler: NewSQSScheduler(awsclient.SQS(w.AWS, w.SQSEndpoint), w.Config.DispatchQueueURL, w.Config.ReconcileQueueURL),
+		scheduler: sqsqueue.New(awsclient.SQS(w.AWS, w.SQSEndpoint), w.Config.DispatchQueueURL, w.Config.ReconcileQueueURL),
 		clock:     w.Clock,
 		settings:  s,
 		out:       w.Out,
@@ -155,7 +156,7 @@ func (w Wiring) provider(ctx context.Context, function string) (provider.Provide
 
 // NewDispatcherFromConfig builds the dispatch worker: the DynamoDB store, the opener (KMS in
 // AWS, the local key otherwise), the renderer with the configured segment budget, the
-// provider's Sender, and the SQS scheduler.
+// provider's Sender, and the SQS queue.
 func NewDispatcherFromConfig(ctx context.Context, w Wiring) (*Dispatcher, error) {
 	p, err := w.parts("dispatch")
 	if err != nil {
@@ -171,9 +172,9 @@ func NewDispatcherFromConfig(ctx context.Context, w Wiring) (*Dispatcher, error)
 	}
 	return &Dispatcher{
 		Store: p.store, Opener: seal.New(keys), Renderer: render.New(w.Config.Worker.MaxSegments),
-		Sender: prov.Sender, Provider: prov.Name, Scheduler: p.scheduler, Clock: p.clock,
-		Settings: p.settings, Log: obs.NewLogger(p.out, w.Config.LogLevel),
-		Metrics: &obs.Metrics{W: p.out, Function: "dispatch"},
+		Sender: prov.Sender, Provider: prov.Name, Base: Base{Queue: p.scheduler, Clock: p.clock,
+			Settings: p.settings, Log: obs.NewLogger(p.out, w.Config.LogLevel),
+			Metrics: &obs.Metrics{W: p.out, Function: "dispatch"}},
 	}, nil
 }
 
@@ -190,9 +191,9 @@ func NewReconcilerFromConfig(ctx context.Context, w Wiring) (*Reconciler, error)
 		return nil, err
 	}
 	return &Reconciler{
-		Store: p.store, Lookup: prov.Lookup, Receipts: w.Receipts, Provider: prov.Name, Scheduler: p.scheduler,
-		Clock: p.clock, Settings: p.settings, Log: obs.NewLogger(p.out, w.Config.LogLevel),
-		Metrics: &obs.Metrics{W: p.out, Function: "reconcile"},
+		Store: p.store, Lookup: prov.Lookup, Receipts: w.Receipts, Provider: prov.Name, Base: Base{Queue: p.scheduler,
+			Clock: p.clock, Settings: p.settings, Log: obs.NewLogger(p.out, w.Config.LogLevel),
+			Metrics: &obs.Metrics{W: p.out, Function: "reconcile"}},
 	}, nil
 }
 
@@ -204,7 +205,7 @@ func NewSweeperFromConfig(_ context.Context, w Wiring) (*Sweeper, error) {
 		return nil, err
 	}
 	return &Sweeper{
-		Store: p.store, Scheduler: p.scheduler, Clock: p.clock, Settings: p.settings,
-		Log: obs.NewLogger(p.out, w.Config.LogLevel), Metrics: &obs.Metrics{W: p.out, Function: "sweeper"},
+		Store: p.store, Base: Base{Queue: p.scheduler, Clock: p.clock, Settings: p.settings,
+			Log: obs.NewLogger(p.out, w.Config.LogLevel), Metrics: &obs.Metrics{W: p.out, Function: "sweeper"}},
 	}, nil
 }

@@ -84,6 +84,7 @@ const (
 	ProblemMalformed   ProblemKind = "malformed"    // the body is not a JSON object
 	ProblemInvalid     ProblemKind = "invalid"      // fields fail validation
 	ProblemKeyMismatch ProblemKind = "key-mismatch" // header and body keys disagree
+	ProblemInvalidKey  ProblemKind = "invalid-key"  // a key to read or cancel by is invalid
 )
 
 // FieldError names one invalid field. Detail never repeats the submitted value.
@@ -233,6 +234,17 @@ func (v *validator) expiresAt(s *string, now time.Time, p Policy) time.Time {
 		v.add("expires_at", fmt.Sprintf("is more than %s in the past", p.MaxLateness))
 	}
 	return t
+}
+
+// CheckKey returns a *ValidationError of kind ProblemInvalidKey, for the field "key", when key
+// cannot name a notification.
+func CheckKey(key string) error {
+	var v validator
+	v.key("key", key)
+	if len(v.fields) == 0 {
+		return nil
+	}
+	return &ValidationError{Kind: ProblemInvalidKey, Fields: v.fields}
 }
 
 // ValidKey reports whether key can name a notification.

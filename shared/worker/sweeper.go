@@ -117,6 +117,13 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			}
 		}
 	}
+	s.report(c, rep, overdue)
+	return rep, errors.Join(errs...)
+}
+
+// report logs one run and writes its metrics: MetricSwept per action taken, and the
+// MetricOverdue gauge for every state that can be due, zeros included.
+func (s *Sweeper) report(c core, rep SweepReport, overdue map[notify.State]int) {
 	c.logger().Info("sweep done", "seen", rep.Seen, "dispatched", rep.Dispatched, "reconciles", rep.Reconciles,
 		"expired", rep.Expired, "lease_expired", rep.LeaseExpired, "skipped", rep.Skipped,
 		"truncated_shards", rep.Truncated, "unfinished", rep.Unfinished)
@@ -131,7 +138,6 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	for state, n := range overdue {
 		s.Metrics.Emit(map[string]string{DimState: string(state)}, obs.Metric{Name: MetricOverdue, Unit: obs.UnitCount, Value: float64(n)})
 	}
-	return rep, errors.Join(errs...)
 }
 
 func (s *Sweeper) sweepOne(ctx context.Context, c core, rec notify.Record, rep *SweepReport) error {

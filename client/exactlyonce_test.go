@@ -107,7 +107,7 @@ func newDynamoBackend(t *testing.T) *backend {
 	}
 	in := &notify.Intake{
 		Store: dynamostore.New(ddb, names.Notifications), Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
-		Queue: sqsqueue.New(sqsClient, testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))),
+		Queue: sqsqueue.New(sqsClient, testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch")), ""),
 		Clock: notify.SystemClock{}, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
 	}
 	return serveBackend(t, in)

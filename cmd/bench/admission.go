@@ -203,9 +203,9 @@ func measure(ctx context.Context, ops, workers, offset int, f func(context.Conte
 // countingQueue stands in for SQS so the benchmark compares our code with the database only.
 type countingQueue struct{ n atomic.Int64 }
 
-func (q *countingQueue) EnqueueDispatch(context.Context, notify.Message) error {
+func (q *countingQueue) Enqueue(context.Context, notify.QueueName, notify.Message, time.Duration) error {
 	q.n.Add(1)
 	return nil
 }
 
-var _ notify.Enqueuer = (*countingQueue)(nil)
+var _ notify.Queue = (*countingQueue)(nil)

@@ -226,7 +226,7 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	p.intake = &notify.Intake{
 		Store:  dynamostore.New(awsclient.DynamoDB(counted, ddbEndpoint), p.table),
 		Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
-		Queue: sqsqueue.New(p.counted, p.dispatchURL),
+		Queue: sqsqueue.New(p.counted, p.dispatchURL, ""),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
 	}

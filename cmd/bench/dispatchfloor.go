@@ -66,8 +66,8 @@ func dispatchFloorBench(ctx context.Context, endpoint string, n, batches int, ou
 	store := dynamostore.New(cdb, names.Notifications)
 	d := &worker.Dispatcher{
 		Store: store, Opener: box, Renderer: render.New(2), Sender: acceptAtOnce{}, Provider: "bench",
-		Scheduler: discardScheduler{}, Clock: notify.SystemClock{}, Settings: worker.DefaultSettings(),
-		Log: slog.New(slog.DiscardHandler), Metrics: &obs.Metrics{W: io.Discard, Function: "dispatch"},
+		Base: worker.Base{Queue: &countingQueue{}, Clock: notify.SystemClock{}, Settings: worker.DefaultSettings(),
+			Log: slog.New(slog.DiscardHandler), Metrics: &obs.Metrics{W: io.Discard, Function: "dispatch"}},
 	}
 
 	const rounds = 4
@@ -245,15 +245,3 @@ type acceptAtOnce struct{}
 func (acceptAtOnce) Send(_ context.Context, req sms.SendRequest) sms.Outcome {
 	return sms.Accepted("m-" + req.AttemptRef)
 }
-
-// discardScheduler stands in for the queues; the happy path schedules nothing.
-type discardScheduler struct{}
-
-func (discardScheduler) ScheduleDispatch(context.Context, notify.Message, time.Duration) error {
-	return nil
-}
-func (discardScheduler) ScheduleReconcile(context.Context, notify.Message, time.Duration) error {
-	return nil
-}
-
-var _ worker.Scheduler = discardScheduler{}

@@ -23,7 +23,7 @@ import (
 // errGone is what a dead worker's store and queues answer.
 var errGone = errors.New("worker process is gone")
 
-// mortal gives a worker's store and scheduler the fate of its process: once the process's
+// mortal gives a worker's store and queue the fate of its process: once the process's
 // context ends, nothing the worker asks of them happens any more. A worker built on them
 // behaves like a Lambda invocation whose process is killed: it can be stopped at any point,
 // and whatever it had not yet written is never written.
@@ -50,23 +50,16 @@ func (s mortalStore) Transition(ctx context.Context, prev, next notify.Record) e
 	return s.Store.Transition(ctx, prev, next)
 }
 
-type mortalScheduler struct {
+type mortalQueue struct {
 	mortal
-	worker.Scheduler
+	notify.Queue
 }
 
-func (s mortalScheduler) ScheduleDispatch(ctx context.Context, m notify.Message, d time.Duration) error {
-	if s.life.Err() != nil {
+func (q mortalQueue) Enqueue(ctx context.Context, queue notify.QueueName, m notify.Message, d time.Duration) error {
+	if q.life.Err() != nil {
 		return errGone
 	}
-	return s.Scheduler.ScheduleDispatch(ctx, m, d)
-}
-
-func (s mortalScheduler) ScheduleReconcile(ctx context.Context, m notify.Message, d time.Duration) error {
-	if s.life.Err() != nil {
-		return errGone
-	}
-	return s.Scheduler.ScheduleReconcile(ctx, m, d)
+	return q.Queue.Enqueue(ctx, queue, m, d)
 }
 
 // TestWorkerKilledMidCall kills a dispatch worker while its provider call is in flight: the
@@ -127,8 +120,8 @@ func TestWorkerKilledMidCall(t *testing.T) {
 			victim := &worker.Dispatcher{
 				Store: mortalStore{mortal{life}, d.Store}, Opener: d.Opener, Renderer: d.Renderer,
 				Sender: d.Sender, Provider: d.Provider,
-				Scheduler: mortalScheduler{mortal{life}, d.Scheduler},
-				Clock:     d.Clock, Settings: d.Settings, Log: d.Log, Metrics: d.Metrics,
+				Base: worker.Base{Queue: mortalQueue{mortal{life}, d.Queue},
+					Clock: d.Clock, Settings: d.Settings, Log: d.Log, Metrics: d.Metrics},
 			}
 			done := make(chan error, 1)
 			go func() {

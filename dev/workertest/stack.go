@@ -227,7 +227,7 @@ func (s *Stack) buildIntake(t testing.TB, policy notify.Policy, key []byte) {
 	}
 	s.Intake = &notify.Intake{
 		Store: s.Store, Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
-		Queue: sqsqueue.New(s.SQS, s.DispatchURL),
+		Queue: sqsqueue.New(s.SQS, s.DispatchURL, ""),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
 		Actor: actor.For("intake"),

@@ -1,6 +1,6 @@
 // Package workertest holds hand-written fakes for the worker package's ports: a scripted SMS
-// sender and lookup that record every call, a recording scheduler, and an in-memory due store
-// with the sweeper's query. They are for unit tests of the workers and of code built on them.
+// sender and lookup that record every call, and an in-memory due store with the sweeper's
+// query. The recording queue they schedule on is notifytest.Queue. They are for unit tests of the workers and of code built on them.
 package workertest
 
 import (
@@ -105,73 +105,6 @@ func (l *Lookup) Requests() []sms.LookupRequest {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]sms.LookupRequest(nil), l.requests...)
-}
-
-// The queues a Scheduled message went to.
-const (
-	QueueDispatch  = "dispatch"
-	QueueReconcile = "reconcile"
-)
-
-// Scheduled is one message a Scheduler was given.
-type Scheduled struct {
-	Queue   string
-	Message notify.Message
-	Delay   time.Duration
-	// At is when the message becomes visible: the scheduler's clock plus Delay (zero without
-	// a clock).
-	At time.Time
-}
-
-// Scheduler records what the workers schedule. Err, when set, is returned instead. Clock,
-// when set, stamps each message's At.
-type Scheduler struct {
-	mu    sync.Mutex
-	sent  []Scheduled
-	Err   error
-	Clock notify.Clock
-	taken int
-}
-
-// ScheduleDispatch records m for the dispatch queue.
-func (s *Scheduler) ScheduleDispatch(_ context.Context, m notify.Message, delay time.Duration) error {
-	return s.add(QueueDispatch, m, delay)
-}
-
-// ScheduleReconcile records m for the reconcile queue.
-func (s *Scheduler) ScheduleReconcile(_ context.Context, m notify.Message, delay time.Duration) error {
-	return s.add(QueueReconcile, m, delay)
-}
-
-func (s *Scheduler) add(queue string, m notify.Message, delay time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.Err != nil {
-		return s.Err
-	}
-	sc := Scheduled{Queue: queue, Message: m, Delay: delay}
-	if s.Clock != nil {
-		sc.At = s.Clock.Now().Add(delay)
-	}
-	s.sent = append(s.sent, sc)
-	return nil
-}
-
-// All returns a copy of everything scheduled so far.
-func (s *Scheduler) All() []Scheduled {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Scheduled(nil), s.sent...)
-}
-
-// Take returns what was scheduled since the last Take, so a test can run the workers like
-// queues: take the messages, hand each to its worker, repeat.
-func (s *Scheduler) Take() []Scheduled {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := append([]Scheduled(nil), s.sent[s.taken:]...)
-	s.taken = len(s.sent)
-	return out
 }
 
 // DueStore is a notifytest.Store with the sweeper's QueryDue. QueryErr, when set, fails

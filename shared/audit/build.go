@@ -49,10 +49,36 @@ var ErrMalformed = errors.New("malformed stream record")
 // Build returns the audit entry for one stream record of the notifications table, without its
 // chain fields (PrevHash, Hash, PrevMissing: the Writer sets them). ok is false when the
 // record is not a transition: a MODIFY that left the version unchanged. Only the allow-listed
-// attributes of the images are read.
+// attributes of the images are read. Its steps: pick the image, read its fields, stamp the
+// transition (or the purge), then the day, retention and sequence.
 func Build(rec events.DynamoDBEventRecord, m Meta) (e Entry, ok bool, err error) {
-	var img image
-	var from notify.State
+	img, from, ok, err := imageOf(rec)
+	if !ok {
+		return Entry{}, false, err
+	}
+	e = Entry{FromState: from, WrittenBy: m.Actor.String()}
+	key, state, reason, err := readFields(rec, img, &e)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if err := stamp(rec, img, m, &e, state, reason); err != nil {
+		return Entry{}, false, err
+	}
+	e.At = e.At.UTC()
+	e.Day = e.At.Format(DayLayout)
+	retention := m.Retention
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	e.RetainUntil = e.At.Add(retention).Unix()
+	e.Seq = seqFor(key, e.Version, suffixOf(e), e.NotificationID, false)
+	return e, true, nil
+}
+
+// imageOf returns the image an entry is built from (the new one, or the old one of a
+// removal) and, for a MODIFY, the state it left. ok is false, with a nil error, for a MODIFY
+// that left the version unchanged.
+func imageOf(rec events.DynamoDBEventRecord) (img image, from notify.State, ok bool, err error) {
 	switch events.DynamoDBOperationType(rec.EventName) {
 	case events.DynamoDBOperationTypeInsert:
 		img = image(rec.Change.NewImage)
@@ -61,38 +87,41 @@ func Build(rec events.DynamoDBEventRecord, m Meta) (e Entry, ok bool, err error)
 		old := image(rec.Change.OldImage)
 		oldVersion, err := old.number(tables.AttrVersion)
 		if err != nil {
-			return Entry{}, false, buildErr(rec, "old image: %w", err)
+			return nil, "", false, buildErr(rec, "old image: %w", err)
 		}
 		newVersion, err := img.number(tables.AttrVersion)
 		if err != nil {
-			return Entry{}, false, buildErr(rec, "new image: %w", err)
+			return nil, "", false, buildErr(rec, "new image: %w", err)
 		}
 		if newVersion == oldVersion {
-			return Entry{}, false, nil
+			return nil, "", false, nil
 		}
 		if newVersion < oldVersion {
-			return Entry{}, false, buildErr(rec, "version went back from %d to %d", oldVersion, newVersion)
+			return nil, "", false, buildErr(rec, "version went back from %d to %d", oldVersion, newVersion)
 		}
 		if from, err = old.state(); err != nil {
-			return Entry{}, false, buildErr(rec, "old image: %w", err)
+			return nil, "", false, buildErr(rec, "old image: %w", err)
 		}
 	case events.DynamoDBOperationTypeRemove:
 		img = image(rec.Change.OldImage)
 	default:
-		return Entry{}, false, buildErr(rec, "event name %q", rec.EventName)
+		return nil, "", false, buildErr(rec, "event name %q", rec.EventName)
 	}
 	if len(img) == 0 {
-		return Entry{}, false, buildErr(rec, "no image (stream view type must be NEW_AND_OLD_IMAGES)")
+		return nil, "", false, buildErr(rec, "no image (stream view type must be NEW_AND_OLD_IMAGES)")
 	}
+	return img, from, true, nil
+}
 
-	e = Entry{FromState: from, WrittenBy: m.Actor.String()}
+// readFields reads the allow-listed attributes of img into e and returns the record's key,
+// state and reason. A missing or malformed attribute, or a missing identity, is an error.
+func readFields(rec events.DynamoDBEventRecord, img image, e *Entry) (key string, state notify.State, reason string, err error) {
 	var errs []error
 	get := func(dst *string, attr string) {
 		v, err := img.string(attr)
 		errs = append(errs, err)
 		*dst = v
 	}
-	key := ""
 	get(&key, tables.AttrIdempotencyKey)
 	get(&e.EventID, tables.AttrEventID)
 	get(&e.NotificationID, tables.AttrNotificationID)
@@ -106,49 +135,44 @@ func Build(rec events.DynamoDBEventRecord, m Meta) (e Entry, ok bool, err error)
 	e.Attempt, err2 = img.number(tables.AttrAttempt)
 	e.SafetyMarginMS, err3 = img.number(tables.AttrSafetyMarginMS)
 	errs = append(errs, err1, err2, err3)
-	state, err := img.state()
+	state, err = img.state()
 	errs = append(errs, err)
-	var reason string
 	get(&reason, tables.AttrReason)
 	if err := errors.Join(errs...); err != nil {
-		return Entry{}, false, buildErr(rec, "%w", err)
+		return "", "", "", buildErr(rec, "%w", err)
 	}
 	switch {
 	case key == "" || e.EventID == "" || e.NotificationID == "":
-		return Entry{}, false, buildErr(rec, "idempotency key, event ID or notification ID missing")
+		return "", "", "", buildErr(rec, "idempotency key, event ID or notification ID missing")
 	case e.Version < 1:
-		return Entry{}, false, buildErr(rec, "version %d", e.Version)
+		return "", "", "", buildErr(rec, "version %d", e.Version)
 	}
+	return key, state, reason, nil
+}
 
-	purged := events.DynamoDBOperationType(rec.EventName) == events.DynamoDBOperationTypeRemove
-	if purged {
+// stamp sets e's target state, reason and time: a removal is a purge at the stream record's
+// time (its actor made the last transition, not the removal); anything else is the
+// transition to state at the record's updated_at.
+func stamp(rec events.DynamoDBEventRecord, img image, m Meta, e *Entry, state notify.State, reason string) error {
+	if events.DynamoDBOperationType(rec.EventName) == events.DynamoDBOperationTypeRemove {
 		e.FromState, e.ToState = state, StatePurged
 		e.Reason, e.PurgedBy = purgeReason(rec.UserIdentity)
-		// The record's actor made its last transition, not its removal.
 		e.Actor = ""
 		e.At = rec.Change.ApproximateCreationDateTime.Time
 		if e.At.IsZero() {
 			e.At = m.Now
 		}
-	} else {
-		e.ToState, e.Reason = state, notify.Reason(reason)
-		at, err := img.string(tables.AttrUpdatedAt)
-		if err == nil {
-			e.At, err = tables.ParseTime(at)
-		}
-		if err != nil || e.At.IsZero() {
-			return Entry{}, false, buildErr(rec, "updated_at missing or not a time")
-		}
+		return nil
 	}
-	e.At = e.At.UTC()
-	e.Day = e.At.Format(DayLayout)
-	retention := m.Retention
-	if retention <= 0 {
-		retention = DefaultRetention
+	e.ToState, e.Reason = state, notify.Reason(reason)
+	at, err := img.string(tables.AttrUpdatedAt)
+	if err == nil {
+		e.At, err = tables.ParseTime(at)
 	}
-	e.RetainUntil = e.At.Add(retention).Unix()
-	e.Seq = seqFor(key, e.Version, suffixOf(e), e.NotificationID, false)
-	return e, true, nil
+	if err != nil || e.At.IsZero() {
+		return buildErr(rec, "updated_at missing or not a time")
+	}
+	return nil
 }
 
 // purgeReason tells a TTL removal from any other and names the principal when known.

@@ -103,42 +103,11 @@ func checkDigests(ds []Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []
 // checkCoverage finds the periods of the range that have ended Grace ago but that no digest
 // closes, and counts the entries of periods still open.
 func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
-	period := o.Period
-	if n := len(ds); n > 0 {
-		period = ds[n-1].PeriodEnd.Sub(ds[n-1].PeriodStart)
-	}
-	if period <= 0 {
-		period = DefaultDigestPeriod
-	}
+	period := digestPeriod(ds, o)
 	closedUntil := o.Now.Add(-o.Grace).Truncate(period)
-	coverFrom, coverTo := b.CoverSpan()
-	covers := func(t time.Time) bool {
-		for _, d := range ds {
-			if !t.Before(d.PeriodStart) && t.Before(d.PeriodEnd) {
-				return true
-			}
-		}
-		return false
-	}
+	coverFrom, _ := b.CoverSpan()
+	uncovered, legacy := classifyEntries(b, ds, period, closedUntil, r)
 	var out []Problem
-	uncovered := map[time.Time]int{}
-	legacy := 0
-	for _, e := range b.Entries {
-		switch {
-		case e.WrittenAt.IsZero():
-			if !e.At.Before(b.From) && e.At.Before(b.To) {
-				legacy++
-			}
-		case e.WrittenAt.Before(coverFrom) || !e.WrittenAt.Before(coverTo) || covers(e.WrittenAt):
-		case !e.WrittenAt.Before(closedUntil):
-			r.Open++
-			if r.OpenSince.IsZero() || e.WrittenAt.Before(r.OpenSince) {
-				r.OpenSince = e.WrittenAt
-			}
-		default:
-			uncovered[e.WrittenAt.Truncate(period)]++
-		}
-	}
 	if legacy > 0 {
 		out = append(out, digestProblem("", "%d entries have no written_at: they were written before digests existed and no digest covers them", legacy))
 	}
@@ -169,6 +138,53 @@ func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
 	return out
 }
 
+// digestPeriod is the length of a digest's period: the last digest's, else the option's, else
+// DefaultDigestPeriod.
+func digestPeriod(ds []Digest, o CheckOptions) time.Duration {
+	period := o.Period
+	if n := len(ds); n > 0 {
+		period = ds[n-1].PeriodEnd.Sub(ds[n-1].PeriodStart)
+	}
+	if period <= 0 {
+		period = DefaultDigestPeriod
+	}
+	return period
+}
+
+// classifyEntries sorts the bundle's entries by coverage. It returns the entries of closed
+// periods no digest covers, counted by period start, and the entries in the range that have
+// no written_at (from before digests); entries of periods still open are counted in r.
+func classifyEntries(b Bundle, ds []Digest, period time.Duration, closedUntil time.Time, r *Report) (map[time.Time]int, int) {
+	coverFrom, coverTo := b.CoverSpan()
+	covers := func(t time.Time) bool {
+		for _, d := range ds {
+			if !t.Before(d.PeriodStart) && t.Before(d.PeriodEnd) {
+				return true
+			}
+		}
+		return false
+	}
+	uncovered := map[time.Time]int{}
+	legacy := 0
+	for _, e := range b.Entries {
+		switch {
+		case e.WrittenAt.IsZero():
+			if !e.At.Before(b.From) && e.At.Before(b.To) {
+				legacy++
+			}
+		case e.WrittenAt.Before(coverFrom) || !e.WrittenAt.Before(coverTo) || covers(e.WrittenAt):
+		case !e.WrittenAt.Before(closedUntil):
+			r.Open++
+			if r.OpenSince.IsZero() || e.WrittenAt.Before(r.OpenSince) {
+				r.OpenSince = e.WrittenAt
+			}
+		default:
+			uncovered[e.WrittenAt.Truncate(period)]++
+		}
+	}
+	return uncovered, legacy
+}
+
 // tally counts, per notification, what the digests signed and what became of it.
 type tally struct {
 	eventID, key             string
@@ -179,56 +195,74 @@ type tally struct {
 // checkManifests recomputes every valid digest that overlaps the range from the entries
 // written in its period and names the differences.
 func checkManifests(b Bundle, ds []Digest, valid []bool, r *Report) []Problem {
-	byNotification := map[string]*tally{}
-	var order []string
-	t := func(nid, eventID, seq string) *tally {
-		if byNotification[nid] == nil {
-			byNotification[nid] = &tally{eventID: eventID, key: Entry{Seq: seq}.IdempotencyKey()}
-			order = append(order, nid)
+	ts := &tallies{by: map[string]*tally{}}
+	for i, d := range ds {
+		if valid[i] && b.overlaps(d) {
+			compareManifest(b, d, ts, r)
 		}
-		return byNotification[nid]
 	}
 	present := map[string]bool{}
 	for _, e := range b.Entries {
 		present[e.NotificationID] = true
 	}
-	for i, d := range ds {
-		if !valid[i] || !b.overlaps(d) {
-			continue
-		}
-		current := map[string]Entry{}
-		for _, e := range b.Entries {
-			if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
-				current[lineOf(e).Key()] = e
-			}
-		}
-		for _, l := range d.Manifest {
-			c := t(l.NotificationID, l.EventID, l.Seq)
-			c.signed++
-			e, ok := current[l.Key()]
-			delete(current, l.Key())
-			switch {
-			case !ok:
-				c.deleted++
-				c.problems = append(c.problems, Problem{NotificationID: l.NotificationID, Seq: l.Seq, Period: d.Period(),
-					What: fmt.Sprintf("entry deleted: the signed digest of %s lists it (hash %s) but the audit table no longer holds it", d.Period(), shortHash(l.Hash))})
-			case e.Hash != l.Hash:
-				c.changed++
-				c.problems = append(c.problems, Problem{NotificationID: l.NotificationID, Seq: l.Seq, Period: d.Period(),
-					What: fmt.Sprintf("entry changed: its hash is %s, the signed digest of %s has %s", shortHash(e.Hash), d.Period(), shortHash(l.Hash))})
-			case contentIntact(e):
-				r.Covered++
-			}
-		}
-		for _, e := range Sorted(mapValues(current)) {
-			c := t(e.NotificationID, e.EventID, e.Seq)
-			c.problems = append(c.problems, Problem{NotificationID: e.NotificationID, Seq: e.Seq, Period: d.Period(),
-				What: fmt.Sprintf("entry added: its written_at lies in %s, but the signed digest of that period does not list it", d.Period())})
+	return ts.problems(present)
+}
+
+// tallies keeps a tally per notification, in the order they were first seen.
+type tallies struct {
+	by    map[string]*tally
+	order []string
+}
+
+func (ts *tallies) of(nid, eventID, seq string) *tally {
+	if ts.by[nid] == nil {
+		ts.by[nid] = &tally{eventID: eventID, key: Entry{Seq: seq}.IdempotencyKey()}
+		ts.order = append(ts.order, nid)
+	}
+	return ts.by[nid]
+}
+
+// compareManifest compares d's manifest with the entries written in d's period: a line with
+// no entry was deleted, one with another hash was changed, and an entry no line lists was
+// added. Intact entries are counted in r.Covered.
+func compareManifest(b Bundle, d Digest, ts *tallies, r *Report) {
+	current := map[string]Entry{}
+	for _, e := range b.Entries {
+		if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
+			current[lineOf(e).Key()] = e
 		}
 	}
+	for _, l := range d.Manifest {
+		c := ts.of(l.NotificationID, l.EventID, l.Seq)
+		c.signed++
+		e, ok := current[l.Key()]
+		delete(current, l.Key())
+		switch {
+		case !ok:
+			c.deleted++
+			c.problems = append(c.problems, Problem{NotificationID: l.NotificationID, Seq: l.Seq, Period: d.Period(),
+				What: fmt.Sprintf("entry deleted: the signed digest of %s lists it (hash %s) but the audit table no longer holds it", d.Period(), shortHash(l.Hash))})
+		case e.Hash != l.Hash:
+			c.changed++
+			c.problems = append(c.problems, Problem{NotificationID: l.NotificationID, Seq: l.Seq, Period: d.Period(),
+				What: fmt.Sprintf("entry changed: its hash is %s, the signed digest of %s has %s", shortHash(e.Hash), d.Period(), shortHash(l.Hash))})
+		case contentIntact(e):
+			r.Covered++
+		}
+	}
+	for _, e := range Sorted(mapValues(current)) {
+		c := ts.of(e.NotificationID, e.EventID, e.Seq)
+		c.problems = append(c.problems, Problem{NotificationID: e.NotificationID, Seq: e.Seq, Period: d.Period(),
+			What: fmt.Sprintf("entry added: its written_at lies in %s, but the signed digest of that period does not list it", d.Period())})
+	}
+}
+
+// problems reports each notification's problems, folded into one when its whole signed chain
+// was deleted (and none of it is present) or rewritten.
+func (ts *tallies) problems(present map[string]bool) []Problem {
 	var out []Problem
-	for _, nid := range order {
-		c := byNotification[nid]
+	for _, nid := range ts.order {
+		c := ts.by[nid]
 		switch {
 		case c.signed > 0 && c.deleted == c.signed && !present[nid]:
 			out = append(out, Problem{NotificationID: nid, What: fmt.Sprintf("whole chain deleted: the %d entries of this notification (event %s, idempotency key %s) that signed digests list are all gone from the audit table", c.signed, c.eventID, c.key)})

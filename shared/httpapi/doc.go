@@ -2,8 +2,8 @@
 // (payload format 2.0) into calls of notify.Intake and its results into responses. It holds no
 // business rule.
 //
-// Routes (RouteSubmit, RouteStatus, RouteCancel) are taken from the event's route key; for a
-// $default or ANY route, and for local callers that set none, from the method and raw path.
+// Routes (RouteSubmit, RouteStatus, RouteCancel) are taken from the event's route key and the
+// key from its path parameter, once: API Gateway and the local gateway set them alike.
 //
 //	POST   /v1/notifications        202 + Location (first admission, also when admitted as expired)
 //	                                200 + Idempotent-Replayed: true (same key, same request)
@@ -12,12 +12,13 @@
 //	                                422 idempotency-key-reused, 503 dispatch-queue-unavailable + Retry-After
 //	GET    /v1/notifications/{key}  200 status view, 400 invalid-request, 404 notification-not-found
 //	DELETE /v1/notifications/{key}  200 cancelled status view, 400, 404, 409 not-cancellable | concurrent-change
-//	other methods on those paths    405 method-not-allowed + Allow
-//	any other path                  404 route-not-found
+//	any other route key             404 route-not-found
 //	anything unexpected             500 internal-error
 //
 // Checks on a POST run in this order: Content-Type (415), base64 decoding (400), size of the
-// decoded body (413), then notify.ParseRequest (400). Every error is application/problem+json
+// decoded body (413), then notify.Intake.SubmitJSON, the one domain call, which validates the
+// body (400) before admission; GET and DELETE hand the key to Intake.Status and Intake.Cancel,
+// which check it (400) before reading. Every error is application/problem+json
 // (RFC 9457) with type https://resetnotify.dev/problems/<slug> (see ProblemType), title,
 // status, detail and instance (urn:resetnotify:request:<request ID>). No response, log line or
 // metric ever holds a phone number, a param, or any part of the body: field errors name the

@@ -46,7 +46,6 @@ const (
 	HeaderLocation           = "Location"
 	HeaderIdempotentReplayed = "Idempotent-Replayed"
 	HeaderRetryAfter         = "Retry-After"
-	HeaderAllow              = "Allow"
 	HeaderRequestID          = "X-Request-Id"
 	HeaderCacheControl       = "Cache-Control"
 )
@@ -61,8 +60,9 @@ const (
 const routeUnmatched = "unmatched"
 
 // Handler adapts API Gateway HTTP API (payload format 2.0) events to the notify.Intake
-// service and back. It holds no business rule: validation is notify.ParseRequest, admission,
-// status and cancellation are the Intake's.
+// service and back, with one Intake call per request. It checks only what belongs to HTTP
+// (Content-Type, base64, body size); validation of the body and the key, admission, status
+// and cancellation are the Intake's.
 type Handler struct {
 	intake  *notify.Intake
 	log     *slog.Logger
@@ -115,37 +115,19 @@ func (h *Handler) dispatch(ctx context.Context, ev events.APIGatewayV2HTTPReques
 	return h.route(ctx, ev)
 }
 
-// route picks the operation from the route key API Gateway matched, or, for a $default or
-// ANY route and local callers that set none, from the method and raw path.
+// route picks the operation from the route key, once. template.yaml declares exactly
+// RouteSubmit, RouteStatus and RouteCancel, with the key as the path parameter PathParamKey,
+// and the local gateway (dev/localapi) routes by the same template, so every caller sets them
+// as API Gateway does. Any other route key is answered 404 route-not-found; API Gateway itself
+// never delivers one.
 func (h *Handler) route(ctx context.Context, ev events.APIGatewayV2HTTPRequest) result {
 	switch routeKey(ev) {
 	case RouteSubmit:
 		return h.submit(ctx, ev)
 	case RouteStatus:
-		return h.status(ctx, pathKey(ev))
+		return h.status(ctx, ev.PathParameters[PathParamKey])
 	case RouteCancel:
-		return h.cancel(ctx, pathKey(ev))
-	}
-	method := strings.ToUpper(ev.RequestContext.HTTP.Method)
-	path := stripStage(rawPath(ev), ev.RequestContext.Stage)
-	switch {
-	case path == CollectionPath:
-		if method == http.MethodPost {
-			return h.submit(ctx, ev)
-		}
-		return methodNotAllowed(http.MethodPost)
-	case strings.HasPrefix(path, CollectionPath+"/"):
-		seg := strings.TrimPrefix(path, CollectionPath+"/")
-		if seg == "" || strings.Contains(seg, "/") {
-			break
-		}
-		switch method {
-		case http.MethodGet:
-			return h.status(ctx, seg)
-		case http.MethodDelete:
-			return h.cancel(ctx, seg)
-		}
-		return methodNotAllowed(http.MethodGet + ", " + http.MethodDelete)
+		return h.cancel(ctx, ev.PathParameters[PathParamKey])
 	}
 	return result{status: http.StatusNotFound, route: routeUnmatched,
 		problem: newProblem(ProblemRouteNotFound, http.StatusNotFound, "No resource has this path.")}
@@ -171,18 +153,14 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 			"The body must be at most "+strconv.Itoa(MaxBodyBytes)+" bytes.")
 	}
 
-	req, err := notify.ParseRequest(body, headerKey(hdr["idempotency-key"]), h.intake.Clock.Now(), h.intake.Policy)
-	if err != nil {
-		return validationResult(route, err)
-	}
-	sub, err := h.intake.Submit(ctx, req)
-	res := result{route: route, key: req.IdempotencyKey, notifID: sub.Record.NotificationID, replayed: sub.Replayed}
+	sub, err := h.intake.SubmitJSON(ctx, body, headerKey(hdr["idempotency-key"]))
+	res := result{route: route, key: sub.Key, notifID: sub.Record.NotificationID, replayed: sub.Replayed}
 	var refused *notify.RefusedError
 	switch {
 	case errors.As(err, new(*notify.ValidationError)):
 		return validationResult(route, err)
 	case errors.As(err, &refused):
-		return refusalResult(route, req.IdempotencyKey, refused)
+		return refusalResult(route, sub.Key, refused)
 	case errors.Is(err, notify.ErrKeyReuse):
 		res.status = http.StatusUnprocessableEntity
 		res.problem = newProblem(ProblemKeyReused, res.status,
@@ -197,7 +175,7 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		return res
 	case err != nil:
 		r := internalError(route, err)
-		r.key = req.IdempotencyKey
+		r.key = sub.Key
 		return r
 	}
 	res.body = NewStatusView(sub.Record)
@@ -214,12 +192,11 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 
 func (h *Handler) status(ctx context.Context, rawKey string) result {
 	const route = RouteStatus
-	key, bad := validKey(route, rawKey)
-	if bad != nil {
-		return *bad
-	}
+	key := unescapeKey(rawKey)
 	rec, err := h.intake.Status(ctx, key)
 	switch {
+	case errors.As(err, new(*notify.ValidationError)):
+		return validationResult(route, err)
 	case errors.Is(err, notify.ErrNotFound):
 		r := notFound(route)
 		r.key = key
@@ -234,13 +211,12 @@ func (h *Handler) status(ctx context.Context, rawKey string) result {
 
 func (h *Handler) cancel(ctx context.Context, rawKey string) result {
 	const route = RouteCancel
-	key, bad := validKey(route, rawKey)
-	if bad != nil {
-		return *bad
-	}
+	key := unescapeKey(rawKey)
 	rec, err := h.intake.Cancel(ctx, key)
 	res := result{route: route, key: key, notifID: rec.NotificationID}
 	switch {
+	case errors.As(err, new(*notify.ValidationError)):
+		return validationResult(route, err)
 	case errors.Is(err, notify.ErrNotFound):
 		r := notFound(route)
 		r.key = key
@@ -364,17 +340,12 @@ func notFound(route string) result {
 	return problemResult(route, http.StatusNotFound, ProblemNotificationNotFound, "No notification has this idempotency key.")
 }
 
-func methodNotAllowed(allow string) result {
-	return result{status: http.StatusMethodNotAllowed, route: routeUnmatched,
-		headers: map[string]string{HeaderAllow: allow},
-		problem: newProblem(ProblemMethodNotAllowed, http.StatusMethodNotAllowed, "This path allows "+allow+".")}
-}
-
 func problemResult(route string, status int, t ProblemType, detail string) result {
 	return result{status: status, route: route, problem: newProblem(t, status, detail)}
 }
 
-// validationResult maps a refusal from notify.ParseRequest to its problem.
+// validationResult maps a *notify.ValidationError (a refused body, or a refused key in the
+// path) to its problem.
 func validationResult(route string, err error) result {
 	var ve *notify.ValidationError
 	if !errors.As(err, &ve) {
@@ -387,6 +358,8 @@ func validationResult(route string, err error) result {
 	case notify.ProblemKeyMismatch:
 		r = problemResult(route, http.StatusBadRequest, ProblemKeyMismatch,
 			"The Idempotency-Key header and the idempotency_key field must be equal when both are given.")
+	case notify.ProblemInvalidKey:
+		r = problemResult(route, http.StatusBadRequest, ProblemInvalidRequest, "The key in the path is invalid; see errors.")
 	default:
 		r = problemResult(route, http.StatusBadRequest, ProblemInvalidRequest, "One or more fields are invalid; see errors.")
 	}
@@ -394,23 +367,16 @@ func validationResult(route string, err error) result {
 	return r
 }
 
-// validKey unescapes and checks a key taken from the path. API Gateway hands path parameters
-// over decoded, the raw path is not; no valid key contains "%", so unescaping is safe either
-// way.
-func validKey(route, raw string) (string, *result) {
-	key := raw
-	if strings.Contains(key, "%") {
-		if k, err := url.PathUnescape(key); err == nil {
-			key = k
+// unescapeKey unescapes a key taken from the path when it holds "%". API Gateway and the
+// local gateway hand path parameters over decoded; no valid key contains "%", so unescaping
+// once more is safe, and notify.CheckKey judges the result.
+func unescapeKey(raw string) string {
+	if strings.Contains(raw, "%") {
+		if k, err := url.PathUnescape(raw); err == nil {
+			return k
 		}
 	}
-	if !notify.ValidKey(key) {
-		r := problemResult(route, http.StatusBadRequest, ProblemInvalidRequest, "The key in the path is invalid; see errors.")
-		r.problem.Errors = []notify.FieldError{{Field: PathParamKey,
-			Detail: "must be 1 to " + strconv.Itoa(notify.MaxKeyLen) + " characters of A-Z a-z 0-9 . _ : ~ -"}}
-		return "", &r
-	}
-	return key, nil
+	return raw
 }
 
 // routeKey returns the matched route key of ev, from the top level or the request context.
@@ -440,34 +406,6 @@ func methodOf(ev events.APIGatewayV2HTTPRequest) string {
 		return m
 	}
 	return "OTHER"
-}
-
-func rawPath(ev events.APIGatewayV2HTTPRequest) string {
-	if ev.RawPath != "" {
-		return ev.RawPath
-	}
-	return ev.RequestContext.HTTP.Path
-}
-
-// pathKey returns the key path parameter, or the last segment of the raw path when the event
-// carries no parameters.
-func pathKey(ev events.APIGatewayV2HTTPRequest) string {
-	if k, ok := ev.PathParameters[PathParamKey]; ok {
-		return k
-	}
-	p := rawPath(ev)
-	return p[strings.LastIndex(p, "/")+1:]
-}
-
-// stripStage removes a named stage's prefix from a raw path; the $default stage has none.
-func stripStage(path, stage string) string {
-	if stage == "" || stage == "$default" {
-		return path
-	}
-	if rest, ok := strings.CutPrefix(path, "/"+stage+"/"); ok {
-		return "/" + rest
-	}
-	return path
 }
 
 // lowerHeaders returns headers keyed by lower-case name. HTTP API v2 already lower-cases them;

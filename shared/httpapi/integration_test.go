@@ -91,7 +91,7 @@ func newRealFixture(t *testing.T) *realFixture {
 		Sealer:       seal.New(keys),
 		Hasher:       hasher,
 		Fingerprints: fingerprints,
-		Queue:        sqsqueue.New(awsclient.SQS(counted, os.Getenv(emulator.EnvSQSEndpoint)), f.queueURL),
+		Queue:        sqsqueue.New(awsclient.SQS(counted, os.Getenv(emulator.EnvSQSEndpoint)), f.queueURL, ""),
 		Clock:        f.clock,
 		Policy:       notify.DefaultPolicy(),
 		NewID:        func() string { return ulid.Make().String() },

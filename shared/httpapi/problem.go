@@ -39,10 +39,8 @@ const (
 	// ProblemConcurrentChange (409): the notification kept changing while the cancellation
 	// was tried; repeating the request is safe.
 	ProblemConcurrentChange ProblemType = "concurrent-change"
-	// ProblemRouteNotFound (404): no route has this path.
+	// ProblemRouteNotFound (404): the event's route key is none of ours.
 	ProblemRouteNotFound ProblemType = "route-not-found"
-	// ProblemMethodNotAllowed (405): the path exists but not for this method; see Allow.
-	ProblemMethodNotAllowed ProblemType = "method-not-allowed"
 	// ProblemQueueUnavailable (503): the notification was stored but could not be handed to
 	// the dispatch queue; repeat the same request after Retry-After seconds and it is queued
 	// again.
@@ -75,7 +73,6 @@ var problemTitles = map[ProblemType]string{
 	ProblemNotCancellable:        "Notification can no longer be cancelled",
 	ProblemConcurrentChange:      "Notification changed concurrently",
 	ProblemRouteNotFound:         "Not found",
-	ProblemMethodNotAllowed:      "Method not allowed",
 	ProblemQueueUnavailable:      "Dispatch queue unavailable",
 	ProblemRateLimited:           "Too many notifications for this destination",
 	ProblemPrefixRateLimited:     "Too many new destinations in this number range",

@@ -1,6 +1,9 @@
 package notify
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Store keeps notification records. Every write is conditional; the store never decides a
 // transition, it only applies one that Record.Apply produced.
@@ -62,9 +65,28 @@ func MessageOf(rec Record) Message {
 	return Message{IdempotencyKey: rec.IdempotencyKey, NotificationID: rec.NotificationID, Version: rec.Version}
 }
 
-// Enqueuer hands a record to the dispatch workers.
-type Enqueuer interface {
-	EnqueueDispatch(ctx context.Context, m Message) error
+// QueueName names a worker queue.
+type QueueName string
+
+// The worker queues: intake and the workers hand records to dispatch, and the dispatch worker
+// and the sweeper hand them to reconciliation.
+const (
+	DispatchQueue  QueueName = "dispatch"
+	ReconcileQueue QueueName = "reconcile"
+)
+
+// MaxQueueDelay is the longest delay a Queue honours: SQS's limit on DelaySeconds (900). A
+// longer wait is sent as MaxQueueDelay; the message then finds the record not yet due and
+// re-schedules the rest, and the sweeper finds it through next_action_at if a message is lost.
+const MaxQueueDelay = 15 * time.Minute
+
+// Queue puts a record's message on a worker queue. It is the one port for it: intake hands a
+// new record to dispatch, the workers hand records on to each other.
+type Queue interface {
+	// Enqueue puts m on queue, visible after delay (0: at once). Delays above MaxQueueDelay
+	// are sent as MaxQueueDelay. An implementation may round a delay up to its unit, never
+	// down, so a message never arrives before the record is due.
+	Enqueue(ctx context.Context, queue QueueName, m Message, delay time.Duration) error
 }
 
 // MessageChecker reports whether the message for a request can be rendered within the SMS

@@ -139,28 +139,8 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 	}
 	switch ch.To {
 	case StateDispatching:
-		if !now.Before(r.DispatchDeadline) {
-			return Record{}, fmt.Errorf("notify.apply %s: lease at %s, deadline %s: %w",
-				r.NotificationID, now.Format(time.RFC3339Nano), r.DispatchDeadline.Format(time.RFC3339Nano), ErrConflict)
-		}
-		if !ch.LeaseUntil.After(now) || ch.LeaseToken == "" {
-			return Record{}, fmt.Errorf("notify.apply %s: a lease needs a token and must end after now: %w", r.NotificationID, ErrInvalidTransition)
-		}
-		next.Attempt = r.Attempt + 1
-		next.LeaseUntil, next.LeaseToken = ch.LeaseUntil, ch.LeaseToken
-		// A receipt held for the previous attempt says nothing about this one.
-		next.EarlyReceipt = StateNone
-		next.AttemptedAt = now
-		next.ReconcileCount = 0
-		// If the worker dies, the sweeper finds the record once the lease has run out and
-		// next_action_at has come (it skips a record whose lease is still held). The lease
-		// keeps the next_action_at the record already had, so taking it does not move the due
-		// index's key, which would cost two index writes (a delete and a put); a dead
-		// worker's record is then found at most the policy's SweepAfter later than its lease
-		// end. Only a record that had none gets the lease's end.
-		next.NextActionAt = r.NextActionAt
-		if next.NextActionAt.IsZero() {
-			next.NextActionAt = ch.LeaseUntil
+		if err := r.lease(&next, ch, now); err != nil {
+			return Record{}, err
 		}
 	case StateDispatchUnknown:
 		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
@@ -170,26 +150,63 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 	default:
 		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
 	}
-	if next.State.SendingDone() {
-		next.Sealed = nil
+	next.tidy(r.DispatchDeadline, now)
+	return next, nil
+}
+
+// lease sets on next the lease ch takes of r at now: a new attempt, its token, lease end and
+// start. It refuses a lease at or after the dispatch deadline (ErrConflict) and one without a
+// token or ending by now (ErrInvalidTransition).
+func (r Record) lease(next *Record, ch Change, now time.Time) error {
+	if !now.Before(r.DispatchDeadline) {
+		return fmt.Errorf("notify.apply %s: lease at %s, deadline %s: %w",
+			r.NotificationID, now.Format(time.RFC3339Nano), r.DispatchDeadline.Format(time.RFC3339Nano), ErrConflict)
 	}
-	if next.State.Terminal() {
+	if !ch.LeaseUntil.After(now) || ch.LeaseToken == "" {
+		return fmt.Errorf("notify.apply %s: a lease needs a token and must end after now: %w", r.NotificationID, ErrInvalidTransition)
+	}
+	next.Attempt = r.Attempt + 1
+	next.LeaseUntil, next.LeaseToken = ch.LeaseUntil, ch.LeaseToken
+	// A receipt held for the previous attempt says nothing about this one.
+	next.EarlyReceipt = StateNone
+	next.AttemptedAt = now
+	next.ReconcileCount = 0
+	// If the worker dies, the sweeper finds the record once the lease has run out and
+	// next_action_at has come (it skips a record whose lease is still held). The lease keeps
+	// the next_action_at the record already had, so taking it does not move the due index's
+	// key, which would cost two index writes (a delete and a put); a dead worker's record is
+	// then found at most the policy's SweepAfter later than its lease end. Only a record that
+	// had none gets the lease's end.
+	next.NextActionAt = r.NextActionAt
+	if next.NextActionAt.IsZero() {
+		next.NextActionAt = ch.LeaseUntil
+	}
+	return nil
+}
+
+// tidy drops what r's new state no longer needs (the sealed secret once sending is done, a
+// held receipt once terminal) and sets when it is due: never once sent or terminal, else by
+// the dispatch deadline at the latest (now when nothing set it).
+func (r *Record) tidy(deadline, now time.Time) {
+	if r.State.SendingDone() {
+		r.Sealed = nil
+	}
+	if r.State.Terminal() {
 		// Applied, or past the point where it could be.
-		next.EarlyReceipt = StateNone
+		r.EarlyReceipt = StateNone
 	}
-	if next.State.Terminal() {
-		next.NextActionAt = time.Time{}
-	} else if !next.State.SendingDone() {
-		if next.NextActionAt.IsZero() {
-			next.NextActionAt = now
+	if r.State.Terminal() {
+		r.NextActionAt = time.Time{}
+	} else if !r.State.SendingDone() {
+		if r.NextActionAt.IsZero() {
+			r.NextActionAt = now
 		}
 		// Past the deadline the sweeper must expire the record, so it must be due by then.
-		next.NextActionAt = earliest(next.NextActionAt, r.DispatchDeadline)
+		r.NextActionAt = earliest(r.NextActionAt, deadline)
 	} else {
 		// Sent: only a receipt can move it on; the sweeper has nothing to do.
-		next.NextActionAt = time.Time{}
+		r.NextActionAt = time.Time{}
 	}
-	return next, nil
 }
 
 // HeldReceipt returns the change that applies the early receipt r holds, when r is sent and

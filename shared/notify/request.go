@@ -84,6 +84,7 @@ const (
 	ProblemMalformed   ProblemKind = "malformed"    // the body is not a JSON object
 	ProblemInvalid     ProblemKind = "invalid"      // fields fail validation
 	ProblemKeyMismatch ProblemKind = "key-mismatch" // header and body keys disagree
+	ProblemInvalidKey  ProblemKind = "invalid-key"  // a key to read or cancel by is invalid
 )
 
 // FieldError names one invalid field. Detail never repeats the submitted value.
@@ -126,20 +127,59 @@ type wireRequest struct {
 // fields), is malformed. The returned error is always a *ValidationError and never contains a
 // submitted value.
 func ParseRequest(body []byte, headerKey string, now time.Time, p Policy) (Request, error) {
+	w, err := decodeRequest(body)
+	if err != nil {
+		return Request{}, err
+	}
+	var v validator
+	req := v.request(w)
+	req.ExpiresAt = v.expiresAt(w.ExpiresAt, now, p)
+	bodyKey := ""
+	if w.IdempotencyKey != nil {
+		bodyKey = *w.IdempotencyKey
+		v.key("idempotency_key", bodyKey)
+	}
+	if headerKey != "" {
+		v.key("Idempotency-Key", headerKey)
+	}
+	if err := v.err(); err != nil {
+		return Request{}, err
+	}
+	if headerKey != "" && w.IdempotencyKey != nil && headerKey != bodyKey {
+		return Request{}, &ValidationError{Kind: ProblemKeyMismatch, Fields: []FieldError{{
+			Field: "idempotency_key", Detail: "differs from the Idempotency-Key header",
+		}}}
+	}
+	switch {
+	case headerKey != "":
+		req.IdempotencyKey = headerKey
+	case bodyKey != "":
+		req.IdempotencyKey = bodyKey
+	default:
+		req.IdempotencyKey = req.EventID + ":" + req.Channel + ":" + req.Purpose
+	}
+	return req, nil
+}
+
+// decodeRequest decodes body strictly: one JSON object, no repeated or unknown members.
+func decodeRequest(body []byte) (wireRequest, error) {
 	if err := checkStrictJSON(body); err != nil {
-		return Request{}, &ValidationError{Kind: ProblemMalformed, Fields: []FieldError{{Field: "body", Detail: err.Error()}}}
+		return wireRequest{}, &ValidationError{Kind: ProblemMalformed, Fields: []FieldError{{Field: "body", Detail: err.Error()}}}
 	}
 	var w wireRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return Request{}, malformed(err)
+		return wireRequest{}, malformed(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Request{}, &ValidationError{Kind: ProblemMalformed, Fields: []FieldError{{Field: "body", Detail: "must hold exactly one JSON object"}}}
+		return wireRequest{}, &ValidationError{Kind: ProblemMalformed, Fields: []FieldError{{Field: "body", Detail: "must hold exactly one JSON object"}}}
 	}
+	return w, nil
+}
 
-	var v validator
+// request validates w's fields but the key and expires_at, and returns them as a Request.
+func (v *validator) request(w wireRequest) Request {
 	req := Request{
 		EventID: v.required("event_id", w.EventID),
 		Channel: v.required("channel", w.Channel),
@@ -171,45 +211,40 @@ func ParseRequest(body []byte, headerKey string, now time.Time, p Policy) (Reque
 	} else if knownPurpose {
 		req.Params = v.params(req.Purpose, allowedParams, *w.Params)
 	}
-	if w.ExpiresAt == nil {
-		v.add("expires_at", "is required")
-	} else if t, err := time.Parse(time.RFC3339Nano, *w.ExpiresAt); err != nil {
-		v.add("expires_at", "must be an RFC 3339 timestamp with a zone")
-	} else {
-		req.ExpiresAt = t.UTC()
-		switch {
-		case req.ExpiresAt.After(now.Add(p.MaxAhead)):
-			v.add("expires_at", fmt.Sprintf("must be at most %s ahead", p.MaxAhead))
-		case req.ExpiresAt.Before(now.Add(-p.MaxLateness)):
-			v.add("expires_at", fmt.Sprintf("is more than %s in the past", p.MaxLateness))
-		}
-	}
+	return req
+}
 
-	bodyKey := ""
-	if w.IdempotencyKey != nil {
-		bodyKey = *w.IdempotencyKey
-		v.key("idempotency_key", bodyKey)
+// expiresAt validates expires_at: required, RFC 3339 with a zone, at most MaxAhead ahead of
+// now and at most MaxLateness behind it. It returns the time in UTC when it parses.
+func (v *validator) expiresAt(s *string, now time.Time, p Policy) time.Time {
+	if s == nil {
+		v.add("expires_at", "is required")
+		return time.Time{}
 	}
-	if headerKey != "" {
-		v.key("Idempotency-Key", headerKey)
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		v.add("expires_at", "must be an RFC 3339 timestamp with a zone")
+		return time.Time{}
 	}
-	if err := v.err(); err != nil {
-		return Request{}, err
-	}
-	if headerKey != "" && w.IdempotencyKey != nil && headerKey != bodyKey {
-		return Request{}, &ValidationError{Kind: ProblemKeyMismatch, Fields: []FieldError{{
-			Field: "idempotency_key", Detail: "differs from the Idempotency-Key header",
-		}}}
-	}
+	t = t.UTC()
 	switch {
-	case headerKey != "":
-		req.IdempotencyKey = headerKey
-	case bodyKey != "":
-		req.IdempotencyKey = bodyKey
-	default:
-		req.IdempotencyKey = req.EventID + ":" + req.Channel + ":" + req.Purpose
+	case t.After(now.Add(p.MaxAhead)):
+		v.add("expires_at", fmt.Sprintf("must be at most %s ahead", p.MaxAhead))
+	case t.Before(now.Add(-p.MaxLateness)):
+		v.add("expires_at", fmt.Sprintf("is more than %s in the past", p.MaxLateness))
 	}
-	return req, nil
+	return t
+}
+
+// CheckKey returns a *ValidationError of kind ProblemInvalidKey, for the field "key", when key
+// cannot name a notification.
+func CheckKey(key string) error {
+	var v validator
+	v.key("key", key)
+	if len(v.fields) == 0 {
+		return nil
+	}
+	return &ValidationError{Kind: ProblemInvalidKey, Fields: v.fields}
 }
 
 // ValidKey reports whether key can name a notification.

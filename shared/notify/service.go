@@ -20,7 +20,7 @@ type Intake struct {
 	Hasher DestinationHasher
 	// Fingerprints keys the request fingerprint that tells a replay from a key reuse.
 	Fingerprints RequestHasher
-	Queue        Enqueuer
+	Queue        Queue
 	Clock        Clock
 	Policy       Policy
 	// NewID returns a fresh, sortable notification ID (a ULID in production).
@@ -44,6 +44,23 @@ type Submitted struct {
 	Record Record
 	// Replayed is true when the key was already admitted with the same fingerprint.
 	Replayed bool
+	// Key is the request's idempotency key (set by SubmitJSON, also when it fails after
+	// parsing).
+	Key string
+}
+
+// SubmitJSON parses a request body with ParseRequest, at the intake's clock and under its
+// policy (headerKey is the Idempotency-Key header, "" when absent), and submits it. The
+// result's Key is the request's idempotency key once the body parsed. A body that does not
+// parse returns its *ValidationError; everything else is as Submit.
+func (in *Intake) SubmitJSON(ctx context.Context, body []byte, headerKey string) (Submitted, error) {
+	req, err := ParseRequest(body, headerKey, in.Clock.Now(), in.Policy)
+	if err != nil {
+		return Submitted{}, err
+	}
+	sub, err := in.Submit(ctx, req)
+	sub.Key = req.IdempotencyKey
+	return sub, err
 }
 
 // Submit admits req exactly once per idempotency key. A replay with the same fingerprint
@@ -97,7 +114,7 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 			return out, err
 		}
 	}
-	if err := in.Queue.EnqueueDispatch(ctx, MessageOf(queued)); err != nil {
+	if err := in.Queue.Enqueue(ctx, DispatchQueue, MessageOf(queued), 0); err != nil {
 		in.markDue(ctx, queued, now)
 		return out, fmt.Errorf("intake.submit %s: %w: %w", req.IdempotencyKey, ErrEnqueue, err)
 	}
@@ -143,7 +160,11 @@ func (in *Intake) actor(ctx context.Context) Actor {
 }
 
 // Status returns the stored record for key. It reads local state only and never causes work.
+// A key that cannot name a notification returns CheckKey's *ValidationError.
 func (in *Intake) Status(ctx context.Context, key string) (Record, error) {
+	if err := CheckKey(key); err != nil {
+		return Record{}, err
+	}
 	rec, err := in.Store.Get(ctx, key)
 	if err != nil {
 		return Record{}, fmt.Errorf("intake.status %s: %w", key, err)
@@ -156,8 +177,12 @@ func (in *Intake) Status(ctx context.Context, key string) (Record, error) {
 const maxCancelTries = 5
 
 // Cancel moves the record for key to cancelled while it is accepted or retry_scheduled, and
-// returns the new record. Afterwards it returns ErrNotCancellable with the current record.
+// returns the new record. Afterwards it returns ErrNotCancellable with the current record. A
+// key that cannot name a notification returns CheckKey's *ValidationError.
 func (in *Intake) Cancel(ctx context.Context, key string) (Record, error) {
+	if err := CheckKey(key); err != nil {
+		return Record{}, err
+	}
 	for range maxCancelTries {
 		rec, err := in.Store.Get(ctx, key)
 		if err != nil {

@@ -219,3 +219,39 @@ func TestSubmitRefusesUnrenderableMessage(t *testing.T) {
 		t.Error("an unrenderable request was stored or queued")
 	}
 }
+
+func TestSubmitJSONParsesAtTheIntakesClock(t *testing.T) {
+	ctx := context.Background()
+	f := newIntake()
+	sub, err := f.in.SubmitJSON(ctx, body(nil), "k")
+	if err != nil || sub.Key != "k" || sub.Record.IdempotencyKey != "k" || len(f.queue.Sent()) != 1 {
+		t.Fatalf("SubmitJSON: %+v %v (sent %d)", sub, err, len(f.queue.Sent()))
+	}
+	// Far past the request's expires_at the same body is refused by the intake's clock, and
+	// nothing is stored.
+	f.clock.Advance(24 * time.Hour)
+	var ve *notify.ValidationError
+	if _, err := f.in.SubmitJSON(ctx, body(nil), "k2"); !errors.As(err, &ve) || ve.Kind != notify.ProblemInvalid {
+		t.Fatalf("late body: err %v, want a validation error", err)
+	}
+	if len(f.store.All()) != 1 {
+		t.Errorf("%d records stored, want 1", len(f.store.All()))
+	}
+}
+
+func TestStatusAndCancelCheckTheKey(t *testing.T) {
+	ctx := context.Background()
+	f := newIntake()
+	for _, key := range []string{"", "a b", "+447700900123", strings.Repeat("k", notify.MaxKeyLen+1)} {
+		var ve *notify.ValidationError
+		if _, err := f.in.Status(ctx, key); !errors.As(err, &ve) || ve.Kind != notify.ProblemInvalidKey || len(ve.Fields) != 1 || ve.Fields[0].Field != "key" {
+			t.Errorf("Status(%q): err %v, want an invalid-key validation error", key, err)
+		}
+		if _, err := f.in.Cancel(ctx, key); !errors.As(err, &ve) || ve.Kind != notify.ProblemInvalidKey {
+			t.Errorf("Cancel(%q): err %v, want an invalid-key validation error", key, err)
+		}
+	}
+	if _, err := f.in.Status(ctx, "order-404"); !errors.Is(err, notify.ErrNotFound) {
+		t.Errorf("Status of a valid unknown key: %v, want ErrNotFound", err)
+	}
+}

@@ -117,55 +117,71 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 		maxTries = DefaultMaxTries
 	}
 	for range maxTries {
-		rec, err := r.Notifications.Get(ctx, key)
-		if errors.Is(err, notify.ErrNotFound) {
-			res.Outcome = OutcomeOrphan
-			return res, nil
-		}
+		done, err := r.applyOnce(ctx, stored, key, id, n, &res)
 		if err != nil {
 			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
 		}
-		res.State = rec.State
-		outcome, ch := decide(rec, id, n, stored)
-		if outcome == OutcomeEarly {
-			// The dispatch worker is still calling the provider: keep the receipt on the
-			// record, and the transition that ends the attempt applies it.
-			err := r.Notifications.HoldReceipt(ctx, rec, stored.Status.State())
-			if errors.Is(err, notify.ErrConflict) {
-				continue
-			}
-			if err != nil {
-				return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
-			}
-			res.Outcome = outcome
+		if done {
 			return res, nil
-		}
-		if outcome != OutcomeTransitioned {
-			res.Outcome = outcome
-			if outcome == OutcomeStale {
-				// A receipt for an attempt the record has left behind: if the record went on
-				// to another attempt, the provider may have delivered twice.
-				r.log().Warn("receipt for an attempt the record has left", "attempt_ref", stored.AttemptRef,
-					"state", string(rec.State), "record_attempt", rec.Attempt, "receipt_status", string(stored.Status))
-			}
-			return res, nil
-		}
-		ch.Actor = actor.Of(ctx, Component)
-		next, err := rec.Apply(ch, r.clock().Now())
-		if err != nil {
-			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
-		}
-		err = r.Notifications.Transition(ctx, rec, next)
-		if err == nil {
-			r.Metrics.Transition(string(next.State), string(next.Reason))
-			res.Outcome, res.State = OutcomeTransitioned, next.State
-			return res, nil
-		}
-		if !errors.Is(err, notify.ErrConflict) {
-			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
 		}
 	}
 	return Result{}, fmt.Errorf("receipts.record %s: %d concurrent changes: %w", rc.AttemptRef, maxTries, notify.ErrConflict)
+}
+
+// applyOnce reads the record under key and does what the final receipt stored (for attempt n
+// of notification id) does to it: hold it on a record still dispatching, apply its transition,
+// or nothing (orphan, stale, already settled), and sets res accordingly. done is false when a
+// concurrent write won, so the caller reads the record again.
+func (r *Recorder) applyOnce(ctx context.Context, stored Receipt, key, id string, n int, res *Result) (done bool, err error) {
+	rec, err := r.Notifications.Get(ctx, key)
+	if errors.Is(err, notify.ErrNotFound) {
+		res.Outcome = OutcomeOrphan
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	res.State = rec.State
+	outcome, ch := decide(rec, id, n, stored)
+	switch outcome {
+	case OutcomeTransitioned:
+	case OutcomeEarly:
+		// The dispatch worker is still calling the provider: keep the receipt on the record,
+		// and the transition that ends the attempt applies it.
+		err := r.Notifications.HoldReceipt(ctx, rec, stored.Status.State())
+		if errors.Is(err, notify.ErrConflict) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		res.Outcome = outcome
+		return true, nil
+	default:
+		res.Outcome = outcome
+		if outcome == OutcomeStale {
+			// A receipt for an attempt the record has left behind: if the record went on to
+			// another attempt, the provider may have delivered twice.
+			r.log().Warn("receipt for an attempt the record has left", "attempt_ref", stored.AttemptRef,
+				"state", string(rec.State), "record_attempt", rec.Attempt, "receipt_status", string(stored.Status))
+		}
+		return true, nil
+	}
+	ch.Actor = actor.Of(ctx, Component)
+	next, err := rec.Apply(ch, r.clock().Now())
+	if err != nil {
+		return false, err
+	}
+	err = r.Notifications.Transition(ctx, rec, next)
+	if errors.Is(err, notify.ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.Metrics.Transition(string(next.State), string(next.Reason))
+	res.Outcome, res.State = OutcomeTransitioned, next.State
+	return true, nil
 }
 
 // decide returns what a final receipt for attempt n of notification id does to rec, and the

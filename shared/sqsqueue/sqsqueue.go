@@ -1,7 +1,7 @@
-// Package sqsqueue hands notification messages to SQS queues. A message body is the JSON of
-// notify.Message and nothing else: {idempotency_key, notification_id, version}. No phone
-// number, param or other secret can reach a queue, because there is no field to carry one,
-// and no message attributes are sent.
+// Package sqsqueue is the notify.Queue over SQS: the dispatch and reconcile queues, for intake
+// and the workers alike. A message body is the JSON of notify.Message and nothing else:
+// {idempotency_key, notification_id, version}. No phone number, param or other secret can
+// reach a queue, because there is no field to carry one, and no message attributes are sent.
 package sqsqueue
 
 import (
@@ -16,9 +16,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
-// MaxDelay is the longest delivery delay SQS supports. Longer delays are shortened to it.
-const MaxDelay = 15 * time.Minute
-
 // API is the part of the SQS client the queue uses; *sqs.Client satisfies it.
 type API interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
@@ -26,29 +23,39 @@ type API interface {
 
 var _ API = (*sqs.Client)(nil)
 
-// Queue sends messages to the dispatch queue (EnqueueDispatch) or to any other queue (Send).
-// It is safe for concurrent use.
+// Queue sends messages to the worker queues. It is safe for concurrent use.
 type Queue struct {
-	client      API
-	dispatchURL string
+	client API
+	urls   map[notify.QueueName]string
 }
 
-var _ notify.Enqueuer = (*Queue)(nil)
+var _ notify.Queue = (*Queue)(nil)
 
-// New returns a Queue whose EnqueueDispatch sends to dispatchURL.
-func New(client API, dispatchURL string) *Queue {
-	return &Queue{client: client, dispatchURL: dispatchURL}
+// New returns a Queue that sends to the queues at dispatchURL and reconcileURL. A function
+// that only ever sends to one of them (intake) leaves the other empty; a message for a queue
+// without a URL is an error.
+func New(client API, dispatchURL, reconcileURL string) *Queue {
+	return &Queue{client: client, urls: map[notify.QueueName]string{
+		notify.DispatchQueue: dispatchURL, notify.ReconcileQueue: reconcileURL,
+	}}
 }
 
-// EnqueueDispatch sends m to the dispatch queue for immediate delivery.
-func (q *Queue) EnqueueDispatch(ctx context.Context, m notify.Message) error {
-	return q.Send(ctx, q.dispatchURL, m, 0)
+// Enqueue sends m to queue, to be delivered no sooner than delay from now. The delay becomes
+// DelaySeconds rounded up to whole seconds (a message never arrives before the record is due)
+// and capped at notify.MaxQueueDelay: a consumer must check the record's state and
+// next_action_at anyway, since delivery is at least once.
+func (q *Queue) Enqueue(ctx context.Context, queue notify.QueueName, m notify.Message, delay time.Duration) error {
+	url := q.urls[queue]
+	if url == "" {
+		return fmt.Errorf("schedule %s %s: no queue URL configured", queue, m.IdempotencyKey)
+	}
+	if err := q.send(ctx, url, m, delay); err != nil {
+		return fmt.Errorf("schedule %s: %w", queue, err)
+	}
+	return nil
 }
 
-// Send sends m to the queue at queueURL, to be delivered no sooner than delay from now. The
-// delay is rounded up to whole seconds and capped at MaxDelay: a consumer must check the
-// record's state and next_action_at anyway, since delivery is at least once.
-func (q *Queue) Send(ctx context.Context, queueURL string, m notify.Message, delay time.Duration) error {
+func (q *Queue) send(ctx context.Context, queueURL string, m notify.Message, delay time.Duration) error {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("sqsqueue.send %s: encode: %w", m.IdempotencyKey, err)
@@ -67,13 +74,13 @@ func (q *Queue) Send(ctx context.Context, queueURL string, m notify.Message, del
 }
 
 // delaySeconds converts a delay to SQS's DelaySeconds: whole seconds, rounded up, within
-// [0, MaxDelay].
+// [0, notify.MaxQueueDelay].
 func delaySeconds(d time.Duration) int32 {
 	switch {
 	case d <= 0:
 		return 0
-	case d >= MaxDelay:
-		return int32(MaxDelay / time.Second)
+	case d >= notify.MaxQueueDelay:
+		return int32(notify.MaxQueueDelay / time.Second)
 	}
 	return int32((d + time.Second - 1) / time.Second)
 }

@@ -37,13 +37,13 @@ func TestSendDelay(t *testing.T) {
 		{"a millisecond rounds up", time.Millisecond, 1},
 		{"whole seconds", 30 * time.Second, 30},
 		{"fraction rounds up", 30*time.Second + time.Nanosecond, 31},
-		{"the maximum", sqsqueue.MaxDelay, 900},
+		{"the maximum", notify.MaxQueueDelay, 900},
 		{"longer is capped", time.Hour, 900},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &recorder{}
-			if err := sqsqueue.New(r, "https://queue/dispatch").Send(context.Background(), "https://queue/reconcile", msg, tc.delay); err != nil {
+			if err := sqsqueue.New(r, "https://queue/dispatch", "https://queue/reconcile").Enqueue(context.Background(), notify.ReconcileQueue, msg, tc.delay); err != nil {
 				t.Fatal(err)
 			}
 			in := r.sent[0]
@@ -56,7 +56,7 @@ func TestSendDelay(t *testing.T) {
 
 func TestEnqueueDispatchSendsOnlyTheMessage(t *testing.T) {
 	r := &recorder{}
-	if err := sqsqueue.New(r, "https://queue/dispatch").EnqueueDispatch(context.Background(), msg); err != nil {
+	if err := sqsqueue.New(r, "https://queue/dispatch", "https://queue/reconcile").Enqueue(context.Background(), notify.DispatchQueue, msg, 0); err != nil {
 		t.Fatal(err)
 	}
 	in := r.sent[0]
@@ -64,6 +64,14 @@ func TestEnqueueDispatchSendsOnlyTheMessage(t *testing.T) {
 		t.Errorf("unexpected send input %+v", in)
 	}
 	checkBody(t, aws.ToString(in.MessageBody))
+}
+
+func TestEnqueueWithoutQueueURL(t *testing.T) {
+	r := &recorder{}
+	err := sqsqueue.New(r, "https://queue/dispatch", "").Enqueue(context.Background(), notify.ReconcileQueue, msg, 0)
+	if err == nil || len(r.sent) != 0 {
+		t.Errorf("enqueue to a queue without a URL: err %v, %d sent; want an error and nothing sent", err, len(r.sent))
+	}
 }
 
 // checkBody asserts the body is exactly the three fields of msg.
@@ -88,9 +96,9 @@ func TestMoto(t *testing.T) {
 	ctx := context.Background()
 	dispatch := testenv.Queue(t, client, testenv.UniqueName(t, "dispatch"))
 	later := testenv.Queue(t, client, testenv.UniqueName(t, "later"))
-	q := sqsqueue.New(client, dispatch)
+	q := sqsqueue.New(client, dispatch, later)
 
-	if err := q.EnqueueDispatch(ctx, msg); err != nil {
+	if err := q.Enqueue(ctx, notify.DispatchQueue, msg, 0); err != nil {
 		t.Fatal(err)
 	}
 	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -111,7 +119,7 @@ func TestMoto(t *testing.T) {
 	}
 
 	// A delayed message is not visible before its delay.
-	if err := q.Send(ctx, later, msg, 10*time.Minute); err != nil {
+	if err := q.Enqueue(ctx, notify.ReconcileQueue, msg, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	out, err = client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(later), MaxNumberOfMessages: 10})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -16,16 +15,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
-
-// Scheduler hands a record to a worker queue after a delay. Delays above MaxQueueDelay are
-// sent as MaxQueueDelay. An implementation may round a delay up to its unit, never down, so a
-// message never arrives before the record is due.
-type Scheduler interface {
-	// ScheduleDispatch puts m on the dispatch queue, visible after delay.
-	ScheduleDispatch(ctx context.Context, m notify.Message, delay time.Duration) error
-	// ScheduleReconcile puts m on the reconcile queue, visible after delay.
-	ScheduleReconcile(ctx context.Context, m notify.Message, delay time.Duration) error
-}
 
 // DueStore is a notify.Store that can also list the records due for the sweeper;
 // *dynamostore.Store implements it.
@@ -112,32 +101,18 @@ func parseMessage(body string) (notify.Message, error) {
 	return m, nil
 }
 
-// core is what the three workers share: the store, the scheduler, the clock, the settings and
-// observability. Its methods act through notify.Record.Apply and one conditional write.
+// core is one worker's view of its Base for one call: the function it runs as and its store
+// beside the shared dependencies. Its methods act through notify.Record.Apply and one
+// conditional write.
 type core struct {
-	function  string
-	store     notify.Store
-	scheduler Scheduler
-	clock     notify.Clock
-	settings  Settings
-	log       *slog.Logger
-	metrics   *obs.Metrics
-	random    *locked
-}
-
-// locked serialises a random source shared by a batch's goroutines.
-type locked struct {
-	mu  sync.Mutex
-	rnd func() float64
-}
-
-func (l *locked) float() float64 {
-	if l == nil || l.rnd == nil {
-		return rand.Float64()
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.rnd()
+	function string
+	store    notify.Store
+	queue    notify.Queue
+	clock    notify.Clock
+	settings Settings
+	log      *slog.Logger
+	metrics  *obs.Metrics
+	random   *locked
 }
 
 func (c core) logger() *slog.Logger {
@@ -319,24 +294,23 @@ func (c core) leaseExpired(ctx context.Context, rec notify.Record, now time.Time
 // logged and counted but not returned: the record carries next_action_at, so the sweeper
 // re-enqueues it, and retrying the queue message that led here would find the record moved on.
 func (c core) scheduleDispatch(ctx context.Context, rec notify.Record, delay time.Duration) {
-	delay = min(max(delay, 0), MaxQueueDelay)
-	if err := c.scheduler.ScheduleDispatch(ctx, notify.MessageOf(rec), delay); err != nil {
-		c.scheduleFailed("dispatch", rec, err)
-	}
+	c.schedule(ctx, notify.DispatchQueue, rec, delay)
 }
 
 // scheduleReconcile puts the record's current message on the reconcile queue; failures are
 // handled as in scheduleDispatch.
 func (c core) scheduleReconcile(ctx context.Context, rec notify.Record, delay time.Duration) {
-	delay = min(max(delay, 0), MaxQueueDelay)
-	if err := c.scheduler.ScheduleReconcile(ctx, notify.MessageOf(rec), delay); err != nil {
-		c.scheduleFailed("reconcile", rec, err)
-	}
+	c.schedule(ctx, notify.ReconcileQueue, rec, delay)
 }
 
-func (c core) scheduleFailed(queue string, rec notify.Record, err error) {
-	c.metrics.Emit(map[string]string{"Queue": queue}, obs.Metric{Name: MetricScheduleFailures, Unit: obs.UnitCount, Value: 1})
-	c.logger().Error("could not schedule; the sweeper will pick the record up", append(attrs(rec), "queue", queue, "error", err)...)
+// schedule puts the record's current message on queue after delay, within [0,
+// notify.MaxQueueDelay]; a failure is logged and counted.
+func (c core) schedule(ctx context.Context, queue notify.QueueName, rec notify.Record, delay time.Duration) {
+	delay = min(max(delay, 0), notify.MaxQueueDelay)
+	if err := c.queue.Enqueue(ctx, queue, notify.MessageOf(rec), delay); err != nil {
+		c.metrics.Emit(map[string]string{"Queue": string(queue)}, obs.Metric{Name: MetricScheduleFailures, Unit: obs.UnitCount, Value: 1})
+		c.logger().Error("could not schedule; the sweeper will pick the record up", append(attrs(rec), "queue", string(queue), "error", err)...)
+	}
 }
 
 // handleBatch runs process for every record of an SQS batch, up to parallelism at a time, and

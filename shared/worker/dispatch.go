@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -17,8 +15,8 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
-// Dispatcher is the dispatch worker. Build it with a struct literal; every field but Log,
-// Metrics and Random is required. It is safe for concurrent use once built.
+// Dispatcher is the dispatch worker. Build it with a struct literal; every field but those
+// Base marks optional is required. It is safe for concurrent use once built.
 type Dispatcher struct {
 	Store    notify.Store
 	Opener   notify.Opener
@@ -26,27 +24,11 @@ type Dispatcher struct {
 	Sender   sms.Sender
 	// Provider names the provider Sender talks to; it is recorded on the record with each
 	// attempt, so reconciliation and the audit know who was asked.
-	Provider  string
-	Scheduler Scheduler
-	Clock     notify.Clock
-	Settings  Settings
-	Log       *slog.Logger
-	Metrics   *obs.Metrics
-	// Random returns floats in [0, 1) for backoff jitter; nil means math/rand/v2. Tests pass
-	// a seeded source, so backoff is deterministic.
-	Random func() float64
-
-	once sync.Once
-	rnd  *locked
+	Provider string
+	Base
 }
 
-func (d *Dispatcher) core() core {
-	d.once.Do(func() { d.rnd = &locked{rnd: d.Random} })
-	return core{
-		function: "dispatch", store: d.Store, scheduler: d.Scheduler, clock: d.Clock,
-		settings: d.Settings, log: d.Log, metrics: d.Metrics, random: d.rnd,
-	}
-}
+func (d *Dispatcher) core() core { return d.Base.core("dispatch", d.Store) }
 
 // Handle is the Lambda handler for the dispatch queue. Each failed record is reported in
 // BatchItemFailures (the function's event source mapping sets ReportBatchItemFailures), so only
@@ -95,40 +77,65 @@ func (d *Dispatcher) Dispatch(ctx context.Context, m notify.Message) error {
 
 // attempt makes one provider attempt for an accepted or retry_scheduled record, unless it is
 // too late (expired), not due yet (re-scheduled), or out of attempts (left for the deadline).
+// Its steps: guard, unseal and render, lease, re-check the clock, call the provider, record.
 func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec notify.Record, now time.Time) error {
+	if done, err := d.guard(ctx, c, m, rec, now); done {
+		return err
+	}
+	secret, msg, ok, err := d.prepare(ctx, c, rec)
+	if !ok {
+		return err
+	}
+	leased, ok, err := d.lease(ctx, c, rec)
+	if !ok {
+		return err
+	}
+	if !d.stillInTime(c, rec, leased) {
+		return nil
+	}
+	ref, outcome := d.call(ctx, c, rec, leased, secret, msg)
+	return d.record(ctx, c, leased, ref, outcome)
+}
+
+// guard decides whether rec may be attempted at now. done is true when it may not: the message
+// is then done with (a nil error) or to be retried (an error).
+func (d *Dispatcher) guard(ctx context.Context, c core, m notify.Message, rec notify.Record, now time.Time) (done bool, err error) {
 	if c.tooLate(rec, now) {
-		return c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
+		return true, c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
 	if rec.State == notify.StateRetryScheduled && !rec.Due(now) {
 		// Early: the wait was longer than SQS allows, or this is a duplicate. Only the message
 		// of the current version carries the schedule on, so duplicates do not multiply.
 		if m.Version != rec.Version {
 			c.skip(OutcomeStale, rec)
-			return nil
+			return true, nil
 		}
 		c.scheduleDispatch(ctx, rec, rec.NextActionAt.Sub(now))
 		c.skip(OutcomeNotDue, rec)
-		return nil
+		return true, nil
 	}
 	if rec.Attempt >= d.Settings.MaxAttempts {
 		// Only a reconciliation that proved the last attempt was not accepted gets here; no
 		// transition leads from retry_scheduled to failed, so the record waits for its deadline
 		// (next_action_at) and expires then, without another send.
 		c.skip(OutcomeNoAttemptsLeft, rec)
-		return nil
+		return true, nil
 	}
-
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.Settings.ProviderTimeout+LeaseMargin {
 		// Not enough of this invocation is left for a whole attempt: leave the record
 		// untouched and let the message come back, rather than lease and be cut off mid-call.
-		return fmt.Errorf("dispatch %s: %s left in this invocation: %w", rec.IdempotencyKey, time.Until(dl).Round(time.Millisecond), errNoTime)
+		return true, fmt.Errorf("dispatch %s: %s left in this invocation: %w", rec.IdempotencyKey, time.Until(dl).Round(time.Millisecond), errNoTime)
 	}
+	return false, nil
+}
 
-	// Unseal and render before taking the lease, so a message that can never be rendered
-	// costs no attempt and leaves no lease behind.
+// prepare unseals and renders rec's message. It runs before the lease is taken, so a message
+// that can never be rendered costs no attempt and leaves no lease behind. ok is false when
+// there is nothing to send: the error is then transient (retry) or nil (unrenderable, done).
+func (d *Dispatcher) prepare(ctx context.Context, c core, rec notify.Record) (notify.Secret, render.Message, bool, error) {
 	secret, err := d.Opener.Open(ctx, rec.IdempotencyKey, rec.Sealed)
 	if err != nil {
-		return fmt.Errorf("dispatch.open %s: %w", rec.IdempotencyKey, err)
+		return notify.Secret{}, render.Message{}, false, fmt.Errorf("dispatch.open %s: %w", rec.IdempotencyKey, err)
 	}
 	msg, err := d.Renderer.Render(rec.Purpose, secret.Locale, secret.Params)
 	if err != nil {
@@ -137,44 +144,52 @@ func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec 
 		// refuse such a request up front (render.Renderer.Check).
 		c.skip(OutcomeUnrenderable, rec)
 		c.logger().Error("message cannot be rendered; nothing sent", append(attrs(rec), "error", err)...)
-		return nil
+		return notify.Secret{}, render.Message{}, false, nil
 	}
+	return secret, msg, true, nil
+}
 
-	// Unsealing (a KMS call) and rendering take time: the lease is conditioned on, stamped
-	// with and timed from the clock as it is now, and a deadline crossed meanwhile expires
-	// the record instead.
-	now = d.Clock.Now()
+// lease takes rec's lease for this attempt. Unsealing (a KMS call) and rendering take time:
+// the lease is conditioned on, stamped with and timed from the clock as it is now, and a
+// deadline crossed meanwhile expires the record instead. ok is false when no lease was taken.
+func (d *Dispatcher) lease(ctx context.Context, c core, rec notify.Record) (notify.Record, bool, error) {
+	now := d.Clock.Now()
 	if c.tooLate(rec, now) {
-		return c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
+		return notify.Record{}, false, c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
 	leased, err := c.transition(ctx, rec, notify.Change{
 		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
 		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text(), Provider: d.Provider,
 	}, now)
 	if errors.Is(err, notify.ErrConflict) {
-		return d.lostLease(ctx, c, rec)
+		return notify.Record{}, false, d.lostLease(ctx, c, rec)
 	}
 	if err != nil {
-		return err
+		return notify.Record{}, false, err
 	}
+	return leased, true, nil
+}
 
-	// The lease write itself may have taken until the deadline. Re-check the clock: with less
-	// than MinValidity left the provider is not called. The lease is left to run out; the
-	// sweeper then marks the record dispatch_unknown / LEASE_EXPIRED and reconciliation, which
-	// finds nothing, settles it as expired.
-	now = d.Clock.Now()
-	left := rec.DispatchDeadline.Sub(now)
-	if left < d.Settings.MinValidity {
+// stillInTime re-checks the clock after the lease write, which may itself have taken until the
+// deadline: with less than MinValidity left the provider is not called. The lease is left to
+// run out; the sweeper then marks the record dispatch_unknown / LEASE_EXPIRED and
+// reconciliation, which finds nothing, settles it as expired.
+func (d *Dispatcher) stillInTime(c core, rec, leased notify.Record) bool {
+	if rec.DispatchDeadline.Sub(d.Clock.Now()) < d.Settings.MinValidity {
 		c.skip(OutcomeDeadlineLeased, leased)
 		c.logger().Warn("deadline reached after taking the lease; provider not called", attrs(leased)...)
-		return nil
+		return false
 	}
+	return true
+}
 
+// call sends the leased attempt to the provider and returns its reference and classified
+// outcome. The provider may accept at any moment until the call ends, and counts the validity
+// period from then. So the call ends MinValidity before the deadline at the latest, and the
+// validity period runs from the call's end to the deadline: nothing is accepted at or after
+// the deadline, and nothing accepted stays valid past it.
+func (d *Dispatcher) call(ctx context.Context, c core, rec, leased notify.Record, secret notify.Secret, msg render.Message) (string, sms.Outcome) {
 	ref := sms.AttemptRef(leased.NotificationID, leased.Attempt)
-	// The provider may accept at any moment until the call ends, and counts the validity
-	// period from then. So the call ends MinValidity before the deadline at the latest, and
-	// the validity period runs from the call's end to the deadline: nothing is accepted at or
-	// after the deadline, and nothing accepted stays valid past it.
 	callEnd := c.attemptEnd(leased)
 	if latest := rec.DispatchDeadline.Add(-d.Settings.MinValidity); latest.Before(callEnd) {
 		callEnd = latest
@@ -193,8 +208,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec 
 		[][]string{{DimProvider}},
 		obs.Metric{Name: MetricProviderCalls, Unit: obs.UnitCount, Value: 1},
 		obs.Metric{Name: MetricProviderLatency, Unit: obs.UnitMilliseconds, Value: float64(time.Since(started).Microseconds()) / 1000})
-
-	return d.record(ctx, c, leased, ref, outcome)
+	return ref, outcome
 }
 
 // lostLease handles a lease write that lost: the record moved on, or the deadline passed

@@ -14,6 +14,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
@@ -27,30 +28,30 @@ func TestProviderOutcomeTable(t *testing.T) {
 		name      string
 		outcome   sms.Outcome
 		want      state
-		queue     string // "" when nothing is scheduled
+		queue     notify.QueueName // "" when nothing is scheduled
 		minDelay  time.Duration
 		messageID string
 	}{
 		{"success with a message ID", sms.Accepted("pm-1"),
 			state{notify.StateSent, notify.ReasonProviderAccepted}, "", 0, "pm-1"},
 		{"failure before the request was written", sms.NotAccepted(sms.DetailNotWritten, 0, errors.New("dial tcp: connection refused")),
-			state{notify.StateRetryScheduled, notify.ReasonProviderUnavailable}, workertest.QueueDispatch, 500 * time.Millisecond, ""},
+			state{notify.StateRetryScheduled, notify.ReasonProviderUnavailable}, notify.DispatchQueue, 500 * time.Millisecond, ""},
 		{"429 with Retry-After", sms.NotAccepted(sms.DetailThrottled, 7*time.Second, nil),
-			state{notify.StateRetryScheduled, notify.ReasonProviderThrottled}, workertest.QueueDispatch, 7 * time.Second, ""},
+			state{notify.StateRetryScheduled, notify.ReasonProviderThrottled}, notify.DispatchQueue, 7 * time.Second, ""},
 		{"503 documented as not processed", sms.NotAccepted(sms.DetailUnavailable, 0, nil),
-			state{notify.StateRetryScheduled, notify.ReasonProviderUnavailable}, workertest.QueueDispatch, 500 * time.Millisecond, ""},
+			state{notify.StateRetryScheduled, notify.ReasonProviderUnavailable}, notify.DispatchQueue, 500 * time.Millisecond, ""},
 		{"permanent 4xx", sms.Rejected("opted_out", errors.New("sinch.send: provider answered status 400")),
 			state{notify.StateFailed, notify.ReasonProviderRejected}, "", 0, ""},
 		{"timeout after the request was written", sms.Unknown(sms.DetailTimeout, context.DeadlineExceeded),
-			state{notify.StateDispatchUnknown, notify.ReasonProviderTimeout}, workertest.QueueReconcile, visibility, ""},
+			state{notify.StateDispatchUnknown, notify.ReasonProviderTimeout}, notify.ReconcileQueue, visibility, ""},
 		{"connection reset", sms.Unknown(sms.DetailConnectionLost, errors.New("read: connection reset by peer")),
-			state{notify.StateDispatchUnknown, notify.ReasonConnectionLost}, workertest.QueueReconcile, visibility, ""},
+			state{notify.StateDispatchUnknown, notify.ReasonConnectionLost}, notify.ReconcileQueue, visibility, ""},
 		{"500, 502 or 504", sms.Unknown(sms.DetailAmbiguous, errors.New("status 502")),
-			state{notify.StateDispatchUnknown, notify.ReasonProviderAmbiguous}, workertest.QueueReconcile, visibility, ""},
+			state{notify.StateDispatchUnknown, notify.ReasonProviderAmbiguous}, notify.ReconcileQueue, visibility, ""},
 		{"unclassified outcome is unknown", sms.Outcome{},
-			state{notify.StateDispatchUnknown, notify.ReasonProviderAmbiguous}, workertest.QueueReconcile, visibility, ""},
+			state{notify.StateDispatchUnknown, notify.ReasonProviderAmbiguous}, notify.ReconcileQueue, visibility, ""},
 		{"accepted without a message ID is unknown", sms.Accepted(""),
-			state{notify.StateDispatchUnknown, notify.ReasonProviderAmbiguous}, workertest.QueueReconcile, visibility, ""},
+			state{notify.StateDispatchUnknown, notify.ReasonProviderAmbiguous}, notify.ReconcileQueue, visibility, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,7 +257,7 @@ func TestStaleMessageForRetryNotDue(t *testing.T) {
 	// The retry's own message (v3) arriving early carries the schedule on.
 	f.dispatch(t, notify.MessageOf(retry))
 	got := f.sched.Take()
-	want := []workertest.Scheduled{{Queue: workertest.QueueDispatch, Message: notify.MessageOf(retry), Delay: retry.NextActionAt.Sub(f.clock.Now()), At: retry.NextActionAt}}
+	want := []notifytest.Enqueued{{Queue: notify.DispatchQueue, Message: notify.MessageOf(retry), Delay: retry.NextActionAt.Sub(f.clock.Now()), At: retry.NextActionAt}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("re-schedule (-want +got):\n%s", diff)
 	}
@@ -315,7 +316,7 @@ func TestLeaseRunOut(t *testing.T) {
 			// lookup waits the visibility window from then (or from now, if later).
 			wantAt := f.clock.Now().Add(f.settings.Visibility)
 			sched := f.sched.All()
-			if len(sched) != 1 || sched[0].Queue != workertest.QueueReconcile || !sched[0].At.Equal(wantAt) || !got.NextActionAt.Equal(wantAt) {
+			if len(sched) != 1 || sched[0].Queue != notify.ReconcileQueue || !sched[0].At.Equal(wantAt) || !got.NextActionAt.Equal(wantAt) {
 				t.Errorf("scheduled %+v, next_action_at %s; want a reconcile at %s", sched, got.NextActionAt, wantAt)
 			}
 		})
@@ -335,7 +336,7 @@ func TestBackoffHonoursRetryAfterAndIsDeterministic(t *testing.T) {
 		for range len(outcomes) {
 			f.dispatch(t, m)
 			s := f.sched.Take()
-			if len(s) != 1 || s[0].Queue != workertest.QueueDispatch {
+			if len(s) != 1 || s[0].Queue != notify.DispatchQueue {
 				t.Fatalf("scheduled %+v", s)
 			}
 			out = append(out, s[0].Delay)

@@ -15,9 +15,10 @@
 //     records and re-enqueues, expires or reclaims them (a lease that ran out becomes
 //     dispatch_unknown / LEASE_EXPIRED), so a lost queue message never leaves a record stuck.
 //
-// Queues carry only notify.Message {idempotency_key, notification_id, version}. The workers
-// send through the Scheduler port (ScheduleDispatch, ScheduleReconcile) with a delay; SQS
-// caps DelaySeconds at 15 minutes (MaxQueueDelay), and a longer wait is left to the sweeper
+// The workers share one Base (queue, clock, settings, observability, jitter). Queues carry
+// only notify.Message {idempotency_key, notification_id, version}. The workers send through
+// the notify.Queue port with a delay (sqsqueue implements it over SQS); SQS caps
+// DelaySeconds at 15 minutes (notify.MaxQueueDelay), and a longer wait is left to the sweeper
 // through next_action_at, which every non-terminal record carries.
 //
 // Every decision reads the record first and acts through notify.Record.Apply and one

@@ -52,7 +52,7 @@ type fixture struct {
 	clock    *notifytest.Clock
 	sender   *workertest.Sender
 	lookup   *workertest.Lookup
-	sched    *workertest.Scheduler
+	sched    *notifytest.Queue
 	logs     *syncBuffer
 	metrics  *syncBuffer
 	settings worker.Settings
@@ -81,7 +81,7 @@ func newFixture(t *testing.T) *fixture {
 		metrics:  &syncBuffer{},
 		settings: testSettings(),
 	}
-	f.sched = &workertest.Scheduler{Clock: f.clock}
+	f.sched = &notifytest.Queue{Clock: f.clock}
 	f.build(t)
 	t.Cleanup(func() { f.noSecrets(t) })
 	return f
@@ -98,14 +98,14 @@ func (f *fixture) build(t *testing.T) {
 	metrics := &obs.Metrics{W: f.metrics, Function: "test", Now: f.clock.Now}
 	f.d = &worker.Dispatcher{
 		Store: f.store, Opener: notifytest.Sealer{}, Renderer: render.New(0), Sender: f.sender,
-		Provider: providerSim, Scheduler: f.sched, Clock: f.clock, Settings: f.settings,
-		Log: log, Metrics: metrics, Random: rand.New(rand.NewPCG(1, 2)).Float64,
+		Provider: providerSim, Base: worker.Base{Queue: f.sched, Clock: f.clock, Settings: f.settings,
+			Log: log, Metrics: metrics, Random: rand.New(rand.NewPCG(1, 2)).Float64},
 	}
 	f.r = &worker.Reconciler{
-		Store: f.store, Lookup: sms.OnlyLookup(f.lookup), Provider: providerSim, Scheduler: f.sched,
-		Clock: f.clock, Settings: f.settings, Log: log, Metrics: metrics, Random: rand.New(rand.NewPCG(3, 4)).Float64,
+		Store: f.store, Lookup: sms.OnlyLookup(f.lookup), Provider: providerSim, Base: worker.Base{Queue: f.sched,
+			Clock: f.clock, Settings: f.settings, Log: log, Metrics: metrics, Random: rand.New(rand.NewPCG(3, 4)).Float64},
 	}
-	f.s = &worker.Sweeper{Store: f.store, Scheduler: f.sched, Clock: f.clock, Settings: f.settings, Log: log, Metrics: metrics}
+	f.s = &worker.Sweeper{Store: f.store, Base: worker.Base{Queue: f.sched, Clock: f.clock, Settings: f.settings, Log: log, Metrics: metrics}}
 }
 
 func (f *fixture) noSecrets(t *testing.T) {
@@ -225,9 +225,9 @@ func (f *fixture) drain(t *testing.T, rounds int) int {
 		for _, s := range batch {
 			f.clock.Set(maxTime(f.clock.Now(), s.At))
 			switch s.Queue {
-			case workertest.QueueDispatch:
+			case notify.DispatchQueue:
 				f.dispatch(t, s.Message)
-			case workertest.QueueReconcile:
+			case notify.ReconcileQueue:
 				f.reconcile(t, s.Message)
 			}
 		}

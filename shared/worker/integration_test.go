@@ -18,7 +18,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
 
 // liveRequest returns a request for key to the number to, expiring ten minutes from now on
@@ -189,11 +189,11 @@ func TestSweeperFinishesARecordWhoseMessageWasLost(t *testing.T) {
 // deleted, failed ones stay on the queue for redelivery.
 func TestPumpReportsFailuresAndKeepsThem(t *testing.T) {
 	st := workertest.NewStack(t, workertest.StackOptions{})
-	sched := worker.NewSQSScheduler(st.SQS, st.DispatchURL, st.ReconcileURL)
+	queue := sqsqueue.New(st.SQS, st.DispatchURL, st.ReconcileURL)
 	ctx := context.Background()
 	for i := range 3 {
 		m := notify.Message{IdempotencyKey: fmt.Sprintf("k%d", i), NotificationID: "n", Version: 1}
-		if err := sched.ScheduleDispatch(ctx, m, 0); err != nil {
+		if err := queue.Enqueue(ctx, notify.DispatchQueue, m, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +241,7 @@ func TestPumpReportsFailuresAndKeepsThem(t *testing.T) {
 		}
 	}
 	// A delay is honoured: the message is not visible at once.
-	if err := sched.ScheduleReconcile(ctx, notify.Message{IdempotencyKey: "d", NotificationID: "n", Version: 2}, 2*time.Second); err != nil {
+	if err := queue.Enqueue(ctx, notify.ReconcileQueue, notify.Message{IdempotencyKey: "d", NotificationID: "n", Version: 2}, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	res, err := pump.Once(ctx, st.SQS, st.ReconcileURL, func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {

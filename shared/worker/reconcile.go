@@ -3,8 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -17,7 +15,7 @@ import (
 // Reconciler is the reconcile worker. It settles dispatch_unknown records by reading the
 // provider's view of the attempt. It holds an sms.LookupOnly, whose only method is Lookup, and
 // nothing else that could reach a provider: it cannot send (a test walks its fields to keep it
-// so). Every field but Log, Metrics and Random is required.
+// so). Every field but Receipts and those Base marks optional is required.
 type Reconciler struct {
 	Store  notify.Store
 	Lookup sms.LookupOnly
@@ -28,26 +26,11 @@ type Reconciler struct {
 	// Provider names the provider Lookup reads. A record whose attempt went to another
 	// provider (the configuration changed) cannot be looked up here: its lookups are
 	// inconclusive until it expires as unresolved.
-	Provider  string
-	Scheduler Scheduler
-	Clock     notify.Clock
-	Settings  Settings
-	Log       *slog.Logger
-	Metrics   *obs.Metrics
-	// Random returns floats in [0, 1) for backoff jitter; nil means math/rand/v2.
-	Random func() float64
-
-	once sync.Once
-	rnd  *locked
+	Provider string
+	Base
 }
 
-func (r *Reconciler) core() core {
-	r.once.Do(func() { r.rnd = &locked{rnd: r.Random} })
-	return core{
-		function: "reconcile", store: r.Store, scheduler: r.Scheduler, clock: r.Clock,
-		settings: r.Settings, log: r.Log, metrics: r.Metrics, random: r.rnd,
-	}
-}
+func (r *Reconciler) core() core { return r.Base.core("reconcile", r.Store) }
 
 // Handle is the Lambda handler for the reconcile queue, with partial batch failures.
 func (r *Reconciler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {

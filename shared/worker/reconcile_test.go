@@ -42,7 +42,7 @@ func TestReconcile(t *testing.T) {
 		count    int                                // reconcile_count before
 		attempt  int                                // attempts made before (default 1)
 		want     state
-		queue    string
+		queue    notify.QueueName
 		delay    time.Duration // expected delay when queue is set; -1: any positive
 		noLookup bool
 	}{
@@ -53,15 +53,15 @@ func TestReconcile(t *testing.T) {
 		{name: "found with a failure receipt", answer: workertest.Answer{Result: sms.Found("pm-9", sms.ReceiptUndelivered, t0)},
 			want: state{notify.StateUndelivered, notify.ReasonReceiptFailed}},
 		{name: "not found, deadline allows", answer: workertest.Answer{Result: notFound},
-			want: state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}, queue: workertest.QueueDispatch, delay: 0},
+			want: state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}, queue: notify.DispatchQueue, delay: 0},
 		{name: "not found after the deadline", answer: workertest.Answer{Result: notFound}, at: func(d time.Time) time.Time { return d },
 			want: state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}},
 		{name: "not found, no attempt left", answer: workertest.Answer{Result: notFound}, attempt: 3,
 			want: state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}},
 		{name: "inconclusive", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")},
-			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, queue: workertest.QueueReconcile, delay: -1},
+			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, queue: notify.ReconcileQueue, delay: -1},
 		{name: "lookup error is inconclusive", answer: workertest.Answer{Err: errors.New("502 from lookup")},
-			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, queue: workertest.QueueReconcile, delay: -1},
+			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, queue: notify.ReconcileQueue, delay: -1},
 		{name: "inconclusive at the bound stops scheduling", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")}, count: 2,
 			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}},
 		{name: "inconclusive after the deadline", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")},
@@ -254,7 +254,7 @@ func TestReconcileEarlyOrOtherStates(t *testing.T) {
 
 	f.reconcile(t, notify.MessageOf(rec)) // early, current version: re-scheduled, no lookup
 	sched := f.sched.Take()
-	if len(sched) != 1 || sched[0].Delay != 10*time.Second || sched[0].Queue != workertest.QueueReconcile {
+	if len(sched) != 1 || sched[0].Delay != 10*time.Second || sched[0].Queue != notify.ReconcileQueue {
 		t.Errorf("early message scheduled %+v", sched)
 	}
 	old := notify.MessageOf(rec)

@@ -308,7 +308,7 @@ func TestReceiptWhileDispatchingIsHeld(t *testing.T) {
 	base := st.Dispatcher
 	d := &worker.Dispatcher{
 		Store: base.Store, Opener: base.Opener, Renderer: base.Renderer, Sender: sender, Provider: base.Provider,
-		Scheduler: base.Scheduler, Clock: base.Clock, Settings: base.Settings, Log: base.Log, Metrics: base.Metrics,
+		Base: worker.Base{Queue: base.Queue, Clock: base.Clock, Settings: base.Settings, Log: base.Log, Metrics: base.Metrics},
 	}
 	const key = "early-receipt"
 	rec := st.Submit(t, liveRequest(key, "+491555000999"))

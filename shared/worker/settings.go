@@ -7,13 +7,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 )
-
-// MaxQueueDelay is the longest delay SQS accepts on a message (DelaySeconds 900). A longer wait
-// is scheduled as MaxQueueDelay; the message then finds the record not yet due and re-schedules
-// the rest, and the sweeper finds it through next_action_at if a message is lost.
-const MaxQueueDelay = sqsqueue.MaxDelay
 
 // LeaseMargin is the time a dispatch worker needs besides the provider call: the lease write,
 // the outcome write and the scheduling. Settings.Validate requires Lease to exceed

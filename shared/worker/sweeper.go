@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -20,14 +19,10 @@ const SweepReserve = 5 * time.Second
 
 // Sweeper is the scheduled safety net: it finds records whose next_action_at passed more than
 // Settings.SweepGrace ago and moves them on, so a lost or never-sent queue message leaves
-// nothing stuck. Every field but Log and Metrics is required.
+// nothing stuck. Every field but those Base marks optional is required.
 type Sweeper struct {
-	Store     DueStore
-	Scheduler Scheduler
-	Clock     notify.Clock
-	Settings  Settings
-	Log       *slog.Logger
-	Metrics   *obs.Metrics
+	Store DueStore
+	Base
 }
 
 // SweepReport says what one run did.
@@ -48,12 +43,7 @@ type SweepReport struct {
 	Unfinished bool
 }
 
-func (s *Sweeper) core() core {
-	return core{
-		function: "sweeper", store: s.Store, scheduler: s.Scheduler, clock: s.Clock,
-		settings: s.Settings, log: s.Log, metrics: s.Metrics,
-	}
-}
+func (s *Sweeper) core() core { return s.Base.core("sweeper", s.Store) }
 
 // Handle is the Lambda handler for the EventBridge schedule. It returns an error when a shard
 // could not be read or a record could not be moved, so the run counts as a Lambda error (and
@@ -127,6 +117,13 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			}
 		}
 	}
+	s.report(c, rep, overdue)
+	return rep, errors.Join(errs...)
+}
+
+// report logs one run and writes its metrics: MetricSwept per action taken, and the
+// MetricOverdue gauge for every state that can be due, zeros included.
+func (s *Sweeper) report(c core, rep SweepReport, overdue map[notify.State]int) {
 	c.logger().Info("sweep done", "seen", rep.Seen, "dispatched", rep.Dispatched, "reconciles", rep.Reconciles,
 		"expired", rep.Expired, "lease_expired", rep.LeaseExpired, "skipped", rep.Skipped,
 		"truncated_shards", rep.Truncated, "unfinished", rep.Unfinished)
@@ -141,7 +138,6 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	for state, n := range overdue {
 		s.Metrics.Emit(map[string]string{DimState: string(state)}, obs.Metric{Name: MetricOverdue, Unit: obs.UnitCount, Value: float64(n)})
 	}
-	return rep, errors.Join(errs...)
 }
 
 func (s *Sweeper) sweepOne(ctx context.Context, c core, rec notify.Record, rep *SweepReport) error {

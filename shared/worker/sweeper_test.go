@@ -185,9 +185,9 @@ func TestSweeperRecoversLostMessages(t *testing.T) {
 				continue // lost as well: only immediate sweeper messages get through
 			}
 			switch s.Queue {
-			case workertest.QueueDispatch:
+			case notify.DispatchQueue:
 				f.dispatch(t, s.Message)
-			case workertest.QueueReconcile:
+			case notify.ReconcileQueue:
 				f.reconcile(t, s.Message)
 			}
 		}

@@ -41,7 +41,7 @@ func Server(t testing.TB, templatePath string, in *notify.Intake, log *slog.Logg
 
 // FakeIntake returns an Intake on store and queue with the notifytest sealer and hasher, the
 // default policy, ULIDs, and clock (the wall clock when nil).
-func FakeIntake(store notify.Store, queue notify.Enqueuer, clock notify.Clock) *notify.Intake {
+func FakeIntake(store notify.Store, queue notify.Queue, clock notify.Clock) *notify.Intake {
 	if clock == nil {
 		clock = notify.SystemClock{}
 	}

@@ -156,29 +156,69 @@ func (s *Store) All() []notify.Record {
 	return out
 }
 
-// Queue is a recording notify.Enqueuer. Err, when set, is returned instead of recording.
-type Queue struct {
-	mu       sync.Mutex
-	Messages []notify.Message
-	Err      error
+// Enqueued is one message a Queue was given.
+type Enqueued struct {
+	Queue   notify.QueueName
+	Message notify.Message
+	Delay   time.Duration
+	// At is when the message becomes visible: the queue's clock plus Delay (zero without a
+	// clock).
+	At time.Time
 }
 
-// EnqueueDispatch records m.
-func (q *Queue) EnqueueDispatch(_ context.Context, m notify.Message) error {
+// Queue is a recording notify.Queue, for intake and the workers alike. Err, when set, is
+// returned instead of recording. Clock, when set, stamps each message's At.
+type Queue struct {
+	mu       sync.Mutex
+	enqueued []Enqueued
+	taken    int
+	Err      error
+	Clock    notify.Clock
+}
+
+var _ notify.Queue = (*Queue)(nil)
+
+// Enqueue records m for queue.
+func (q *Queue) Enqueue(_ context.Context, queue notify.QueueName, m notify.Message, delay time.Duration) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.Err != nil {
 		return q.Err
 	}
-	q.Messages = append(q.Messages, m)
+	e := Enqueued{Queue: queue, Message: m, Delay: delay}
+	if q.Clock != nil {
+		e.At = q.Clock.Now().Add(delay)
+	}
+	q.enqueued = append(q.enqueued, e)
 	return nil
 }
 
-// Sent returns a copy of the recorded messages.
+// Sent returns a copy of the recorded messages, of every queue.
 func (q *Queue) Sent() []notify.Message {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return append([]notify.Message(nil), q.Messages...)
+	out := make([]notify.Message, 0, len(q.enqueued))
+	for _, e := range q.enqueued {
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// All returns a copy of everything enqueued so far.
+func (q *Queue) All() []Enqueued {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]Enqueued(nil), q.enqueued...)
+}
+
+// Take returns what was enqueued since the last Take, so a test can run the workers like
+// queues: take the messages, hand each to its worker, repeat.
+func (q *Queue) Take() []Enqueued {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := append([]Enqueued(nil), q.enqueued[q.taken:]...)
+	q.taken = len(q.enqueued)
+	return out
 }
 
 // Sealer is a reversible fake: it is not encryption, so it must never be used outside tests.

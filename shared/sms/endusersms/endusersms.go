@@ -162,7 +162,8 @@ func (s *Sender) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 	return sms.Accepted(*out.MessageId)
 }
 
-// classify turns a SendTextMessage error into an outcome.
+// classify turns a SendTextMessage error into an outcome: a transport failure by what was
+// written, else by the service's typed exception, else by the HTTP status and error code.
 func classify(err error, tracker *sms.WriteTracker, ref string, now time.Time) sms.Outcome {
 	// The SDK wraps every failure of the HTTP exchange in a ResponseError, a transport
 	// failure around an empty response (status 0).
@@ -178,6 +179,19 @@ func classify(err error, tracker *sms.WriteTracker, ref string, now time.Time) s
 	if errors.As(err, &apiErr) {
 		pe.Code = apiErr.ErrorCode()
 	}
+	retryAfter := sms.RetryAfter(re.Response.Header, now)
+	out, ok := byException(err, pe, retryAfter)
+	if !ok {
+		out = byStatus(re.HTTPStatusCode(), pe, retryAfter)
+	}
+	out.HTTPStatus = re.HTTPStatusCode()
+	out.Code = pe.Code
+	return out
+}
+
+// byException classifies the service's typed exceptions, adding the reason they carry to
+// pe.Code. ok is false for any other error.
+func byException(err error, pe *sms.ProviderError, retryAfter time.Duration) (out sms.Outcome, ok bool) {
 	var (
 		throttling *types.ThrottlingException
 		quota      *types.ServiceQuotaExceededException
@@ -187,46 +201,46 @@ func classify(err error, tracker *sms.WriteTracker, ref string, now time.Time) s
 		conflict   *types.ConflictException
 		internal   *types.InternalServerException
 	)
-	status := re.HTTPStatusCode()
-	retryAfter := sms.RetryAfter(re.Response.Header, now)
-	var out sms.Outcome
 	switch {
 	case errors.As(err, &throttling):
-		out = sms.NotAccepted(sms.DetailThrottled, retryAfter, pe)
+		return sms.NotAccepted(sms.DetailThrottled, retryAfter, pe), true
 	case errors.As(err, &quota):
 		pe.Code += "/" + string(quota.Reason)
-		out = sms.NotAccepted(sms.DetailThrottled, retryAfter, pe)
+		return sms.NotAccepted(sms.DetailThrottled, retryAfter, pe), true
 	case errors.As(err, &validation):
 		pe.Code += "/" + string(validation.Reason)
-		out = sms.Rejected(pe.Code, pe)
+		return sms.Rejected(pe.Code, pe), true
 	case errors.As(err, &denied):
 		pe.Code += "/" + string(denied.Reason)
-		out = sms.Rejected(pe.Code, pe)
+		return sms.Rejected(pe.Code, pe), true
 	case errors.As(err, &notFound):
 		pe.Code += "/" + string(notFound.ResourceType)
-		out = sms.Rejected(pe.Code, pe)
+		return sms.Rejected(pe.Code, pe), true
 	case errors.As(err, &conflict):
 		// Opted-out or blocked destinations, inactive resources: the service refused the
 		// request and will refuse it again within any deadline we have.
 		pe.Code += "/" + string(conflict.Reason)
-		out = sms.Rejected(pe.Code, pe)
+		return sms.Rejected(pe.Code, pe), true
 	case errors.As(err, &internal):
-		out = sms.Unknown(sms.DetailAmbiguous, pe)
+		return sms.Unknown(sms.DetailAmbiguous, pe), true
+	}
+	return sms.Outcome{}, false
+}
+
+// byStatus classifies an error without a typed exception by its HTTP status and code.
+func byStatus(status int, pe *sms.ProviderError, retryAfter time.Duration) sms.Outcome {
+	switch {
 	case status >= 200 && status < 300:
 		// The service answered success but the body could not be read: it may have accepted.
-		out = sms.Unknown(sms.DetailAmbiguous, pe)
+		return sms.Unknown(sms.DetailAmbiguous, pe)
 	case status == 429 || throttleCodes[pe.Code]:
-		out = sms.NotAccepted(sms.DetailThrottled, retryAfter, pe)
+		return sms.NotAccepted(sms.DetailThrottled, retryAfter, pe)
 	case status >= 400 && status < 500 && notProcessed[pe.Code]:
-		out = sms.NotAccepted(sms.DetailUnavailable, retryAfter, pe)
+		return sms.NotAccepted(sms.DetailUnavailable, retryAfter, pe)
 	case status >= 400 && status < 500 && status != 408:
-		out = sms.Rejected(pe.Code, pe)
-	default:
-		out = sms.Unknown(sms.DetailAmbiguous, pe)
+		return sms.Rejected(pe.Code, pe)
 	}
-	out.HTTPStatus = status
-	out.Code = pe.Code
-	return out
+	return sms.Unknown(sms.DetailAmbiguous, pe)
 }
 
 // throttleCodes lists generic AWS throttling codes, answered before a request is processed.

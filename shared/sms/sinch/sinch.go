@@ -223,17 +223,7 @@ func classify(resp sms.HTTPResponse, ref string, now time.Time) sms.Outcome {
 func (c *Client) Lookup(ctx context.Context, req sms.LookupRequest) (sms.LookupResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	u := *c.batches
-	if req.MessageID != "" {
-		u.Path += "/" + url.PathEscape(req.MessageID)
-	} else {
-		q := url.Values{"client_reference": {req.AttemptRef}, "page_size": {"100"}}
-		if !req.AttemptedAt.IsZero() {
-			q.Set("start_date", req.AttemptedAt.Add(-lookBack).UTC().Format(timeFormat))
-		}
-		u.RawQuery = q.Encode()
-	}
-	hr, err := c.newRequest(ctx, http.MethodGet, &u, nil)
+	hr, err := c.newRequest(ctx, http.MethodGet, c.lookupURL(req), nil)
 	if err != nil {
 		return sms.Inconclusive("request_error"), fmt.Errorf("sinch.lookup %s: %w", req.AttemptRef, err)
 	}
@@ -244,30 +234,57 @@ func (c *Client) Lookup(ctx context.Context, req sms.LookupRequest) (sms.LookupR
 	if resp.BodyErr != nil {
 		return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: %w", req.AttemptRef, resp.BodyErr)
 	}
-	var batches []batch
-	// more is set when the listing holds batches beyond the page read: a match may be among
-	// them, so finding none on this page proves nothing.
-	more := false
+	batches, more, err := lookupBatches(resp, req)
+	if err != nil {
+		return sms.Inconclusive("provider_error"), err
+	}
+	return c.lookupAnswer(req, batches, more)
+}
+
+// lookupURL is the batch of req's message ID when known, else one page of the listing by
+// client reference, from shortly before the attempt.
+func (c *Client) lookupURL(req sms.LookupRequest) *url.URL {
+	u := *c.batches
+	if req.MessageID != "" {
+		u.Path += "/" + url.PathEscape(req.MessageID)
+		return &u
+	}
+	q := url.Values{"client_reference": {req.AttemptRef}, "page_size": {"100"}}
+	if !req.AttemptedAt.IsZero() {
+		q.Set("start_date", req.AttemptedAt.Add(-lookBack).UTC().Format(timeFormat))
+	}
+	u.RawQuery = q.Encode()
+	return &u
+}
+
+// lookupBatches decodes the batches of a lookup's answer: the one batch asked for, or a page
+// of the listing. more is set when the listing holds batches beyond the page read: a match may
+// be among them, so finding none on this page proves nothing. A batch ID that is not found
+// gives no batches; any other failure is an error.
+func lookupBatches(resp sms.HTTPResponse, req sms.LookupRequest) (batches []batch, more bool, err error) {
 	switch {
 	case resp.StatusCode == http.StatusOK && req.MessageID != "":
 		var b batch
 		if err := json.Unmarshal(resp.Body, &b); err != nil {
-			return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: decoding: %w", req.AttemptRef, err)
+			return nil, false, fmt.Errorf("sinch.lookup %s: decoding: %w", req.AttemptRef, err)
 		}
-		batches = []batch{b}
+		return []batch{b}, false, nil
 	case resp.StatusCode == http.StatusOK:
 		var l batchList
 		if err := json.Unmarshal(resp.Body, &l); err != nil {
-			return sms.Inconclusive("provider_error"), fmt.Errorf("sinch.lookup %s: decoding: %w", req.AttemptRef, err)
+			return nil, false, fmt.Errorf("sinch.lookup %s: decoding: %w", req.AttemptRef, err)
 		}
-		batches = l.Batches
-		more = l.Count > len(l.Batches)
+		return l.Batches, l.Count > len(l.Batches), nil
 	case resp.StatusCode == http.StatusNotFound && req.MessageID != "":
-	default:
-		var ae apiError
-		_ = json.Unmarshal(resp.Body, &ae)
-		return sms.Inconclusive("provider_error"), &sms.ProviderError{Provider: Provider, Op: "lookup " + req.AttemptRef, StatusCode: resp.StatusCode, Code: ae.Code}
+		return nil, false, nil
 	}
+	var ae apiError
+	_ = json.Unmarshal(resp.Body, &ae)
+	return nil, false, &sms.ProviderError{Provider: Provider, Op: "lookup " + req.AttemptRef, StatusCode: resp.StatusCode, Code: ae.Code}
+}
+
+// lookupAnswer tells from the batches read whether the provider accepted req's attempt.
+func (c *Client) lookupAnswer(req sms.LookupRequest, batches []batch, more bool) (sms.LookupResult, error) {
 	var match []batch
 	for _, b := range batches {
 		if b.ClientReference == req.AttemptRef && b.ID != "" {

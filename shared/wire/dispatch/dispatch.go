@@ -55,7 +55,7 @@ func Build(ctx context.Context, w workers.Wiring) (*worker.Dispatcher, error) {
 	}
 	return &worker.Dispatcher{
 		Store: p.Store, Opener: seal.New(keys), Renderer: render.New(w.Config.Worker.MaxSegments),
-		Sender: prov.Sender, Provider: prov.Name, Scheduler: p.Scheduler, Clock: p.Clock,
-		Settings: p.Settings, Log: p.Log, Metrics: p.Metrics,
+		Sender: prov.Sender, Provider: prov.Name,
+		Base: worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
 }

@@ -66,7 +66,7 @@ func newIntake(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*noti
 		Sealer:       seal.New(keys),
 		Hasher:       hasher,
 		Fingerprints: fingerprints,
-		Queue:        sqsqueue.New(awsclient.SQS(awsCfg, ""), cfg.DispatchQueueURL),
+		Queue:        sqsqueue.New(awsclient.SQS(awsCfg, ""), cfg.DispatchQueueURL, ""),
 		Clock:        notify.SystemClock{},
 		Policy:       cfg.Policy,
 		NewID:        func() string { return ulid.Make().String() },

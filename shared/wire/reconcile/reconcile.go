@@ -57,8 +57,8 @@ func Build(ctx context.Context, w workers.Wiring) (*worker.Reconciler, error) {
 		return nil, fmt.Errorf("wire.reconcile: %w", err)
 	}
 	return &worker.Reconciler{
-		Store: p.Store, Lookup: prov.Lookup, Receipts: w.Receipts, Provider: prov.Name, Scheduler: p.Scheduler,
-		Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics,
+		Store: p.Store, Lookup: prov.Lookup, Receipts: w.Receipts, Provider: prov.Name,
+		Base: worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
 }
 

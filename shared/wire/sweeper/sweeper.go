@@ -40,7 +40,7 @@ func Build(w workers.Wiring) (*worker.Sweeper, error) {
 		return nil, err
 	}
 	return &worker.Sweeper{
-		Store: p.Store, Scheduler: p.Scheduler, Clock: p.Clock, Settings: p.Settings,
-		Log: p.Log, Metrics: p.Metrics,
+		Store: p.Store,
+		Base:  worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
@@ -68,12 +69,12 @@ func FromEnv(awsCfg aws.Config, env func(string) string, out io.Writer, need con
 
 // Parts are the pieces every worker is built from.
 type Parts struct {
-	Store     *dynamostore.Store
-	Scheduler *worker.SQSScheduler
-	Clock     notify.Clock
-	Settings  worker.Settings
-	Log       *slog.Logger
-	Metrics   *obs.Metrics
+	Store    *dynamostore.Store
+	Queue    *sqsqueue.Queue
+	Clock    notify.Clock
+	Settings worker.Settings
+	Log      *slog.Logger
+	Metrics  *obs.Metrics
 }
 
 // Parts builds the pieces of the worker function names, after checking the settings (and
@@ -88,12 +89,12 @@ func (w Wiring) Parts(function string) (Parts, error) {
 		out = os.Stdout
 	}
 	p := Parts{
-		Store:     dynamostore.New(awsclient.DynamoDB(w.AWS, w.DynamoDBEndpoint), w.Config.NotificationsTable),
-		Scheduler: worker.NewSQSScheduler(awsclient.SQS(w.AWS, w.SQSEndpoint), w.Config.DispatchQueueURL, w.Config.ReconcileQueueURL),
-		Clock:     w.Clock,
-		Settings:  s,
-		Log:       obs.NewLogger(out, w.Config.LogLevel),
-		Metrics:   &obs.Metrics{W: out, Function: function},
+		Store:    dynamostore.New(awsclient.DynamoDB(w.AWS, w.DynamoDBEndpoint), w.Config.NotificationsTable),
+		Queue:    sqsqueue.New(awsclient.SQS(w.AWS, w.SQSEndpoint), w.Config.DispatchQueueURL, w.Config.ReconcileQueueURL),
+		Clock:    w.Clock,
+		Settings: s,
+		Log:      obs.NewLogger(out, w.Config.LogLevel),
+		Metrics:  &obs.Metrics{W: out, Function: function},
 	}
 	if p.Clock == nil {
 		p.Clock = notify.SystemClock{}

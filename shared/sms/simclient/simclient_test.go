@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -65,17 +62,9 @@ func TestSendClassifies(t *testing.T) {
 			return c.Send(context.Background(), sendReq())
 		},
 		CheckRequest: func(t *testing.T, r smstest.Request) {
-			if auth, typ, key := r.Header.Get("Authorization"), r.Header.Get("Content-Type"), r.Header.Get("Idempotency-Key"); r.Method != http.MethodPost || r.Path != "/messages" || auth != "Bearer tok" || typ != "application/json" || key != "" {
-				t.Errorf("request %s %s auth=%q type=%q idempotency-key=%q", r.Method, r.Path, auth, typ, key)
-			}
-			var got simapi.SendRequest
-			if err := json.Unmarshal(r.Body, &got); err != nil {
-				t.Fatalf("request body %s: %v", r.Body, err)
-			}
+			smstest.CheckJSONPost(t, r, "/messages", "Bearer tok")
 			want := simapi.SendRequest{To: number, Body: body, ClientRef: "01JC0000000000000000000000-a2", ValiditySeconds: 89}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("request body (-want +got):\n%s", diff)
-			}
+			smstest.CheckBody(t, r, want)
 		},
 		Retried: "the client",
 	}.Run(t)

@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -76,13 +73,7 @@ func TestSendClassifies(t *testing.T) {
 			return newClientTimeout(t, base, t0, timeout).Send(context.Background(), sms.SendRequest{To: number, Body: body, AttemptRef: ref, ValidityPeriod: 89*time.Second + 900*time.Millisecond})
 		},
 		CheckRequest: func(t *testing.T, r smstest.Request) {
-			if auth, typ, key := r.Header.Get("Authorization"), r.Header.Get("Content-Type"), r.Header.Get("Idempotency-Key"); r.Method != http.MethodPost || r.Path != "/xms/v1/plan123/batches" || auth != "Bearer tok" || typ != "application/json" || key != "" {
-				t.Errorf("request %s %s auth=%q type=%q idempotency-key=%q", r.Method, r.Path, auth, typ, key)
-			}
-			var got map[string]any
-			if err := json.Unmarshal(r.Body, &got); err != nil {
-				t.Fatalf("body %s: %v", r.Body, err)
-			}
+			smstest.CheckJSONPost(t, r, "/xms/v1/plan123/batches", "Bearer tok")
 			want := map[string]any{
 				"from":             "ShopCo",
 				"to":               []any{number},
@@ -93,9 +84,7 @@ func TestSendClassifies(t *testing.T) {
 				"delivery_report": "per_recipient",
 				"callback_url":    "https://hooks.example/sinch",
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("batch request (-want +got):\n%s", diff)
-			}
+			smstest.CheckBody(t, r, want)
 		},
 		Retried: "the client",
 	}.Run(t)

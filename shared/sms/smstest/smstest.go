@@ -5,6 +5,7 @@
 package smstest
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -252,5 +253,26 @@ func (s LookupSuite) Run(t *testing.T) {
 				t.Errorf("query (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// CheckJSONPost fails t unless r is a JSON POST to path with auth as its Authorization and no
+// Idempotency-Key (the providers' keys would make a re-send look safe when it is not).
+func CheckJSONPost(t *testing.T, r Request, path, auth string) {
+	t.Helper()
+	if a, typ, key := r.Header.Get("Authorization"), r.Header.Get("Content-Type"), r.Header.Get("Idempotency-Key"); r.Method != http.MethodPost || r.Path != path || a != auth || typ != "application/json" || key != "" {
+		t.Errorf("request %s %s auth=%q type=%q idempotency-key=%q", r.Method, r.Path, a, typ, key)
+	}
+}
+
+// CheckBody decodes r's JSON body into a new T and fails t unless it equals want.
+func CheckBody[T any](t *testing.T, r Request, want T) {
+	t.Helper()
+	var got T
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatalf("request body %s: %v", r.Body, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("request body (-want +got):\n%s", diff)
 	}
 }

@@ -342,7 +342,11 @@ func (lc lifecycle) all() capacityReport {
 }
 
 // formatKinds renders per-kind figures sorted by name.
-func formatKinds(m map[string]float64) string {
+func formatKinds(m map[string]float64) string { return formatSorted(m, "%s:%.2f") }
+
+// formatSorted renders m as name:value pairs, each by format, sorted by name and joined by
+// commas.
+func formatSorted[V any](m map[string]V, format string) string {
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
@@ -350,7 +354,7 @@ func formatKinds(m map[string]float64) string {
 	sort.Strings(names)
 	parts := make([]string, len(names))
 	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s:%.2f", k, m[k])
+		parts[i] = fmt.Sprintf(format, k, m[k])
 	}
 	return strings.Join(parts, ",")
 }

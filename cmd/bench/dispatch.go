@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
@@ -40,19 +37,6 @@ type dispatchOptions struct {
 	// Pollers is how many concurrent receivers the dispatch queue has (each hands batches of
 	// up to 10 to the handler, which works on them in parallel).
 	Pollers int
-}
-
-// faultMix is the fault matrix's mix (see dev/workere2e): 15% accept-then-timeout, 10%
-// accept-then-drop, 10% timeout-before-accept, 10% throttled, 5% 500-after-accept, 5%
-// rejected, the rest accepted.
-var faultMix = smssim.Mix{
-	{Mode: smssim.ModeAcceptThenTimeout, Weight: 15},
-	{Mode: smssim.ModeAcceptThenDrop, Weight: 10},
-	{Mode: smssim.ModeTimeoutBeforeAccept, Weight: 10},
-	{Mode: smssim.ModeThrottle, Weight: 10},
-	{Mode: smssim.ModeErrorAfterAccept, Weight: 5},
-	{Mode: smssim.ModeReject, Weight: 5},
-	{Mode: smssim.ModeAccept, Weight: 45},
 }
 
 // dispatchBench measures the dispatch side against DynamoDB Local, moto and an in-process
@@ -90,7 +74,7 @@ func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispa
 	happyCounts := happy.counter.Counts()
 
 	faulty, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint,
-		smssim.Config{Seed: 7, Mix: faultMix, RetryAfter: time.Second, Visibility: time.Second, DeliveryDelay: time.Hour}, time.Second, "fault")
+		smssim.Config{Seed: 7, Mix: smssim.FaultMix, RetryAfter: time.Second, Visibility: time.Second, DeliveryDelay: time.Hour}, time.Second, "fault")
 	if err != nil {
 		return err
 	}
@@ -348,16 +332,7 @@ func (p *pipeline) runUntilDone(ctx context.Context, pollers int, timeout time.D
 		}
 		states[string(rec.State)+"/"+string(rec.Reason)]++
 	}
-	names := make([]string, 0, len(states))
-	for s := range states {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, s := range names {
-		parts[i] = fmt.Sprintf("%s:%d", s, states[s])
-	}
-	return strings.Join(parts, ","), nil
+	return formatSorted(states, "%s:%d"), nil
 }
 
 // waitDone polls, with the uncounted clients, until the due index holds nothing and both
@@ -385,21 +360,8 @@ func (p *pipeline) done(ctx context.Context) (bool, error) {
 		}
 	}
 	for _, u := range []string{p.dispatchURL, p.reconcileURL} {
-		out, err := p.queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl: aws.String(u),
-			AttributeNames: []sqstypes.QueueAttributeName{
-				sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-				sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-			},
-		})
-		if err != nil {
+		if empty, err := pump.Empty(ctx, p.queues, u); err != nil || !empty {
 			return false, err
-		}
-		for _, v := range out.Attributes {
-			if v != "0" {
-				return false, nil
-			}
 		}
 	}
 	return true, nil

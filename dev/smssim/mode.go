@@ -34,6 +34,19 @@ const (
 	ModeLatency Mode = "latency"
 )
 
+// FaultMix is the fault matrix's mix, shared by the end-to-end fault matrix (dev/workere2e)
+// and the dispatch benchmark (cmd/bench): 15% accept-then-timeout, 10% accept-then-drop, 10%
+// timeout-before-accept, 10% throttled, 5% 500-after-accept, 5% rejected, the rest accepted.
+var FaultMix = Mix{
+	{Mode: ModeAcceptThenTimeout, Weight: 15},
+	{Mode: ModeAcceptThenDrop, Weight: 10},
+	{Mode: ModeTimeoutBeforeAccept, Weight: 10},
+	{Mode: ModeThrottle, Weight: 10},
+	{Mode: ModeErrorAfterAccept, Weight: 5},
+	{Mode: ModeReject, Weight: 5},
+	{Mode: ModeAccept, Weight: 45},
+}
+
 // Modes lists every mode.
 var Modes = []Mode{
 	ModeAccept, ModeReject, ModeThrottle, ModeUnavailable, ModeTimeoutBeforeAccept,

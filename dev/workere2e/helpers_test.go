@@ -18,10 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/workertest"
@@ -150,27 +146,6 @@ func (c *crew) stop() error {
 		err = errors.Join(c.errs...)
 	})
 	return err
-}
-
-// queueEmpty reports whether the queue holds no message: none visible, in flight or delayed.
-func queueEmpty(ctx context.Context, client *sqs.Client, queueURL string) (bool, error) {
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(queueURL),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return false, err
-	}
-	for _, v := range out.Attributes {
-		if v != "0" {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // waitFor polls cond every interval until it holds, failing t after timeout.

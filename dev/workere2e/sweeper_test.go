@@ -43,7 +43,7 @@ func TestSweeperRecoversLostRetryAndReconcileMessages(t *testing.T) {
 		if _, err := st.SQS.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(q)}); err != nil {
 			t.Fatal(err)
 		}
-		if empty, err := queueEmpty(ctx, st.SQS, q); err != nil || !empty {
+		if empty, err := pump.Empty(ctx, st.SQS, q); err != nil || !empty {
 			t.Fatalf("queue %s not empty after the purge (%v)", q, err)
 		}
 	}

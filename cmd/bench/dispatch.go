@@ -22,7 +22,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -143,21 +142,8 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 			p.close()
 		}
 	}()
-
-	p.table, p.audit = p.name+"-notifications", p.name+"-audit"
-	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
+	if err := p.createStorage(ctx); err != nil {
 		return nil, err
-	}
-	p.store = dynamostore.New(p.db, p.table)
-	for _, q := range []struct {
-		name string
-		url  *string
-	}{{p.name + "-dispatch", &p.dispatchURL}, {p.name + "-reconcile", &p.reconcileURL}} {
-		out, err := p.queues.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.name)})
-		if err != nil {
-			return nil, fmt.Errorf("dispatch bench: create queue: %w", err)
-		}
-		*q.url = aws.ToString(out.QueueUrl)
 	}
 	p.sim = smssim.New(simCfg)
 	simURL, err := p.sim.Start("127.0.0.1:0")
@@ -175,43 +161,66 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	key := randomKey()
 	policy := notify.DefaultPolicy()
 	policy.MaxAttempts = 10 // so a record never waits for its deadline after a run of refusals
-	w := worker.Wiring{
-		Config: config.Config{
-			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
-			Policy: policy, SealLocalKey: key,
-			Worker: config.Worker{Lease: timeout + worker.LeaseMargin + time.Second, BackoffBase: 200 * time.Millisecond, BackoffMax: 2 * time.Second},
-		},
-		AWS: counted, DynamoDBEndpoint: ddbEndpoint, SQSEndpoint: sqsEndpoint,
-		SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: simURL, Timeout: timeout, Visibility: simCfg.Visibility},
-		Out: io.Discard,
-	}
-	p.wiring = w
-	if p.dispatcher, err = worker.NewDispatcherFromConfig(ctx, w); err != nil {
+	p.wiring = p.workerWiring(ddbEndpoint, sqsEndpoint, simURL, simCfg.Visibility, timeout, policy, key)
+	if err := p.buildWorkers(ctx); err != nil {
 		return nil, err
 	}
-	if p.reconciler, err = worker.NewReconcilerFromConfig(ctx, w); err != nil {
-		return nil, err
-	}
-	keys, err := seal.NewStaticKey(key)
-	if err != nil {
-		return nil, err
-	}
-	hasher, err := seal.NewFingerprinter(randomKey())
-	if err != nil {
-		return nil, err
-	}
-	fingerprints, err := seal.NewRequestFingerprinter(randomKey())
+	box, hasher, fingerprints, err := intakeKeysSealingWith(key)
 	if err != nil {
 		return nil, err
 	}
 	p.intake = &notify.Intake{
 		Store:  dynamostore.New(awsclient.DynamoDB(counted, ddbEndpoint), p.table),
-		Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
+		Sealer: box, Hasher: hasher, Fingerprints: fingerprints,
 		Queue: sqsqueue.New(p.counted, p.dispatchURL),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
 	}
 	return p, nil
+}
+
+// createStorage creates the pipeline's tables and its dispatch and reconcile queues.
+func (p *pipeline) createStorage(ctx context.Context) error {
+	p.table, p.audit = p.name+"-notifications", p.name+"-audit"
+	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
+		return err
+	}
+	p.store = dynamostore.New(p.db, p.table)
+	for _, q := range []struct {
+		name string
+		url  *string
+	}{{p.name + "-dispatch", &p.dispatchURL}, {p.name + "-reconcile", &p.reconcileURL}} {
+		out, err := p.queues.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.name)})
+		if err != nil {
+			return fmt.Errorf("dispatch bench: create queue: %w", err)
+		}
+		*q.url = aws.ToString(out.QueueUrl)
+	}
+	return nil
+}
+
+// workerWiring is what the pipeline's workers are built from, as the Lambda functions build
+// theirs: the counted clients, the simulator at simURL, and a lease long enough for timeout.
+func (p *pipeline) workerWiring(ddbEndpoint, sqsEndpoint, simURL string, visibility, timeout time.Duration, policy notify.Policy, key []byte) worker.Wiring {
+	return worker.Wiring{
+		Config: config.Config{
+			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
+			Policy: policy, SealLocalKey: key,
+			Worker: config.Worker{Lease: timeout + worker.LeaseMargin + time.Second, BackoffBase: 200 * time.Millisecond, BackoffMax: 2 * time.Second},
+		},
+		AWS: p.countedCfg, DynamoDBEndpoint: ddbEndpoint, SQSEndpoint: sqsEndpoint,
+		SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: simURL, Timeout: timeout, Visibility: visibility},
+		Out: io.Discard,
+	}
+}
+
+// buildWorkers builds the dispatch and reconcile workers from p.wiring.
+func (p *pipeline) buildWorkers(ctx context.Context) (err error) {
+	if p.dispatcher, err = worker.NewDispatcherFromConfig(ctx, p.wiring); err != nil {
+		return err
+	}
+	p.reconciler, err = worker.NewReconcilerFromConfig(ctx, p.wiring)
+	return err
 }
 
 // close removes what newPipeline created.
@@ -226,11 +235,7 @@ func (p *pipeline) close() {
 			_, _ = p.queues.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	}
-	for _, t := range []string{p.table, p.audit} {
-		if t != "" {
-			_, _ = p.db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
-		}
-	}
+	dropTables(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit})
 }
 
 // admit admits n notifications through the intake service, eight at a time, each to its own

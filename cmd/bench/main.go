@@ -193,7 +193,13 @@ func randomKey() []byte {
 // intakeKeys returns an intake's sealing box, destination fingerprinter and request
 // fingerprinter, each on a fresh random key.
 func intakeKeys() (*seal.Box, *seal.Fingerprinter, *seal.RequestFingerprinter, error) {
-	keys, err := seal.NewStaticKey(randomKey())
+	return intakeKeysSealingWith(randomKey())
+}
+
+// intakeKeysSealingWith is intakeKeys with the sealing key sealKey (the workers' key, when they
+// must open what the intake seals).
+func intakeKeysSealingWith(sealKey []byte) (*seal.Box, *seal.Fingerprinter, *seal.RequestFingerprinter, error) {
+	keys, err := seal.NewStaticKey(sealKey)
 	if err != nil {
 		return nil, nil, nil, err
 	}

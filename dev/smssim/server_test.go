@@ -103,6 +103,12 @@ func TestModes(t *testing.T) {
 		{smssim.ModeTimeoutBeforeAccept, 0, "", "", false},
 		{smssim.ModeAcceptThenTimeout, 0, "", "", true},
 		{smssim.ModeAcceptThenDrop, 0, "", "", true},
+		{smssim.ModeBadGatewayBeforeAccept, http.StatusBadGateway, "", "", false},
+		{smssim.ModeBadGatewayAfterAccept, http.StatusBadGateway, "", "", true},
+		{smssim.ModeGatewayTimeoutAfterAccept, http.StatusGatewayTimeout, "", "", true},
+		{smssim.ModeTruncatedAfterAccept, http.StatusCreated, "", "", true},
+		{smssim.ModeGarbageAfterAccept, http.StatusOK, "", "", true},
+		{smssim.ModeResetAfterAccept, 0, "", "", true},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.mode), func(t *testing.T) {
@@ -118,6 +124,16 @@ func TestModes(t *testing.T) {
 			}
 			if tc.status == 0 && resp.err == nil {
 				t.Fatal("want a transport error")
+			}
+			switch tc.mode {
+			case smssim.ModeTruncatedAfterAccept:
+				if resp.err == nil {
+					t.Errorf("body %s read whole, want it cut short", resp.body)
+				}
+			case smssim.ModeBadGatewayBeforeAccept, smssim.ModeBadGatewayAfterAccept, smssim.ModeGatewayTimeoutAfterAccept, smssim.ModeGarbageAfterAccept:
+				if json.Valid(resp.body) || !strings.HasPrefix(string(resp.body), "<html>") {
+					t.Errorf("body %q, want a gateway's HTML", resp.body)
+				}
 			}
 			if resp.retryAfter != tc.retryAfter {
 				t.Errorf("Retry-After = %q, want %q", resp.retryAfter, tc.retryAfter)

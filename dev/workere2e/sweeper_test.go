@@ -23,7 +23,7 @@ import (
 // due, and they finish as if nothing had been lost: the unknown one sent after a lookup (one
 // send), the throttled one sent by its second attempt (two sends).
 func TestSweeperRecoversLostRetryAndReconcileMessages(t *testing.T) {
-	st, _ := outcomeStack(t, time.Second)
+	st := outcomeStack(t, time.Second)
 	ctx := context.Background()
 	const unknownKey, retryKey = "lost-reconcile", "lost-retry"
 	unknownTo, retryTo := "+15550600000", "+15550600001"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,11 +65,7 @@ func (s *countingStore) Admit(ctx context.Context, rec notify.Record) (notify.Re
 func (s *countingStore) counts() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range s.created {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.created)
 }
 
 // newFakeBackend wires the handler to the in-memory fakes.
@@ -219,11 +216,7 @@ func (p *faultProxy) next(key string) fault {
 func (p *faultProxy) counts() map[fault]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[fault]int{}
-	for k, v := range p.seen {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(p.seen)
 }
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -66,7 +66,7 @@ func client(endpoint string) *pinpointsmsvoicev2.Client {
 
 func TestSendClassifies(t *testing.T) {
 	smstest.SendSuite{
-		Cases: []smstest.SendCase{
+		Cases: append([]smstest.SendCase{
 			{Name: "200", Handler: answer(200, nil, `{"MessageId":"aws-msg-1"}`), Class: sms.ClassAccepted, Reason: notify.ReasonProviderAccepted, MessageID: "aws-msg-1"},
 			{Name: "200 garbage body", Handler: answer(200, nil, `{"MessageId":`), Class: sms.ClassUnknown, Reason: notify.ReasonProviderAmbiguous},
 			{Name: "200 without an ID", Handler: answer(200, nil, `{}`), Class: sms.ClassUnknown, Reason: notify.ReasonProviderAmbiguous},
@@ -82,10 +82,7 @@ func TestSendClassifies(t *testing.T) {
 			{Name: "502 html", Handler: answer(502, nil, `<html>bad gateway</html>`), Class: sms.ClassUnknown, Reason: notify.ReasonProviderAmbiguous},
 			{Name: "503 is not documented as not processed", Handler: awsError(503, "ServiceUnavailable", ""), Class: sms.ClassUnknown, Reason: notify.ReasonProviderAmbiguous, Code: "ServiceUnavailable"},
 			{Name: "504", Handler: answer(504, nil, ``), Class: sms.ClassUnknown, Reason: notify.ReasonProviderAmbiguous, Code: "UnknownError"},
-			{Name: "connection closed after the request was read", Handler: smstest.Drop, Class: sms.ClassUnknown, Reason: notify.ReasonConnectionLost},
-			{Name: "slower than the timeout", Handler: smstest.Hang, Class: sms.ClassUnknown, Reason: notify.ReasonProviderTimeout, Hangs: true},
-			{Name: "dial refused", Class: sms.ClassNotAccepted, Reason: notify.ReasonProviderUnavailable},
-		},
+		}, smstest.TransportCases()...),
 		HangTimeout: 300 * time.Millisecond,
 		Send: func(t *testing.T, endpoint string, timeout time.Duration) sms.Outcome {
 			s, err := endusersms.NewSender(client(endpoint), endusersms.Config{

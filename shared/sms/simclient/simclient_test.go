@@ -33,7 +33,7 @@ func sendReq() sms.SendRequest {
 func TestSendClassifies(t *testing.T) {
 	echo := fmt.Sprintf(`{"code":"destination_rejected","message":"%s is blocked"}`, number)
 	smstest.SendSuite{
-		Cases: []smstest.SendCase{
+		Cases: append([]smstest.SendCase{
 			{Name: "201", Handler: smstest.JSON(201, "", `{"message_id":"sim-1"}`), Class: sms.ClassAccepted, Reason: notify.ReasonProviderAccepted, MessageID: "sim-1"},
 			{Name: "200", Handler: smstest.JSON(200, "", `{"message_id":"sim-2"}`), Class: sms.ClassAccepted, Reason: notify.ReasonProviderAccepted, MessageID: "sim-2"},
 			{Name: "400 permanent", Handler: smstest.JSON(400, "", echo), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "destination_rejected"},
@@ -49,10 +49,7 @@ func TestSendClassifies(t *testing.T) {
 			{Name: "201 body cut short", Handler: smstest.Hijack(func(c net.Conn) {
 				io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"message_id\":")
 			}), Class: sms.ClassUnknown, Reason: notify.ReasonProviderAmbiguous},
-			{Name: "connection closed after the request was read", Handler: smstest.Drop, Class: sms.ClassUnknown, Reason: notify.ReasonConnectionLost},
-			{Name: "slower than the client timeout", Handler: smstest.Hang, Class: sms.ClassUnknown, Reason: notify.ReasonProviderTimeout, Hangs: true},
-			{Name: "dial refused", Class: sms.ClassNotAccepted, Reason: notify.ReasonProviderUnavailable},
-		},
+		}, smstest.TransportCases()...),
 		HangTimeout: 200 * time.Millisecond,
 		Send: func(t *testing.T, base string, timeout time.Duration) sms.Outcome {
 			c, err := simclient.New(simclient.Config{BaseURL: base, Token: "tok", Timeout: timeout, Clock: notifytest.NewClock(t0)})

@@ -49,7 +49,7 @@ func TestSendClassifies(t *testing.T) {
 	batch := fmt.Sprintf(`{"id":"01FC66621XXXXX119Z8PMV1QPQ","to":["%s"],"from":"ShopCo","canceled":false,"type":"mt_text","client_reference":"%s"}`, number, ref)
 	echo := fmt.Sprintf(`{"code":"syntax_invalid_parameter_format","text":"%s is not a valid number"}`, number)
 	smstest.SendSuite{
-		Cases: []smstest.SendCase{
+		Cases: append([]smstest.SendCase{
 			{Name: "201", Handler: smstest.JSON(201, "", batch), Class: sms.ClassAccepted, Reason: notify.ReasonProviderAccepted, MessageID: "01FC66621XXXXX119Z8PMV1QPQ"},
 			{Name: "400 permanent", Handler: smstest.JSON(400, "", echo), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "syntax_invalid_parameter_format"},
 			{Name: "401", Handler: smstest.JSON(401, "", `{"code":"unauthorized","text":"no"}`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "unauthorized"},
@@ -64,10 +64,7 @@ func TestSendClassifies(t *testing.T) {
 			{Name: "201 body cut short", Handler: smstest.Hijack(func(c net.Conn) {
 				io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 300\r\n\r\n{\"id\":")
 			}), Class: sms.ClassUnknown, Reason: notify.ReasonProviderAmbiguous},
-			{Name: "connection closed after the request was read", Handler: smstest.Drop, Class: sms.ClassUnknown, Reason: notify.ReasonConnectionLost},
-			{Name: "slower than the client timeout", Handler: smstest.Hang, Class: sms.ClassUnknown, Reason: notify.ReasonProviderTimeout, Hangs: true},
-			{Name: "dial refused", Class: sms.ClassNotAccepted, Reason: notify.ReasonProviderUnavailable},
-		},
+		}, smstest.TransportCases()...),
 		HangTimeout: 200 * time.Millisecond,
 		Send: func(t *testing.T, base string, timeout time.Duration) sms.Outcome {
 			return newClientTimeout(t, base, t0, timeout).Send(context.Background(), sms.SendRequest{To: number, Body: body, AttemptRef: ref, ValidityPeriod: 89*time.Second + 900*time.Millisecond})

@@ -276,3 +276,15 @@ func CheckBody[T any](t *testing.T, r Request, want T) {
 		t.Errorf("request body (-want +got):\n%s", diff)
 	}
 }
+
+// TransportCases are the send cases every HTTP adapter classifies alike, whatever its
+// provider: the connection closed after the request was read (unknown, connection lost), an
+// answer slower than the client timeout (unknown, timeout), and a refused dial (not accepted:
+// nothing was written).
+func TransportCases() []SendCase {
+	return []SendCase{
+		{Name: "connection closed after the request was read", Handler: Drop, Class: sms.ClassUnknown, Reason: notify.ReasonConnectionLost},
+		{Name: "slower than the client timeout", Handler: Hang, Class: sms.ClassUnknown, Reason: notify.ReasonProviderTimeout, Hangs: true},
+		{Name: "dial refused", Class: sms.ClassNotAccepted, Reason: notify.ReasonProviderUnavailable},
+	}
+}

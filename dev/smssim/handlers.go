@@ -118,21 +118,13 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, e *simapi.Reques
 		s.record(e, req, mode, receipt)
 		writeError(w, http.StatusInternalServerError, simapi.CodeInternal, "internal error")
 		s.finish(e, http.StatusInternalServerError, "")
-	case ModeBadGatewayBeforeAccept:
-		writeHTML(w, http.StatusBadGateway, "<html>502 Bad Gateway</html>")
-		s.finish(e, http.StatusBadGateway, "")
-	case ModeBadGatewayAfterAccept:
-		s.record(e, req, mode, receipt)
-		writeHTML(w, http.StatusBadGateway, "<html>502 Bad Gateway</html>")
-		s.finish(e, http.StatusBadGateway, "")
-	case ModeGatewayTimeoutAfterAccept:
-		s.record(e, req, mode, receipt)
-		writeHTML(w, http.StatusGatewayTimeout, "<html>504 Gateway Time-out</html>")
-		s.finish(e, http.StatusGatewayTimeout, "")
-	case ModeGarbageAfterAccept:
-		s.record(e, req, mode, receipt)
-		writeHTML(w, http.StatusOK, "<html>maintenance</html>")
-		s.finish(e, http.StatusOK, "")
+	case ModeBadGatewayBeforeAccept, ModeBadGatewayAfterAccept, ModeGatewayTimeoutAfterAccept, ModeGarbageAfterAccept:
+		if mode.Records() {
+			s.record(e, req, mode, receipt)
+		}
+		g := gatewayAnswers[mode]
+		writeHTML(w, g.status, g.body)
+		s.finish(e, g.status, "")
 	case ModeTruncatedAfterAccept:
 		m := s.record(e, req, mode, receipt)
 		s.finish(e, http.StatusCreated, "truncated")
@@ -189,6 +181,18 @@ func (s *Server) drop(w http.ResponseWriter) {
 		panic(http.ErrAbortHandler)
 	}
 	_ = conn.Close()
+}
+
+// gatewayAnswers are the HTML answers of the gateway modes, as a load balancer or proxy gives
+// them.
+var gatewayAnswers = map[Mode]struct {
+	status int
+	body   string
+}{
+	ModeBadGatewayBeforeAccept:    {http.StatusBadGateway, "<html>502 Bad Gateway</html>"},
+	ModeBadGatewayAfterAccept:     {http.StatusBadGateway, "<html>502 Bad Gateway</html>"},
+	ModeGatewayTimeoutAfterAccept: {http.StatusGatewayTimeout, "<html>504 Gateway Time-out</html>"},
+	ModeGarbageAfterAccept:        {http.StatusOK, "<html>maintenance</html>"},
 }
 
 // writeHTML answers status with an HTML body, as a load balancer or proxy does.

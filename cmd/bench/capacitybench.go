@@ -79,17 +79,8 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 		return lifecycle{}, nil, err
 	}
 	defer dropTables(context.Background(), p.db, tables.Names{Receipts: receiptsTable})
-	lc := lifecycle{
-		N:           n,
-		LogBytes:    map[string]int64{},
-		Invocations: map[string]int{},
-		Busy:        map[string]time.Duration{},
-		Roles:       map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts"},
-	}
-	logs := map[string]*countingWriter{}
-	for _, f := range []string{"intake", "dispatch", "provider-events", "audit"} {
-		logs[f] = &countingWriter{}
-	}
+	lc := newLifecycle(n, map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts"})
+	logs := functionLogs()
 	countedDB := awsclient.DynamoDB(p.countedCfg, ddbEndpoint)
 	p.counter.Reset()
 
@@ -130,6 +121,26 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 		return lifecycle{}, nil, err
 	}
 	return lc, sizes, nil
+}
+
+// newLifecycle is an empty lifecycle of n notifications over tables of the roles given.
+func newLifecycle(n int, roles map[string]string) lifecycle {
+	return lifecycle{
+		N:           n,
+		LogBytes:    map[string]int64{},
+		Invocations: map[string]int{},
+		Busy:        map[string]time.Duration{},
+		Roles:       roles,
+	}
+}
+
+// functionLogs counts the log bytes of each function the capacity benchmark runs.
+func functionLogs() map[string]*countingWriter {
+	logs := map[string]*countingWriter{}
+	for _, f := range []string{"intake", "dispatch", "provider-events", "audit"} {
+		logs[f] = &countingWriter{}
+	}
+	return logs
 }
 
 // receiptsTimed records the delivered receipt of every message the simulator accepted through

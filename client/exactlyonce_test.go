@@ -26,6 +26,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -40,7 +41,7 @@ import (
 type backend struct {
 	url   string
 	store notify.Store
-	logs  *lockedBuffer
+	logs  *workertest.SyncBuffer
 	// created counts the stored records per key that Admit created, when the store can tell.
 	created func() map[string]int
 }
@@ -112,7 +113,7 @@ func newDynamoBackend(t *testing.T) *backend {
 
 func serveBackend(t *testing.T, in *notify.Intake) *backend {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &workertest.SyncBuffer{}
 	srv := localapitest.Server(t, "../template.yaml", in, obs.NewLogger(logs, nil))
 	return &backend{url: srv.URL, store: in.Store, logs: logs}
 }
@@ -326,24 +327,6 @@ func (p *faultProxy) checkRequests(t *testing.T) {
 	if len(reqs) == 0 {
 		t.Error("the proxy saw no request")
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // proofOptions are client options for a proxy whose timeouts hold a try until it gives up. The

@@ -18,6 +18,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
@@ -430,9 +431,8 @@ func TestInvalidAndUnauthorized(t *testing.T) {
 }
 
 func TestLogsHoldNoSecrets(t *testing.T) {
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	logs := &workertest.SyncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	srv, base := smssimtest.Start(t, smssim.Config{Logger: logger, Hang: 20 * time.Millisecond})
 	for _, m := range smssim.Modes {
 		srv.SetFault(number, m)
@@ -440,26 +440,13 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	}
 	waitFor(t, func() bool { return len(srv.Requests()) == len(smssim.Modes) })
 	srv.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	out := buf.String()
+	out := logs.String()
 	if !strings.Contains(out, "n1-a1") {
 		t.Fatalf("no request logged: %s", out)
 	}
 	if strings.Contains(out, "447700900123") || strings.Contains(out, "SECRET") {
 		t.Errorf("logs hold a secret:\n%s", out)
 	}
-}
-
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func TestStartAndCloseEndHangingRequests(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -39,7 +41,7 @@ import (
 type backend struct {
 	url   string
 	store notify.Store
-	logs  *lockedBuffer
+	logs  *workertest.SyncBuffer
 	// created counts the stored records per key that Admit created, when the store can tell.
 	created func() map[string]int
 }
@@ -64,11 +66,7 @@ func (s *countingStore) Admit(ctx context.Context, rec notify.Record) (notify.Re
 func (s *countingStore) counts() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range s.created {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.created)
 }
 
 // newFakeBackend wires the handler to the in-memory fakes.
@@ -115,7 +113,7 @@ func newDynamoBackend(t *testing.T) *backend {
 
 func serveBackend(t *testing.T, in *notify.Intake) *backend {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &workertest.SyncBuffer{}
 	srv := localapitest.Server(t, "../template.yaml", in, obs.NewLogger(logs, nil))
 	return &backend{url: srv.URL, store: in.Store, logs: logs}
 }
@@ -219,11 +217,7 @@ func (p *faultProxy) next(key string) fault {
 func (p *faultProxy) counts() map[fault]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[fault]int{}
-	for k, v := range p.seen {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(p.seen)
 }
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -333,24 +327,6 @@ func (p *faultProxy) checkRequests(t *testing.T) {
 	if len(reqs) == 0 {
 		t.Error("the proxy saw no request")
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // proofOptions are client options for a proxy whose timeouts hold a try until it gives up. The

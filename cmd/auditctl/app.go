@@ -109,7 +109,38 @@ func (a *app) run(ctx context.Context, args []string) error {
 	return errUsage
 }
 
+// runCommand parses c's flags from args, checks them and runs c, with a reader of the audit
+// table unless c needs none.
 func (a *app) runCommand(ctx context.Context, c command, args []string) error {
+	fs, cl := a.commandFlags(c)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(a.stdout)
+			fs.Usage()
+			return nil
+		}
+		return errUsage
+	}
+	cl.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cl.set[f.Name] = true })
+	if problem := usageProblem(c, fs, cl); problem != "" {
+		fmt.Fprintf(a.stderr, "auditctl %s: %s\n", c.name, problem)
+		fs.Usage()
+		return errUsage
+	}
+	// Offline verification and the public key need no access to the audit table.
+	if cl.input == "" && c.name != "public-key" {
+		db, err := a.newDB(ctx, cl.endpoint)
+		if err != nil {
+			return err
+		}
+		cl.reader = &audit.Reader{DB: db, Table: cl.table}
+	}
+	return c.run(a, ctx, cl)
+}
+
+// commandFlags returns the flag set of c, writing to stderr, and the cmdline it parses into.
+func (a *app) commandFlags(c command) (*flag.FlagSet, *cmdline) {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
 	cl := &cmdline{}
@@ -145,62 +176,44 @@ func (a *app) runCommand(ctx context.Context, c command, args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", c.summary)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(a.stdout)
-			fs.Usage()
-			return nil
-		}
-		return errUsage
-	}
-	cl.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { cl.set[f.Name] = true })
-	bad := func(format string, args ...any) error {
-		fmt.Fprintf(a.stderr, "auditctl %s: %s\n", c.name, fmt.Sprintf(format, args...))
-		fs.Usage()
-		return errUsage
-	}
+	return fs, cl
+}
+
+// usageProblem says what is wrong with the parsed command line of c, or "" when nothing is.
+func usageProblem(c command, fs *flag.FlagSet, cl *cmdline) string {
 	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
+		return fmt.Sprintf("unexpected argument %q", fs.Arg(0))
 	}
 	if !contains(c.formats, cl.format) {
-		return bad("--format must be one of %s", strings.Join(c.formats, ", "))
+		return fmt.Sprintf("--format must be one of %s", strings.Join(c.formats, ", "))
 	}
 	switch c.name {
 	case "timeline", "evidence":
 		if cl.eventID == "" {
-			return bad("--event-id is required")
+			return "--event-id is required"
 		}
 	case "export":
 		if cl.from == "" || cl.to == "" {
-			return bad("--from and --to are required")
+			return "--from and --to are required"
 		}
 	case "verify":
 		byEvent, byRange, byFile := cl.eventID != "", cl.from != "" || cl.to != "", cl.input != ""
 		switch {
 		case byFile && byEvent:
-			return bad("give --input with or without --from and --to, but not with --event-id")
+			return "give --input with or without --from and --to, but not with --event-id"
 		case byFile:
 			if byRange && (cl.from == "" || cl.to == "") {
-				return bad("give both --from and --to, or neither")
+				return "give both --from and --to, or neither"
 			}
 		case byEvent == byRange || (byRange && (cl.from == "" || cl.to == "")):
-			return bad("give both --from and --to, or --input, or --event-id")
+			return "give both --from and --to, or --input, or --event-id"
 		}
 	case "margin":
 		if cl.since == "" {
-			return bad("--since is required")
+			return "--since is required"
 		}
 	}
-	// Offline verification and the public key need no access to the audit table.
-	if cl.input == "" && c.name != "public-key" {
-		db, err := a.newDB(ctx, cl.endpoint)
-		if err != nil {
-			return err
-		}
-		cl.reader = &audit.Reader{DB: db, Table: cl.table}
-	}
-	return c.run(a, ctx, cl)
+	return ""
 }
 
 func contains(xs []string, x string) bool {

@@ -297,62 +297,83 @@ func writeEvidence(w io.Writer, format string, ev audit.Evidence) error {
 	fmt.Fprintf(&b, "Evidence for event %s: %s.\n", ev.EventID, plural(len(ev.Notifications), "notification"))
 	for _, n := range ev.Notifications {
 		fmt.Fprintf(&b, "\nNotification %s (idempotency key %s)\n", n.NotificationID, n.IdempotencyKey)
-		policy := fmt.Sprintf("policy %s with a safety margin of %s", dash(n.PolicyVersion), displayMS(n.SafetyMarginMS))
-		switch a := n.Admission; {
-		case a == nil:
-			fmt.Fprintf(&b, "  Admission: not in the audit trail (the chain is incomplete); %s.\n", policy)
-		case a.Reason == notify.ReasonAdmitted:
-			fmt.Fprintf(&b, "  Accepted at %s under %s.\n", displayTime(a.At), policy)
-		default:
-			fmt.Fprintf(&b, "  Arrived at %s under %s: %s (%s).\n", displayTime(a.At), policy, a.Says, a.Reason)
-		}
-		if n.DestinationFP != "" {
-			fmt.Fprintf(&b, "  Destination fingerprint: %s (the number itself is never stored).\n", n.DestinationFP)
-		}
-		for _, at := range n.Attempts {
-			fmt.Fprintf(&b, "  Attempt %d: a worker took the lease at %s.\n", at.Number, displayTime(at.Started))
-			if len(at.Steps) == 0 {
-				fmt.Fprintf(&b, "    No outcome recorded yet.\n")
-			}
-			for _, s := range at.Steps {
-				fmt.Fprintf(&b, "    %s  %s (%s)%s.\n", displayTime(s.At), s.Says, s.Reason, providerNote(s))
-			}
-		}
-		if len(n.Attempts) == 0 && n.Admission != nil && n.Admission.Reason == notify.ReasonAdmitted {
-			fmt.Fprintf(&b, "  No provider attempt was made.\n")
-		}
-		switch l := n.Last; {
-		case l == nil:
-		case n.Final:
-			fmt.Fprintf(&b, "  Stopped at %s: %s, because %s (%s).\n", displayTime(l.At), l.To, l.Says, l.Reason)
-		case n.Stopped:
-			fmt.Fprintf(&b, "  Sending stopped at %s: %s, because %s (%s); no delivery receipt is recorded yet.\n", displayTime(l.At), l.To, l.Says, l.Reason)
-		default:
-			fmt.Fprintf(&b, "  Still open: %s since %s, because %s (%s).\n", l.To, displayTime(l.At), l.Says, l.Reason)
-		}
-		if p := n.Purge; p != nil {
-			by := "the stream names no principal"
-			if p.PurgedBy != "" {
-				by = "by " + p.PurgedBy
-			}
-			fmt.Fprintf(&b, "  Record removed from the notifications table at %s: %s (%s; %s).\n", displayTime(p.At), p.Says, p.Reason, by)
-		}
-		if len(n.Problems) == 0 {
-			fmt.Fprintf(&b, "  Audit chain: %s, intact.\n", plural(n.Entries, "entry"))
-		} else {
-			fmt.Fprintf(&b, "  Audit chain: %s, BROKEN:\n", plural(n.Entries, "entry"))
-			for _, p := range n.Problems {
-				fmt.Fprintf(&b, "    seq %s: %s\n", p.Seq, p.What)
-			}
-		}
-		for _, g := range n.KnownGaps {
-			fmt.Fprintf(&b, "  Known gap: %s lost with a stream batch; recorded from the record at %s (seq %s).\n",
-				versionsOf(g), displayTime(g.WrittenAt), g.Seq)
-		}
+		writeAdmission(&b, n)
+		writeAttempts(&b, n)
+		writeStop(&b, n)
+		writeChain(&b, n)
 		writeCoverage(&b, n.Digests)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeAdmission says how n arrived, under which policy, and to which destination fingerprint.
+func writeAdmission(b *strings.Builder, n audit.NotificationEvidence) {
+	policy := fmt.Sprintf("policy %s with a safety margin of %s", dash(n.PolicyVersion), displayMS(n.SafetyMarginMS))
+	switch a := n.Admission; {
+	case a == nil:
+		fmt.Fprintf(b, "  Admission: not in the audit trail (the chain is incomplete); %s.\n", policy)
+	case a.Reason == notify.ReasonAdmitted:
+		fmt.Fprintf(b, "  Accepted at %s under %s.\n", displayTime(a.At), policy)
+	default:
+		fmt.Fprintf(b, "  Arrived at %s under %s: %s (%s).\n", displayTime(a.At), policy, a.Says, a.Reason)
+	}
+	if n.DestinationFP != "" {
+		fmt.Fprintf(b, "  Destination fingerprint: %s (the number itself is never stored).\n", n.DestinationFP)
+	}
+}
+
+// writeAttempts lists n's provider attempts and their steps.
+func writeAttempts(b *strings.Builder, n audit.NotificationEvidence) {
+	for _, at := range n.Attempts {
+		fmt.Fprintf(b, "  Attempt %d: a worker took the lease at %s.\n", at.Number, displayTime(at.Started))
+		if len(at.Steps) == 0 {
+			fmt.Fprintf(b, "    No outcome recorded yet.\n")
+		}
+		for _, s := range at.Steps {
+			fmt.Fprintf(b, "    %s  %s (%s)%s.\n", displayTime(s.At), s.Says, s.Reason, providerNote(s))
+		}
+	}
+	if len(n.Attempts) == 0 && n.Admission != nil && n.Admission.Reason == notify.ReasonAdmitted {
+		fmt.Fprintf(b, "  No provider attempt was made.\n")
+	}
+}
+
+// writeStop says where n stands: stopped, stopped sending, or still open, and whether its
+// record was removed.
+func writeStop(b *strings.Builder, n audit.NotificationEvidence) {
+	switch l := n.Last; {
+	case l == nil:
+	case n.Final:
+		fmt.Fprintf(b, "  Stopped at %s: %s, because %s (%s).\n", displayTime(l.At), l.To, l.Says, l.Reason)
+	case n.Stopped:
+		fmt.Fprintf(b, "  Sending stopped at %s: %s, because %s (%s); no delivery receipt is recorded yet.\n", displayTime(l.At), l.To, l.Says, l.Reason)
+	default:
+		fmt.Fprintf(b, "  Still open: %s since %s, because %s (%s).\n", l.To, displayTime(l.At), l.Says, l.Reason)
+	}
+	if p := n.Purge; p != nil {
+		by := "the stream names no principal"
+		if p.PurgedBy != "" {
+			by = "by " + p.PurgedBy
+		}
+		fmt.Fprintf(b, "  Record removed from the notifications table at %s: %s (%s; %s).\n", displayTime(p.At), p.Says, p.Reason, by)
+	}
+}
+
+// writeChain says whether n's hash chain is intact, and names its known gaps.
+func writeChain(b *strings.Builder, n audit.NotificationEvidence) {
+	if len(n.Problems) == 0 {
+		fmt.Fprintf(b, "  Audit chain: %s, intact.\n", plural(n.Entries, "entry"))
+	} else {
+		fmt.Fprintf(b, "  Audit chain: %s, BROKEN:\n", plural(n.Entries, "entry"))
+		for _, p := range n.Problems {
+			fmt.Fprintf(b, "    seq %s: %s\n", p.Seq, p.What)
+		}
+	}
+	for _, g := range n.KnownGaps {
+		fmt.Fprintf(b, "  Known gap: %s lost with a stream batch; recorded from the record at %s (seq %s).\n",
+			versionsOf(g), displayTime(g.WrittenAt), g.Seq)
+	}
 }
 
 func versionsOf(g audit.KnownGap) string {

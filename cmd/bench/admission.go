@@ -19,7 +19,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
-	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
@@ -28,26 +27,54 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
+// admission runs the admission benchmark (see the package comment): ops raw conditional puts
+// and ops admissions through the intake handler, on workers callers, alternating in rounds.
 func admission(ctx context.Context, endpoint string, ops, workers int, out io.Writer) error {
 	cfg := aws.Config{Region: "us-east-1", Credentials: emulator.LocalCredentials()}
 	db := awsclient.DynamoDB(cfg, endpoint)
-	name := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	names := tables.Names{Notifications: name + "-notifications", Audit: name + "-audit"}
-	if err := tablesetup.Create(ctx, db, names); err != nil {
-		return err
-	}
-	defer func() {
-		for _, t := range []string{names.Notifications, names.Audit} {
-			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(t)})
-		}
-	}()
-
-	box, hasher, fingerprints, err := intakeKeys()
+	_, names := benchNames("bench")
+	drop, err := createTables(ctx, db, names)
 	if err != nil {
 		return err
 	}
+	defer drop()
+	admit, err := admitCall(db, names.Notifications)
+	if err != nil {
+		return err
+	}
+	rawPut, err := rawPutCall(db, names.Notifications)
+	if err != nil {
+		return err
+	}
+	// Warm both paths (connections, JIT in DynamoDB Local) before measuring.
+	if _, err := measure(ctx, ops/10, workers, 1_000_000, rawPut); err != nil {
+		return fmt.Errorf("warm raw put: %w", err)
+	}
+	if _, err := measure(ctx, ops/10, workers, 1_000_000, admit); err != nil {
+		return fmt.Errorf("warm admission: %w", err)
+	}
+	raw, adm, err := alternate(ctx, ops, workers, rawPut, admit)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "admission_ops=%d\nadmission_concurrency=%d\n", ops, workers)
+	fmt.Fprintf(out, "raw_conditional_put_per_s=%.1f\n", raw.perSecond())
+	fmt.Fprintf(out, "admissions_per_s=%.1f\n", adm.perSecond())
+	fmt.Fprintf(out, "admission_vs_raw_put_ratio=%.3f\n", adm.perSecond()/raw.perSecond())
+	fmt.Fprintf(out, "admission_latency_p50_ms=%.2f\nadmission_latency_p99_ms=%.2f\n", ms(adm.quantile(0.50)), ms(adm.quantile(0.99)))
+	fmt.Fprintf(out, "raw_put_latency_p50_ms=%.2f\nraw_put_latency_p99_ms=%.2f\n", ms(raw.quantile(0.50)), ms(raw.quantile(0.99)))
+	return nil
+}
+
+// admitCall returns a call that admits notification i through the intake function's HTTP
+// handler over table, with an in-memory queue.
+func admitCall(db *dynamodb.Client, table string) (func(context.Context, int) error, error) {
+	box, hasher, fingerprints, err := intakeKeys()
+	if err != nil {
+		return nil, err
+	}
 	in := &notify.Intake{
-		Store:        dynamostore.New(db, names.Notifications),
+		Store:        dynamostore.New(db, table),
 		Sealer:       box,
 		Hasher:       hasher,
 		Fingerprints: fingerprints,
@@ -58,33 +85,7 @@ func admission(ctx context.Context, endpoint string, ops, workers int, out io.Wr
 	}
 	h := httpapi.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
 	expires := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
-
-	// A sample item with the shape and size of a real admission, for the raw puts.
-	sample := notify.NewRecord(notify.Request{
-		IdempotencyKey: "sample", EventID: "evt", Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,
-		To: "+15555550100", Locale: "en", Params: map[string]string{notify.ParamCode: "123456"}, ExpiresAt: time.Now().Add(time.Hour),
-	}, notify.Admission{NotificationID: ulid.Make().String(), Sealed: make([]byte, 120), DestinationFP: "0123456789abcdef0123456789abcdef"}, time.Now(), notify.DefaultPolicy())
-	item, err := dynamostore.ItemFromRecord(sample)
-	if err != nil {
-		return err
-	}
-	cond, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(tables.AttrIdempotencyKey))).Build()
-	if err != nil {
-		return err
-	}
-	rawPut := func(ctx context.Context, i int) error {
-		it := make(map[string]ddbtypes.AttributeValue, len(item))
-		for k, v := range item {
-			it[k] = v
-		}
-		it[tables.AttrIdempotencyKey] = &ddbtypes.AttributeValueMemberS{Value: "raw-" + strconv.Itoa(i)}
-		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(names.Notifications), Item: it,
-			ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
-		})
-		return err
-	}
-	admit := func(ctx context.Context, i int) error {
+	return func(ctx context.Context, i int) error {
 		body := fmt.Sprintf(`{"event_id":"bench-%d","channel":"sms","purpose":"password_reset","to":"+1555555%04d","locale":"en","params":{"code":"%06d"},"expires_at":"%s"}`,
 			i, i%10000, i%1000000, expires)
 		resp, err := h.Handle(ctx, events.APIGatewayV2HTTPRequest{
@@ -99,45 +100,63 @@ func admission(ctx context.Context, endpoint string, ops, workers int, out io.Wr
 			return fmt.Errorf("admission %d: status %d", i, resp.StatusCode)
 		}
 		return nil
-	}
+	}, nil
+}
 
-	// Warm both paths (connections, JIT in DynamoDB Local) before measuring.
-	if _, err := measure(ctx, ops/10, workers, 1_000_000, rawPut); err != nil {
-		return fmt.Errorf("warm raw put: %w", err)
+// rawPutCall returns a call that puts item i into table raw: a conditional PutItem of an item
+// with the shape and size of a real admission.
+func rawPutCall(db *dynamodb.Client, table string) (func(context.Context, int) error, error) {
+	sample := notify.NewRecord(notify.Request{
+		IdempotencyKey: "sample", EventID: "evt", Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,
+		To: "+15555550100", Locale: "en", Params: map[string]string{notify.ParamCode: "123456"}, ExpiresAt: time.Now().Add(time.Hour),
+	}, notify.Admission{NotificationID: ulid.Make().String(), Sealed: make([]byte, 120), DestinationFP: "0123456789abcdef0123456789abcdef"}, time.Now(), notify.DefaultPolicy())
+	item, err := dynamostore.ItemFromRecord(sample)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := measure(ctx, ops/10, workers, 1_000_000, admit); err != nil {
-		return fmt.Errorf("warm admission: %w", err)
+	cond, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(tables.AttrIdempotencyKey))).Build()
+	if err != nil {
+		return nil, err
 	}
-	// Alternate the two phases in rounds so that drift on a shared machine (other processes,
-	// DynamoDB Local's own warm-up and growing table) falls on both alike.
-	var raw, adm phase
+	return func(ctx context.Context, i int) error {
+		it := make(map[string]ddbtypes.AttributeValue, len(item))
+		for k, v := range item {
+			it[k] = v
+		}
+		it[tables.AttrIdempotencyKey] = &ddbtypes.AttributeValueMemberS{Value: "raw-" + strconv.Itoa(i)}
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(table), Item: it,
+			ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
+		})
+		return err
+	}, nil
+}
+
+// alternate measures ops calls of raw and of ours in rounds, alternating which goes first, so
+// that drift on a shared machine (other processes, DynamoDB Local's own warm-up and growing
+// table) falls on both alike. It returns both phases sorted.
+func alternate(ctx context.Context, ops, workers int, raw, ours func(context.Context, int) error) (rawPhase, ourPhase phase, err error) {
 	const rounds = 4
 	for r := range rounds {
 		n := ops / rounds
-		first, second := rawPut, admit
-		a, b := &raw, &adm
+		first, second := raw, ours
+		a, b := &rawPhase, &ourPhase
 		if r%2 == 1 {
-			first, second, a, b = admit, rawPut, &adm, &raw
+			first, second, a, b = ours, raw, &ourPhase, &rawPhase
 		}
 		p, err := measure(ctx, n, workers, r*n, first)
 		if err != nil {
-			return fmt.Errorf("round %d: %w", r, err)
+			return phase{}, phase{}, fmt.Errorf("round %d: %w", r, err)
 		}
 		a.add(p)
 		if p, err = measure(ctx, n, workers, r*n, second); err != nil {
-			return fmt.Errorf("round %d: %w", r, err)
+			return phase{}, phase{}, fmt.Errorf("round %d: %w", r, err)
 		}
 		b.add(p)
 	}
-	raw.sort()
-	adm.sort()
-	fmt.Fprintf(out, "admission_ops=%d\nadmission_concurrency=%d\n", ops, workers)
-	fmt.Fprintf(out, "raw_conditional_put_per_s=%.1f\n", raw.perSecond())
-	fmt.Fprintf(out, "admissions_per_s=%.1f\n", adm.perSecond())
-	fmt.Fprintf(out, "admission_vs_raw_put_ratio=%.3f\n", adm.perSecond()/raw.perSecond())
-	fmt.Fprintf(out, "admission_latency_p50_ms=%.2f\nadmission_latency_p99_ms=%.2f\n", ms(adm.quantile(0.50)), ms(adm.quantile(0.99)))
-	fmt.Fprintf(out, "raw_put_latency_p50_ms=%.2f\nraw_put_latency_p99_ms=%.2f\n", ms(raw.quantile(0.50)), ms(raw.quantile(0.99)))
-	return nil
+	rawPhase.sort()
+	ourPhase.sort()
+	return rawPhase, ourPhase, nil
 }
 
 type phase struct {

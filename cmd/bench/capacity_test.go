@@ -11,7 +11,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
-	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
@@ -59,14 +58,11 @@ func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 	names := tables.Names{Notifications: testenv.UniqueName(t, "cap-n"), Audit: testenv.UniqueName(t, "cap-a")}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := tablesetup.Create(ctx, db, names); err != nil {
+	drop, err := createTables(ctx, db, names)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, n := range []string{names.Notifications, names.Audit} {
-			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
-		}
-	})
+	t.Cleanup(drop)
 	store := dynamostore.New(db, names.Notifications)
 	now := time.Now().UTC()
 	req := notify.Request{

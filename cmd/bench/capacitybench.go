@@ -78,20 +78,9 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit, Receipts: receiptsTable}); err != nil {
 		return lifecycle{}, nil, err
 	}
-	defer func() {
-		_, _ = p.db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(receiptsTable)})
-	}()
-	lc := lifecycle{
-		N:           n,
-		LogBytes:    map[string]int64{},
-		Invocations: map[string]int{},
-		Busy:        map[string]time.Duration{},
-		Roles:       map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts"},
-	}
-	logs := map[string]*countingWriter{}
-	for _, f := range []string{"intake", "dispatch", "provider-events", "audit"} {
-		logs[f] = &countingWriter{}
-	}
+	defer dropTables(context.Background(), p.db, tables.Names{Receipts: receiptsTable})
+	lc := newLifecycle(n, map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts"})
+	logs := functionLogs()
 	countedDB := awsclient.DynamoDB(p.countedCfg, ddbEndpoint)
 	p.counter.Reset()
 
@@ -111,13 +100,59 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 
 	// Receipts: the delivered receipt of every message, through provider-events' recorder.
 	meter.Reset()
+	if err := p.receiptsTimed(ctx, countedDB, receiptsTable, logs["provider-events"], &lc); err != nil {
+		return lifecycle{}, nil, err
+	}
+	lc.Receipt = meter.Snapshot()
+	lc.Transitions = 3 * n
+
+	// Audit: every stream record through the audit writer, in batches of the template's 100.
+	meter.Reset()
+	if err := p.auditTimed(ctx, ddbEndpoint, countedDB, n, logs["audit"], &lc); err != nil {
+		return lifecycle{}, nil, err
+	}
+	lc.Audit = meter.Snapshot()
+	lc.Requests = p.counter.Counts()
+	for f, w := range logs {
+		lc.LogBytes[f] = w.n.Load()
+	}
+	sizes, err := p.measureStorage(ctx, receiptsTable, n)
+	if err != nil {
+		return lifecycle{}, nil, err
+	}
+	return lc, sizes, nil
+}
+
+// newLifecycle is an empty lifecycle of n notifications over tables of the roles given.
+func newLifecycle(n int, roles map[string]string) lifecycle {
+	return lifecycle{
+		N:           n,
+		LogBytes:    map[string]int64{},
+		Invocations: map[string]int{},
+		Busy:        map[string]time.Duration{},
+		Roles:       roles,
+	}
+}
+
+// functionLogs counts the log bytes of each function the capacity benchmark runs.
+func functionLogs() map[string]*countingWriter {
+	logs := map[string]*countingWriter{}
+	for _, f := range []string{"intake", "dispatch", "provider-events", "audit"} {
+		logs[f] = &countingWriter{}
+	}
+	return logs
+}
+
+// receiptsTimed records the delivered receipt of every message the simulator accepted through
+// provider-events' recorder, one invocation each, logging to log.
+func (p *pipeline) receiptsTimed(ctx context.Context, db *dynamodb.Client, receiptsTable string, log io.Writer, lc *lifecycle) error {
 	recorder := &receipts.Recorder{
-		Receipts:      receipts.NewStore(countedDB, receiptsTable, 0, notify.SystemClock{}),
-		Keys:          dynamostore.New(countedDB, p.table),
-		Notifications: dynamostore.New(countedDB, p.table),
+		Receipts:      receipts.NewStore(db, receiptsTable, 0, notify.SystemClock{}),
+		Keys:          dynamostore.New(db, p.table),
+		Notifications: dynamostore.New(db, p.table),
 		Clock:         notify.SystemClock{},
-		Log:           obs.NewLogger(logs["provider-events"], slog.LevelInfo),
-		Metrics:       &obs.Metrics{W: logs["provider-events"], Function: "provider-events"},
+		Log:           obs.NewLogger(log, slog.LevelInfo),
+		Metrics:       &obs.Metrics{W: log, Function: "provider-events"},
 	}
 	for _, m := range p.sim.Messages() {
 		start := time.Now()
@@ -128,26 +163,27 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 		lc.Busy["provider-events"] += time.Since(start)
 		lc.Invocations["provider-events"]++
 		if err != nil {
-			return lifecycle{}, nil, fmt.Errorf("capacity bench: receipt: %w", err)
+			return fmt.Errorf("capacity bench: receipt: %w", err)
 		}
 		if res.State != notify.StateDelivered {
-			return lifecycle{}, nil, fmt.Errorf("capacity bench: receipt left %s", res.State)
+			return fmt.Errorf("capacity bench: receipt left %s", res.State)
 		}
 	}
-	lc.Receipt = meter.Snapshot()
-	lc.Transitions = 3 * n
+	return nil
+}
 
-	// Audit: every stream record through the audit writer, in batches of the template's 100.
-	meter.Reset()
+// auditTimed reads the 4n stream records of n notifications and hands them to the audit
+// writer in batches of the template's 100, logging to log.
+func (p *pipeline) auditTimed(ctx context.Context, ddbEndpoint string, db *dynamodb.Client, n int, log io.Writer, lc *lifecycle) error {
 	records, err := p.readStream(ctx, ddbEndpoint, 4*n)
 	if err != nil {
-		return lifecycle{}, nil, err
+		return err
 	}
 	h := &audit.Handler{
-		Writer:   &audit.Writer{DB: countedDB, Table: p.audit},
+		Writer:   &audit.Writer{DB: db, Table: p.audit},
 		Function: "audit", Clock: notify.SystemClock{},
-		Log:     obs.NewLogger(logs["audit"], slog.LevelInfo),
-		Metrics: &obs.Metrics{W: logs["audit"], Function: "audit"},
+		Log:     obs.NewLogger(log, slog.LevelInfo),
+		Metrics: &obs.Metrics{W: log, Function: "audit"},
 	}
 	for i := 0; i < len(records); i += 100 {
 		batch := records[i:min(i+100, len(records))]
@@ -156,15 +192,15 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 		lc.Busy["audit"] += time.Since(start)
 		lc.Invocations["audit"]++
 		if err != nil || len(resp.BatchItemFailures) > 0 {
-			return lifecycle{}, nil, fmt.Errorf("capacity bench: audit batch: %v %v", resp.BatchItemFailures, err)
+			return fmt.Errorf("capacity bench: audit batch: %v %v", resp.BatchItemFailures, err)
 		}
 	}
-	lc.Audit = meter.Snapshot()
 	lc.AuditEntries = len(records)
-	lc.Requests = p.counter.Counts()
-	for f, w := range logs {
-		lc.LogBytes[f] = w.n.Load()
-	}
+	return nil
+}
+
+// measureStorage measures the bytes per notification of each table and the months it keeps them.
+func (p *pipeline) measureStorage(ctx context.Context, receiptsTable string, n int) (storageSizes, error) {
 	months := retentionMonths()
 	var sizes storageSizes
 	for _, t := range []struct {
@@ -173,11 +209,11 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 	}{{"notifications", tables.Notifications(p.table)}, {"audit", tables.Audit(p.audit)}, {"receipts", tables.Receipts(receiptsTable)}} {
 		b, err := storagePerNotification(ctx, p.db, t.def, n)
 		if err != nil {
-			return lifecycle{}, nil, err
+			return nil, err
 		}
 		sizes = append(sizes, storageSize{Name: t.role, Bytes: b, Months: months[t.role]})
 	}
-	return lc, sizes, nil
+	return sizes, nil
 }
 
 // admitHTTP admits n notifications through the intake function's HTTP handler, eight at a
@@ -342,7 +378,11 @@ func (lc lifecycle) all() capacityReport {
 }
 
 // formatKinds renders per-kind figures sorted by name.
-func formatKinds(m map[string]float64) string {
+func formatKinds(m map[string]float64) string { return formatSorted(m, "%s:%.2f") }
+
+// formatSorted renders m as name:value pairs, each by format, sorted by name and joined by
+// commas.
+func formatSorted[V any](m map[string]V, format string) string {
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
@@ -350,7 +390,7 @@ func formatKinds(m map[string]float64) string {
 	sort.Strings(names)
 	parts := make([]string, len(names))
 	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s:%.2f", k, m[k])
+		parts[i] = fmt.Sprintf(format, k, m[k])
 	}
 	return strings.Join(parts, ",")
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
@@ -25,7 +22,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -43,19 +39,6 @@ type dispatchOptions struct {
 	// Pollers is how many concurrent receivers the dispatch queue has (each hands batches of
 	// up to 10 to the handler, which works on them in parallel).
 	Pollers int
-}
-
-// faultMix is the fault matrix's mix (see dev/workere2e): 15% accept-then-timeout, 10%
-// accept-then-drop, 10% timeout-before-accept, 10% throttled, 5% 500-after-accept, 5%
-// rejected, the rest accepted.
-var faultMix = smssim.Mix{
-	{Mode: smssim.ModeAcceptThenTimeout, Weight: 15},
-	{Mode: smssim.ModeAcceptThenDrop, Weight: 10},
-	{Mode: smssim.ModeTimeoutBeforeAccept, Weight: 10},
-	{Mode: smssim.ModeThrottle, Weight: 10},
-	{Mode: smssim.ModeErrorAfterAccept, Weight: 5},
-	{Mode: smssim.ModeReject, Weight: 5},
-	{Mode: smssim.ModeAccept, Weight: 45},
 }
 
 // dispatchBench measures the dispatch side against DynamoDB Local, moto and an in-process
@@ -93,7 +76,7 @@ func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispa
 	happyCounts := happy.counter.Counts()
 
 	faulty, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint,
-		smssim.Config{Seed: 7, Mix: faultMix, RetryAfter: time.Second, Visibility: time.Second, DeliveryDelay: time.Hour}, time.Second, "fault")
+		smssim.Config{Seed: 7, Mix: smssim.FaultMix, RetryAfter: time.Second, Visibility: time.Second, DeliveryDelay: time.Hour}, time.Second, "fault")
 	if err != nil {
 		return err
 	}
@@ -162,21 +145,8 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 			p.close()
 		}
 	}()
-
-	p.table, p.audit = p.name+"-notifications", p.name+"-audit"
-	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
+	if err := p.createStorage(ctx); err != nil {
 		return nil, err
-	}
-	p.store = dynamostore.New(p.db, p.table)
-	for _, q := range []struct {
-		name string
-		url  *string
-	}{{p.name + "-dispatch", &p.dispatchURL}, {p.name + "-reconcile", &p.reconcileURL}} {
-		out, err := p.queues.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.name)})
-		if err != nil {
-			return nil, fmt.Errorf("dispatch bench: create queue: %w", err)
-		}
-		*q.url = aws.ToString(out.QueueUrl)
 	}
 	p.sim = smssim.New(simCfg)
 	simURL, err := p.sim.Start("127.0.0.1:0")
@@ -194,43 +164,66 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	key := randomKey()
 	policy := notify.DefaultPolicy()
 	policy.MaxAttempts = 10 // so a record never waits for its deadline after a run of refusals
-	w := workers.Wiring{
-		Config: config.Config{
-			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
-			Policy: policy, SealLocalKey: key,
-			Worker: config.Worker{Lease: timeout + worker.LeaseMargin + time.Second, BackoffBase: 200 * time.Millisecond, BackoffMax: 2 * time.Second},
-		},
-		AWS: counted, DynamoDBEndpoint: ddbEndpoint, SQSEndpoint: sqsEndpoint,
-		SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: simURL, Timeout: timeout, Visibility: simCfg.Visibility},
-		Out: io.Discard,
-	}
-	p.wiring = w
-	if p.dispatcher, err = dispatch.Build(ctx, w); err != nil {
+	p.wiring = p.workerWiring(ddbEndpoint, sqsEndpoint, simURL, simCfg.Visibility, timeout, policy, key)
+	if err := p.buildWorkers(ctx); err != nil {
 		return nil, err
 	}
-	if p.reconciler, err = reconcile.Build(ctx, w); err != nil {
-		return nil, err
-	}
-	keys, err := seal.NewStaticKey(key)
-	if err != nil {
-		return nil, err
-	}
-	hasher, err := seal.NewFingerprinter(randomKey())
-	if err != nil {
-		return nil, err
-	}
-	fingerprints, err := seal.NewRequestFingerprinter(randomKey())
+	box, hasher, fingerprints, err := intakeKeysSealingWith(key)
 	if err != nil {
 		return nil, err
 	}
 	p.intake = &notify.Intake{
 		Store:  dynamostore.New(awsclient.DynamoDB(counted, ddbEndpoint), p.table),
-		Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
+		Sealer: box, Hasher: hasher, Fingerprints: fingerprints,
 		Queue: sqsqueue.New(p.counted, p.dispatchURL, ""),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
 	}
 	return p, nil
+}
+
+// createStorage creates the pipeline's tables and its dispatch and reconcile queues.
+func (p *pipeline) createStorage(ctx context.Context) error {
+	p.table, p.audit = p.name+"-notifications", p.name+"-audit"
+	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
+		return err
+	}
+	p.store = dynamostore.New(p.db, p.table)
+	for _, q := range []struct {
+		name string
+		url  *string
+	}{{p.name + "-dispatch", &p.dispatchURL}, {p.name + "-reconcile", &p.reconcileURL}} {
+		out, err := p.queues.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.name)})
+		if err != nil {
+			return fmt.Errorf("dispatch bench: create queue: %w", err)
+		}
+		*q.url = aws.ToString(out.QueueUrl)
+	}
+	return nil
+}
+
+// workerWiring is what the pipeline's workers are built from, as the Lambda functions build
+// theirs: the counted clients, the simulator at simURL, and a lease long enough for timeout.
+func (p *pipeline) workerWiring(ddbEndpoint, sqsEndpoint, simURL string, visibility, timeout time.Duration, policy notify.Policy, key []byte) workers.Wiring {
+	return workers.Wiring{
+		Config: config.Config{
+			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
+			Policy: policy, SealLocalKey: key,
+			Worker: config.Worker{Lease: timeout + worker.LeaseMargin + time.Second, BackoffBase: 200 * time.Millisecond, BackoffMax: 2 * time.Second},
+		},
+		AWS: p.countedCfg, DynamoDBEndpoint: ddbEndpoint, SQSEndpoint: sqsEndpoint,
+		SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: simURL, Timeout: timeout, Visibility: visibility},
+		Out: io.Discard,
+	}
+}
+
+// buildWorkers builds the dispatch and reconcile workers from p.wiring.
+func (p *pipeline) buildWorkers(ctx context.Context) (err error) {
+	if p.dispatcher, err = dispatch.Build(ctx, p.wiring); err != nil {
+		return err
+	}
+	p.reconciler, err = reconcile.Build(ctx, p.wiring)
+	return err
 }
 
 // close removes what newPipeline created.
@@ -245,11 +238,7 @@ func (p *pipeline) close() {
 			_, _ = p.queues.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	}
-	for _, t := range []string{p.table, p.audit} {
-		if t != "" {
-			_, _ = p.db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
-		}
-	}
+	dropTables(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit})
 }
 
 // admit admits n notifications through the intake service, eight at a time, each to its own
@@ -351,16 +340,7 @@ func (p *pipeline) runUntilDone(ctx context.Context, pollers int, timeout time.D
 		}
 		states[string(rec.State)+"/"+string(rec.Reason)]++
 	}
-	names := make([]string, 0, len(states))
-	for s := range states {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, s := range names {
-		parts[i] = fmt.Sprintf("%s:%d", s, states[s])
-	}
-	return strings.Join(parts, ","), nil
+	return formatSorted(states, "%s:%d"), nil
 }
 
 // waitDone polls, with the uncounted clients, until the due index holds nothing and both
@@ -388,21 +368,8 @@ func (p *pipeline) done(ctx context.Context) (bool, error) {
 		}
 	}
 	for _, u := range []string{p.dispatchURL, p.reconcileURL} {
-		out, err := p.queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl: aws.String(u),
-			AttributeNames: []sqstypes.QueueAttributeName{
-				sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-				sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-			},
-		})
-		if err != nil {
+		if empty, err := pump.Empty(ctx, p.queues, u); err != nil || !empty {
 			return false, err
-		}
-		for _, v := range out.Attributes {
-			if v != "0" {
-				return false, nil
-			}
 		}
 	}
 	return true, nil

@@ -17,7 +17,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
-	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -42,124 +41,32 @@ const floorBatch = 10
 // alternate in rounds, like the admission benchmark. dispatch_vs_raw_ratio is ours over raw
 // (goal at least 0.8).
 func dispatchFloorBench(ctx context.Context, endpoint string, n, batches int, out io.Writer) error {
-	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
-	db := awsclient.DynamoDB(plain, endpoint)
-	name := fmt.Sprintf("bench-floor-%d", time.Now().UnixNano())
-	names := tables.Names{Notifications: name + "-notifications", Audit: name + "-audit"}
-	if err := tablesetup.Create(ctx, db, names); err != nil {
-		return err
-	}
-	defer func() {
-		for _, t := range []string{names.Notifications, names.Audit} {
-			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(t)})
-		}
-	}()
-	keys, err := seal.NewStaticKey(randomKey())
+	f, drop, err := newFloor(ctx, endpoint, batches)
 	if err != nil {
 		return err
 	}
-	box := seal.New(keys)
-	counter := awsclient.NewCounter()
-	counted := plain
-	counter.Instrument(&counted)
-	cdb := awsclient.DynamoDB(counted, endpoint)
-	store := dynamostore.New(cdb, names.Notifications)
-	d := &worker.Dispatcher{
-		Store: store, Opener: box, Renderer: render.New(2), Sender: acceptAtOnce{}, Provider: "bench",
-		Base: worker.Base{Queue: &countingQueue{}, Clock: notify.SystemClock{}, Settings: worker.DefaultSettings(),
-			Log: slog.New(slog.DiscardHandler), Metrics: &obs.Metrics{W: io.Discard, Function: "dispatch"}},
-	}
-
+	defer drop()
 	const rounds = 4
 	perRound := n / rounds / floorBatch * floorBatch
 	if perRound < floorBatch {
 		return fmt.Errorf("dispatch floor: need -floor-n >= %d", rounds*floorBatch)
 	}
-	admitted := func(prefix string, count int) ([]notify.Record, error) {
-		recs := make([]notify.Record, count)
-		_, err := measure(ctx, count, 8, 0, func(ctx context.Context, i int) error {
-			req := notify.Request{
-				IdempotencyKey: prefix + "-" + strconv.Itoa(i), EventID: "evt-" + prefix + strconv.Itoa(i), Channel: notify.ChannelSMS,
-				Purpose: notify.PurposePasswordReset, To: fmt.Sprintf("+1555%07d", i), Locale: "en",
-				Params: map[string]string{notify.ParamCode: fmt.Sprintf("%06d", i)}, ExpiresAt: time.Now().Add(time.Hour),
-			}
-			sealed, err := box.Seal(ctx, req.IdempotencyKey, req.Secret())
-			if err != nil {
-				return err
-			}
-			rec := notify.NewRecord(req, notify.Admission{NotificationID: fmt.Sprintf("01JFLOOR%s%08d", prefix, i), Sealed: sealed, DestinationFP: "0123456789abcdef0123456789abcdef"}, time.Now(), notify.DefaultPolicy())
-			if _, _, err := dynamostore.New(db, names.Notifications).Admit(ctx, rec); err != nil {
-				return err
-			}
-			recs[i] = rec
-			return nil
-		})
-		return recs, err
-	}
-
-	ours := func(recs []notify.Record) func(context.Context, int) error {
-		return func(ctx context.Context, b int) error {
-			ev := events.SQSEvent{}
-			for _, rec := range recs[b*floorBatch : (b+1)*floorBatch] {
-				body, _ := json.Marshal(notify.MessageOf(rec))
-				ev.Records = append(ev.Records, events.SQSMessage{MessageId: rec.IdempotencyKey, Body: string(body)})
-			}
-			resp, err := d.Handle(ctx, ev)
-			if err != nil || len(resp.BatchItemFailures) > 0 {
-				return fmt.Errorf("dispatch floor: batch %d: %v %v", b, resp.BatchItemFailures, err)
-			}
-			return nil
-		}
-	}
-	raw := func(recs []notify.Record) func(context.Context, int) error {
-		return func(ctx context.Context, b int) error {
-			var wg sync.WaitGroup
-			errs := make([]error, floorBatch)
-			for i, rec := range recs[b*floorBatch : (b+1)*floorBatch] {
-				wg.Go(func() { errs[i] = rawDispatch(ctx, cdb, names.Notifications, rec.IdempotencyKey) })
-			}
-			wg.Wait()
-			for _, err := range errs {
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
-
-	// Warm both paths.
-	for _, f := range []func([]notify.Record) func(context.Context, int) error{raw, ours} {
-		recs, err := admitted(fmt.Sprintf("warm%p", f), 2*floorBatch*batches)
-		if err != nil {
-			return err
-		}
-		if _, err := measure(ctx, 2*batches, batches, 0, f(recs)); err != nil {
-			return fmt.Errorf("dispatch floor: warm: %w", err)
-		}
+	if err := f.warm(ctx); err != nil {
+		return err
 	}
 	var rawPhase, ourPhase phase
 	var rawCalls, ourCalls int64
 	for r := range rounds {
-		rawRecs, err := admitted(fmt.Sprintf("raw%d", r), perRound)
+		rawRecs, err := f.admitted(ctx, fmt.Sprintf("raw%d", r), perRound)
 		if err != nil {
 			return err
 		}
-		ourRecs, err := admitted(fmt.Sprintf("ours%d", r), perRound)
+		ourRecs, err := f.admitted(ctx, fmt.Sprintf("ours%d", r), perRound)
 		if err != nil {
 			return err
 		}
-		run := func(f func(context.Context, int) error, into *phase, calls *int64) error {
-			counter.Reset()
-			p, err := measure(ctx, perRound/floorBatch, batches, 0, f)
-			if err != nil {
-				return err
-			}
-			into.add(p)
-			*calls += counter.Total()
-			return nil
-		}
-		first, second := func() error { return run(raw(rawRecs), &rawPhase, &rawCalls) }, func() error { return run(ours(ourRecs), &ourPhase, &ourCalls) }
+		first := func() error { return f.timed(ctx, perRound, f.raw(rawRecs), &rawPhase, &rawCalls) }
+		second := func() error { return f.timed(ctx, perRound, f.ours(ourRecs), &ourPhase, &ourCalls) }
 		if r%2 == 1 {
 			first, second = second, first
 		}
@@ -180,6 +87,137 @@ func dispatchFloorBench(ctx context.Context, endpoint string, n, batches int, ou
 	fmt.Fprintf(out, "dispatch_vs_raw_ratio=%.3f\n", ourRate/rawRate)
 	fmt.Fprintf(out, "dispatch_handler_dynamodb_calls_per_notification=%.2f\n", float64(ourCalls)/total)
 	fmt.Fprintf(out, "dispatch_raw_dynamodb_calls_per_notification=%.2f\n", float64(rawCalls)/total)
+	return nil
+}
+
+// floor is the floor benchmark's set-up: one table, the dispatch handler over counted clients,
+// and the same DynamoDB calls made raw through the same counted client.
+type floor struct {
+	db, counted *dynamodb.Client // set-up uses db; both phases go through counted
+	table       string
+	box         *seal.Box
+	counter     *awsclient.Counter
+	d           *worker.Dispatcher
+	batches     int // batches handled at once
+}
+
+// newFloor creates the floor benchmark's tables and handler; drop deletes the tables.
+func newFloor(ctx context.Context, endpoint string, batches int) (_ *floor, drop func(), err error) {
+	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
+	f := &floor{db: awsclient.DynamoDB(plain, endpoint), counter: awsclient.NewCounter(), batches: batches}
+	_, names := benchNames("bench-floor")
+	f.table = names.Notifications
+	if drop, err = createTables(ctx, f.db, names); err != nil {
+		return nil, nil, err
+	}
+	keys, err := seal.NewStaticKey(randomKey())
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	f.box = seal.New(keys)
+	counted := plain
+	f.counter.Instrument(&counted)
+	f.counted = awsclient.DynamoDB(counted, endpoint)
+	f.d = floorDispatcher(dynamostore.New(f.counted, f.table), f.box)
+	return f, drop, nil
+}
+
+// floorDispatcher is the dispatch handler the floor benchmark measures: a provider that accepts
+// at once and no queue.
+func floorDispatcher(store *dynamostore.Store, box *seal.Box) *worker.Dispatcher {
+	return &worker.Dispatcher{
+		Store: store, Opener: box, Renderer: render.New(2), Sender: acceptAtOnce{}, Provider: "bench",
+		Base: worker.Base{Queue: &countingQueue{}, Clock: notify.SystemClock{}, Settings: worker.DefaultSettings(),
+			Log: slog.New(slog.DiscardHandler), Metrics: &obs.Metrics{W: io.Discard, Function: "dispatch"}},
+	}
+}
+
+// admitted admits count records keyed after prefix (not timed, not counted), eight at a time.
+func (f *floor) admitted(ctx context.Context, prefix string, count int) ([]notify.Record, error) {
+	recs := make([]notify.Record, count)
+	_, err := measure(ctx, count, 8, 0, func(ctx context.Context, i int) error {
+		req := notify.Request{
+			IdempotencyKey: prefix + "-" + strconv.Itoa(i), EventID: "evt-" + prefix + strconv.Itoa(i), Channel: notify.ChannelSMS,
+			Purpose: notify.PurposePasswordReset, To: fmt.Sprintf("+1555%07d", i), Locale: "en",
+			Params: map[string]string{notify.ParamCode: fmt.Sprintf("%06d", i)}, ExpiresAt: time.Now().Add(time.Hour),
+		}
+		sealed, err := f.box.Seal(ctx, req.IdempotencyKey, req.Secret())
+		if err != nil {
+			return err
+		}
+		rec := notify.NewRecord(req, notify.Admission{NotificationID: fmt.Sprintf("01JFLOOR%s%08d", prefix, i), Sealed: sealed, DestinationFP: "0123456789abcdef0123456789abcdef"}, time.Now(), notify.DefaultPolicy())
+		if _, _, err := dynamostore.New(f.db, f.table).Admit(ctx, rec); err != nil {
+			return err
+		}
+		recs[i] = rec
+		return nil
+	})
+	return recs, err
+}
+
+// ours returns a call that hands batch b of recs to the dispatch handler as one SQS event.
+func (f *floor) ours(recs []notify.Record) func(context.Context, int) error {
+	return func(ctx context.Context, b int) error {
+		ev := events.SQSEvent{}
+		for _, rec := range recs[b*floorBatch : (b+1)*floorBatch] {
+			body, _ := json.Marshal(notify.MessageOf(rec))
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: rec.IdempotencyKey, Body: string(body)})
+		}
+		resp, err := f.d.Handle(ctx, ev)
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			return fmt.Errorf("dispatch floor: batch %d: %v %v", b, resp.BatchItemFailures, err)
+		}
+		return nil
+	}
+}
+
+// raw returns a call that makes the handler's DynamoDB calls by hand for batch b of recs, the
+// batch's records in parallel as the handler works on them.
+func (f *floor) raw(recs []notify.Record) func(context.Context, int) error {
+	return func(ctx context.Context, b int) error {
+		var wg sync.WaitGroup
+		errs := make([]error, floorBatch)
+		for i, rec := range recs[b*floorBatch : (b+1)*floorBatch] {
+			wg.Go(func() { errs[i] = rawDispatch(ctx, f.counted, f.table, rec.IdempotencyKey) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// warm runs both paths once on records of their own.
+func (f *floor) warm(ctx context.Context) error {
+	for _, w := range []struct {
+		name string
+		path func([]notify.Record) func(context.Context, int) error
+	}{{"raw", f.raw}, {"ours", f.ours}} {
+		recs, err := f.admitted(ctx, "warm-"+w.name, 2*floorBatch*f.batches)
+		if err != nil {
+			return err
+		}
+		if _, err := measure(ctx, 2*f.batches, f.batches, 0, w.path(recs)); err != nil {
+			return fmt.Errorf("dispatch floor: warm: %w", err)
+		}
+	}
+	return nil
+}
+
+// timed measures call over the n records' batches, adding the time to into and the DynamoDB
+// calls counted to calls.
+func (f *floor) timed(ctx context.Context, n int, call func(context.Context, int) error, into *phase, calls *int64) error {
+	f.counter.Reset()
+	p, err := measure(ctx, n/floorBatch, f.batches, 0, call)
+	if err != nil {
+		return err
+	}
+	into.add(p)
+	*calls += f.counter.Total()
 	return nil
 }
 

@@ -32,11 +32,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/resetnotify/resetnotify/shared/seal"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+
+	"github.com/resetnotify/resetnotify/shared/seal"
 )
 
 func main() {
@@ -48,93 +50,134 @@ func main() {
 	}
 }
 
+// benchFlags are the command's flags.
+type benchFlags struct {
+	mode                           string
+	ops, workers                   int
+	happy, fault, pollers, replays int
+	guarded, floorN, floorBatches  int
+	templatePath, jsonPath         string
+	costN, coldRuns                int
+}
+
 func run(ctx context.Context, args []string, out io.Writer) (err error) {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	mode := fs.String("mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, floor, cost or coldstart")
-	ops := fs.Int("ops", 2000, "admission: operations per measured phase")
-	workers := fs.Int("concurrency", 8, "admission: concurrent callers")
-	happy := fs.Int("dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
-	fault := fs.Int("fault-n", 200, "dispatch: notifications run under the fault mix")
-	pollers := fs.Int("pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
-	replays := fs.Int("replays", 200, "replay: sequential replays measured")
-	guarded := fs.Int("guard-n", 200, "guard: destinations admitted twice each with the abuse guard on")
-	floorN := fs.Int("floor-n", 2000, "floor: notifications dispatched per phase (ours and raw)")
-	floorBatches := fs.Int("floor-batches", 2, "floor: batches handled at once")
-	templatePath := fs.String("template", "template.yaml", "cost: the SAM template (memory size, architecture)")
-	costN := fs.Int("cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
-	coldRuns := fs.Int("coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
-	jsonPath := fs.String("json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
-	if err := fs.Parse(args); err != nil {
+	f, err := parseFlags(args)
+	if err != nil {
 		return err
 	}
 	results := newResults(out)
-	out = results
 	defer func() {
-		if err == nil && *jsonPath != "" {
-			err = results.save(*jsonPath, *mode)
+		if err == nil && f.jsonPath != "" {
+			err = results.save(f.jsonPath, f.mode)
 		}
 	}()
-	if *ops < 100 || *workers < 1 {
+	return runModes(ctx, f, results)
+}
+
+func parseFlags(args []string) (benchFlags, error) {
+	var f benchFlags
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, floor, cost or coldstart")
+	fs.IntVar(&f.ops, "ops", 2000, "admission: operations per measured phase")
+	fs.IntVar(&f.workers, "concurrency", 8, "admission: concurrent callers")
+	fs.IntVar(&f.happy, "dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
+	fs.IntVar(&f.fault, "fault-n", 200, "dispatch: notifications run under the fault mix")
+	fs.IntVar(&f.pollers, "pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
+	fs.IntVar(&f.replays, "replays", 200, "replay: sequential replays measured")
+	fs.IntVar(&f.guarded, "guard-n", 200, "guard: destinations admitted twice each with the abuse guard on")
+	fs.IntVar(&f.floorN, "floor-n", 2000, "floor: notifications dispatched per phase (ours and raw)")
+	fs.IntVar(&f.floorBatches, "floor-batches", 2, "floor: batches handled at once")
+	fs.StringVar(&f.templatePath, "template", "template.yaml", "cost: the SAM template (memory size, architecture)")
+	fs.IntVar(&f.costN, "cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
+	fs.IntVar(&f.coldRuns, "coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
+	fs.StringVar(&f.jsonPath, "json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
+	err := fs.Parse(args)
+	return f, err
+}
+
+// runs reports whether -mode selects the benchmark name.
+func (f benchFlags) runs(name string) bool { return f.mode == "all" || f.mode == name }
+
+// runModes runs the benchmarks -mode selects: those on DynamoDB alone first, then those that
+// need SQS too.
+func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
+	if f.ops < 100 || f.workers < 1 {
 		return errors.New("need -ops >= 100 and -concurrency >= 1")
 	}
-	if *happy < 10 || *fault < 10 || *pollers < 1 || *replays < 1 {
+	if f.happy < 10 || f.fault < 10 || f.pollers < 1 || f.replays < 1 {
 		return errors.New("need -dispatch-n >= 10, -fault-n >= 10, -pollers >= 1 and -replays >= 1")
 	}
-	runAdmission, runDispatch := *mode == "all" || *mode == "admission", *mode == "all" || *mode == "dispatch"
-	runReplay := *mode == "all" || *mode == "replay"
-	runGuard := *mode == "all" || *mode == "guard"
-	runCost := *mode == "all" || *mode == "cost"
-	runFloor := *mode == "all" || *mode == "floor"
-	if *mode == "coldstart" {
+	if f.mode == "coldstart" {
 		// Builds and starts the bootstraps; needs no emulator.
-		return coldStartBench(ctx, *coldRuns, out)
+		return coldStartBench(ctx, f.coldRuns, out)
 	}
-	if !runAdmission && !runDispatch && !runReplay && !runCost && !runFloor && !runGuard {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, floor, cost or coldstart", *mode)
+	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "guard"}, f.runs) {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, floor, cost or coldstart", f.mode)
 	}
-	endpoint := os.Getenv("RESETNOTIFY_DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		return errors.New("RESETNOTIFY_DYNAMODB_ENDPOINT is not set: run through `go run ./cmd/devstack exec --` (make bench does)")
+	endpoint, err := endpointFromEnv("RESETNOTIFY_DYNAMODB_ENDPOINT")
+	if err != nil {
+		return err
 	}
-	if runAdmission {
-		if err := admission(ctx, endpoint, *ops, *workers, out); err != nil {
-			return err
-		}
+	if err := runDynamoDBModes(ctx, f, endpoint, out); err != nil {
+		return err
 	}
-	if runGuard {
-		if err := guardBench(ctx, endpoint, *guarded, out); err != nil {
-			return err
-		}
-	}
-	if runFloor {
-		if err := dispatchFloorBench(ctx, endpoint, *floorN, *floorBatches, out); err != nil {
-			return err
-		}
-	}
-	if !runDispatch && !runReplay && !runCost {
+	if !f.runs("dispatch") && !f.runs("replay") && !f.runs("cost") {
 		return nil
 	}
-	sqsEndpoint := os.Getenv("RESETNOTIFY_SQS_ENDPOINT")
-	if sqsEndpoint == "" {
-		return errors.New("RESETNOTIFY_SQS_ENDPOINT is not set: run through `go run ./cmd/devstack exec --` (make bench does)")
+	sqsEndpoint, err := endpointFromEnv("RESETNOTIFY_SQS_ENDPOINT")
+	if err != nil {
+		return err
 	}
-	if runDispatch {
-		if err := dispatchBench(ctx, endpoint, sqsEndpoint, dispatchOptions{Happy: *happy, Fault: *fault, Pollers: *pollers}, out); err != nil {
+	return runSQSModes(ctx, f, endpoint, sqsEndpoint, out)
+}
+
+// endpointFromEnv returns the emulator endpoint in the environment variable name.
+func endpointFromEnv(name string) (string, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("%s is not set: run through `go run ./cmd/devstack exec --` (make bench does)", name)
+	}
+	return v, nil
+}
+
+// runDynamoDBModes runs the selected benchmarks that need DynamoDB Local only.
+func runDynamoDBModes(ctx context.Context, f benchFlags, endpoint string, out io.Writer) error {
+	if f.runs("admission") {
+		if err := admission(ctx, endpoint, f.ops, f.workers, out); err != nil {
 			return err
 		}
 	}
-	if runReplay {
-		if err := replayBench(ctx, endpoint, sqsEndpoint, *replays, out); err != nil {
+	if f.runs("guard") {
+		if err := guardBench(ctx, endpoint, f.guarded, out); err != nil {
 			return err
 		}
 	}
-	if *mode == "all" {
-		if err := coldStartBench(ctx, *coldRuns, out); err != nil {
+	if f.runs("floor") {
+		return dispatchFloorBench(ctx, endpoint, f.floorN, f.floorBatches, out)
+	}
+	return nil
+}
+
+// runSQSModes runs the selected benchmarks that need moto's SQS too, and with -mode all the
+// cold-start benchmark before the cost benchmark.
+func runSQSModes(ctx context.Context, f benchFlags, endpoint, sqsEndpoint string, out io.Writer) error {
+	if f.runs("dispatch") {
+		if err := dispatchBench(ctx, endpoint, sqsEndpoint, dispatchOptions{Happy: f.happy, Fault: f.fault, Pollers: f.pollers}, out); err != nil {
 			return err
 		}
 	}
-	if runCost {
-		return costBench(ctx, endpoint, sqsEndpoint, costOptions{N: *costN, Template: *templatePath}, out)
+	if f.runs("replay") {
+		if err := replayBench(ctx, endpoint, sqsEndpoint, f.replays, out); err != nil {
+			return err
+		}
+	}
+	if f.mode == "all" {
+		if err := coldStartBench(ctx, f.coldRuns, out); err != nil {
+			return err
+		}
+	}
+	if f.runs("cost") {
+		return costBench(ctx, endpoint, sqsEndpoint, costOptions{N: f.costN, Template: f.templatePath}, out)
 	}
 	return nil
 }
@@ -150,7 +193,13 @@ func randomKey() []byte {
 // intakeKeys returns an intake's sealing box, destination fingerprinter and request
 // fingerprinter, each on a fresh random key.
 func intakeKeys() (*seal.Box, *seal.Fingerprinter, *seal.RequestFingerprinter, error) {
-	keys, err := seal.NewStaticKey(randomKey())
+	return intakeKeysSealingWith(randomKey())
+}
+
+// intakeKeysSealingWith is intakeKeys with the sealing key sealKey (the workers' key, when they
+// must open what the intake seals).
+func intakeKeysSealingWith(sealKey []byte) (*seal.Box, *seal.Fingerprinter, *seal.RequestFingerprinter, error) {
+	keys, err := seal.NewStaticKey(sealKey)
 	if err != nil {
 		return nil, nil, nil, err
 	}

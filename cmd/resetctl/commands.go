@@ -139,51 +139,16 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
 	var c common
 	c.register(fs, getenv)
-	var n client.Notification
-	ps := &params{values: map[string]string{}}
-	var expiresIn time.Duration
-	var expiresAt string
-	fs.StringVar(&n.IdempotencyKey, "key", "", "idempotency key (default <event-id>:<channel>:<purpose>)")
-	fs.StringVar(&n.EventID, "event-id", "", "the event this notification answers (required)")
-	fs.StringVar(&n.Channel, "channel", client.ChannelSMS, "channel")
-	fs.StringVar(&n.Purpose, "purpose", "", "password_reset, one_time_code or magic_link (required)")
-	fs.StringVar(&n.To, "to", "", "E.164 phone number (required; never printed)")
-	fs.StringVar(&n.Locale, "locale", "", "language tag such as en or pt-BR (default: the API's, en)")
-	fs.Var(ps, "param", "name=value, repeatable: reset_url, code or link (never printed)")
-	fs.DurationVar(&expiresIn, "expires-in", 0, "expires_at as a duration from now, e.g. 10m")
-	fs.StringVar(&expiresAt, "expires-at", "", "expires_at as an RFC 3339 time")
+	sf := sendFlags{params: &params{values: map[string]string{}}}
+	sf.register(fs)
 	rest, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return usageError(fs, stderr, "send takes no arguments, only flags")
+	n, problem := sf.notification(rest, &c)
+	if problem != "" {
+		return usageError(fs, stderr, problem)
 	}
-	if err := ps.check(); err != nil {
-		return usageError(fs, stderr, err.Error())
-	}
-	if err := c.check(); err != nil {
-		return usageError(fs, stderr, err.Error())
-	}
-	switch {
-	case n.EventID == "" || n.Purpose == "" || n.To == "" || len(ps.values) == 0:
-		return usageError(fs, stderr, "--event-id, --purpose, --to and --param are required")
-	case (expiresIn == 0) == (expiresAt == ""):
-		return usageError(fs, stderr, "give one of --expires-in and --expires-at")
-	case expiresIn < 0:
-		return usageError(fs, stderr, "--expires-in must be positive")
-	case expiresIn > 0:
-		// Whole seconds, so that the printed expires_at can be passed to --expires-at to
-		// repeat the very same request.
-		n.ExpiresAt = time.Now().Add(expiresIn).Truncate(time.Second)
-	default:
-		t, err := time.Parse(time.RFC3339Nano, expiresAt)
-		if err != nil {
-			return usageError(fs, stderr, "--expires-at must be an RFC 3339 time")
-		}
-		n.ExpiresAt = t
-	}
-	n.Params = ps.values
 	cl, err := c.newClient(ctx)
 	if err != nil {
 		return err
@@ -195,6 +160,62 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 		return report(c.output, stdout, err)
 	}
 	return printResult(c.output, stdout, res.Status, res)
+}
+
+// sendFlags are the flags of send that make the notification.
+type sendFlags struct {
+	n         client.Notification
+	params    *params
+	expiresIn time.Duration
+	expiresAt string
+}
+
+func (sf *sendFlags) register(fs *flag.FlagSet) {
+	n := &sf.n
+	fs.StringVar(&n.IdempotencyKey, "key", "", "idempotency key (default <event-id>:<channel>:<purpose>)")
+	fs.StringVar(&n.EventID, "event-id", "", "the event this notification answers (required)")
+	fs.StringVar(&n.Channel, "channel", client.ChannelSMS, "channel")
+	fs.StringVar(&n.Purpose, "purpose", "", "password_reset, one_time_code or magic_link (required)")
+	fs.StringVar(&n.To, "to", "", "E.164 phone number (required; never printed)")
+	fs.StringVar(&n.Locale, "locale", "", "language tag such as en or pt-BR (default: the API's, en)")
+	fs.Var(sf.params, "param", "name=value, repeatable: reset_url, code or link (never printed)")
+	fs.DurationVar(&sf.expiresIn, "expires-in", 0, "expires_at as a duration from now, e.g. 10m")
+	fs.StringVar(&sf.expiresAt, "expires-at", "", "expires_at as an RFC 3339 time")
+}
+
+// notification returns the notification the parsed flags describe, or what is wrong with the
+// command line (rest is what the flags left over; c the common flags).
+func (sf *sendFlags) notification(rest []string, c *common) (client.Notification, string) {
+	n := sf.n
+	if len(rest) > 0 {
+		return n, "send takes no arguments, only flags"
+	}
+	if err := sf.params.check(); err != nil {
+		return n, err.Error()
+	}
+	if err := c.check(); err != nil {
+		return n, err.Error()
+	}
+	switch {
+	case n.EventID == "" || n.Purpose == "" || n.To == "" || len(sf.params.values) == 0:
+		return n, "--event-id, --purpose, --to and --param are required"
+	case (sf.expiresIn == 0) == (sf.expiresAt == ""):
+		return n, "give one of --expires-in and --expires-at"
+	case sf.expiresIn < 0:
+		return n, "--expires-in must be positive"
+	case sf.expiresIn > 0:
+		// Whole seconds, so that the printed expires_at can be passed to --expires-at to
+		// repeat the very same request.
+		n.ExpiresAt = time.Now().Add(sf.expiresIn).Truncate(time.Second)
+	default:
+		t, err := time.Parse(time.RFC3339Nano, sf.expiresAt)
+		if err != nil {
+			return n, "--expires-at must be an RFC 3339 time"
+		}
+		n.ExpiresAt = t
+	}
+	n.Params = sf.params.values
+	return n, ""
 }
 
 func runKeyed(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -57,41 +57,11 @@ type Result struct {
 // that h did not report in BatchItemFailures. When h returns an error, nothing is deleted and
 // the error is returned. Tests and the local stack call it in a loop.
 func Once(ctx context.Context, client API, queueURL string, h worker.BatchHandler, o Options) (Result, error) {
-	maxMessages := o.MaxMessages
-	if maxMessages <= 0 || maxMessages > 10 {
-		maxMessages = 10
+	msgs, err := receive(ctx, client, queueURL, o)
+	if err != nil || len(msgs) == 0 {
+		return Result{}, err
 	}
-	in := &sqs.ReceiveMessageInput{
-		QueueUrl:                    aws.String(queueURL),
-		MaxNumberOfMessages:         maxMessages,
-		WaitTimeSeconds:             int32(min(o.WaitTime, 20*time.Second) / time.Second),
-		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-	}
-	if o.VisibilityTimeout > 0 {
-		in.VisibilityTimeout = int32((o.VisibilityTimeout + time.Second - 1) / time.Second)
-	}
-	out, err := client.ReceiveMessage(ctx, in)
-	if err != nil {
-		return Result{}, fmt.Errorf("pump.receive %s: %w", queueURL, err)
-	}
-	if len(out.Messages) == 0 {
-		return Result{}, nil
-	}
-	arn := queueARN(queueURL, o.Region)
-	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(out.Messages))}
-	for _, m := range out.Messages {
-		ev.Records = append(ev.Records, events.SQSMessage{
-			MessageId:              aws.ToString(m.MessageId),
-			ReceiptHandle:          aws.ToString(m.ReceiptHandle),
-			Body:                   aws.ToString(m.Body),
-			Md5OfBody:              aws.ToString(m.MD5OfBody),
-			Md5OfMessageAttributes: aws.ToString(m.MD5OfMessageAttributes),
-			Attributes:             m.Attributes,
-			EventSourceARN:         arn,
-			EventSource:            "aws:sqs",
-			AWSRegion:              o.Region,
-		})
-	}
+	ev := sqsEvent(msgs, queueARN(queueURL, o.Region), o.Region)
 	res := Result{Received: len(ev.Records)}
 	resp, err := h(ctx, ev)
 	if err != nil {
@@ -110,18 +80,94 @@ func Once(ctx context.Context, client API, queueURL string, h worker.BatchHandle
 		}
 		entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(r.ReceiptHandle)})
 	}
+	res.Deleted, err = deleteBatch(ctx, client, queueURL, entries)
+	return res, err
+}
+
+// receive receives up to o.MaxMessages (10 when out of range) from queueURL.
+func receive(ctx context.Context, client API, queueURL string, o Options) ([]sqstypes.Message, error) {
+	maxMessages := o.MaxMessages
+	if maxMessages <= 0 || maxMessages > 10 {
+		maxMessages = 10
+	}
+	in := &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(queueURL),
+		MaxNumberOfMessages:         maxMessages,
+		WaitTimeSeconds:             int32(min(o.WaitTime, 20*time.Second) / time.Second),
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+	}
+	if o.VisibilityTimeout > 0 {
+		in.VisibilityTimeout = int32((o.VisibilityTimeout + time.Second - 1) / time.Second)
+	}
+	out, err := client.ReceiveMessage(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("pump.receive %s: %w", queueURL, err)
+	}
+	return out.Messages, nil
+}
+
+// sqsEvent is msgs as Lambda hands them to a function, from the queue arn in region.
+func sqsEvent(msgs []sqstypes.Message, arn, region string) events.SQSEvent {
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
+	for _, m := range msgs {
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId:              aws.ToString(m.MessageId),
+			ReceiptHandle:          aws.ToString(m.ReceiptHandle),
+			Body:                   aws.ToString(m.Body),
+			Md5OfBody:              aws.ToString(m.MD5OfBody),
+			Md5OfMessageAttributes: aws.ToString(m.MD5OfMessageAttributes),
+			Attributes:             m.Attributes,
+			EventSourceARN:         arn,
+			EventSource:            "aws:sqs",
+			AWSRegion:              region,
+		})
+	}
+	return ev
+}
+
+// deleteBatch deletes entries from queueURL and returns how many were deleted; none is no
+// call.
+func deleteBatch(ctx context.Context, client API, queueURL string, entries []sqstypes.DeleteMessageBatchRequestEntry) (int, error) {
 	if len(entries) == 0 {
-		return res, nil
+		return 0, nil
 	}
 	del, err := client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
 	if err != nil {
-		return res, fmt.Errorf("pump.delete %s: %w", queueURL, err)
+		return 0, fmt.Errorf("pump.delete %s: %w", queueURL, err)
 	}
-	res.Deleted = len(del.Successful)
 	if len(del.Failed) > 0 {
-		return res, fmt.Errorf("pump.delete %s: %d of %d deletes failed: %w", queueURL, len(del.Failed), len(entries), errors.New(aws.ToString(del.Failed[0].Code)))
+		return len(del.Successful), fmt.Errorf("pump.delete %s: %d of %d deletes failed: %w", queueURL, len(del.Failed), len(entries), errors.New(aws.ToString(del.Failed[0].Code)))
 	}
-	return res, nil
+	return len(del.Successful), nil
+}
+
+// AttributesAPI is the part of the SQS client Empty uses; *sqs.Client satisfies it.
+type AttributesAPI interface {
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+var _ AttributesAPI = (*sqs.Client)(nil)
+
+// Empty reports whether the queue at queueURL holds no message: none visible, in flight or
+// delayed (by SQS's approximate counts, so a caller that needs it settled asks again).
+func Empty(ctx context.Context, client AttributesAPI, queueURL string) (bool, error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, v := range out.Attributes {
+		if v != "0" {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // queueARN derives a queue's ARN from its URL (https://host/<account>/<name>), as Lambda puts

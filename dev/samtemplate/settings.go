@@ -136,59 +136,81 @@ func (t *Template) Sources() ([]Source, error) {
 		sort.Strings(names)
 		for _, name := range names {
 			ev, _ := evs[name].(map[string]any)
-			props, _ := ev["Properties"].(map[string]any)
-			s := Source{Function: fn, Event: name, MaxRetries: -1}
-			s.Type, _ = ev["Type"].(string)
-			var ok bool
-			switch s.Type {
-			case "SQS":
-				s.Resource, ok = getAttTarget(props["Queue"], "Arn")
-				s.BatchSize = 10
-			case "DynamoDB":
-				s.Resource, ok = getAttTarget(props["Stream"], "StreamArn")
-				s.BatchSize = 100
-			case "Schedule":
-				expr, _ := props["Schedule"].(string)
-				m := rateExpr.FindStringSubmatch(expr)
-				if m == nil {
-					return nil, fmt.Errorf("samtemplate: %s.%s: schedule %q is not rate(N unit)", fn, name, expr)
-				}
-				n, _ := strconv.Atoi(m[1])
-				unit := map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}[singular(m[2])]
-				s.Every = time.Duration(n) * unit
+			s, ok, err := t.source(fn, name, ev)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
 				out = append(out, s)
-				continue
-			default:
-				continue
 			}
-			if !ok {
-				return nil, fmt.Errorf("samtemplate: %s.%s: the %s source is not a !GetAtt of a template resource", fn, name, s.Type)
-			}
-			if v, has := props["BatchSize"]; has {
-				n, err := t.Int(v)
-				if err != nil {
-					return nil, fmt.Errorf("samtemplate: %s.%s BatchSize: %w", fn, name, err)
-				}
-				s.BatchSize = n
-			}
-			if v, has := props["MaximumRetryAttempts"]; has {
-				n, err := t.Int(v)
-				if err != nil {
-					return nil, fmt.Errorf("samtemplate: %s.%s MaximumRetryAttempts: %w", fn, name, err)
-				}
-				s.MaxRetries = n
-			}
-			if v, has := props["MaximumBatchingWindowInSeconds"]; has {
-				n, err := t.Int(v)
-				if err != nil {
-					return nil, fmt.Errorf("samtemplate: %s.%s MaximumBatchingWindowInSeconds: %w", fn, name, err)
-				}
-				s.Window = time.Duration(n) * time.Second
-			}
-			out = append(out, s)
 		}
 	}
 	return out, nil
+}
+
+// source reads the event name of function fn; false for an event of another type.
+func (t *Template) source(fn, name string, ev map[string]any) (Source, bool, error) {
+	props, _ := ev["Properties"].(map[string]any)
+	s := Source{Function: fn, Event: name, MaxRetries: -1}
+	s.Type, _ = ev["Type"].(string)
+	var ok bool
+	switch s.Type {
+	case "SQS":
+		s.Resource, ok = getAttTarget(props["Queue"], "Arn")
+		s.BatchSize = 10
+	case "DynamoDB":
+		s.Resource, ok = getAttTarget(props["Stream"], "StreamArn")
+		s.BatchSize = 100
+	case "Schedule":
+		every, err := scheduleRate(fn, name, props)
+		s.Every = every
+		return s, err == nil, err
+	default:
+		return Source{}, false, nil
+	}
+	if !ok {
+		return Source{}, false, fmt.Errorf("samtemplate: %s.%s: the %s source is not a !GetAtt of a template resource", fn, name, s.Type)
+	}
+	if err := t.pollerSettings(fn, name, props, &s); err != nil {
+		return Source{}, false, err
+	}
+	return s, true, nil
+}
+
+// scheduleRate reads a Schedule event's rate(N unit).
+func scheduleRate(fn, name string, props map[string]any) (time.Duration, error) {
+	expr, _ := props["Schedule"].(string)
+	m := rateExpr.FindStringSubmatch(expr)
+	if m == nil {
+		return 0, fmt.Errorf("samtemplate: %s.%s: schedule %q is not rate(N unit)", fn, name, expr)
+	}
+	n, _ := strconv.Atoi(m[1])
+	unit := map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}[singular(m[2])]
+	return time.Duration(n) * unit, nil
+}
+
+// pollerSettings reads the batch size, retries and batching window an SQS or DynamoDB event
+// sets over the defaults in s.
+func (t *Template) pollerSettings(fn, name string, props map[string]any, s *Source) error {
+	for _, f := range []struct {
+		prop string
+		set  func(int)
+	}{
+		{"BatchSize", func(n int) { s.BatchSize = n }},
+		{"MaximumRetryAttempts", func(n int) { s.MaxRetries = n }},
+		{"MaximumBatchingWindowInSeconds", func(n int) { s.Window = time.Duration(n) * time.Second }},
+	} {
+		v, has := props[f.prop]
+		if !has {
+			continue
+		}
+		n, err := t.Int(v)
+		if err != nil {
+			return fmt.Errorf("samtemplate: %s.%s %s: %w", fn, name, f.prop, err)
+		}
+		f.set(n)
+	}
+	return nil
 }
 
 // singular drops a plural s: "minutes" -> "minute".

@@ -3,7 +3,9 @@
 // adapter is package simclient.
 //
 // Each send request gets one Mode (accept, reject, throttle, unavailable,
-// timeout_before_accept, accept_then_timeout, accept_then_drop, 500_after_accept, latency).
+// timeout_before_accept, accept_then_timeout, accept_then_drop, 500_after_accept, latency, and
+// the faults of a broken path to the provider: 502_before_accept, 502_after_accept,
+// 504_after_accept, truncated_after_accept, garbage_after_accept, reset_after_accept).
 // The mode is chosen, in this order, by:
 //
 //  1. a fault scripted for the destination (SetFault, or POST /control/faults): its modes are

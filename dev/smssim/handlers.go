@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
@@ -53,9 +55,20 @@ func validate(req simapi.SendRequest) error {
 }
 
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.readSend(w, r)
+	if !ok {
+		return
+	}
+	mode, receipt := s.decide(req.To)
+	e := s.logRequest(simapi.RequestEntry{At: s.clock.Now(), To: req.To, ClientRef: req.ClientRef, Mode: string(mode)})
+	s.answer(w, r, e, req, mode, receipt)
+}
+
+// readSend reads an authorized, valid send request, or answers the error and returns false.
+func (s *Server) readSend(w http.ResponseWriter, r *http.Request) (simapi.SendRequest, bool) {
 	if !s.authorized(r) {
 		writeError(w, http.StatusUnauthorized, simapi.CodeUnauthorized, "missing or wrong bearer token")
-		return
+		return simapi.SendRequest{}, false
 	}
 	var req simapi.SendRequest
 	body := http.MaxBytesReader(w, r.Body, 16<<10)
@@ -64,15 +77,19 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "body is not a JSON send request")
-		return
+		return simapi.SendRequest{}, false
 	}
 	if err := validate(req); err != nil {
 		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, err.Error())
-		return
+		return simapi.SendRequest{}, false
 	}
-	mode, receipt := s.decide(req.To)
-	e := s.logRequest(simapi.RequestEntry{At: s.clock.Now(), To: req.To, ClientRef: req.ClientRef, Mode: string(mode)})
+	return req, true
+}
 
+// answer answers req as mode says, recording the message when mode accepts it, and finishes
+// the log entry e with what the client got. It is one case per mode, and so a little over a
+// screen: split, the table of what each fault does would be spread over several functions.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, e *simapi.RequestEntry, req simapi.SendRequest, mode Mode, receipt simapi.Status) {
 	switch mode {
 	case ModeReject:
 		writeError(w, http.StatusBadRequest, simapi.CodeDestinationRejected, "destination rejected permanently")
@@ -102,6 +119,21 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		s.record(e, req, mode, receipt)
 		writeError(w, http.StatusInternalServerError, simapi.CodeInternal, "internal error")
 		s.finish(e, http.StatusInternalServerError, "")
+	case ModeBadGatewayBeforeAccept, ModeBadGatewayAfterAccept, ModeGatewayTimeoutAfterAccept, ModeGarbageAfterAccept:
+		if mode.Records() {
+			s.record(e, req, mode, receipt)
+		}
+		g := gatewayAnswers[mode]
+		writeHTML(w, g.status, g.body)
+		s.finish(e, g.status, "")
+	case ModeTruncatedAfterAccept:
+		m := s.record(e, req, mode, receipt)
+		s.finish(e, http.StatusCreated, "truncated")
+		s.truncate(w, m.MessageID)
+	case ModeResetAfterAccept:
+		s.record(e, req, mode, receipt)
+		s.finish(e, 0, "reset")
+		s.dropWithReset(w)
 	case ModeLatency:
 		if note := s.wait(r, s.cfg.Latency); note != "" {
 			// The client stopped waiting: a real provider might still accept, but then the
@@ -148,6 +180,51 @@ func (s *Server) drop(w http.ResponseWriter) {
 	if err != nil {
 		// HTTP/2 or a recorder: abort the handler, which resets the stream or connection.
 		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
+// gatewayAnswers are the HTML answers of the gateway modes, as a load balancer or proxy gives
+// them.
+var gatewayAnswers = map[Mode]struct {
+	status int
+	body   string
+}{
+	ModeBadGatewayBeforeAccept:    {http.StatusBadGateway, "<html>502 Bad Gateway</html>"},
+	ModeBadGatewayAfterAccept:     {http.StatusBadGateway, "<html>502 Bad Gateway</html>"},
+	ModeGatewayTimeoutAfterAccept: {http.StatusGatewayTimeout, "<html>504 Gateway Time-out</html>"},
+	ModeGarbageAfterAccept:        {http.StatusOK, "<html>maintenance</html>"},
+}
+
+// writeHTML answers status with an HTML body, as a load balancer or proxy does.
+func writeHTML(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+// truncate answers 201 with a Content-Length longer than the half of the send response it
+// writes, and closes the connection.
+func (s *Server) truncate(w http.ResponseWriter, messageID string) {
+	answer, _ := json.Marshal(simapi.SendResponse{MessageID: messageID})
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_, _ = buf.WriteString("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(answer)+64) + "\r\n\r\n" + string(answer[:len(answer)/2]))
+	_ = buf.Flush()
+	_ = conn.Close()
+}
+
+// dropWithReset closes the connection with a TCP RST instead of a FIN.
+func (s *Server) dropWithReset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
 	}
 	_ = conn.Close()
 }

@@ -34,10 +34,46 @@ const (
 	ModeLatency Mode = "latency"
 )
 
+// The faults of a broken path between the client and the provider (a load balancer, a proxy,
+// the network), which the provider itself would not answer with. "After accept" records the
+// message first, so the provider holds it whatever the client sees.
+const (
+	// ModeBadGatewayBeforeAccept answers 502 with an HTML body without recording: the request
+	// never reached the provider.
+	ModeBadGatewayBeforeAccept Mode = "502_before_accept"
+	// ModeBadGatewayAfterAccept records the message, then answers 502 with an HTML body.
+	ModeBadGatewayAfterAccept Mode = "502_after_accept"
+	// ModeGatewayTimeoutAfterAccept records the message, then answers 504 with an HTML body.
+	ModeGatewayTimeoutAfterAccept Mode = "504_after_accept"
+	// ModeTruncatedAfterAccept records the message and answers 201, but cuts the body short
+	// and closes the connection: the status is known, the body unreadable.
+	ModeTruncatedAfterAccept Mode = "truncated_after_accept"
+	// ModeGarbageAfterAccept records the message, then answers 200 with a body that is not
+	// the provider's JSON.
+	ModeGarbageAfterAccept Mode = "garbage_after_accept"
+	// ModeResetAfterAccept records the message, then resets the TCP connection (RST, not FIN).
+	ModeResetAfterAccept Mode = "reset_after_accept"
+)
+
+// FaultMix is the fault matrix's mix, shared by the end-to-end fault matrix (dev/workere2e)
+// and the dispatch benchmark (cmd/bench): 15% accept-then-timeout, 10% accept-then-drop, 10%
+// timeout-before-accept, 10% throttled, 5% 500-after-accept, 5% rejected, the rest accepted.
+var FaultMix = Mix{
+	{Mode: ModeAcceptThenTimeout, Weight: 15},
+	{Mode: ModeAcceptThenDrop, Weight: 10},
+	{Mode: ModeTimeoutBeforeAccept, Weight: 10},
+	{Mode: ModeThrottle, Weight: 10},
+	{Mode: ModeErrorAfterAccept, Weight: 5},
+	{Mode: ModeReject, Weight: 5},
+	{Mode: ModeAccept, Weight: 45},
+}
+
 // Modes lists every mode.
 var Modes = []Mode{
 	ModeAccept, ModeReject, ModeThrottle, ModeUnavailable, ModeTimeoutBeforeAccept,
 	ModeAcceptThenTimeout, ModeAcceptThenDrop, ModeErrorAfterAccept, ModeLatency,
+	ModeBadGatewayBeforeAccept, ModeBadGatewayAfterAccept, ModeGatewayTimeoutAfterAccept,
+	ModeTruncatedAfterAccept, ModeGarbageAfterAccept, ModeResetAfterAccept,
 }
 
 var modeAliases = map[string]Mode{
@@ -66,7 +102,9 @@ func ParseMode(s string) (Mode, error) {
 // client then sees. ModeLatency records unless the client leaves first.
 func (m Mode) Records() bool {
 	switch m {
-	case ModeAccept, ModeAcceptThenTimeout, ModeAcceptThenDrop, ModeErrorAfterAccept, ModeLatency:
+	case ModeAccept, ModeAcceptThenTimeout, ModeAcceptThenDrop, ModeErrorAfterAccept, ModeLatency,
+		ModeBadGatewayAfterAccept, ModeGatewayTimeoutAfterAccept, ModeTruncatedAfterAccept,
+		ModeGarbageAfterAccept, ModeResetAfterAccept:
 		return true
 	}
 	return false

@@ -18,6 +18,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
@@ -103,6 +104,12 @@ func TestModes(t *testing.T) {
 		{smssim.ModeTimeoutBeforeAccept, 0, "", "", false},
 		{smssim.ModeAcceptThenTimeout, 0, "", "", true},
 		{smssim.ModeAcceptThenDrop, 0, "", "", true},
+		{smssim.ModeBadGatewayBeforeAccept, http.StatusBadGateway, "", "", false},
+		{smssim.ModeBadGatewayAfterAccept, http.StatusBadGateway, "", "", true},
+		{smssim.ModeGatewayTimeoutAfterAccept, http.StatusGatewayTimeout, "", "", true},
+		{smssim.ModeTruncatedAfterAccept, http.StatusCreated, "", "", true},
+		{smssim.ModeGarbageAfterAccept, http.StatusOK, "", "", true},
+		{smssim.ModeResetAfterAccept, 0, "", "", true},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.mode), func(t *testing.T) {
@@ -118,6 +125,16 @@ func TestModes(t *testing.T) {
 			}
 			if tc.status == 0 && resp.err == nil {
 				t.Fatal("want a transport error")
+			}
+			switch tc.mode {
+			case smssim.ModeTruncatedAfterAccept:
+				if resp.err == nil {
+					t.Errorf("body %s read whole, want it cut short", resp.body)
+				}
+			case smssim.ModeBadGatewayBeforeAccept, smssim.ModeBadGatewayAfterAccept, smssim.ModeGatewayTimeoutAfterAccept, smssim.ModeGarbageAfterAccept:
+				if json.Valid(resp.body) || !strings.HasPrefix(string(resp.body), "<html>") {
+					t.Errorf("body %q, want a gateway's HTML", resp.body)
+				}
 			}
 			if resp.retryAfter != tc.retryAfter {
 				t.Errorf("Retry-After = %q, want %q", resp.retryAfter, tc.retryAfter)
@@ -414,9 +431,8 @@ func TestInvalidAndUnauthorized(t *testing.T) {
 }
 
 func TestLogsHoldNoSecrets(t *testing.T) {
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	logs := &workertest.SyncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	srv, base := smssimtest.Start(t, smssim.Config{Logger: logger, Hang: 20 * time.Millisecond})
 	for _, m := range smssim.Modes {
 		srv.SetFault(number, m)
@@ -424,26 +440,13 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	}
 	waitFor(t, func() bool { return len(srv.Requests()) == len(smssim.Modes) })
 	srv.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	out := buf.String()
+	out := logs.String()
 	if !strings.Contains(out, "n1-a1") {
 		t.Fatalf("no request logged: %s", out)
 	}
 	if strings.Contains(out, "447700900123") || strings.Contains(out, "SECRET") {
 		t.Errorf("logs hold a secret:\n%s", out)
 	}
-}
-
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func TestStartAndCloseEndHangingRequests(t *testing.T) {

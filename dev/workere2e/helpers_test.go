@@ -1,26 +1,14 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
@@ -152,27 +140,6 @@ func (c *crew) stop() error {
 	return err
 }
 
-// queueEmpty reports whether the queue holds no message: none visible, in flight or delayed.
-func queueEmpty(ctx context.Context, client *sqs.Client, queueURL string) (bool, error) {
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(queueURL),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return false, err
-	}
-	for _, v := range out.Attributes {
-		if v != "0" {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
 // waitFor polls cond every interval until it holds, failing t after timeout.
 func waitFor(t *testing.T, timeout, interval time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -182,152 +149,5 @@ func waitFor(t *testing.T, timeout, interval time.Duration, what string, cond fu
 			t.Fatalf("%s: not done after %s", what, timeout)
 		}
 		time.Sleep(interval)
-	}
-}
-
-// gatewayFault is what the gateway does with one send request.
-type gatewayFault string
-
-// The gateway's faults. "after" faults forward the request to the simulator first, so the
-// provider has recorded the message when the client sees the fault; "before" faults never
-// reach it.
-const (
-	// passThrough relays the simulator's answer unchanged.
-	passThrough gatewayFault = "pass"
-	// badGatewayAfter and gatewayTimeoutAfter answer 502 and 504 after the provider answered.
-	badGatewayAfter     gatewayFault = "502_after"
-	gatewayTimeoutAfter gatewayFault = "504_after"
-	// badGatewayBefore answers 502 without reaching the provider.
-	badGatewayBefore gatewayFault = "502_before"
-	// truncatedAfter relays the provider's 201 but cuts the body short and closes the
-	// connection: the status is known, the body unreadable.
-	truncatedAfter gatewayFault = "truncated_after"
-	// garbageAfter answers 200 with a body that is not the provider's JSON.
-	garbageAfter gatewayFault = "garbage_after"
-	// resetAfter resets the TCP connection (RST) once the provider answered.
-	resetAfter gatewayFault = "reset_after"
-)
-
-// gateway is an HTTP proxy in front of the simulator that injects the faults a load balancer
-// or a broken network path produces, per destination: each send request to a number takes the
-// next of its scripted faults (the last one stays). Lookups pass through unchanged.
-type gateway struct {
-	URL    string
-	target *url.URL
-	proxy  *httputil.ReverseProxy
-	client *http.Client
-
-	mu      sync.Mutex
-	scripts map[string][]gatewayFault
-}
-
-// startGateway serves a gateway on loopback; point it at the simulator with setTarget.
-func startGateway(t *testing.T) *gateway {
-	g := &gateway{scripts: map[string][]gatewayFault{}, client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	g.URL = srv.URL
-	return g
-}
-
-func (g *gateway) setTarget(t *testing.T, base string) {
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.target = u
-	g.proxy = httputil.NewSingleHostReverseProxy(u)
-}
-
-// script sets the faults of the next send requests to to.
-func (g *gateway) script(to string, faults ...gatewayFault) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.scripts[to] = faults
-}
-
-func (g *gateway) next(to string) gatewayFault {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := g.scripts[to]
-	if len(s) == 0 {
-		return passThrough
-	}
-	if len(s) > 1 {
-		g.scripts[to] = s[1:]
-	}
-	return s[0]
-}
-
-// ServeHTTP forwards a request, or injects the destination's next fault into a send.
-func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/messages" {
-		g.proxy.ServeHTTP(w, r)
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "gateway: reading the request", http.StatusBadRequest)
-		return
-	}
-	var req simapi.SendRequest
-	_ = json.Unmarshal(body, &req) // an unparseable request goes through and the provider refuses it
-	fault := g.next(req.To)
-	if fault == badGatewayBefore {
-		http.Error(w, "<html>502 Bad Gateway</html>", http.StatusBadGateway)
-		return
-	}
-
-	// Forward, and wait for the provider's whole answer.
-	out, err := http.NewRequestWithContext(r.Context(), http.MethodPost, g.target.String()+"/messages", bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, "gateway", http.StatusInternalServerError)
-		return
-	}
-	out.Header = r.Header.Clone()
-	resp, err := g.client.Do(out)
-	if err != nil {
-		// The provider hung up or the client left: hang up too.
-		panic(http.ErrAbortHandler)
-	}
-	answer, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-
-	switch fault {
-	case badGatewayAfter:
-		http.Error(w, "<html>502 Bad Gateway</html>", http.StatusBadGateway)
-	case gatewayTimeoutAfter:
-		http.Error(w, "<html>504 Gateway Time-out</html>", http.StatusGatewayTimeout)
-	case garbageAfter:
-		w.Header().Set("Content-Type", "text/html")
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "<html>maintenance</html>")
-	case truncatedAfter:
-		conn, buf, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			panic(http.ErrAbortHandler)
-		}
-		_, _ = buf.WriteString("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: " +
-			strconv.Itoa(len(answer)+64) + "\r\n\r\n" + string(answer[:len(answer)/2]))
-		_ = buf.Flush()
-		_ = conn.Close()
-	case resetAfter:
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			panic(http.ErrAbortHandler)
-		}
-		if tcp, ok := conn.(*net.TCPConn); ok {
-			_ = tcp.SetLinger(0) // close with RST, not FIN
-		}
-		_ = conn.Close()
-	default:
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(answer)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -25,18 +26,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
-
-// faultMix is the mix: 15% accept-then-timeout, 10% accept-then-drop, 10%
-// timeout-before-accept, 10% throttled, 5% 500-after-accept, 5% rejected, the rest accepted.
-var faultMix = smssim.Mix{
-	{Mode: smssim.ModeAcceptThenTimeout, Weight: 15},
-	{Mode: smssim.ModeAcceptThenDrop, Weight: 10},
-	{Mode: smssim.ModeTimeoutBeforeAccept, Weight: 10},
-	{Mode: smssim.ModeThrottle, Weight: 10},
-	{Mode: smssim.ModeErrorAfterAccept, Weight: 5},
-	{Mode: smssim.ModeReject, Weight: 5},
-	{Mode: smssim.ModeAccept, Weight: 45},
-}
 
 // matrixEvent is one event of the fault matrix.
 type matrixEvent struct {
@@ -88,7 +77,7 @@ func TestFaultMatrix(t *testing.T) {
 	policy.SweepAfter = 30 * time.Second
 	st := workertest.NewStack(t, workertest.StackOptions{
 		Sim: smssim.Config{
-			Seed: 20261101, Mix: faultMix, RetryAfter: time.Second,
+			Seed: 20261101, Mix: smssim.FaultMix, RetryAfter: time.Second,
 			Visibility: time.Second, DeliveryDelay: time.Hour,
 		},
 		SMSTimeout: 400 * time.Millisecond,
@@ -152,7 +141,7 @@ func TestFaultMatrix(t *testing.T) {
 			}
 		}
 		for _, q := range []string{st.DispatchURL, st.ReconcileURL} {
-			if empty, err := queueEmpty(ctx, st.SQS, q); err != nil || !empty {
+			if empty, err := pump.Empty(ctx, st.SQS, q); err != nil || !empty {
 				return false
 			}
 		}
@@ -176,7 +165,7 @@ func TestFaultMatrix(t *testing.T) {
 	for _, r := range all {
 		seen[r.Mode]++
 	}
-	for _, w := range faultMix {
+	for _, w := range smssim.FaultMix {
 		if seen[string(w.Mode)] == 0 {
 			t.Errorf("no request met mode %s; the mix is not in force", w.Mode)
 		}

@@ -28,53 +28,49 @@ func steps(ss ...string) []workertest.Step {
 
 const lease = "dispatching/LEASE_ACQUIRED"
 
-// outcomeStack is a stack whose provider is reached through a fault-injecting gateway, with a
-// one-second visibility window on both sides and Retry-After of retryAfter. The provider
-// timeout (2 s) is long enough that only the modes that hang run into it, even on a busy
-// machine.
-func outcomeStack(t *testing.T, retryAfter time.Duration) (*workertest.Stack, *gateway) {
-	gw := startGateway(t)
-	st := workertest.NewStack(t, workertest.StackOptions{
+// outcomeStack is a stack with a one-second visibility window on both sides and Retry-After of
+// retryAfter. The provider timeout (2 s) is long enough that only the modes that hang run into
+// it, even on a busy machine.
+func outcomeStack(t *testing.T, retryAfter time.Duration) *workertest.Stack {
+	return workertest.NewStack(t, workertest.StackOptions{
 		Sim:        smssim.Config{RetryAfter: retryAfter, Visibility: time.Second, DeliveryDelay: time.Hour},
 		SMSTimeout: 2 * time.Second,
 		Visibility: time.Second,
-		SMSURL:     gw.URL,
 		Worker:     &config.Worker{Lease: 8 * time.Second, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second},
 	})
-	gw.setTarget(t, st.SimURL)
-	return st, gw
 }
 
 // TestAmbiguousAnswersAreReconciled covers the unknown rows of the provider-outcome table that
-// the simulator alone cannot produce: a reset connection, 502 and 504 from a gateway, and a
-// 2xx whose body cannot be read or parsed. Each goes through the real dispatch handler to
-// dispatch_unknown, then through the reconcile handler, which looks the attempt up after the
-// visibility window: found → sent / RECONCILED_ACCEPTED, with no second send; a 502 that never
-// reached the provider → not found → retry_scheduled → a second attempt that is accepted.
+// a broken path to the provider produces (the simulator's gateway modes): a reset connection,
+// 502 and 504 from a gateway, and a 2xx whose body cannot be read or parsed. Each goes through
+// the real dispatch handler to dispatch_unknown, then through the reconcile handler, which
+// looks the attempt up after the visibility window: found → sent / RECONCILED_ACCEPTED, with
+// no second send; a 502 that never reached the provider → not found → retry_scheduled → a
+// second attempt that is accepted.
 func TestAmbiguousAnswersAreReconciled(t *testing.T) {
-	st, gw := outcomeStack(t, time.Second)
+	st := outcomeStack(t, time.Second)
 	reconciled := steps(lease, "dispatch_unknown/PROVIDER_AMBIGUOUS", "sent/RECONCILED_ACCEPTED")
 	cases := []struct {
 		name   string
-		faults []gatewayFault
+		faults []smssim.Mode
 		path   []workertest.Step
-		// sends is how many send requests reach the provider; the last one is accepted.
+		// sends is how many send requests reach the simulator; only the last one is accepted.
 		sends int
 	}{
-		{"502 after the provider accepted", []gatewayFault{badGatewayAfter}, reconciled, 1},
-		{"504 after the provider accepted", []gatewayFault{gatewayTimeoutAfter}, reconciled, 1},
-		{"201 with the body cut short", []gatewayFault{truncatedAfter}, reconciled, 1},
-		{"200 with an unparseable body", []gatewayFault{garbageAfter}, reconciled, 1},
-		{"connection reset after the provider accepted", []gatewayFault{resetAfter},
+		{"502 after the provider accepted", []smssim.Mode{smssim.ModeBadGatewayAfterAccept}, reconciled, 1},
+		{"504 after the provider accepted", []smssim.Mode{smssim.ModeGatewayTimeoutAfterAccept}, reconciled, 1},
+		{"201 with the body cut short", []smssim.Mode{smssim.ModeTruncatedAfterAccept}, reconciled, 1},
+		{"200 with an unparseable body", []smssim.Mode{smssim.ModeGarbageAfterAccept}, reconciled, 1},
+		{"connection reset after the provider accepted", []smssim.Mode{smssim.ModeResetAfterAccept},
 			steps(lease, "dispatch_unknown/CONNECTION_LOST", "sent/RECONCILED_ACCEPTED"), 1},
-		{"502 before reaching the provider", []gatewayFault{badGatewayBefore, passThrough},
-			steps(lease, "dispatch_unknown/PROVIDER_AMBIGUOUS", "retry_scheduled/RECONCILED_NOT_FOUND", lease, "sent/PROVIDER_ACCEPTED"), 1},
+		{"502 before reaching the provider", []smssim.Mode{smssim.ModeBadGatewayBeforeAccept, smssim.ModeAccept},
+			steps(lease, "dispatch_unknown/PROVIDER_AMBIGUOUS", "retry_scheduled/RECONCILED_NOT_FOUND", lease, "sent/PROVIDER_ACCEPTED"), 2},
 	}
 	keys := make([]string, len(cases))
 	for i, tc := range cases {
 		to := fmt.Sprintf("+1555010%04d", i)
 		keys[i] = fmt.Sprintf("ambiguous-%d", i)
-		gw.script(to, tc.faults...)
+		st.Sim.SetFault(to, tc.faults...)
 		st.Submit(t, request(keys[i], to, notify.DefaultPolicy(), 5*time.Minute))
 	}
 	st.RunUntil(t, 60*time.Second, true, func() bool { return allDone(st, keys) })
@@ -92,6 +88,11 @@ func TestAmbiguousAnswersAreReconciled(t *testing.T) {
 			if len(reqs) != tc.sends || len(inbox) != 1 {
 				t.Fatalf("provider saw %v and accepted %d; want %d sends, 1 accepted", modes(reqs), len(inbox), tc.sends)
 			}
+			for j, r := range reqs {
+				if r.Recorded != (j == len(reqs)-1) {
+					t.Errorf("send %d of %d (%s) recorded = %v; want only the last recorded", j+1, len(reqs), r.Mode, r.Recorded)
+				}
+			}
 			if inbox[0].MessageID != rec.ProviderMessageID || inbox[0].ClientRef != sms.AttemptRef(rec.NotificationID, rec.Attempt) {
 				t.Errorf("accepted %s as %s; record holds %s at attempt %d", inbox[0].ClientRef, inbox[0].MessageID, rec.ProviderMessageID, rec.Attempt)
 			}
@@ -106,7 +107,7 @@ func TestAmbiguousAnswersAreReconciled(t *testing.T) {
 // attempt does not reach the provider before next_action_at.
 func TestRetryAfterIsHonoured(t *testing.T) {
 	const retryAfter = 2 * time.Second
-	st, _ := outcomeStack(t, retryAfter)
+	st := outcomeStack(t, retryAfter)
 	cases := []struct {
 		name   string
 		mode   smssim.Mode

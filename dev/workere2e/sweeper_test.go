@@ -23,7 +23,7 @@ import (
 // due, and they finish as if nothing had been lost: the unknown one sent after a lookup (one
 // send), the throttled one sent by its second attempt (two sends).
 func TestSweeperRecoversLostRetryAndReconcileMessages(t *testing.T) {
-	st, _ := outcomeStack(t, time.Second)
+	st := outcomeStack(t, time.Second)
 	ctx := context.Background()
 	const unknownKey, retryKey = "lost-reconcile", "lost-retry"
 	unknownTo, retryTo := "+15550600000", "+15550600001"
@@ -43,7 +43,7 @@ func TestSweeperRecoversLostRetryAndReconcileMessages(t *testing.T) {
 		if _, err := st.SQS.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(q)}); err != nil {
 			t.Fatal(err)
 		}
-		if empty, err := queueEmpty(ctx, st.SQS, q); err != nil || !empty {
+		if empty, err := pump.Empty(ctx, st.SQS, q); err != nil || !empty {
 			t.Fatalf("queue %s not empty after the purge (%v)", q, err)
 		}
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -35,19 +32,7 @@ func (s *Store) HoldReceipt(ctx context.Context, rec notify.Record, receipt noti
 	if err != nil {
 		return fmt.Errorf("store.hold_receipt %s: build expression: %w", key, err)
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 keyOf(key),
-		UpdateExpression:                    expr.Update(),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if isConditionFailed(err) {
-		err = conflict(err, token, rec.Version)
-	}
-	if err != nil {
+	if err := s.updateIf(ctx, key, expr, token, rec.Version); err != nil {
 		return fmt.Errorf("store.hold_receipt %s v%d: %w", key, rec.Version, err)
 	}
 	return nil

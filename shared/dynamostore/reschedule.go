@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -27,22 +24,11 @@ func (s *Store) Reschedule(ctx context.Context, prev, next notify.Record) error 
 	token := newToken()
 	it, old := toItem(next), toItem(prev)
 	name := expression.Name
-	update := expression.Set(name(tables.AttrWriteToken), expression.Value(token))
-	for _, o := range []struct {
-		attr  string
-		set   bool
-		value any
-	}{
-		{tables.AttrNextActionAt, it.NextActionAt != "", it.NextActionAt},
-		{tables.AttrDueShard, it.DueShard != nil, it.DueShard},
-		{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
-	} {
-		if o.set {
-			update = update.Set(name(o.attr), expression.Value(o.value))
-		} else {
-			update = update.Remove(name(o.attr))
-		}
-	}
+	update := setOrRemove(expression.Set(name(tables.AttrWriteToken), expression.Value(token)),
+		optional{tables.AttrNextActionAt, it.NextActionAt != "", it.NextActionAt},
+		optional{tables.AttrDueShard, it.DueShard != nil, it.DueShard},
+		optional{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
+	)
 	cond := name(tables.AttrVersion).Equal(expression.Value(prev.Version))
 	if old.NextActionAt == "" {
 		cond = cond.And(expression.AttributeNotExists(name(tables.AttrNextActionAt)))
@@ -53,19 +39,7 @@ func (s *Store) Reschedule(ctx context.Context, prev, next notify.Record) error 
 	if err != nil {
 		return fmt.Errorf("store.reschedule %s: build expression: %w", key, err)
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 keyOf(key),
-		UpdateExpression:                    expr.Update(),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if isConditionFailed(err) {
-		err = conflict(err, token, next.Version)
-	}
-	if err != nil {
+	if err := s.updateIf(ctx, key, expr, token, next.Version); err != nil {
 		return fmt.Errorf("store.reschedule %s v%d: %w", key, prev.Version, err)
 	}
 	return nil

@@ -15,9 +15,10 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -94,4 +95,42 @@ func conflict(err error, token string, version int64) error {
 		return nil
 	}
 	return &notify.ConflictError{Current: cur}
+}
+
+// updateIf applies expr's update to the record at key in one UpdateItem conditioned on expr's
+// condition. A failed condition returns the stored item (ALL_OLD), which conflict turns into a
+// *notify.ConflictError, or into success when it carries token at version.
+func (s *Store) updateIf(ctx context.Context, key string, expr expression.Expression, token string, version int64) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 keyOf(key),
+		UpdateExpression:                    expr.Update(),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if isConditionFailed(err) {
+		err = conflict(err, token, version)
+	}
+	return err
+}
+
+// optional is an attribute an update writes when set and removes otherwise.
+type optional struct {
+	attr  string
+	set   bool
+	value any
+}
+
+// setOrRemove adds each of opts to update: a SET when it is set, a REMOVE when not.
+func setOrRemove(update expression.UpdateBuilder, opts ...optional) expression.UpdateBuilder {
+	for _, o := range opts {
+		if o.set {
+			update = update.Set(expression.Name(o.attr), expression.Value(o.value))
+		} else {
+			update = update.Remove(expression.Name(o.attr))
+		}
+	}
+	return update
 }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -37,19 +34,7 @@ func (s *Store) Transition(ctx context.Context, prev, next notify.Record) error 
 	if err != nil {
 		return fmt.Errorf("store.transition %s: build expression: %w", key, err)
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 keyOf(key),
-		UpdateExpression:                    expr.Update(),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if isConditionFailed(err) {
-		err = conflict(err, token, next.Version)
-	}
-	if err != nil {
+	if err := s.updateIf(ctx, key, expr, token, next.Version); err != nil {
 		return fmt.Errorf("store.transition %s v%d -> %s: %w", key, prev.Version, next.State, err)
 	}
 	return nil
@@ -67,31 +52,20 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		Set(name(tables.AttrUpdatedAt), expression.Value(it.UpdatedAt)).
 		Set(name(tables.AttrReconcileCount), expression.Value(it.ReconcileCount)).
 		Set(name(tables.AttrWriteToken), expression.Value(token))
-	optional := []struct {
-		attr  string
-		set   bool
-		value any
-	}{
-		{tables.AttrSealed, it.Sealed != nil, it.Sealed},
-		{tables.AttrProvider, it.Provider != "", it.Provider},
-		{tables.AttrProviderMessageID, it.ProviderMessageID != "", it.ProviderMessageID},
-		{tables.AttrLeaseUntil, it.LeaseUntil != "", it.LeaseUntil},
-		{tables.AttrLeaseToken, it.LeaseToken != "", it.LeaseToken},
-		{tables.AttrAttemptedAt, it.AttemptedAt != "", it.AttemptedAt},
-		{tables.AttrNextActionAt, it.NextActionAt != "", it.NextActionAt},
-		{tables.AttrDueShard, it.DueShard != nil, it.DueShard},
-		{tables.AttrActor, it.Actor != "", it.Actor},
-		{tables.AttrEarlyReceipt, it.EarlyReceipt != "", it.EarlyReceipt},
-		{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
-		{tables.AttrAttemptedNotificationID, it.AttemptedNotificationID != "", it.AttemptedNotificationID},
-	}
-	for _, o := range optional {
-		if o.set {
-			update = update.Set(name(o.attr), expression.Value(o.value))
-		} else {
-			update = update.Remove(name(o.attr))
-		}
-	}
+	update = setOrRemove(update,
+		optional{tables.AttrSealed, it.Sealed != nil, it.Sealed},
+		optional{tables.AttrProvider, it.Provider != "", it.Provider},
+		optional{tables.AttrProviderMessageID, it.ProviderMessageID != "", it.ProviderMessageID},
+		optional{tables.AttrLeaseUntil, it.LeaseUntil != "", it.LeaseUntil},
+		optional{tables.AttrLeaseToken, it.LeaseToken != "", it.LeaseToken},
+		optional{tables.AttrAttemptedAt, it.AttemptedAt != "", it.AttemptedAt},
+		optional{tables.AttrNextActionAt, it.NextActionAt != "", it.NextActionAt},
+		optional{tables.AttrDueShard, it.DueShard != nil, it.DueShard},
+		optional{tables.AttrActor, it.Actor != "", it.Actor},
+		optional{tables.AttrEarlyReceipt, it.EarlyReceipt != "", it.EarlyReceipt},
+		optional{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
+		optional{tables.AttrAttemptedNotificationID, it.AttemptedNotificationID != "", it.AttemptedNotificationID},
+	)
 
 	cond := name(tables.AttrVersion).Equal(expression.Value(prev.Version))
 	if next.State == notify.StateDispatching {

@@ -7,37 +7,21 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/resetnotify/resetnotify/shared/secretparam"
+	"github.com/resetnotify/resetnotify/shared/secretparam/secretparamtest"
 )
-
-// fakeSSM answers GetParameter with value or err and remembers the input.
-type fakeSSM struct {
-	value string
-	err   error
-	got   *ssm.GetParameterInput
-}
-
-func (f *fakeSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
-	f.got = in
-	if f.err != nil {
-		return nil, f.err
-	}
-	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: aws.String(f.value)}}, nil
-}
 
 func TestRead(t *testing.T) {
 	const secret = "sinch-token-0123456789-secret"
 	tests := []struct {
 		name    string
-		f       *fakeSSM
+		f       *secretparamtest.SSM
 		wantErr bool
 	}{
-		{"decrypted value", &fakeSSM{value: secret}, false},
-		{"ssm fails", &fakeSSM{err: errors.New("AccessDeniedException")}, true},
-		{"too short", &fakeSSM{value: "short-secret"}, true},
+		{"decrypted value", &secretparamtest.SSM{Value: secret}, false},
+		{"ssm fails", &secretparamtest.SSM{Err: errors.New("AccessDeniedException")}, true},
+		{"too short", &secretparamtest.SSM{Value: "short-secret"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,13 +30,13 @@ func TestRead(t *testing.T) {
 				t.Fatalf("Read = %q, %v; want error %v", v, err, tc.wantErr)
 			}
 			if err != nil {
-				if !strings.Contains(err.Error(), "/resetnotify/x") || strings.Contains(err.Error(), tc.f.value) && tc.f.value != "" {
+				if !strings.Contains(err.Error(), "/resetnotify/x") || strings.Contains(err.Error(), tc.f.Value) && tc.f.Value != "" {
 					t.Errorf("error %q must name the parameter and not hold its value", err)
 				}
 				return
 			}
-			if string(v) != secret || aws.ToString(tc.f.got.Name) != "/resetnotify/x" || !aws.ToBool(tc.f.got.WithDecryption) {
-				t.Errorf("Read = %q with input %+v", v, tc.f.got)
+			if string(v) != secret || aws.ToString(tc.f.Last().Name) != "/resetnotify/x" || !aws.ToBool(tc.f.Last().WithDecryption) {
+				t.Errorf("Read = %q with input %+v", v, tc.f.Last())
 			}
 		})
 	}

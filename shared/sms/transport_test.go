@@ -12,44 +12,17 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/sms/smstest"
 )
 
-// closedURL returns the URL of a loopback port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
-}
-
 func TestTransportOutcome(t *testing.T) {
-	hang := make(chan struct{})
 	mux := http.NewServeMux()
-	mux.HandleFunc("/drop", func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			panic(http.ErrAbortHandler)
-		}
-		conn.Close()
-	})
-	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
-		// The server notices a client hanging up only once the body has been read.
-		io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-hang:
-		}
-	})
+	mux.HandleFunc("/drop", smstest.Drop)
+	mux.HandleFunc("/hang", smstest.Hang)
 	plain := httptest.NewServer(mux)
 	t.Cleanup(plain.Close)
 	tlsSrv := httptest.NewTLSServer(mux)
 	t.Cleanup(tlsSrv.Close)
-	t.Cleanup(func() { close(hang) }) // runs first: unblocks handlers before the servers close
 
 	tests := []struct {
 		name    string
@@ -58,7 +31,7 @@ func TestTransportOutcome(t *testing.T) {
 		class   sms.Class
 		detail  sms.Detail
 	}{
-		{"dial refused", closedURL(t) + "/x", time.Second, sms.ClassNotAccepted, sms.DetailNotWritten},
+		{"dial refused", smstest.ClosedURL(t) + "/x", time.Second, sms.ClassNotAccepted, sms.DetailNotWritten},
 		{"TLS handshake fails", tlsSrv.URL + "/drop", time.Second, sms.ClassNotAccepted, sms.DetailNotWritten},
 		{"connection closed after the request was read", plain.URL + "/drop", time.Second, sms.ClassUnknown, sms.DetailConnectionLost},
 		{"timeout after the request was written", plain.URL + "/hang", 50 * time.Millisecond, sms.ClassUnknown, sms.DetailTimeout},

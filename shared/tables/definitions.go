@@ -30,40 +30,24 @@ const AuditTTLAttribute = AuditRetainUntil
 // Point-in-time recovery, deletion protection, server-side encryption and TTL are not part of
 // CreateTableInput; template.yaml sets the first three and dev/tablesetup.Create enables TTL.
 func Notifications(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: ddbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{
-			{AttributeName: aws.String(AttrIdempotencyKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrDueShard), AttributeType: ddbtypes.ScalarAttributeTypeN},
-			{AttributeName: aws.String(AttrNextActionAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrAttemptedNotificationID), AttributeType: ddbtypes.ScalarAttributeTypeS},
+	in := onDemand(name,
+		[]ddbtypes.AttributeDefinition{
+			attr(AttrIdempotencyKey, ddbtypes.ScalarAttributeTypeS),
+			attr(AttrDueShard, ddbtypes.ScalarAttributeTypeN),
+			attr(AttrNextActionAt, ddbtypes.ScalarAttributeTypeS),
+			attr(AttrAttemptedNotificationID, ddbtypes.ScalarAttributeTypeS),
 		},
-		KeySchema: []ddbtypes.KeySchemaElement{
-			{AttributeName: aws.String(AttrIdempotencyKey), KeyType: ddbtypes.KeyTypeHash},
-		},
-		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{
-			{
-				IndexName: aws.String(IndexDue),
-				KeySchema: []ddbtypes.KeySchemaElement{
-					{AttributeName: aws.String(AttrDueShard), KeyType: ddbtypes.KeyTypeHash},
-					{AttributeName: aws.String(AttrNextActionAt), KeyType: ddbtypes.KeyTypeRange},
-				},
-				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
-			},
-			{
-				IndexName: aws.String(IndexByNotification),
-				KeySchema: []ddbtypes.KeySchemaElement{
-					{AttributeName: aws.String(AttrAttemptedNotificationID), KeyType: ddbtypes.KeyTypeHash},
-				},
-				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
-			},
-		},
-		StreamSpecification: &ddbtypes.StreamSpecification{
-			StreamEnabled:  aws.Bool(true),
-			StreamViewType: ddbtypes.StreamViewTypeNewAndOldImages,
-		},
+		hashKey(AttrIdempotencyKey))
+	keysOnly := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly}
+	in.GlobalSecondaryIndexes = []ddbtypes.GlobalSecondaryIndex{
+		gsi(IndexDue, keysOnly, hashKey(AttrDueShard), rangeKey(AttrNextActionAt)),
+		gsi(IndexByNotification, keysOnly, hashKey(AttrAttemptedNotificationID)),
 	}
+	in.StreamSpecification = &ddbtypes.StreamSpecification{
+		StreamEnabled:  aws.Bool(true),
+		StreamViewType: ddbtypes.StreamViewTypeNewAndOldImages,
+	}
+	return in
 }
 
 // Audit returns the definition of the audit table named name: key (event_id, seq); GSI by_day
@@ -72,41 +56,52 @@ func Notifications(name string) *dynamodb.CreateTableInput {
 // retain_until; on-demand billing. Digest items carry none of the index keys, so neither index
 // holds them. The audit table has no stream: nothing reacts to it.
 func Audit(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: ddbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{
-			{AttributeName: aws.String(AuditEventID), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AuditSeq), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AuditDay), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AuditAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AuditWriteDay), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AuditWrittenAt), AttributeType: ddbtypes.ScalarAttributeTypeS},
+	s := ddbtypes.ScalarAttributeTypeS
+	in := onDemand(name,
+		[]ddbtypes.AttributeDefinition{
+			attr(AuditEventID, s), attr(AuditSeq, s), attr(AuditDay, s),
+			attr(AuditAt, s), attr(AuditWriteDay, s), attr(AuditWrittenAt, s),
 		},
-		KeySchema: []ddbtypes.KeySchemaElement{
-			{AttributeName: aws.String(AuditEventID), KeyType: ddbtypes.KeyTypeHash},
-			{AttributeName: aws.String(AuditSeq), KeyType: ddbtypes.KeyTypeRange},
-		},
-		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{
-			{
-				IndexName: aws.String(IndexByDay),
-				KeySchema: []ddbtypes.KeySchemaElement{
-					{AttributeName: aws.String(AuditDay), KeyType: ddbtypes.KeyTypeHash},
-					{AttributeName: aws.String(AuditAt), KeyType: ddbtypes.KeyTypeRange},
-				},
-				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
-			},
-			{
-				IndexName: aws.String(IndexByWriteDay),
-				KeySchema: []ddbtypes.KeySchemaElement{
-					{AttributeName: aws.String(AuditWriteDay), KeyType: ddbtypes.KeyTypeHash},
-					{AttributeName: aws.String(AuditWrittenAt), KeyType: ddbtypes.KeyTypeRange},
-				},
-				Projection: &ddbtypes.Projection{
-					ProjectionType:   ddbtypes.ProjectionTypeInclude,
-					NonKeyAttributes: []string{AuditHash, AuditNotificationID, AuditRetainUntil},
-				},
-			},
-		},
+		hashKey(AuditEventID), rangeKey(AuditSeq))
+	in.GlobalSecondaryIndexes = []ddbtypes.GlobalSecondaryIndex{
+		gsi(IndexByDay, &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			hashKey(AuditDay), rangeKey(AuditAt)),
+		gsi(IndexByWriteDay, &ddbtypes.Projection{
+			ProjectionType:   ddbtypes.ProjectionTypeInclude,
+			NonKeyAttributes: []string{AuditHash, AuditNotificationID, AuditRetainUntil},
+		}, hashKey(AuditWriteDay), rangeKey(AuditWrittenAt)),
 	}
+	return in
+}
+
+// keyedByString returns an on-demand table named name keyed by the string attribute key alone,
+// with no index and no stream.
+func keyedByString(name, key string) *dynamodb.CreateTableInput {
+	return onDemand(name, []ddbtypes.AttributeDefinition{attr(key, ddbtypes.ScalarAttributeTypeS)}, hashKey(key))
+}
+
+// onDemand returns an on-demand table named name with the attributes attrs and the key key.
+func onDemand(name string, attrs []ddbtypes.AttributeDefinition, key ...ddbtypes.KeySchemaElement) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: attrs,
+		KeySchema:            key,
+	}
+}
+
+func attr(name string, typ ddbtypes.ScalarAttributeType) ddbtypes.AttributeDefinition {
+	return ddbtypes.AttributeDefinition{AttributeName: aws.String(name), AttributeType: typ}
+}
+
+func hashKey(name string) ddbtypes.KeySchemaElement {
+	return ddbtypes.KeySchemaElement{AttributeName: aws.String(name), KeyType: ddbtypes.KeyTypeHash}
+}
+
+func rangeKey(name string) ddbtypes.KeySchemaElement {
+	return ddbtypes.KeySchemaElement{AttributeName: aws.String(name), KeyType: ddbtypes.KeyTypeRange}
+}
+
+func gsi(name string, projection *ddbtypes.Projection, key ...ddbtypes.KeySchemaElement) ddbtypes.GlobalSecondaryIndex {
+	return ddbtypes.GlobalSecondaryIndex{IndexName: aws.String(name), KeySchema: key, Projection: projection}
 }

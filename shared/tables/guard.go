@@ -1,9 +1,7 @@
 package tables
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // GuardTTLAttribute is the guard table's TTL attribute: the end of the counter's window plus
@@ -13,14 +11,5 @@ const GuardTTLAttribute = GuardTTL
 // Guard returns the definition of the guard table named name: key counter_key, no index, no
 // stream (its items are not evidence), on-demand billing. Only intake reads and writes it.
 func Guard(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: ddbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{
-			{AttributeName: aws.String(GuardKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
-		},
-		KeySchema: []ddbtypes.KeySchemaElement{
-			{AttributeName: aws.String(GuardKey), KeyType: ddbtypes.KeyTypeHash},
-		},
-	}
+	return keyedByString(name, GuardKey)
 }

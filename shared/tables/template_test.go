@@ -42,6 +42,8 @@ func TestTemplateMatchesDefinitions(t *testing.T) {
 	}{
 		{"NotificationsTable", Notifications("n"), TTLAttribute},
 		{"AuditTable", Audit("a"), AuditTTLAttribute},
+		{"GuardTable", Guard("g"), GuardTTLAttribute},
+		{"ReceiptsTable", Receipts("r"), ReceiptsTTLAttribute},
 	}
 	for _, tc := range cases {
 		t.Run(tc.logicalID, func(t *testing.T) {
@@ -77,6 +79,19 @@ func TestTemplateDataProtection(t *testing.T) {
 				t.Errorf("%s: want PITR, deletion protection, SSE and DeletionPolicy Retain; got %+v", id, r)
 			}
 		})
+	}
+}
+
+// TestTemplateReceiptsSSE checks that the receipts table is encrypted at rest.
+func TestTemplateReceiptsSSE(t *testing.T) {
+	var r struct {
+		Properties struct {
+			SSESpecification struct{ SSEEnabled bool }
+		}
+	}
+	decode(t, templateResources(t)["ReceiptsTable"], &r)
+	if !r.Properties.SSESpecification.SSEEnabled {
+		t.Error("ReceiptsTable: want SSE")
 	}
 }
 

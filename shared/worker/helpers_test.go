@@ -1,12 +1,10 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,32 +27,14 @@ const (
 	providerSim = "fake-provider"
 )
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a batch.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	store    *workertest.DueStore
 	clock    *notifytest.Clock
 	sender   *workertest.Sender
 	lookup   *workertest.Lookup
 	sched    *notifytest.Queue
-	logs     *syncBuffer
-	metrics  *syncBuffer
+	logs     *workertest.SyncBuffer
+	metrics  *workertest.SyncBuffer
 	settings worker.Settings
 	d        *worker.Dispatcher
 	r        *worker.Reconciler
@@ -77,8 +57,8 @@ func newFixture(t *testing.T) *fixture {
 		clock:    notifytest.NewClock(t0),
 		sender:   &workertest.Sender{},
 		lookup:   &workertest.Lookup{},
-		logs:     &syncBuffer{},
-		metrics:  &syncBuffer{},
+		logs:     &workertest.SyncBuffer{},
+		metrics:  &workertest.SyncBuffer{},
 		settings: testSettings(),
 	}
 	f.sched = &notifytest.Queue{Clock: f.clock}

@@ -11,13 +11,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/secretparam/secretparamtest"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 )
@@ -90,21 +89,6 @@ func TestNewSinch(t *testing.T) {
 	}
 }
 
-// fakeSSM answers GetParameter with value or err and counts the calls.
-type fakeSSM struct {
-	value string
-	err   error
-	calls int
-}
-
-func (f *fakeSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
-	f.calls++
-	if f.err != nil {
-		return nil, f.err
-	}
-	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Name: in.Name, Value: aws.String(f.value)}}, nil
-}
-
 func TestSinchTokenFromSSM(t *testing.T) {
 	const token = "sinch-api-token-from-ssm-0123"
 	base := map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_FROM": "Shop", "SINCH_API_TOKEN_PARAM": "/resetnotify/sinch-api-token"}
@@ -120,12 +104,12 @@ func TestSinchTokenFromSSM(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		f       *fakeSSM
+		f       *secretparamtest.SSM
 		wantErr bool
 	}{
-		{"resolved", &fakeSSM{value: token}, false},
-		{"ssm fails", &fakeSSM{err: errors.New("AccessDeniedException")}, true},
-		{"too short", &fakeSSM{value: "short"}, true},
+		{"resolved", &secretparamtest.SSM{Value: token}, false},
+		{"ssm fails", &secretparamtest.SSM{Err: errors.New("AccessDeniedException")}, true},
+		{"too short", &secretparamtest.SSM{Value: "short"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,13 +118,13 @@ func TestSinchTokenFromSSM(t *testing.T) {
 				t.Fatalf("ResolveSecrets: %v, want error %v", err, tc.wantErr)
 			}
 			if err != nil {
-				if tc.f.value != "" && strings.Contains(err.Error(), tc.f.value) {
+				if tc.f.Value != "" && strings.Contains(err.Error(), tc.f.Value) {
 					t.Errorf("error %q holds the value", err)
 				}
 				return
 			}
-			if got.SinchAPIToken != token || tc.f.calls != 1 {
-				t.Errorf("token %q after %d calls", got.SinchAPIToken, tc.f.calls)
+			if got.SinchAPIToken != token || len(tc.f.Inputs) != 1 {
+				t.Errorf("token %q after %d calls", got.SinchAPIToken, len(tc.f.Inputs))
 			}
 			if _, err := provider.New(got, provider.Deps{}); err != nil {
 				t.Errorf("New after ResolveSecrets: %v", err)
@@ -153,9 +137,9 @@ func TestSinchTokenFromSSM(t *testing.T) {
 		t.Errorf("no token at all: %v", err)
 	}
 	// Other providers never call SSM.
-	f := &fakeSSM{value: token}
-	if _, err := provider.ResolveSecrets(context.Background(), provider.Config{Kind: provider.Simulator}, f); err != nil || f.calls != 0 {
-		t.Errorf("simulator: %v after %d calls", err, f.calls)
+	f := &secretparamtest.SSM{Value: token}
+	if _, err := provider.ResolveSecrets(context.Background(), provider.Config{Kind: provider.Simulator}, f); err != nil || len(f.Inputs) != 0 {
+		t.Errorf("simulator: %v after %d calls", err, len(f.Inputs))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -163,14 +164,14 @@ func (a *app) commandFlags(c command) (*flag.FlagSet, *cmdline) {
 		fs.StringVar(&cl.to, "to", "", "... to `time` (exclusive)")
 		fs.StringVar(&cl.input, "input", "", "verify an export `file` (auditctl export --format jsonl) offline")
 	case "public-key":
-		fs.StringVar(&cl.keyID, "key-id", a.getenv(audit.EnvDigestKMSKeyID), "KMS `key` ID or ARN (default $"+audit.EnvDigestKMSKeyID+")")
+		fs.StringVar(&cl.keyID, "key-id", a.getenv(config.EnvAuditDigestKMSKeyID), "KMS `key` ID or ARN (default $"+config.EnvAuditDigestKMSKeyID+")")
 	case "margin":
 		fs.StringVar(&cl.since, "since", "", "start `time` (or a duration back from now: 30d, 36h)")
 		fs.StringVar(&cl.until, "until", "", "end `time`, exclusive (default now)")
 	}
 	if c.name == "verify" || c.name == "evidence" {
-		fs.StringVar(&cl.keyFile, "public-key", a.getenv(audit.EnvDigestPublicKey), "PEM `file` of the digests' public key (default $"+audit.EnvDigestPublicKey+")")
-		fs.StringVar(&cl.keyID, "key-id", a.getenv(audit.EnvDigestKMSKeyID), "KMS `key` that signs the digests, to fetch its public key (default $"+audit.EnvDigestKMSKeyID+")")
+		fs.StringVar(&cl.keyFile, "public-key", a.getenv(config.EnvAuditDigestPublicKey), "PEM `file` of the digests' public key (default $"+config.EnvAuditDigestPublicKey+")")
+		fs.StringVar(&cl.keyID, "key-id", a.getenv(config.EnvAuditDigestKMSKeyID), "KMS `key` that signs the digests, to fetch its public key (default $"+config.EnvAuditDigestKMSKeyID+")")
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", c.summary)
@@ -372,7 +373,7 @@ func (a *app) bundle(ctx context.Context, c *cmdline) (audit.Bundle, string, err
 // checkOptions returns what Check needs: the public key (required when need is set), the
 // clock, and the digest period and grace from the environment.
 func (a *app) checkOptions(ctx context.Context, c *cmdline, need bool) (audit.CheckOptions, error) {
-	s, err := audit.ParseDigestSettings(a.getenv)
+	s, err := config.LoadDigest(a.getenv)
 	if err != nil {
 		return audit.CheckOptions{}, err
 	}
@@ -461,12 +462,12 @@ func writtenSpan(entries []audit.Entry) (from, to time.Time) {
 // publicKey prints the digests' public key as PEM: fetched from KMS with --key-id, or read
 // from $AUDIT_DIGEST_PUBLIC_KEY (the local stack's file).
 func (a *app) publicKey(ctx context.Context, c *cmdline) error {
-	c.keyFile = a.getenv(audit.EnvDigestPublicKey)
+	c.keyFile = a.getenv(config.EnvAuditDigestPublicKey)
 	if c.keyID != "" {
 		c.keyFile = ""
 	}
 	if c.keyID == "" && c.keyFile == "" {
-		fmt.Fprintf(a.stderr, "auditctl public-key: give --key-id KEY (the stack output DigestKeyArn) or set $%s\n", audit.EnvDigestPublicKey)
+		fmt.Fprintf(a.stderr, "auditctl public-key: give --key-id KEY (the stack output DigestKeyArn) or set $%s\n", config.EnvAuditDigestPublicKey)
 		return errUsage
 	}
 	o, err := a.checkOptions(ctx, c, true)

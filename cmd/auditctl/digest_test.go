@@ -16,6 +16,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/audit/audittest"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -298,7 +299,7 @@ func TestPublicKey(t *testing.T) {
 	}
 	a, stdout, stderr := testApp(nil, "audit", scenarioEnd)
 	a.getenv = func(k string) string {
-		if k == audit.EnvDigestPublicKey {
+		if k == config.EnvAuditDigestPublicKey {
 			return file
 		}
 		return ""

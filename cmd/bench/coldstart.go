@@ -19,7 +19,6 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/receipts"
 )
 
 // coldStartBench builds every functions/<name> as make build-% does for Lambda (linux,
@@ -165,11 +164,11 @@ func coldStartEnv() ([]string, error) {
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 		"AWS_ENDPOINT_URL": refuse, "AWS_LAMBDA_FUNCTION_NAME": "coldstart", "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256", "HOME": os.TempDir(), "PATH": os.Getenv("PATH"),
-		config.EnvNotificationsTable: "n", config.EnvAuditTable: "a", receipts.EnvTable: "r",
+		config.EnvNotificationsTable: "n", config.EnvAuditTable: "a", config.EnvReceiptsTable: "r",
 		config.EnvDispatchQueueURL: refuse + "/000000000000/dispatch", config.EnvReconcileQueueURL: refuse + "/000000000000/reconcile",
 		config.EnvSealLocalKey: random(config.SealLocalKeyLen), config.EnvDestinationPepper: random(24),
-		config.EnvFingerprintKey: random(32), receipts.EnvWebhookToken: random(24),
-		audit.EnvDigestLocalKey: string(digestPEM), audit.EnvDigestPeriodMinutes: "60", audit.EnvDigestGraceSeconds: "90",
+		config.EnvFingerprintKey: random(32), config.EnvSimulatorWebhookToken: random(24),
+		config.EnvAuditDigestLocalKey: string(digestPEM), config.EnvAuditDigestPeriodMinutes: "60", config.EnvAuditDigestGraceSeconds: "90",
 		"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": refuse, "LOG_LEVEL": "info",
 		"AUDIT_FAILURE_QUEUE_URL": refuse + "/000000000000/audit-failure",
 	}

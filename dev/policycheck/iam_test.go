@@ -14,7 +14,6 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/policycheck"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/seal"
 )
 
@@ -297,7 +296,7 @@ func TestSimulatorWebhookOnlyInSimulatorStacks(t *testing.T) {
 }
 
 func TestNoSecretInAnEnvironmentVariable(t *testing.T) {
-	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, receipts.EnvWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN"}
+	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, config.EnvSimulatorWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN"}
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		for name, r := range tpl.Resources {
 			if r.Type != "AWS::Lambda::Function" {

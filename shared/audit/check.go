@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/config"
 )
 
 // CheckOptions are what Check needs besides the bundle.
@@ -139,14 +141,14 @@ func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
 }
 
 // digestPeriod is the length of a digest's period: the last digest's, else the option's, else
-// DefaultDigestPeriod.
+// config.DefaultDigestPeriod.
 func digestPeriod(ds []Digest, o CheckOptions) time.Duration {
 	period := o.Period
 	if n := len(ds); n > 0 {
 		period = ds[n-1].PeriodEnd.Sub(ds[n-1].PeriodStart)
 	}
 	if period <= 0 {
-		period = DefaultDigestPeriod
+		period = config.DefaultDigestPeriod
 	}
 	return period
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/config"
 )
 
 // DigestCoverage tells whether one notification's entries are covered by verified signed
@@ -39,7 +41,7 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCov
 		period = ds[len(ds)-1].PeriodEnd.Sub(ds[len(ds)-1].PeriodStart)
 	}
 	if period <= 0 {
-		period = DefaultDigestPeriod
+		period = config.DefaultDigestPeriod
 	}
 	closedUntil := o.Now.Add(-o.Grace).Truncate(period)
 	valid := make([]bool, len(ds))

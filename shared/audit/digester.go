@@ -40,7 +40,7 @@ type Digester struct {
 	DB     DigestAPI
 	Table  string
 	Signer Signer
-	// Period is the length of a period (DefaultDigestPeriod in AWS, a minute locally). A
+	// Period is the length of a period (config.DefaultDigestPeriod in AWS, a minute locally). A
 	// period starts at a multiple of it (UTC), so an hour's digest covers hh:00 to hh+1:00.
 	Period time.Duration
 	// Grace is how long after a period's end the step waits before closing it: longer than

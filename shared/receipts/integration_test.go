@@ -107,7 +107,7 @@ func (e env) record(t *testing.T, key, nid string, path ...notify.Change) notify
 func (e env) getenv(extra map[string]string) func(string) string {
 	m := map[string]string{
 		config.EnvNotificationsTable: e.names.Notifications,
-		receipts.EnvTable:            e.names.Receipts,
+		config.EnvReceiptsTable:      e.names.Receipts,
 	}
 	for k, v := range extra {
 		m[k] = v
@@ -319,7 +319,7 @@ func TestSimulatorWebhookEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	const hookToken = "e2e-webhook-token-0123456789"
 	logs := &lockedBuilder{b: &strings.Builder{}}
-	h, err := providerevents.New(ctx, awsConfig(t), e.getenv(map[string]string{receipts.EnvWebhookToken: hookToken}), logs)
+	h, err := providerevents.New(ctx, awsConfig(t), e.getenv(map[string]string{config.EnvSimulatorWebhookToken: hookToken}), logs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,8 +87,8 @@ func (s *Server) readSend(w http.ResponseWriter, r *http.Request) (simapi.SendRe
 }
 
 // answer answers req as mode says, recording the message when mode accepts it, and finishes
-// the log entry e with what the client got. It is one case per mode, and so a little over a
-// screen: split, the table of what each fault does would be spread over several functions.
+// the log entry e with what the client got. It is one case per mode, and long because, split,
+// the table of what each fault does would be spread over several functions.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, e *simapi.RequestEntry, req simapi.SendRequest, mode Mode, receipt simapi.Status) {
 	switch mode {
 	case ModeReject:

@@ -1,7 +1,12 @@
 package resetnotify_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -92,5 +97,45 @@ func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMainsHaveOneShape keeps every functions/<name>/main.go to the one shape: a main whose
+// only statement is wire.Main(<package>.Function), the package being one of shared/wire's.
+func TestMainsHaveOneShape(t *testing.T) {
+	mains, err := filepath.Glob("functions/*/main.go")
+	if err != nil || len(mains) == 0 {
+		t.Fatalf("no functions/*/main.go (%v)", err)
+	}
+	for _, path := range mains {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var call string
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Name.Name != "main" || len(d.Body.List) != 1 {
+					t.Errorf("%s: func %s: a main holds only func main() { wire.Main(<pkg>.Function) }", path, d.Name.Name)
+					continue
+				}
+				if stmt, ok := d.Body.List[0].(*ast.ExprStmt); ok {
+					call = types.ExprString(stmt.X)
+				}
+			case *ast.GenDecl:
+				if d.Tok != token.IMPORT {
+					t.Errorf("%s: a main declares no %s", path, d.Tok)
+				}
+			}
+		}
+		if !strings.HasPrefix(call, "wire.Main(") || !strings.HasSuffix(call, ".Function)") {
+			t.Errorf("%s: main calls %q, want wire.Main(<pkg>.Function)", path, call)
+		}
+		for _, imp := range f.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); !strings.HasPrefix(p, module+"shared/wire") {
+				t.Errorf("%s imports %s: a main imports only shared/wire and its function's wire package", path, p)
+			}
+		}
 	}
 }

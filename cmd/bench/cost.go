@@ -105,7 +105,7 @@ type costLine struct {
 }
 
 // coldStartCalls are the AWS calls a function makes at init, by function (KMS data keys and
-// SSM parameters in AWS; none locally). From shared/app and shared/worker's wiring.
+// SSM parameters in AWS; none locally). From the shared/wire packages.
 var coldStartCalls = map[string]struct{ KMS, SSM int }{
 	"intake":   {KMS: 1, SSM: 2}, // GenerateDataKey at the first seal; pepper and fingerprint key
 	"dispatch": {KMS: 1, SSM: 0}, // Decrypt of each intake environment's data key, once (Sinch: 1 SSM)

@@ -123,8 +123,11 @@ type Worker struct {
 type Config struct {
 	NotificationsTable string
 	AuditTable         string
-	DispatchQueueURL   string
-	ReconcileQueueURL  string
+	// AuditRetention is AUDIT_RETENTION_DAYS, read only by the functions that need the audit
+	// table (NeedAuditTable): how long an audit entry is kept.
+	AuditRetention    time.Duration
+	DispatchQueueURL  string
+	ReconcileQueueURL string
 	// Policy is notify.DefaultPolicy with POLICY_VERSION, SAFETY_MARGIN_SECONDS,
 	// STATUS_GRACE_HOURS, MAX_AHEAD_HOURS and MAX_ATTEMPTS applied.
 	Policy notify.Policy
@@ -175,10 +178,22 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.Worker = r.worker()
 	c.GuardTable, c.Guard, c.AllowedCallingCodes = r.guard()
 	c.LogLevel = r.logLevel()
+	if need&NeedAuditTable != 0 {
+		c.AuditRetention = r.auditRetention()
+	}
 	if err := errors.Join(r.errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// auditRetention is AuditRetention, its problem collected with the others.
+func (r *reader) auditRetention() time.Duration {
+	d, err := AuditRetention(r.getenv)
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+	return d
 }
 
 // reader reads one function's variables and collects their problems, so that a cold start

@@ -73,6 +73,7 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvGuardPrefixDigits:    "7",
 		config.EnvGuardPrefixPerMinute: "40",
 		config.EnvAllowedCallingCodes:  " 1, 44,353 ",
+		config.EnvAuditRetentionDays:   "30",
 	}
 	got, err := config.Load(env(e), config.NeedIntake|config.NeedAuditTable)
 	if err != nil {
@@ -84,7 +85,7 @@ func TestLoadEverything(t *testing.T) {
 	wantPolicy.StatusGrace = 48 * time.Hour
 	wantPolicy.MaxAhead = 2 * time.Hour
 	want := config.Config{
-		NotificationsTable: "n", AuditTable: "a", DispatchQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/q",
+		NotificationsTable: "n", AuditTable: "a", AuditRetention: 30 * 24 * time.Hour, DispatchQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/q",
 		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
 		FingerprintKeyParam: "/resetnotify/request-fingerprint-key",
 		GuardTable:          "g", Guard: notify.GuardLimits{PerHour: 3, PerDay: 0, PrefixDigits: 7, PrefixPerMinute: 40},
@@ -287,5 +288,21 @@ func TestLoadWorkerProblems(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "ten") || strings.Contains(err.Error(), "1.5") {
 		t.Errorf("error echoes a value: %v", err)
+	}
+}
+
+// TestLoadAuditRetentionOnlyWhereNeeded checks that AUDIT_RETENTION_DAYS is read by the
+// functions of the audit table alone: a bad value stops them, and no other function.
+func TestLoadAuditRetentionOnlyWhereNeeded(t *testing.T) {
+	e := env(map[string]string{config.EnvAuditTable: "a", config.EnvNotificationsTable: "n", config.EnvAuditRetentionDays: "soon"})
+	if _, err := config.Load(e, config.NeedAuditTable); err == nil || !strings.Contains(err.Error(), config.EnvAuditRetentionDays) {
+		t.Errorf("audit Load = %v, want an error naming %s", err, config.EnvAuditRetentionDays)
+	}
+	if _, err := config.Load(e, config.NeedNotificationsTable); err != nil {
+		t.Errorf("a function without the audit table refused AUDIT_RETENTION_DAYS: %v", err)
+	}
+	got, err := config.Load(env(map[string]string{config.EnvAuditTable: "a"}), config.NeedAuditTable)
+	if err != nil || got.AuditRetention != config.DefaultAuditRetention {
+		t.Errorf("unset AUDIT_RETENTION_DAYS: retention %v, err %v; want %v", got.AuditRetention, err, config.DefaultAuditRetention)
 	}
 }

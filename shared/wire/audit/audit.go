@@ -4,7 +4,6 @@ package audit
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,10 +27,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	if err != nil {
 		return nil, err
 	}
-	retention, err := config.AuditRetention(env)
-	if err != nil {
-		return nil, fmt.Errorf("wire.audit: %w", err)
-	}
+	retention := cfg.AuditRetention
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("audit ready", "audit_table", cfg.AuditTable, "retention_days", int(retention.Hours()/24))
 	return &audit.Handler{

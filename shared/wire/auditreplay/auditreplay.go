@@ -7,7 +7,6 @@ package auditreplay
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,10 +31,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	if err != nil {
 		return nil, err
 	}
-	retention, err := config.AuditRetention(env)
-	if err != nil {
-		return nil, fmt.Errorf("wire.audit replay: %w", err)
-	}
+	retention := cfg.AuditRetention
 	db := awsclient.DynamoDB(awsCfg, "")
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("audit replay ready", "audit_table", cfg.AuditTable, "notifications_table", cfg.NotificationsTable)

@@ -31,10 +31,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	if err != nil {
 		return nil, err
 	}
-	retention, err := config.AuditRetention(env)
-	if err != nil {
-		return nil, fmt.Errorf("wire.digest: %w", err)
-	}
+	retention := cfg.AuditRetention
 	settings, err := config.LoadDigest(env)
 	if err != nil {
 		return nil, fmt.Errorf("wire.digest: %w", err)

@@ -88,7 +88,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	defer ln.Close()
 
-	st, err := loadSettings("template.yaml")
+	st, err := loadSettings("template.yaml", "Makefile")
 	if err != nil {
 		return err
 	}

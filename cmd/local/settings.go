@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
@@ -20,9 +19,14 @@ type settings struct {
 	sweep, digest                           samtemplate.Source
 }
 
-// loadSettings reads the settings from the SAM template at path.
-func loadSettings(path string) (settings, error) {
+// loadSettings reads the settings from the SAM template at path, and each function's folder
+// from the Makefile's build-<LogicalId> lines (makefile), as `sam build` finds it.
+func loadSettings(path, makefile string) (settings, error) {
 	tpl, err := samtemplate.Load(path)
+	if err != nil {
+		return settings{}, err
+	}
+	folders, err := samtemplate.FunctionFolders(makefile)
 	if err != nil {
 		return settings{}, err
 	}
@@ -35,7 +39,16 @@ func loadSettings(path string) (settings, error) {
 		if err != nil {
 			return settings{}, err
 		}
-		st.functions[functionDir(id)] = fn
+		dir, ok := strings.CutPrefix(folders[id], "functions/")
+		if !ok {
+			return settings{}, fmt.Errorf("%s: the Makefile names no functions/<name> folder for it (build-%s)", id, id)
+		}
+		// The local stack runs each folder once. Where two functions share one (the
+		// simulator's webhook runs provider-events), the first in template.yaml gives it its
+		// timeout and memory.
+		if _, taken := st.functions[dir]; !taken {
+			st.functions[dir] = fn
+		}
 	}
 	sources, err := tpl.Sources()
 	if err != nil {
@@ -72,13 +85,4 @@ func loadSettings(path string) (settings, error) {
 		}
 	}
 	return st, nil
-}
-
-var camelBoundary = regexp.MustCompile(`([a-z0-9])([A-Z])`)
-
-// functionDir maps a function's logical ID to its folder under functions/, as the Makefile's
-// build-% does: ProviderEventsFunction -> provider-events.
-func functionDir(logicalID string) string {
-	name := strings.TrimSuffix(logicalID, "Function")
-	return strings.ToLower(camelBoundary.ReplaceAllString(name, "$1-$2"))
 }

@@ -18,7 +18,10 @@ import (
 	"github.com/resetnotify/resetnotify/dev/testenv"
 )
 
-const templatePath = "../../template.yaml"
+const (
+	templatePath = "../../template.yaml"
+	makefilePath = "../../Makefile"
+)
 
 // TestSettingsFollowTheTemplate edits template.yaml's values in a copy and checks that the
 // local stack's settings follow: nothing is copied by hand into cmd/local.
@@ -50,7 +53,7 @@ func TestSettingsFollowTheTemplate(t *testing.T) {
 	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := loadSettings(path)
+	st, err := loadSettings(path, makefilePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +103,7 @@ func TestSettingsFollowTheTemplate(t *testing.T) {
 // they are what template.yaml declares, redrive policies included.
 func TestQueuesMatchTemplate(t *testing.T) {
 	client := testenv.SQS(t)
-	st, err := loadSettings(templatePath)
+	st, err := loadSettings(templatePath, makefilePath)
 	if err != nil {
 		t.Fatal(err)
 	}

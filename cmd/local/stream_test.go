@@ -22,7 +22,7 @@ func TestPollStreamGivesUp(t *testing.T) {
 	defer func(d time.Duration) { streamRetryDelay = d }(streamRetryDelay)
 	streamRetryDelay = time.Millisecond
 
-	st, err := loadSettings(templatePath)
+	st, err := loadSettings(templatePath, makefilePath)
 	if err != nil {
 		t.Fatal(err)
 	}

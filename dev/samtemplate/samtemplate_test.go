@@ -62,17 +62,9 @@ func TestMakefileArchitectureMatchesTemplate(t *testing.T) {
 // is built by the Makefile at the template's root (BuildMethod makefile, CodeUri "."), where
 // SAM looks for it.
 func TestMakefileBuildsEveryFunction(t *testing.T) {
-	raw, err := os.ReadFile(makefilePath)
+	dirs, err := samtemplate.FunctionFolders(makefilePath)
 	if err != nil {
 		t.Fatal(err)
-	}
-	dirs := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^build-(\w+):\s+FUNCTION_DIR\s*:=\s*(\S+)\s*$`).FindAllSubmatch(raw, -1) {
-		id, dir := string(m[1]), string(m[2])
-		if _, dup := dirs[id]; dup {
-			t.Errorf("Makefile lists build-%s twice", id)
-		}
-		dirs[id] = dir
 	}
 	tpl := load(t)
 	functions := tpl.Of("AWS::Serverless::Function")

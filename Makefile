@@ -76,8 +76,9 @@ build: ## Build every functions/<name> for this machine (or GOARCH) into bin/<na
 	go build -o bin/auditctl ./cmd/auditctl
 
 # SAM's `BuildMethod: makefile` runs `make build-<LogicalId>` with ARTIFACTS_DIR set, once per
-# function of template.yaml. Each function's folder under functions/, one line each (a test in
-# dev/samtemplate keeps this list and the template's functions the same):
+# function of template.yaml; the local stack (cmd/local) reads these lines too. Each function's
+# folder under functions/, one line each (a test in dev/samtemplate keeps this list and the
+# template's functions the same):
 build-IntakeFunction:           FUNCTION_DIR := functions/intake
 build-DispatchFunction:         FUNCTION_DIR := functions/dispatch
 build-ReconcileFunction:        FUNCTION_DIR := functions/reconcile

@@ -26,29 +26,12 @@ func loadSettings(path, makefile string) (settings, error) {
 	if err != nil {
 		return settings{}, err
 	}
-	folders, err := samtemplate.FunctionFolders(makefile)
-	if err != nil {
+	st := settings{}
+	if st.functions, err = functionsByFolder(tpl, makefile); err != nil {
 		return settings{}, err
 	}
-	st := settings{functions: map[string]samtemplate.Function{}}
 	if st.queues, err = tpl.Queues(); err != nil {
 		return settings{}, err
-	}
-	for _, id := range tpl.Of("AWS::Serverless::Function") {
-		fn, err := tpl.Function(id)
-		if err != nil {
-			return settings{}, err
-		}
-		dir, ok := strings.CutPrefix(folders[id], "functions/")
-		if !ok {
-			return settings{}, fmt.Errorf("%s: the Makefile names no functions/<name> folder for it (build-%s)", id, id)
-		}
-		// The local stack runs each folder once. Where two functions share one (the
-		// simulator's webhook runs provider-events), the first in template.yaml gives it its
-		// timeout and memory.
-		if _, taken := st.functions[dir]; !taken {
-			st.functions[dir] = fn
-		}
 	}
 	sources, err := tpl.Sources()
 	if err != nil {
@@ -85,4 +68,30 @@ func loadSettings(path, makefile string) (settings, error) {
 		}
 	}
 	return st, nil
+}
+
+// functionsByFolder returns the template's functions by their folder under functions/, as the
+// Makefile's build-<LogicalId> lines name it. The local stack runs each folder once: where two
+// functions share one (the simulator's webhook runs provider-events), the first in
+// template.yaml gives it its timeout and memory.
+func functionsByFolder(tpl *samtemplate.Template, makefile string) (map[string]samtemplate.Function, error) {
+	folders, err := samtemplate.FunctionFolders(makefile)
+	if err != nil {
+		return nil, err
+	}
+	fns := map[string]samtemplate.Function{}
+	for _, id := range tpl.Of("AWS::Serverless::Function") {
+		fn, err := tpl.Function(id)
+		if err != nil {
+			return nil, err
+		}
+		dir, ok := strings.CutPrefix(folders[id], "functions/")
+		if !ok {
+			return nil, fmt.Errorf("%s: the Makefile names no functions/<name> folder for it (build-%s)", id, id)
+		}
+		if _, taken := fns[dir]; !taken {
+			fns[dir] = fn
+		}
+	}
+	return fns, nil
 }

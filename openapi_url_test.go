@@ -106,12 +106,17 @@ func urlCases() []urlCase {
 
 // TestURLRuleIsTheSpecs runs every case of urlCases, as the reset_url of a password_reset and
 // as the link of a magic_link, through the real handler and through openapi.yaml's request
-// validation (kin-openapi), and requires both verdicts to be the expected one. A refusal names
+// validation (kin-openapi), and requires both verdicts to be the expected one; the spec's
+// pattern and length bound must also be notify's, character for character. A refusal names
 // the param and never echoes the URL. Each admitted URL is also parsed by net/url, which must
 // find what the rule promises: https, a DNS host name that is no IP, no userinfo, port or
 // fragment.
 func TestURLRuleIsTheSpecs(t *testing.T) {
 	doc := loadSpec(t)
+	spec := doc.Components.Schemas["HTTPSURL"].Value
+	if spec.Pattern != notify.URLPattern || spec.MaxLength == nil || *spec.MaxLength != notify.MaxURLLen {
+		t.Errorf("HTTPSURL: pattern %q, maxLength %v; want notify.URLPattern %q and %d", spec.Pattern, spec.MaxLength, notify.URLPattern, notify.MaxURLLen)
+	}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		t.Fatal(err)

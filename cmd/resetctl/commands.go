@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"strings"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -75,39 +74,6 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// params is the repeatable --param name=value flag. The flag package quotes the value of a
-// flag whose Set fails, so Set never fails: it keeps the first problem for check, whose error
-// quotes nothing.
-type params struct {
-	values  map[string]string
-	problem string
-}
-
-func (p *params) String() string { return "" }
-
-func (p *params) Set(v string) error {
-	name, value, ok := strings.Cut(v, "=")
-	switch {
-	case p.problem != "":
-	case !ok || name == "":
-		p.problem = "--param wants name=value"
-	default:
-		if _, dup := p.values[name]; dup {
-			p.problem = "--param names a param twice"
-			break
-		}
-		p.values[name] = value
-	}
-	return nil
-}
-
-func (p *params) check() error {
-	if p.problem != "" {
-		return errors.New(p.problem)
-	}
-	return nil
-}
-
 // parse parses args into fs, flags and arguments in any order, and returns the arguments. A
 // usage error is printed with the flag set's defaults.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
@@ -135,11 +101,15 @@ func usageError(fs *flag.FlagSet, stderr io.Writer, msg string) error {
 	return errUsage
 }
 
-func runSend(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runSend(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
+	fs.Usage = func() {
+		_, _ = io.WriteString(fs.Output(), sendHelp+"\n")
+		fs.PrintDefaults()
+	}
 	var c common
 	c.register(fs, getenv)
-	sf := sendFlags{params: &params{values: map[string]string{}}}
+	sf := sendFlags{secrets: secretFiles{stdin: stdin}}
 	sf.register(fs)
 	rest, err := parse(fs, args, stderr)
 	if err != nil {
@@ -165,7 +135,7 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 // sendFlags are the flags of send that make the notification.
 type sendFlags struct {
 	n         client.Notification
-	params    *params
+	secrets   secretFiles
 	expiresIn time.Duration
 	expiresAt string
 }
@@ -176,29 +146,32 @@ func (sf *sendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.EventID, "event-id", "", "the event this notification answers (required)")
 	fs.StringVar(&n.Channel, "channel", client.ChannelSMS, "channel")
 	fs.StringVar(&n.Purpose, "purpose", "", "password_reset, one_time_code or magic_link (required)")
-	fs.StringVar(&n.To, "to", "", "E.164 phone number (required; never printed)")
+	fs.StringVar(&sf.secrets.to, "to-file", "", "file holding the E.164 phone number, - for stdin (required; never printed)")
+	fs.StringVar(&sf.secrets.params, "param-file", "", "file of name=value lines: reset_url, code or link; - for stdin (required; never printed)")
+	fs.Var(&sf.secrets.oldTo, "to", "refused: use --to-file (a number on the command line leaks into ps and shell history)")
+	fs.Var(&sf.secrets.oldParams, "param", "refused: use --param-file (a param on the command line leaks into ps and shell history)")
 	fs.StringVar(&n.Locale, "locale", "", "language tag such as en or pt-BR (default: the API's, en)")
-	fs.Var(sf.params, "param", "name=value, repeatable: reset_url, code or link (never printed)")
 	fs.DurationVar(&sf.expiresIn, "expires-in", 0, "expires_at as a duration from now, e.g. 10m")
 	fs.StringVar(&sf.expiresAt, "expires-at", "", "expires_at as an RFC 3339 time")
 }
 
 // notification returns the notification the parsed flags describe, or what is wrong with the
-// command line (rest is what the flags left over; c the common flags).
+// command line (rest is what the flags left over; c the common flags). It reads the secret
+// files last, once the rest of the command line is known to be right.
 func (sf *sendFlags) notification(rest []string, c *common) (client.Notification, string) {
 	n := sf.n
+	if err := sf.secrets.refused(); err != nil {
+		return n, err.Error()
+	}
 	if len(rest) > 0 {
 		return n, "send takes no arguments, only flags"
-	}
-	if err := sf.params.check(); err != nil {
-		return n, err.Error()
 	}
 	if err := c.check(); err != nil {
 		return n, err.Error()
 	}
 	switch {
-	case n.EventID == "" || n.Purpose == "" || n.To == "" || len(sf.params.values) == 0:
-		return n, "--event-id, --purpose, --to and --param are required"
+	case n.EventID == "" || n.Purpose == "":
+		return n, "--event-id and --purpose are required"
 	case (sf.expiresIn == 0) == (sf.expiresAt == ""):
 		return n, "give one of --expires-in and --expires-at"
 	case sf.expiresIn < 0:
@@ -214,7 +187,11 @@ func (sf *sendFlags) notification(rest []string, c *common) (client.Notification
 		}
 		n.ExpiresAt = t
 	}
-	n.Params = sf.params.values
+	to, params, err := sf.secrets.read()
+	if err != nil {
+		return n, err.Error()
+	}
+	n.To, n.Params = to, params
 	return n, ""
 }
 

@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	resetctl send   [flags] --event-id E --to +15555550100 --purpose one_time_code --param code=482913 --expires-in 10m
+//	resetctl send   [flags] --event-id E --purpose one_time_code --to-file to.txt --param-file params.txt --expires-in 10m
 //	resetctl status [flags] KEY
 //	resetctl cancel [flags] KEY
 //
@@ -11,7 +11,12 @@
 // whole call, retries included, default 30s), --region, --sign. Requests are signed with SigV4
 // from the standard AWS credential chain, except to a loopback endpoint (make local checks no
 // signature), which is signed only with --sign. send also takes --key (else the API's derived
-// key), --channel, --locale, --param name=value (repeatable) and --expires-in or --expires-at.
+// key), --channel, --locale and --expires-in or --expires-at.
+//
+// send reads the secrets from files, never from its command line, where ps and the shell
+// history would show them: --to-file holds the E.164 number, --param-file one name=value line
+// per param (blank lines and # comments ignored); "-" is stdin, for one of the two. --to and
+// --param are refused with a usage error that names the new flags.
 //
 // Output is the notification's ID, state and times, as a table or as JSON. Neither the output
 // nor an error ever shows the phone number or a param. Exit status: 0 on success, 1 when the
@@ -35,7 +40,7 @@ const EnvEndpoint = "RESETNOTIFY_ENDPOINT"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
@@ -44,12 +49,13 @@ func main() {
 var errUsage = errors.New("usage")
 
 const usage = `usage:
-  resetctl send   [flags] --event-id E --to +15555550100 --purpose one_time_code --param code=482913 --expires-in 10m
+  resetctl send   [flags] --event-id E --purpose one_time_code --to-file FILE --param-file FILE --expires-in 10m
   resetctl status [flags] KEY
   resetctl cancel [flags] KEY
+send reads the number and the params from files ("-" for stdin), never from the command line.
 Run "resetctl <command> -h" for the flags of a command.`
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return errUsage
@@ -57,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "send":
-		return runSend(ctx, rest, getenv, stdout, stderr)
+		return runSend(ctx, rest, getenv, stdin, stdout, stderr)
 	case "status", "cancel":
 		return runKeyed(ctx, cmd, rest, getenv, stdout, stderr)
 	case "-h", "--help", "help":

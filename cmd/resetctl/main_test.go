@@ -6,8 +6,11 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
@@ -30,15 +33,33 @@ func newAPI(t *testing.T) string {
 // cli runs resetctl with args and env, and returns its exit status, stdout and stderr.
 func cli(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
+	return cliIn(t, env, "", args...)
+}
+
+// cliIn is cli with stdin.
+func cliIn(t *testing.T, env map[string]string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
+	err := run(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &stdout, &stderr)
 	code := exitCode(err, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
-func sendArgs(endpoint string, extra ...string) []string {
-	return append([]string{"send", "--endpoint", endpoint, "--event-id", "E", "--to", phone, "--purpose", "one_time_code",
-		"--param", "code=" + code, "--expires-in", "10m"}, extra...)
+// secretFile writes content to a new file and returns its path.
+func secretFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// sendArgs sends a one_time_code to phone with code, both read from files.
+func sendArgs(t *testing.T, endpoint string, extra ...string) []string {
+	t.Helper()
+	return append([]string{"send", "--endpoint", endpoint, "--event-id", "E", "--purpose", "one_time_code",
+		"--to-file", secretFile(t, phone+"\n"), "--param-file", secretFile(t, "code="+code+"\n"), "--expires-in", "10m"}, extra...)
 }
 
 // assertNoSecret fails when any output holds the number or the code.
@@ -55,7 +76,7 @@ func assertNoSecret(t *testing.T, outputs ...string) {
 
 func TestSendPrintsIDAndState(t *testing.T) {
 	api := newAPI(t)
-	status, out, errOut := cli(t, nil, sendArgs(api)...)
+	status, out, errOut := cli(t, nil, sendArgs(t, api)...)
 	if status != 0 {
 		t.Fatalf("exit %d: %s", status, errOut)
 	}
@@ -70,12 +91,12 @@ func TestSendPrintsIDAndState(t *testing.T) {
 	var first struct {
 		ExpiresAt string `json:"expires_at"`
 	}
-	_, out, _ = cli(t, nil, sendArgs(api, "--key", "again", "--output", "json")...)
+	_, out, _ = cli(t, nil, sendArgs(t, api, "--key", "again", "--output", "json")...)
 	if err := json.Unmarshal([]byte(out), &first); err != nil {
 		t.Fatal(err)
 	}
-	status, out, _ = cli(t, nil, "send", "--endpoint", api, "--key", "again", "--event-id", "E", "--to", phone,
-		"--purpose", "one_time_code", "--param", "code="+code, "--expires-at", first.ExpiresAt, "--output", "json")
+	status, out, _ = cli(t, nil, "send", "--endpoint", api, "--key", "again", "--event-id", "E", "--to-file", secretFile(t, phone),
+		"--purpose", "one_time_code", "--param-file", secretFile(t, "code="+code), "--expires-at", first.ExpiresAt, "--output", "json")
 	var res struct {
 		NotificationID string `json:"notification_id"`
 		State          string `json:"state"`
@@ -92,7 +113,7 @@ func TestSendPrintsIDAndState(t *testing.T) {
 
 func TestStatusAndCancel(t *testing.T) {
 	api := newAPI(t)
-	if status, _, errOut := cli(t, nil, sendArgs(api, "--key", "order-1")...); status != 0 {
+	if status, _, errOut := cli(t, nil, sendArgs(t, api, "--key", "order-1")...); status != 0 {
 		t.Fatalf("send: exit %d: %s", status, errOut)
 	}
 	env := map[string]string{EnvEndpoint: api}
@@ -118,8 +139,8 @@ func TestStatusAndCancel(t *testing.T) {
 // never with the number or the params, in both output forms.
 func TestErrorsShowNoSecret(t *testing.T) {
 	api := newAPI(t)
-	args := []string{"send", "--endpoint", api, "--event-id", "E", "--to", "555-" + code, "--purpose", "one_time_code",
-		"--param", "code=" + code + "!", "--expires-in", "10m"}
+	args := []string{"send", "--endpoint", api, "--event-id", "E", "--to-file", secretFile(t, "555-"+code), "--purpose", "one_time_code",
+		"--param-file", secretFile(t, "code="+code+"!"), "--expires-in", "10m"}
 	for _, output := range []string{"text", "json"} {
 		status, out, errOut := cli(t, nil, append(args, "--output", output)...)
 		if status != 1 || !strings.Contains(errOut, "invalid-request") || !strings.Contains(errOut, "to must be an E.164") {
@@ -127,10 +148,10 @@ func TestErrorsShowNoSecret(t *testing.T) {
 		}
 		assertNoSecret(t, out, errOut)
 	}
-	if status, _, errOut := cli(t, nil, sendArgs(api, "--key", "k1")...); status != 0 {
+	if status, _, errOut := cli(t, nil, sendArgs(t, api, "--key", "k1")...); status != 0 {
 		t.Fatal(errOut)
 	}
-	status, out, errOut := cli(t, nil, append(sendArgs(api, "--key", "k1"), "--param", "extra="+code)...)
+	status, out, errOut := cli(t, nil, sendArgs(t, api, "--key", "k1", "--param-file", secretFile(t, "code="+code+"\nextra="+code))...)
 	if status != 1 || !strings.Contains(errOut, "invalid-request") {
 		t.Errorf("exit %d\n%s%s", status, out, errOut)
 	}
@@ -146,9 +167,9 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, "usage"},
 		{"unknown command", []string{"post"}, "unknown command"},
 		{"no endpoint", []string{"status", "k"}, "--endpoint"},
-		{"no expiry", []string{"send", "--endpoint", "http://127.0.0.1:1", "--event-id", "E", "--to", phone, "--purpose", "one_time_code", "--param", "code=" + code}, "--expires-in"},
-		{"param without value", sendArgs("http://127.0.0.1:1", "--param", code), "wants name=value"},
-		{"a stray argument", sendArgs("http://127.0.0.1:1", phone), "no arguments"},
+		{"no expiry", []string{"send", "--endpoint", "http://127.0.0.1:1", "--event-id", "E", "--purpose", "one_time_code",
+			"--to-file", secretFile(t, phone), "--param-file", secretFile(t, "code="+code)}, "--expires-in"},
+		{"a stray argument", sendArgs(t, "http://127.0.0.1:1", phone), "no arguments"},
 		{"status without key", []string{"status", "--endpoint", "http://127.0.0.1:1"}, "needs a key"},
 		{"bad output", []string{"status", "--endpoint", "http://127.0.0.1:1", "--output", "yaml", "k"}, "--output"},
 	} {
@@ -200,33 +221,134 @@ func TestSignsWithTheCredentialChain(t *testing.T) {
 	}
 }
 
-func TestParamsFlag(t *testing.T) {
+// TestSendHelpSaysWhereSecretsComeFrom checks send's help names the files, their format,
+// stdin and the refusal of --to and --param.
+func TestSendHelpSaysWhereSecretsComeFrom(t *testing.T) {
+	status, out, errOut := cli(t, nil, "send", "-h")
+	if status != 0 {
+		t.Fatalf("exit %d", status)
+	}
+	help := out + errOut
+	for _, want := range []string{"--to-file FILE", "--param-file FILE", "name=value", `"-" as a file name is standard input`,
+		"lines starting with # are", "--to and --param are refused", "ps and the shell history", "-to-file", "-param-file"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("send -h lacks %q:\n%s", want, help)
+		}
+	}
+	if _, out, _ := cli(t, nil, "help"); !strings.Contains(out, "never from the command line") {
+		t.Errorf("resetctl help does not say where send reads secrets:\n%s", out)
+	}
+}
+
+// TestSendReadsSecretsFromStdin sends with the params, then the number, read from stdin.
+func TestSendReadsSecretsFromStdin(t *testing.T) {
+	api := newAPI(t)
 	for _, tc := range []struct {
-		sets    []string
-		want    map[string]string
-		problem bool
+		name, stdin string
+		args        []string
 	}{
-		{[]string{"code=1=2"}, map[string]string{"code": "1=2"}, false},
-		{[]string{"code=1", "link=https://x.example/a"}, map[string]string{"code": "1", "link": "https://x.example/a"}, false},
-		{[]string{"code=1", "code=" + code}, nil, true},
-		{[]string{"=" + code}, nil, true},
-		{[]string{code}, nil, true},
+		{"params", "\ufeff# the code\n\n  code = " + code + "\r\n", []string{"--to-file", secretFile(t, "  "+phone+"\n\n"), "--param-file", "-"}},
+		{"number", phone + "\n", []string{"--to-file", "-", "--param-file", secretFile(t, "code="+code)}},
 	} {
-		p := &params{values: map[string]string{}}
-		for _, s := range tc.sets {
-			if err := p.Set(s); err != nil {
-				t.Errorf("Set(%q) = %v: the flag package would quote the value", s, err)
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"send", "--endpoint", api, "--event-id", "stdin-" + tc.name, "--purpose", "one_time_code",
+				"--expires-in", "10m", "--output", "json"}, tc.args...)
+			status, out, errOut := cliIn(t, nil, tc.stdin, args...)
+			var res struct{ State string }
+			if err := json.Unmarshal([]byte(out), &res); err != nil || status != 0 || res.State != "accepted" {
+				t.Fatalf("exit %d, %v\n%s%s", status, err, out, errOut)
 			}
-		}
-		err := p.check()
-		if (err != nil) != tc.problem {
-			t.Errorf("%v: check = %v, want problem %v", tc.sets, err, tc.problem)
-		}
-		if err != nil && strings.Contains(err.Error(), code) {
-			t.Errorf("check error quotes the value: %v", err)
-		}
-		if !tc.problem && !maps.Equal(p.values, tc.want) {
-			t.Errorf("%v: values = %v", tc.sets, p.values)
+			assertNoSecret(t, out, errOut)
+		})
+	}
+}
+
+// TestSendRefusesSecretsOnTheCommandLine checks --to and --param are refused, in every
+// spelling, with an error naming the new flags, without the value, and before any request.
+func TestSendRefusesSecretsOnTheCommandLine(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusBadRequest) // not retried, should a refusal be missed
+
+	}))
+	t.Cleanup(srv.Close)
+	for _, old := range [][]string{
+		{"--to", phone}, {"-to", phone}, {"--to=" + phone}, {"--param", "code=" + code}, {"--param=code=" + code},
+		{"--to", phone, "--param", "code=" + code},
+	} {
+		t.Run(strings.Join(old, " "), func(t *testing.T) {
+			status, out, errOut := cli(t, nil, sendArgs(t, srv.URL, old...)...)
+			if status != 2 || !strings.Contains(errOut, "--to and --param are refused") ||
+				!strings.Contains(errOut, "--to-file") || !strings.Contains(errOut, "--param-file") {
+				t.Errorf("exit %d, stderr %q; want 2 and the refusal naming --to-file and --param-file", status, errOut)
+			}
+			assertNoSecret(t, out, errOut)
+		})
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("%d requests sent despite the refusal", n)
+	}
+}
+
+// TestSendSecretFileErrors checks each bad secret file is a usage error that says what is
+// wrong without printing what the file holds.
+func TestSendSecretFileErrors(t *testing.T) {
+	const api = "http://127.0.0.1:1"
+	send := func(to, params string) []string {
+		return []string{"send", "--endpoint", api, "--event-id", "E", "--purpose", "one_time_code", "--expires-in", "10m",
+			"--to-file", to, "--param-file", params}
+	}
+	good := func() string { return secretFile(t, phone) }
+	goodParams := func() string { return secretFile(t, "code="+code) }
+	missing := filepath.Join(t.TempDir(), "none")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin string
+		want  string
+	}{
+		{"no --to-file", []string{"send", "--endpoint", api, "--event-id", "E", "--purpose", "one_time_code", "--expires-in", "10m",
+			"--param-file", goodParams()}, "", "--to-file and --param-file are required"},
+		{"no --param-file", []string{"send", "--endpoint", api, "--event-id", "E", "--purpose", "one_time_code", "--expires-in", "10m",
+			"--to-file", good()}, "", "--to-file and --param-file are required"},
+		{"both from stdin", send("-", "-"), phone + "\ncode=" + code, "cannot both read stdin"},
+		{"missing number file", send(missing, goodParams()), "", "--to-file: no such file"},
+		{"missing param file", send(good(), missing), "", "--param-file: no such file"},
+		{"empty number file", send(secretFile(t, " \n"), goodParams()), "", "--to-file must hold one number"},
+		{"two numbers", send(secretFile(t, phone+"\n"+phone), goodParams()), "", "--to-file must hold one number"},
+		{"number file too big", send(secretFile(t, phone+strings.Repeat(" ", maxSecretFile)), goodParams()), "", "--to-file holds more than 64 KiB"},
+		{"param file too big", send(good(), "-"), "code=" + code + strings.Repeat("\n", maxSecretFile), "--param-file holds more than 64 KiB"},
+		{"param line without =", send(good(), secretFile(t, "# c\n"+code)), "", "--param-file line 2: want name=value"},
+		{"param line without a name", send(good(), secretFile(t, "="+code)), "", "--param-file line 1: want name=value"},
+		{"param named twice", send(good(), secretFile(t, "code="+code+"\ncode="+code)), "", "--param-file line 2: names a param"},
+		{"secret named like a param", send(good(), secretFile(t, code+"=1\n"+code+"=2")), "", "--param-file line 2: names a param"},
+		{"no param", send(good(), secretFile(t, "# nothing\n\n")), "", "--param-file holds no name=value line"},
+		{"empty stdin", send(good(), "-"), "", "--param-file holds no name=value line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, out, errOut := cliIn(t, nil, tc.stdin, tc.args...)
+			if status != 2 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", status, errOut, tc.want)
+			}
+			assertNoSecret(t, out, errOut)
+		})
+	}
+}
+
+func TestParseParams(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want map[string]string
+	}{
+		{"code=1=2", map[string]string{"code": "1=2"}},
+		{"code=1\nlink=https://x.example/a?b=c", map[string]string{"code": "1", "link": "https://x.example/a?b=c"}},
+		{"# comment\r\n\r\n  reset_url =  https://x.example/r  \r\n", map[string]string{"reset_url": "https://x.example/r"}},
+		{"code=", map[string]string{"code": ""}},
+	} {
+		got, err := parseParams([]byte(tc.in))
+		if err != nil || !maps.Equal(got, tc.want) {
+			t.Errorf("parseParams(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
 	}
 }

@@ -90,6 +90,13 @@ func badInputs(now time.Time) []badCase {
 		})), bad, invalid, "params.code"},
 		{"http reset_url", post(b(params(map[string]any{"reset_url": "http://shop.example/reset/tok-SECRET-71c3"}))), bad, invalid, "params.reset_url"},
 		{"relative reset_url", post(b(params(map[string]any{"reset_url": "/reset/tok-SECRET-71c3"}))), bad, invalid, "params.reset_url"},
+		{"reset_url with userinfo", post(b(params(map[string]any{"reset_url": "https://shop.example@evil.example/reset/tok-SECRET-71c3"}))), bad, invalid, "params.reset_url"},
+		{"reset_url on an IP", post(b(params(map[string]any{"reset_url": "https://192.0.2.7/reset/tok-SECRET-71c3"}))), bad, invalid, "params.reset_url"},
+		{"reset_url with a bidi override", post(b(params(map[string]any{"reset_url": "https://shop.example/reset/tok-SECRET-\u202e3c17"}))), bad, invalid, "params.reset_url"},
+		{"link with a fragment", post(b(func(m map[string]any) {
+			m["purpose"] = "magic_link"
+			m["params"] = map[string]any{"link": "https://shop.example/m#tok-SECRET-71c3"}
+		})), bad, invalid, "params.link"},
 		{"bad locale", post(b(set("locale", "english"))), bad, invalid, "locale"},
 		{"body over 8 KiB", post(padTo(b(nil), httpapi.MaxBodyBytes+1)), http.StatusRequestEntityTooLarge, httpapi.ProblemPayloadTooLarge, ""},
 		{"wrong content type", post(b(nil), "content-type", "text/plain"), http.StatusUnsupportedMediaType, httpapi.ProblemUnsupportedMediaType, ""},

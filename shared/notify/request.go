@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -52,7 +51,29 @@ var (
 	codePattern   = regexp.MustCompile(`^[A-Za-z0-9]{4,12}$`)
 	// fieldNamePattern admits names that can be echoed in an error: no digits first, no "+".
 	fieldNamePattern = regexp.MustCompile(`^[a-z_][a-z_.]{0,63}$`)
+	urlPattern       = regexp.MustCompile(URLPattern)
 )
+
+// URLPattern is the only form a reset_url or link may take, besides being at most MaxURLLen
+// characters long: "https://" in lower case; a DNS host name of two or more labels of ASCII
+// letters, digits and hyphens (1 to 63 characters, no hyphen first or last), the last label
+// starting with a letter, so that no IPv4 literal passes (nor an IPv6 one, whose brackets no
+// label admits); no userinfo ("@" before the host), no port (not even :443), no fragment; then
+// an optional path and an optional query of the characters RFC 3986 leaves unescaped there
+// and %-escapes of two hex digits. Every other character, such as a space, a control
+// character, a backslash or anything not ASCII (bidi controls included), is refused wherever
+// it stands. openapi.yaml's HTTPSURL schema has the same pattern, and the root openapi tests
+// hold the two to the same verdicts, case by case.
+const URLPattern = `^https://` +
+	`([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?` +
+	`(/([A-Za-z0-9._~!$&'()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?` +
+	`(\?([A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$`
+
+// ValidURL reports whether s may be a reset_url or a link: at most MaxURLLen characters
+// that match URLPattern.
+func ValidURL(s string) bool {
+	return len(s) <= MaxURLLen && urlPattern.MatchString(s)
+}
 
 // Request is a validated notification request. To and Params are secrets.
 type Request struct {
@@ -316,8 +337,9 @@ func (v *validator) params(purpose string, allowed []string, in map[string]strin
 				v.add("params."+name, "must be 4 to 12 letters or digits")
 			}
 		case ParamResetURL, ParamLink:
-			if u, err := url.Parse(val); err != nil || u.Scheme != "https" || u.Host == "" || len(val) > MaxURLLen {
-				v.add("params."+name, fmt.Sprintf("must be an https URL of at most %d characters", MaxURLLen))
+			if !ValidURL(val) {
+				v.add("params."+name, fmt.Sprintf("must be an https URL of at most %d characters on a DNS host name, "+
+					"without user, port or fragment, in printable ASCII", MaxURLLen))
 			}
 		}
 	}

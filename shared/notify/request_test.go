@@ -3,6 +3,8 @@ package notify_test
 import (
 	"bytes"
 	"errors"
+	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +194,37 @@ func TestPolicyValidate(t *testing.T) {
 	if got := notify.DefaultPolicy().Deadline(t0); !got.Equal(t0.Add(-60 * time.Second)) {
 		t.Errorf("Deadline = %s", got)
 	}
+}
+
+// FuzzValidURL checks that whatever ValidURL admits, net/url reads as the rule promises: an
+// https URL on a DNS host name (no IP literal) without userinfo, port or fragment, in
+// printable ASCII. The table of cases, held against openapi.yaml, is in the root
+// openapi_url_test.go; `go test -fuzz FuzzValidURL ./shared/notify` searches further.
+func FuzzValidURL(f *testing.F) {
+	for _, s := range []string{
+		"https://bank.example/reset?t=abc", "https://bank.example", "https://a.b?x=%41", "https://bank.example@evil.example/",
+		"https://192.0.2.1/", "https://[::1]/", "https://bank.example:443/", "https://bank.example/#x", "https://b\u202Eank.example/",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !notify.ValidURL(s) {
+			return
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatalf("ValidURL(%q) but net/url: %v", s, err)
+		}
+		if u.Scheme != "https" || u.Opaque != "" || u.User != nil || u.Port() != "" || u.Fragment != "" || u.Host != u.Hostname() {
+			t.Fatalf("ValidURL(%q) but net/url reads scheme %q, user %v, host %q, fragment %q", s, u.Scheme, u.User, u.Host, u.Fragment)
+		}
+		if !strings.Contains(u.Host, ".") || net.ParseIP(u.Host) != nil || strings.HasSuffix(u.Host, ".") {
+			t.Fatalf("ValidURL(%q) but its host %q is no DNS host name", s, u.Host)
+		}
+		for _, r := range s {
+			if r <= ' ' || r >= 0x7f {
+				t.Fatalf("ValidURL(%q) admits %U", s, r)
+			}
+		}
+	})
 }

@@ -280,11 +280,15 @@ func TestReplayRefusesBatchesNotOfTheStream(t *testing.T) {
 	good := *mustFailure(t, env)
 	before := len(env.ScanAudit(t))
 	cases := map[string]func(b *audit.StreamBatchInfo){
-		"unknown shard":      func(b *audit.StreamBatchInfo) { b.ShardID = "shardId-00000001700000000000-deadbeef" },
-		"no shard":           func(b *audit.StreamBatchInfo) { b.ShardID = "" },
-		"another table":      func(b *audit.StreamBatchInfo) { b.StreamARN = strings.Replace(b.StreamARN, env.Names.Notifications, "other", 1) },
-		"not an arn":         func(b *audit.StreamBatchInfo) { b.StreamARN = "stream" },
-		"end before start":   func(b *audit.StreamBatchInfo) { b.StartSequenceNumber, b.EndSequenceNumber = b.EndSequenceNumber, b.StartSequenceNumber },
+		"unknown shard": func(b *audit.StreamBatchInfo) { b.ShardID = "shardId-00000001700000000000-deadbeef" },
+		"no shard":      func(b *audit.StreamBatchInfo) { b.ShardID = "" },
+		"another table": func(b *audit.StreamBatchInfo) {
+			b.StreamARN = strings.Replace(b.StreamARN, env.Names.Notifications, "other", 1)
+		},
+		"not an arn": func(b *audit.StreamBatchInfo) { b.StreamARN = "stream" },
+		"end before start": func(b *audit.StreamBatchInfo) {
+			b.StartSequenceNumber, b.EndSequenceNumber = b.EndSequenceNumber, b.StartSequenceNumber
+		},
 		"not a number":       func(b *audit.StreamBatchInfo) { b.StartSequenceNumber = "1e9" },
 		"before the shard":   func(b *audit.StreamBatchInfo) { b.StartSequenceNumber = "1" },
 		"empty sequence nos": func(b *audit.StreamBatchInfo) { b.StartSequenceNumber, b.EndSequenceNumber = "", "" },

@@ -125,9 +125,14 @@
 // # Replay and gaps
 //
 // Replayer re-reads a stream batch that the audit function gave up on (its FailureRecord)
-// and writes the missing entries, marked replayed. When the stream no longer holds the
+// and writes the missing entries, marked replayed. It trusts nothing the record says: the
+// stream must be the notifications table's, the shard one the stream lists (DescribeStream),
+// the sequence range inside it; anything else is ErrNotOurBatch, an error that leaves the
+// message to the queue's redrive, never "records gone". When the stream no longer holds the
 // records it writes a gap entry (to_state "gap", reconstructed, seq "<key>#<version>#gap",
 // standing for versions gap_from to version) per notification whose chain lacks versions,
-// from the notification's current record. Verify accepts a prev_missing link to a
-// predecessor written later by a replay or as a gap entry, and KnownGaps lists gap entries.
+// from the notification's current record. It finds those notifications by a keys-only Scan
+// of the records changed since the batch arrived, never earlier than MaxBatchAge ago. Verify
+// accepts a prev_missing link to a predecessor written later by a replay or as a gap entry,
+// and KnownGaps lists gap entries.
 package audit

@@ -170,10 +170,11 @@ func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
 func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, error) {
 	latest := now.Add(-d.Grace).Truncate(d.Period).Add(-d.Period)
 	today := now.Truncate(24 * time.Hour)
-	for e, err := range WrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period)) {
-		if err != nil {
-			return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
-		}
+	e, found, err := earliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
+	}
+	if found {
 		return minTime(e.WrittenAt.Truncate(d.Period), latest), nil
 	}
 	return latest, nil

@@ -117,6 +117,46 @@ func writtenIn(ctx context.Context, db QueryAPI, table string, start, end time.T
 	}
 }
 
+// earliestWrittenIn returns the entry written first in [start, end): the first of each shard
+// (one item a query), day by day, stopping at the first day that has any.
+func earliestWrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) (Entry, bool, error) {
+	last := end.Add(-time.Nanosecond)
+	for _, day := range Days(start, end) {
+		var first Entry
+		found := false
+		for _, shard := range shardKeys(day) {
+			expr, err := expression.NewBuilder().WithKeyCondition(
+				expression.Key(tables.AuditWriteShard).Equal(expression.Value(shard)).And(
+					expression.Key(tables.AuditWrittenAt).Between(
+						expression.Value(tables.FormatTime(start)), expression.Value(tables.FormatTime(last))))).Build()
+			if err != nil {
+				return Entry{}, false, fmt.Errorf("earliest written in %s: %w", shard, err)
+			}
+			out, err := db.Query(ctx, &dynamodb.QueryInput{
+				TableName: aws.String(table), IndexName: aws.String(tables.IndexByWriteShard), Limit: aws.Int32(1),
+				KeyConditionExpression: expr.KeyCondition(), ExpressionAttributeNames: expr.Names(),
+				ExpressionAttributeValues: expr.Values(),
+			})
+			if err != nil {
+				return Entry{}, false, fmt.Errorf("earliest written in %s: %w", shard, err)
+			}
+			for _, item := range out.Items {
+				e, err := FromItem(item)
+				if err != nil {
+					return Entry{}, false, fmt.Errorf("earliest written in %s: %w", shard, err)
+				}
+				if !found || e.WrittenAt.Before(first.WrittenAt) {
+					first, found = e, true
+				}
+			}
+		}
+		if found {
+			return first, true, nil
+		}
+	}
+	return Entry{}, false, nil
+}
+
 // Days returns the UTC dates (DayLayout) that [from, to) touches, in order.
 func Days(from, to time.Time) []string {
 	from, to = from.UTC(), to.UTC()

@@ -19,8 +19,12 @@
 // duplicates of one request put on the queue (dispatch_messages_per_64_duplicates, goal at
 // most 2). The guard benchmark (guard.go) prices the abuse guard in DynamoDB write units, from
 // ReturnConsumedCapacity: write_units_per_admission (the notification record and its indexes)
-// apart from guard_write_units_per_admission (the guard's counters). -mode admission, dispatch,
-// replay or guard runs one of them.
+// apart from guard_write_units_per_admission (the guard's counters). The audit burst benchmark
+// (auditburst.go) writes the 4 audit entries of each of -audit-n delivered notifications at
+// once and prints the share of the audit index's writes its hottest partition key value took
+// and the notification rate at which that value reaches a partition's 1,000 write units a
+// second (audit_max_notifications_per_s). -mode admission, dispatch, replay, guard or audit
+// runs one of them.
 //
 // It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
@@ -56,6 +60,7 @@ type benchFlags struct {
 	ops, workers                   int
 	happy, fault, pollers, replays int
 	guarded, floorN, floorBatches  int
+	auditN                         int
 	templatePath, jsonPath         string
 	costN, coldRuns                int
 }
@@ -77,7 +82,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 func parseFlags(args []string) (benchFlags, error) {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, floor, cost or coldstart")
+	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, audit, floor, cost or coldstart")
 	fs.IntVar(&f.ops, "ops", 2000, "admission: operations per measured phase")
 	fs.IntVar(&f.workers, "concurrency", 8, "admission: concurrent callers")
 	fs.IntVar(&f.happy, "dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -85,6 +90,7 @@ func parseFlags(args []string) (benchFlags, error) {
 	fs.IntVar(&f.pollers, "pollers", 4, "dispatch: concurrent receivers on the dispatch queue")
 	fs.IntVar(&f.replays, "replays", 200, "replay: sequential replays measured")
 	fs.IntVar(&f.guarded, "guard-n", 200, "guard: destinations admitted twice each with the abuse guard on")
+	fs.IntVar(&f.auditN, "audit-n", 2000, "audit: delivered notifications whose 4 audit entries are written in one burst")
 	fs.IntVar(&f.floorN, "floor-n", 2000, "floor: notifications dispatched per phase (ours and raw)")
 	fs.IntVar(&f.floorBatches, "floor-batches", 2, "floor: batches handled at once")
 	fs.StringVar(&f.templatePath, "template", "template.yaml", "cost: the SAM template (memory size, architecture)")
@@ -111,8 +117,8 @@ func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
 		// Builds and starts the bootstraps; needs no emulator.
 		return coldStartBench(ctx, f.coldRuns, out)
 	}
-	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "guard"}, f.runs) {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, floor, cost or coldstart", f.mode)
+	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "guard", "audit"}, f.runs) {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, audit, floor, cost or coldstart", f.mode)
 	}
 	endpoint, err := endpointFromEnv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if err != nil {
@@ -149,6 +155,11 @@ func runDynamoDBModes(ctx context.Context, f benchFlags, endpoint string, out io
 	}
 	if f.runs("guard") {
 		if err := guardBench(ctx, endpoint, f.guarded, out); err != nil {
+			return err
+		}
+	}
+	if f.runs("audit") {
+		if err := auditBurst(ctx, endpoint, f.auditN, out); err != nil {
 			return err
 		}
 	}

@@ -38,7 +38,7 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 		stream     bool
 	}{
 		{names.Notifications, tables.TTLAttribute, []string{tables.IndexDue, tables.IndexByNotification}, true},
-		{names.Audit, tables.AuditTTLAttribute, []string{tables.IndexByDay, tables.IndexByWriteDay}, false},
+		{names.Audit, tables.AuditTTLAttribute, []string{tables.IndexByWriteShard}, false},
 		{names.Receipts, tables.ReceiptsTTLAttribute, nil, false},
 		{names.Guard, tables.GuardTTLAttribute, nil, false},
 	}

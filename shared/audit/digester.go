@@ -21,7 +21,7 @@ import (
 )
 
 // DigestAPI is the part of the DynamoDB API the digest step uses: Query (the digests and the
-// by_write_day index), GetItem and PutItem, the latter always conditioned on
+// by_write_shard index), GetItem and PutItem, the latter always conditioned on
 // attribute_not_exists(seq).
 type DigestAPI interface {
 	QueryAPI
@@ -45,7 +45,7 @@ type Digester struct {
 	Period time.Duration
 	// Grace is how long after a period's end the step waits before closing it: longer than
 	// the audit writer can take between stamping written_at and its put completing (the audit
-	// function's timeout), plus the by_write_day index's propagation.
+	// function's timeout), plus the by_write_shard index's propagation.
 	Grace time.Duration
 	// Retention is the entries' retention: a digest is kept at least until the last entry it
 	// covers expires, and at least Retention after its period ends.
@@ -170,10 +170,11 @@ func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
 func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, error) {
 	latest := now.Add(-d.Grace).Truncate(d.Period).Add(-d.Period)
 	today := now.Truncate(24 * time.Hour)
-	for e, err := range WrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period)) {
-		if err != nil {
-			return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
-		}
+	e, found, err := earliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
+	}
+	if found {
 		return minTime(e.WrittenAt.Truncate(d.Period), latest), nil
 	}
 	return latest, nil
@@ -241,32 +242,16 @@ func Digests(ctx context.Context, db QueryAPI, table string, from, to time.Time,
 	}
 }
 
-// WrittenIn yields the entries whose written_at lies in [start, end), from the by_write_day
-// index: each with its keys, written_at, hash, notification ID and retain_until only.
+// WrittenIn yields the entries whose written_at lies in [start, end), from every shard of the
+// by_write_shard index, in no particular order.
 func WrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) iter.Seq2[Entry, error] {
-	r := &Reader{DB: db, Table: table}
 	return func(yield func(Entry, error) bool) {
-		last := end.Add(-time.Nanosecond)
-		for _, day := range Days(start, end) {
-			expr, err := expression.NewBuilder().WithKeyCondition(
-				expression.Key(tables.AuditWriteDay).Equal(expression.Value(day)).And(
-					expression.Key(tables.AuditWrittenAt).Between(
-						expression.Value(tables.FormatTime(start)), expression.Value(tables.FormatTime(last))))).Build()
+		for e, err := range writtenIn(ctx, db, table, start, end, nil) {
 			if err != nil {
-				yield(Entry{}, fmt.Errorf("audit.written in %s: %w", day, err))
-				return
+				err = fmt.Errorf("audit.written in: %w", err)
 			}
-			for e, err := range r.query(ctx, &dynamodb.QueryInput{
-				TableName: aws.String(table), IndexName: aws.String(tables.IndexByWriteDay),
-				KeyConditionExpression: expr.KeyCondition(), ExpressionAttributeNames: expr.Names(),
-				ExpressionAttributeValues: expr.Values(),
-			}) {
-				if err != nil {
-					err = fmt.Errorf("audit.written in %s: %w", day, err)
-				}
-				if !yield(e, err) || err != nil {
-					return
-				}
+			if !yield(e, err) || err != nil {
+				return
 			}
 		}
 	}

@@ -34,8 +34,31 @@
 // only when a key is admitted again after its earlier record was purged and the plain seq
 // already holds an entry of the earlier notification; the writer then stores the new
 // notification's entry under the longer seq rather than dropping it. day is the UTC date of
-// at (YYYY-MM-DD) and, with at, keys the by_day index. retain_until is at plus the retention
-// period (AUDIT_RETENTION_DAYS, default 400 days) in epoch seconds: the audit table's TTL.
+// at (YYYY-MM-DD). retain_until is at plus the retention period (AUDIT_RETENTION_DAYS, default
+// 400 days) in epoch seconds: the audit table's TTL.
+//
+// # Index
+//
+// The audit table has one index, by_write_shard: partition key write_shard =
+// "<write_day>#<n>", sort key written_at, every attribute projected. n is the entry's shard,
+// the first four bytes of SHA-256(event_id, 0, seq) modulo WriteShards (16), so one day's
+// entries spread over 16 partition key values and no value takes more than about a
+// sixteenth of the writes (a key value takes 1,000 write units a second; a key of the day
+// alone took every write of the day). write_shard is an index attribute, not a field: it is
+// derived from the keys and write_day, is not in the canonical encoding below, and FromItem
+// skips it; entries stored before it existed keep their hashes, but are in no index.
+//
+// Both kinds of time-range read use this index. The entries written in [start, end)
+// (WrittenIn: the digests, verify) are a key-condition query of each shard of each write day.
+// The entries whose at is in [from, to) (Reader.Range: export, margin) are read from the
+// write days an entry of the range can have been written in — from ClockSkew (a minute) before
+// from to MaxLateness (25 hours) after to, since the audit function gives up on stream
+// records a day old and the replay reads only what the stream holds (a day); a gap entry's at
+// is when it is written — and filtered on at. A second index on at would cost every entry
+// another write unit; this costs a range read the entries written in the 25 hours after it
+// (eventually consistent read units, each a fraction of a write unit's price), on reads that
+// auditors make, not on the write path. An entry written more than MaxLateness after its at is still covered by the
+// digest of its written_at and found by Timeline, but Range misses it.
 //
 // # Hash chain
 //
@@ -84,7 +107,7 @@
 // # Digests
 //
 // The writer stamps written_at (and write_day) from its own clock just before each put; the
-// by_write_day index lists the entries written in a period. The digest step (Digester) closes
+// by_write_shard index lists the entries written in a period. The digest step (Digester) closes
 // each period [start, end) — periods start at multiples of their length, in UTC — once it
 // ended a grace ago, with one Digest item under event_id DigestEventID ("#digest") and seq =
 // start, written with attribute_not_exists(seq). The digest names every entry written in the
@@ -102,9 +125,14 @@
 // # Replay and gaps
 //
 // Replayer re-reads a stream batch that the audit function gave up on (its FailureRecord)
-// and writes the missing entries, marked replayed. When the stream no longer holds the
+// and writes the missing entries, marked replayed. It trusts nothing the record says: the
+// stream must be the notifications table's, the shard one the stream lists (DescribeStream),
+// the sequence range inside it; anything else is ErrNotOurBatch, an error that leaves the
+// message to the queue's redrive, never "records gone". When the stream no longer holds the
 // records it writes a gap entry (to_state "gap", reconstructed, seq "<key>#<version>#gap",
 // standing for versions gap_from to version) per notification whose chain lacks versions,
-// from the notification's current record. Verify accepts a prev_missing link to a
-// predecessor written later by a replay or as a gap entry, and KnownGaps lists gap entries.
+// from the notification's current record. It finds those notifications by a keys-only Scan
+// of the records changed since the batch arrived, never earlier than MaxBatchAge ago. Verify
+// accepts a prev_missing link to a predecessor written later by a replay or as a gap entry,
+// and KnownGaps lists gap entries.
 package audit

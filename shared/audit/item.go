@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
 // fieldByName indexes fields by attribute name.
@@ -17,7 +19,13 @@ var fieldByName = func() map[string]field {
 	return m
 }()
 
-// Item returns e as a DynamoDB item: every allow-listed field, empty optional ones omitted.
+// indexAttributes are the attributes an entry's item carries for the audit table's index only:
+// derived from the entry's fields, not fields themselves, so neither part of the hash nor of
+// an export. FromItem skips them.
+var indexAttributes = map[string]bool{tables.AuditWriteShard: true}
+
+// Item returns e as a DynamoDB item: every allow-listed field, empty optional ones omitted,
+// and, when e has a write day, its by_write_shard key (write_shard).
 func Item(e Entry) map[string]ddbtypes.AttributeValue {
 	item := make(map[string]ddbtypes.AttributeValue, len(fields))
 	for _, f := range fields {
@@ -37,17 +45,24 @@ func Item(e Entry) map[string]ddbtypes.AttributeValue {
 			}
 		}
 	}
+	if e.WriteDay != "" {
+		item[tables.AuditWriteShard] = &ddbtypes.AttributeValueMemberS{Value: writeShard(e)}
+	}
 	return item
 }
 
 // FromItem returns the entry stored as item. Attributes outside the allow-list are named in
-// Entry.Unexpected and otherwise ignored; their values are never read. An allow-listed
+// Entry.Unexpected and otherwise ignored; their values are never read. The index attribute
+// write_shard is skipped. An allow-listed
 // attribute of the wrong type is an error that names the attribute, not its value.
 func FromItem(item map[string]ddbtypes.AttributeValue) (Entry, error) {
 	var e Entry
 	var errs []error
 	for name, av := range item {
 		f, ok := fieldByName[name]
+		if !ok && indexAttributes[name] {
+			continue
+		}
 		if !ok {
 			e.Unexpected = append(e.Unexpected, name)
 			continue

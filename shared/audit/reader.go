@@ -52,44 +52,109 @@ func (r *Reader) Timeline(ctx context.Context, eventID string) ([]Entry, error) 
 	return Sorted(out), nil
 }
 
-// Range yields the entries whose at is in [from, to), day by day from the by_day index, each
-// day in at order, one page at a time: nothing is held in memory beyond a page. The index is
-// eventually consistent, so an entry written a moment ago may be missing.
+// Range yields the entries whose at is in [from, to), one page at a time (nothing is held in
+// memory beyond a page), in no particular order. It reads the by_write_shard index: every
+// shard of every write day that an entry of the range can have been written in, from
+// ClockSkew before from to MaxLateness after to, keeping the entries whose at is in the
+// range. So late entries (written by a replay, or long after their transition) are found with
+// the rest; the price is reading the entries written in the MaxLateness after the range too
+// (see the package documentation). The index is eventually consistent, so an entry written a
+// moment ago may be missing.
 func (r *Reader) Range(ctx context.Context, from, to time.Time) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		from, to := from.UTC(), to.UTC()
+		from, to = from.UTC(), to.UTC()
 		if !from.Before(to) {
 			yield(Entry{}, fmt.Errorf("audit.range: from %s is not before to %s", tables.FormatTime(from), tables.FormatTime(to)))
 			return
 		}
-		last := to.Add(-time.Nanosecond)
-		for _, day := range Days(from, to) {
-			expr, err := expression.NewBuilder().WithKeyCondition(
-				expression.Key(tables.AuditDay).Equal(expression.Value(day)).And(
-					expression.Key(tables.AuditAt).Between(
-						expression.Value(tables.FormatTime(from)), expression.Value(tables.FormatTime(last))))).Build()
+		filter := expression.Name(tables.AuditAt).Between(
+			expression.Value(tables.FormatTime(from)), expression.Value(tables.FormatTime(to.Add(-time.Nanosecond))))
+		for e, err := range writtenIn(ctx, r.DB, r.Table, from.Add(-ClockSkew), to.Add(MaxLateness), &filter) {
 			if err != nil {
-				yield(Entry{}, fmt.Errorf("audit.range %s: %w", day, err))
+				err = fmt.Errorf("audit.range: %w", err)
+			}
+			if !yield(e, err) || err != nil {
 				return
 			}
-			in := &dynamodb.QueryInput{
-				TableName:                 aws.String(r.Table),
-				IndexName:                 aws.String(tables.IndexByDay),
-				KeyConditionExpression:    expr.KeyCondition(),
-				ExpressionAttributeNames:  expr.Names(),
-				ExpressionAttributeValues: expr.Values(),
-			}
-			for e, err := range r.query(ctx, in) {
+		}
+	}
+}
+
+// writtenIn yields the entries whose written_at lies in [start, end), and that filter keeps
+// when it is not nil, from every shard of every write day of the span, shard by shard.
+func writtenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time, filter *expression.ConditionBuilder) iter.Seq2[Entry, error] {
+	r := &Reader{DB: db, Table: table}
+	return func(yield func(Entry, error) bool) {
+		last := end.Add(-time.Nanosecond)
+		for _, day := range Days(start, end) {
+			for _, shard := range shardKeys(day) {
+				b := expression.NewBuilder().WithKeyCondition(
+					expression.Key(tables.AuditWriteShard).Equal(expression.Value(shard)).And(
+						expression.Key(tables.AuditWrittenAt).Between(
+							expression.Value(tables.FormatTime(start)), expression.Value(tables.FormatTime(last)))))
+				if filter != nil {
+					b = b.WithFilter(*filter)
+				}
+				expr, err := b.Build()
 				if err != nil {
-					yield(Entry{}, fmt.Errorf("audit.range %s: %w", day, err))
+					yield(Entry{}, fmt.Errorf("written in %s: %w", shard, err))
 					return
 				}
-				if !yield(e, nil) {
-					return
+				for e, err := range r.query(ctx, &dynamodb.QueryInput{
+					TableName: aws.String(table), IndexName: aws.String(tables.IndexByWriteShard),
+					KeyConditionExpression: expr.KeyCondition(), FilterExpression: expr.Filter(),
+					ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+				}) {
+					if err != nil {
+						err = fmt.Errorf("written in %s: %w", shard, err)
+					}
+					if !yield(e, err) || err != nil {
+						return
+					}
 				}
 			}
 		}
 	}
+}
+
+// earliestWrittenIn returns the entry written first in [start, end): the first of each shard
+// (one item a query), day by day, stopping at the first day that has any.
+func earliestWrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) (Entry, bool, error) {
+	last := end.Add(-time.Nanosecond)
+	for _, day := range Days(start, end) {
+		var first Entry
+		found := false
+		for _, shard := range shardKeys(day) {
+			expr, err := expression.NewBuilder().WithKeyCondition(
+				expression.Key(tables.AuditWriteShard).Equal(expression.Value(shard)).And(
+					expression.Key(tables.AuditWrittenAt).Between(
+						expression.Value(tables.FormatTime(start)), expression.Value(tables.FormatTime(last))))).Build()
+			if err != nil {
+				return Entry{}, false, fmt.Errorf("earliest written in %s: %w", shard, err)
+			}
+			out, err := db.Query(ctx, &dynamodb.QueryInput{
+				TableName: aws.String(table), IndexName: aws.String(tables.IndexByWriteShard), Limit: aws.Int32(1),
+				KeyConditionExpression: expr.KeyCondition(), ExpressionAttributeNames: expr.Names(),
+				ExpressionAttributeValues: expr.Values(),
+			})
+			if err != nil {
+				return Entry{}, false, fmt.Errorf("earliest written in %s: %w", shard, err)
+			}
+			for _, item := range out.Items {
+				e, err := FromItem(item)
+				if err != nil {
+					return Entry{}, false, fmt.Errorf("earliest written in %s: %w", shard, err)
+				}
+				if !found || e.WrittenAt.Before(first.WrittenAt) {
+					first, found = e, true
+				}
+			}
+		}
+		if found {
+			return first, true, nil
+		}
+	}
+	return Entry{}, false, nil
 }
 
 // Days returns the UTC dates (DayLayout) that [from, to) touches, in order.

@@ -65,8 +65,10 @@ func NewFailureRecord(shard, streamARN string, batch []events.DynamoDBEventRecor
 	return fr
 }
 
-// StreamsAPI is the part of the DynamoDB Streams API that the replay reads with.
+// StreamsAPI is the part of the DynamoDB Streams API that the replay reads with: DescribeStream
+// to check that a failure record names a shard the stream has, then the records.
 type StreamsAPI interface {
+	DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
 	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
 	GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
 }
@@ -143,9 +145,13 @@ func (r *Replayer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 		}
 		res, err := r.Replay(ctx, *fr.BatchInfo)
 		if err != nil {
-			r.log().ErrorContext(ctx, "audit replay failed", "message_id", m.MessageId, "shard", fr.BatchInfo.ShardID, "error", err)
+			outcome := "failed"
+			if errors.Is(err, ErrNotOurBatch) {
+				outcome = "invalid"
+			}
+			r.log().ErrorContext(ctx, "audit replay failed", "message_id", m.MessageId, "outcome", outcome, "error", err)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-			r.Metrics.Emit(map[string]string{"Outcome": "failed"}, obs.Metric{Name: "AuditReplays", Unit: obs.UnitCount, Value: 1})
+			r.Metrics.Emit(map[string]string{"Outcome": outcome}, obs.Metric{Name: "AuditReplays", Unit: obs.UnitCount, Value: 1})
 			continue
 		}
 		outcome := "replayed"
@@ -161,9 +167,14 @@ func (r *Replayer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 }
 
 // Replay re-reads the batch's records and writes what is missing, or gap entries when the
-// stream no longer holds them.
+// stream no longer holds them. It trusts nothing in b: a batch that is not one of the
+// notifications stream's (see checkBatch) is an error wrapping ErrNotOurBatch, which leaves
+// the message to its queue's redrive (the replay DLQ), never a gap.
 func (r *Replayer) Replay(ctx context.Context, b StreamBatchInfo) (ReplayResult, error) {
 	var res ReplayResult
+	if err := r.checkBatch(ctx, b); err != nil {
+		return res, fmt.Errorf("audit.replay: %w", err)
+	}
 	actor := Actor{Function: r.Function, Version: r.FunctionVersion}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		actor.RequestID = lc.AwsRequestID
@@ -287,13 +298,18 @@ func (r *Replayer) replayOne(ctx context.Context, rec events.DynamoDBEventRecord
 }
 
 // touchedSince returns the keys of the notifications whose last transition is at or after
-// since: every notification a batch that arrived then can have touched.
+// since: every notification a batch that arrived then can have touched. A keys-only Scan of
+// the notifications table, filtered on updated_at: it reads the table (which TTL keeps to the
+// records of the last days) and keeps the recent keys.
+// since is never earlier than MaxBatchAge ago: a batch of a shard the stream still lists is
+// no older than that, so a failure record claiming an older arrival (or none) cannot make the
+// scan reach further back.
 func (r *Replayer) touchedSince(ctx context.Context, since time.Time) ([]string, error) {
-	b := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(tables.AttrIdempotencyKey)))
-	if !since.IsZero() {
-		b = b.WithFilter(expression.Name(tables.AttrUpdatedAt).GreaterThanEqual(expression.Value(tables.FormatTime(since))))
-	}
-	expr, err := b.Build()
+	since = maxTime(since, r.now().Add(-MaxBatchAge))
+	expr, err := expression.NewBuilder().
+		WithProjection(expression.NamesList(expression.Name(tables.AttrIdempotencyKey))).
+		WithFilter(expression.Name(tables.AttrUpdatedAt).GreaterThanEqual(expression.Value(tables.FormatTime(since)))).
+		Build()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
@@ -408,12 +424,13 @@ func (r *Replayer) log() *slog.Logger {
 	return r.Log
 }
 
-// recordsGone reports whether err says the stream no longer holds the records: trimmed
-// after 24 hours, or the shard or stream itself is gone.
+// recordsGone reports whether err says the stream no longer holds the records: trimmed after
+// 24 hours. A shard or stream that is not found is not "gone" but an error: checkBatch found
+// the shard a moment before, so the batch is retried (and, if it never succeeds, left in the
+// replay DLQ) rather than taken for lost.
 func recordsGone(err error) bool {
 	var trimmed *streamtypes.TrimmedDataAccessException
-	var notFound *streamtypes.ResourceNotFoundException
-	return errors.As(err, &trimmed) || errors.As(err, &notFound)
+	return errors.As(err, &trimmed)
 }
 
 // seqLess compares two stream sequence numbers: decimal strings of up to 40 digits.

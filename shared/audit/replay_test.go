@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -255,4 +256,99 @@ func mustFailure(t *testing.T, env *audittest.Env) *audit.StreamBatchInfo {
 	}
 	t.Fatal("no shard holds the records")
 	return nil
+}
+
+// countingScan counts the scans of the notifications table and keeps the last one's input.
+type countingScan struct {
+	audit.ScanAPI
+	n    int
+	last *dynamodb.ScanInput
+}
+
+func (c *countingScan) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	c.n++
+	c.last = in
+	return c.ScanAPI.Scan(ctx, in, opts...)
+}
+
+// TestReplayRefusesBatchesNotOfTheStream sends the replay failure records that the stream
+// cannot have produced, over a stream whose records are trimmed (so that a replay taking
+// them at their word would write gap entries): each is an error that the queue's redrive
+// takes to the DLQ; nothing is scanned or written.
+func TestReplayRefusesBatchesNotOfTheStream(t *testing.T) {
+	env, _, _ := lostBatch(t)
+	good := *mustFailure(t, env)
+	before := len(env.ScanAudit(t))
+	cases := map[string]func(b *audit.StreamBatchInfo){
+		"unknown shard": func(b *audit.StreamBatchInfo) { b.ShardID = "shardId-00000001700000000000-deadbeef" },
+		"no shard":      func(b *audit.StreamBatchInfo) { b.ShardID = "" },
+		"another table": func(b *audit.StreamBatchInfo) {
+			b.StreamARN = strings.Replace(b.StreamARN, env.Names.Notifications, "other", 1)
+		},
+		"not an arn": func(b *audit.StreamBatchInfo) { b.StreamARN = "stream" },
+		"end before start": func(b *audit.StreamBatchInfo) {
+			b.StartSequenceNumber, b.EndSequenceNumber = b.EndSequenceNumber, b.StartSequenceNumber
+		},
+		"not a number":       func(b *audit.StreamBatchInfo) { b.StartSequenceNumber = "1e9" },
+		"before the shard":   func(b *audit.StreamBatchInfo) { b.StartSequenceNumber = "1" },
+		"empty sequence nos": func(b *audit.StreamBatchInfo) { b.StartSequenceNumber, b.EndSequenceNumber = "", "" },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := good
+			mutate(&b)
+			scan := &countingScan{ScanAPI: env.DB}
+			r := replayer(env, trimmedStream{env.Streams})
+			r.Scan = scan
+			body, err := json.Marshal(audit.FailureRecord{Version: "1.0", BatchInfo: &b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := r.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body)}}})
+			if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
+				t.Errorf("Handle = %+v, %v; want m1 reported failed (redriven to the DLQ)", resp, err)
+			}
+			if _, err := r.Replay(context.Background(), b); !errors.Is(err, audit.ErrNotOurBatch) {
+				t.Errorf("Replay = %v, want ErrNotOurBatch", err)
+			}
+			if scan.n != 0 {
+				t.Errorf("the notifications table was scanned %d times", scan.n)
+			}
+			if n := len(env.ScanAudit(t)); n != before {
+				t.Errorf("the audit table went from %d to %d items", before, n)
+			}
+		})
+	}
+	// The same batch as the stream has it goes through (here: records gone, a gap entry).
+	r := replayer(env, trimmedStream{env.Streams})
+	if res, err := r.Replay(context.Background(), good); err != nil || !res.RecordsGone {
+		t.Errorf("the genuine batch: %+v, %v; want records gone", res, err)
+	}
+}
+
+// TestReplayScanIsBounded gives the replay a genuine batch with no arrival time: the scan for
+// the notifications it touched starts MaxBatchAge ago, not at the beginning of time.
+func TestReplayScanIsBounded(t *testing.T) {
+	env, _, _ := lostBatch(t)
+	b := *mustFailure(t, env)
+	b.ApproximateArrivalOfFirstRecord = time.Time{}
+	scan := &countingScan{ScanAPI: env.DB}
+	r := replayer(env, trimmedStream{env.Streams})
+	r.Scan = scan
+	if _, err := r.Replay(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if scan.n == 0 || scan.last.FilterExpression == nil {
+		t.Fatalf("scans %d, last %+v; want a filtered scan", scan.n, scan.last)
+	}
+	want := tables.FormatTime(env.WriteClock.Now().Add(-audit.MaxBatchAge))
+	found := false
+	for _, v := range scan.last.ExpressionAttributeValues {
+		if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok && s.Value == want {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("scan filter values %v, want updated_at >= %s", scan.last.ExpressionAttributeValues, want)
+	}
 }

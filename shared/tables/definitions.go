@@ -50,26 +50,25 @@ func Notifications(name string) *dynamodb.CreateTableInput {
 	return in
 }
 
-// Audit returns the definition of the audit table named name: key (event_id, seq); GSI by_day
-// on (day, at) for time-range exports, projecting every attribute; GSI by_write_day on
-// (write_day, written_at) for the digest step, projecting the hash, the notification ID and
-// retain_until; on-demand billing. Digest items carry none of the index keys, so neither index
-// holds them. The audit table has no stream: nothing reacts to it.
+// Audit returns the definition of the audit table named name: key (event_id, seq); one GSI,
+// by_write_shard on (write_shard, written_at), projecting every attribute, for the digest
+// step and time-range exports; on-demand billing. write_shard is "<write_day>#<n>" with n one
+// of audit.WriteShards shards, so a day's writes spread over that many partition key values
+// instead of one: no key value is hot. Digest items carry no write_shard, so the index does
+// not hold them. The audit table has no stream: nothing reacts to it.
+//
+// One index, not one per time (at and written_at): each index costs a write unit per entry.
+// A range of at is read from the write days it can have been written in (see shared/audit).
 func Audit(name string) *dynamodb.CreateTableInput {
 	s := ddbtypes.ScalarAttributeTypeS
 	in := onDemand(name,
 		[]ddbtypes.AttributeDefinition{
-			attr(AuditEventID, s), attr(AuditSeq, s), attr(AuditDay, s),
-			attr(AuditAt, s), attr(AuditWriteDay, s), attr(AuditWrittenAt, s),
+			attr(AuditEventID, s), attr(AuditSeq, s), attr(AuditWriteShard, s), attr(AuditWrittenAt, s),
 		},
 		hashKey(AuditEventID), rangeKey(AuditSeq))
 	in.GlobalSecondaryIndexes = []ddbtypes.GlobalSecondaryIndex{
-		gsi(IndexByDay, &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
-			hashKey(AuditDay), rangeKey(AuditAt)),
-		gsi(IndexByWriteDay, &ddbtypes.Projection{
-			ProjectionType:   ddbtypes.ProjectionTypeInclude,
-			NonKeyAttributes: []string{AuditHash, AuditNotificationID, AuditRetainUntil},
-		}, hashKey(AuditWriteDay), rangeKey(AuditWrittenAt)),
+		gsi(IndexByWriteShard, &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			hashKey(AuditWriteShard), rangeKey(AuditWrittenAt)),
 	}
 	return in
 }

@@ -97,10 +97,14 @@ const (
 	// written, so it was chained from the genesis hash.
 	AuditPrevMissing = "prev_missing"
 	// AuditWrittenAt is when the audit writer stored the entry (its own clock), and
-	// AuditWriteDay the UTC date of it: the key of the by_write_day index, by which the
-	// digest step finds every entry written in a period.
-	AuditWrittenAt = "written_at"
-	AuditWriteDay  = "write_day"
+	// AuditWriteDay the UTC date of it. AuditWriteShard is "<write_day>#<n>", n the entry's
+	// shard: with written_at, the key of the by_write_shard index, by which the digest step
+	// finds every entry written in a period and exports find the entries of a time range.
+	// write_shard is an index attribute only, derived from the entry's keys and write_day:
+	// it is not one of the entry's fields and not part of its hash.
+	AuditWrittenAt  = "written_at"
+	AuditWriteDay   = "write_day"
+	AuditWriteShard = "write_shard"
 	// AuditReplayed is true on an entry written by the replay of a stream batch that the
 	// audit function had given up on.
 	AuditReplayed = "replayed"
@@ -111,12 +115,11 @@ const (
 	AuditGapFrom = "gap_from"
 )
 
-// IndexByDay is the audit table's GSI (day, at) used by time-range exports.
-const IndexByDay = "by_day"
-
-// IndexByWriteDay is the audit table's GSI (write_day, written_at): the entries written in a
-// period, for the digest step and verify. It projects only what a digest needs.
-const IndexByWriteDay = "by_write_day"
+// IndexByWriteShard is the audit table's only GSI (write_shard, written_at): the entries
+// written in a period, shard by shard, for the digest step, verify and time-range exports
+// (which read the write days from the range's start to its end plus the maximum lateness and
+// keep the entries whose at is in the range; see shared/audit). It projects every attribute.
+const IndexByWriteShard = "by_write_shard"
 
 // DigestEventID is the audit table partition that holds the signed digests, one item per
 // period with the period's start (FormatTime) as its seq. No event ID can take this value:

@@ -1,0 +1,140 @@
+package policycheck_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/resetnotify/resetnotify/dev/policycheck"
+)
+
+// resourcePolicy returns the statements of the policy document at path (property names) of
+// the resource named name.
+func resourcePolicy(tpl policycheck.Template, name string, path ...string) []policycheck.Statement {
+	var v any = tpl.Resources[name].Properties
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	return policycheck.Statements("", v)
+}
+
+// leadingKeys returns the dynamodb:LeadingKeys values cond compares with op.
+func leadingKeys(cond map[string]any, op string) []any {
+	m, _ := cond[op].(map[string]any)
+	return listOf(m["dynamodb:LeadingKeys"])
+}
+
+func TestOnlyTheDigestRoleSigns(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		key := resourcePolicy(tpl, "DigestSigningKey", "KeyPolicy")
+		if !slices.ContainsFunc(key, func(s policycheck.Statement) bool {
+			return s.Effect == "Deny" && s.Principal == "*" && s.Allows("kms:Sign") && len(s.Condition) == 1 &&
+				onlyPrincipals(s.Condition, "DigestRole")
+		}) {
+			t.Error("the digest key's policy does not deny kms:Sign to every principal but the digest role's ARN")
+		}
+		for _, s := range key {
+			if s.Effect != "Allow" || !s.Allows("kms:Sign") {
+				continue
+			}
+			p, _ := s.Principal.(map[string]any)
+			if policycheck.Ref(p["AWS"]) != "DigestRole" && s.Sid != "AccountAdministration" {
+				t.Errorf("the digest key's policy lets %s sign (%s)", policycheck.ResourceText(s.Principal), s.Sid)
+			}
+		}
+		for role, stmts := range policycheck.RolePolicies(tpl) {
+			for _, s := range stmts {
+				if s.Effect == "Allow" && s.Allows("kms:Sign") {
+					t.Errorf("%s's own policy allows kms:Sign (%s): the key's policy alone grants it", role, s.Sid)
+				}
+			}
+		}
+	})
+}
+
+func TestOnlyTheDigestRoleWritesDigests(t *testing.T) {
+	writes := []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		table := resourcePolicy(tpl, "AuditTable", "ResourcePolicy", "PolicyDocument")
+		for _, a := range writes {
+			if !slices.ContainsFunc(table, func(s policycheck.Statement) bool {
+				others := map[string]any{"ArnNotEquals": s.Condition["ArnNotEquals"]}
+				return s.Effect == "Deny" && s.Principal == "*" && s.Allows(a) && len(s.Condition) == 2 &&
+					slices.Equal(leadingKeys(s.Condition, "ForAnyValue:StringEquals"), []any{"#digest"}) &&
+					onlyPrincipals(others, "DigestRole")
+			}) {
+				t.Errorf("the audit table's policy does not deny %s on %q to all but the digest role", a, "#digest")
+			}
+		}
+		roles := policycheck.RolePolicies(tpl)
+		for _, role := range []string{"AuditRole", "AuditReplayRole"} {
+			for _, a := range writes {
+				if !slices.ContainsFunc(roles[role], func(s policycheck.Statement) bool {
+					return s.Effect == "Deny" && s.Allows(a) &&
+						slices.Equal(leadingKeys(s.Condition, "ForAnyValue:StringEquals"), []any{"#digest"})
+				}) {
+					t.Errorf("%s does not deny itself %s on %q", role, a, "#digest")
+				}
+			}
+		}
+		for _, s := range roles["DigestRole"] {
+			if s.Effect == "Allow" && s.Allows("dynamodb:PutItem") &&
+				!slices.Equal(leadingKeys(s.Condition, "ForAllValues:StringEquals"), []any{"#digest"}) {
+				t.Errorf("the digest role may put outside %q (%s)", "#digest", s.Sid)
+			}
+		}
+	})
+}
+
+func TestAuditTableProtectionsStay(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		table := resourcePolicy(tpl, "AuditTable", "ResourcePolicy", "PolicyDocument")
+		viaStack := `{"ForAllValues:StringNotEquals":{"aws:CalledVia":["cloudformation.amazonaws.com"]}}`
+		for _, a := range []string{"dynamodb:PutResourcePolicy", "dynamodb:DeleteResourcePolicy", "dynamodb:UpdateContinuousBackups"} {
+			if !slices.ContainsFunc(table, func(s policycheck.Statement) bool {
+				return s.Effect == "Deny" && s.Principal == "*" && s.Allows(a) && policycheck.ResourceText(s.Condition) == viaStack
+			}) {
+				t.Errorf("the audit table's policy does not deny %s to every principal (but CloudFormation's own calls)", a)
+			}
+		}
+	})
+}
+
+func TestOnlyTheAuditFunctionReportsFailures(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		var found bool
+		for _, r := range tpl.Resources {
+			if r.Type != "AWS::SQS::QueuePolicy" || len(listOf(r.Properties["Queues"])) != 1 ||
+				policycheck.Ref(listOf(r.Properties["Queues"])[0]) != "AuditFailureQueue" {
+				continue
+			}
+			doc := r.Properties["PolicyDocument"]
+			found = slices.ContainsFunc(policycheck.Statements("", doc), func(s policycheck.Statement) bool {
+				return s.Effect == "Deny" && s.Principal == "*" && s.Allows("sqs:SendMessage") && len(s.Condition) == 1 &&
+					onlyPrincipals(s.Condition, "AuditRole")
+			})
+		}
+		if !found {
+			t.Error("no queue policy denies sqs:SendMessage on AuditFailureQueue to all but the audit role")
+		}
+	})
+}
+
+// TestNoTagGuardsData checks every policy of the stack (roles, keys, the table, queues): a
+// principal that may tag a role or pass session tags could claim a tag, so no condition rests
+// on aws:PrincipalTag.
+func TestNoTagGuardsData(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		for name, r := range tpl.Resources {
+			raw, err := json.Marshal(r.Properties)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(strings.ToLower(string(raw)), "aws:principaltag") {
+				t.Errorf("%s has a condition on aws:PrincipalTag", name)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sync/atomic"
 )
 
 // The country allow-list: intake refuses, before any record is written, a destination whose
@@ -28,7 +29,13 @@ type Regions interface {
 type Countries struct {
 	allowed []string
 	regions Regions
+	// last is the last number placed and its country: intake asks twice per admission (the
+	// allow-list, then the guard's view of the number), and a lookup costs tens of µs.
+	last *atomic.Pointer[placed]
 }
+
+// placed is a number and its country, as Of found it.
+type placed struct{ number, country string }
 
 // NewCountries returns the allow-list of countries, placed by regions; an empty list allows
 // every number. Each country must be upper-case alpha-2 and supported by regions.
@@ -41,7 +48,7 @@ func NewCountries(countries []string, regions Regions) (Countries, error) {
 			return Countries{}, fmt.Errorf("notify.countries: %q is not an ISO 3166-1 alpha-2 country with phone numbers", c)
 		}
 	}
-	return Countries{allowed: slices.Clone(countries), regions: regions}, nil
+	return Countries{allowed: slices.Clone(countries), regions: regions, last: new(atomic.Pointer[placed])}, nil
 }
 
 var countryPattern = regexp.MustCompile(`^[A-Z]{2}$`)
@@ -52,10 +59,15 @@ func (c Countries) Of(e164 string) string {
 	if c.regions == nil {
 		return ""
 	}
-	if r := c.regions.Region(e164); r != "" {
-		return r
+	if p := c.last.Load(); p != nil && p.number == e164 {
+		return p.country
 	}
-	return UnknownCountry
+	country := c.regions.Region(e164)
+	if country == "" {
+		country = UnknownCountry
+	}
+	c.last.Store(&placed{number: e164, country: country})
+	return country
 }
 
 // Allows reports whether country is on the list, or the list is empty.

@@ -96,3 +96,34 @@ func TestGuardSeesTheCountry(t *testing.T) {
 		t.Fatalf("err = %v (%+v), want the guard's refusal naming JM", err, refused)
 	}
 }
+
+// countingRegions counts the lookups it answers.
+type countingRegions struct {
+	notifytest.Regions
+	n int
+}
+
+func (c *countingRegions) Region(e164 string) string { c.n++; return c.Regions.Region(e164) }
+
+// TestOneLookupPerAdmission: the allow-list and the guard ask for the same number's country;
+// the library is asked once, and a new number is looked up anew.
+func TestOneLookupPerAdmission(t *testing.T) {
+	regions := &countingRegions{Regions: nanp}
+	f := newIntake()
+	f.in.Guard = &notifytest.Guard{}
+	var err error
+	if f.in.Countries, err = notify.NewCountries([]string{"US", "CA"}, regions); err != nil {
+		t.Fatal(err)
+	}
+	for i, to := range []string{"+12125550100", "+14165550100"} {
+		if _, err := f.in.Submit(context.Background(), parse(t, body(func(m map[string]any) { m["to"] = to }), "k"+to[1:])); err != nil {
+			t.Fatal(err)
+		}
+		if regions.n != i+1 {
+			t.Errorf("after %d admissions, %d lookups", i+1, regions.n)
+		}
+	}
+	if got := f.in.Countries.Of("+18765550100"); got != "JM" || regions.n != 3 {
+		t.Errorf("Of = %q after %d lookups, want JM after 3", got, regions.n)
+	}
+}

@@ -90,3 +90,14 @@ func BenchmarkRegionByCountry(b *testing.B) {
 		})
 	}
 }
+
+// TestTestNumbersAreInTheUS: the black-box suite (e2e) draws its numbers from +1 212 200 0000
+// to +1 212 999 9999, all of which must be admitted by a stack at the default (US,CA).
+func TestTestNumbersAreInTheUS(t *testing.T) {
+	r := phoneregion.Regions{}
+	for _, n := range []string{"+12122000000", "+12122999999", "+12125550142", "+12129119999", "+12129999999"} {
+		if got := r.Region(n); got != "US" {
+			t.Errorf("Region(%s) = %q, want US", n, got)
+		}
+	}
+}

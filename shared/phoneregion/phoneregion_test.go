@@ -79,7 +79,6 @@ func TestAllowListOverTheLibrary(t *testing.T) {
 	}
 }
 
-
 func BenchmarkRegionByCountry(b *testing.B) {
 	r := phoneregion.Regions{}
 	for _, n := range []string{"+12125550100", "+14165550100", "+18765550100", "+447911123456", "+15555550100"} {

@@ -29,6 +29,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+	"github.com/resetnotify/resetnotify/shared/phoneregion"
 )
 
 // specPath is the API contract; the README's API section points to it.
@@ -209,7 +210,9 @@ func contractCases() []contractCase {
 		{name: "422 key reused with another request", setup: admitted, method: "POST", path: coll, headers: withKey("k1"), specValid: true,
 			status: 422, problem: httpapi.ProblemKeyReused,
 			body: resetBody(func(m map[string]any) { m["to"] = "+15555550199" })},
-		{name: "422 calling code not allowed", setup: func(f *contractFixture) { f.intake.Countries, _ = notify.NewCountries([]string{"44"}) },
+		{name: "422 country not allowed", setup: func(f *contractFixture) {
+			f.intake.Countries, _ = notify.NewCountries([]string{"GB"}, phoneregion.Regions{})
+		},
 			method: "POST", path: coll, headers: withKey("c1"), body: resetBody(nil), specValid: true, status: 422, problem: httpapi.ProblemDestinationNotAllowed},
 		{name: "429 destination over its hourly limit", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: 30 * time.Minute}

@@ -170,7 +170,9 @@ func coldStartEnv() ([]string, error) {
 		config.EnvFingerprintKey: random(32), config.EnvSimulatorWebhookToken: random(24),
 		config.EnvAuditDigestLocalKey: string(digestPEM), config.EnvAuditDigestPeriodMinutes: "60", config.EnvAuditDigestGraceSeconds: "90",
 		"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": refuse, "LOG_LEVEL": "info",
-		"AUDIT_FAILURE_QUEUE_URL": refuse + "/000000000000/audit-failure",
+		// The template's default allow-list: intake checks it against the phone-number metadata.
+		config.EnvAllowedCountries: "US,CA",
+		"AUDIT_FAILURE_QUEUE_URL":  refuse + "/000000000000/audit-failure",
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {

@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 func parseFlags(args []string) (benchFlags, error) {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, audit, floor, cost or coldstart")
+	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, audit, floor, cost, country or coldstart")
 	fs.IntVar(&f.ops, "ops", 2000, "admission: operations per measured phase")
 	fs.IntVar(&f.workers, "concurrency", 8, "admission: concurrent callers")
 	fs.IntVar(&f.happy, "dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -117,8 +117,14 @@ func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
 		// Builds and starts the bootstraps; needs no emulator.
 		return coldStartBench(ctx, f.coldRuns, out)
 	}
+	if f.runs("country") {
+		// CPU only; needs no emulator.
+		if err := countryBench(out, 2000); err != nil || f.mode == "country" {
+			return err
+		}
+	}
 	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "guard", "audit"}, f.runs) {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, audit, floor, cost or coldstart", f.mode)
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, audit, floor, cost, country or coldstart", f.mode)
 	}
 	endpoint, err := endpointFromEnv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if err != nil {

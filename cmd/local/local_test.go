@@ -22,7 +22,8 @@ import (
 // TestMakeLocal runs the local stack as `make local` does — every function's real bootstrap
 // under the Lambda RIE — and drives it with HTTP as a developer would with curl: a POST is
 // admitted (202), a replay answers 200, and the notification is dispatched to the simulator,
-// sent and delivered; auditctl then shows its transitions. SIGTERM stops everything started.
+// sent and delivered; auditctl then shows its transitions; numbers of +1 outside the allowed
+// countries are refused (checkCountries). SIGTERM stops everything started.
 func TestMakeLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local stack")
@@ -78,7 +79,7 @@ func TestMakeLocal(t *testing.T) {
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 
 	expires := time.Now().UTC().Add(15 * time.Minute).Format(time.RFC3339)
-	body := `{"event_id":"evt-local","channel":"sms","purpose":"password_reset","to":"+15555550142","locale":"en","params":{"reset_url":"https://shop.example/reset/Zk3q"},"expires_at":"` + expires + `"}`
+	body := `{"event_id":"evt-local","channel":"sms","purpose":"password_reset","to":"+12125550142","locale":"en","params":{"reset_url":"https://shop.example/reset/Zk3q"},"expires_at":"` + expires + `"}`
 	if got := post(t, base+"/v1/notifications", body); got.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST = %d, want 202", got.StatusCode)
 	}
@@ -129,13 +130,13 @@ func TestMakeLocal(t *testing.T) {
 			t.Errorf("auditctl timeline lacks %s:\n%s", want, timeline)
 		}
 	}
-	if strings.Contains(timeline, "+15555550142") || strings.Contains(timeline, "Zk3q") {
+	if strings.Contains(timeline, "+12125550142") || strings.Contains(timeline, "Zk3q") {
 		t.Errorf("auditctl timeline shows a secret:\n%s", timeline)
 	}
 
 	// The abuse guard at its template defaults (5 per destination per hour): the sixth reset
 	// for one number within the hour is refused with Retry-After; a replay is never refused.
-	const guarded = "+15555550177"
+	const guarded = "+12125550177"
 	reset := func(i int) string {
 		return `{"event_id":"evt-guard-` + strconv.Itoa(i) + `","channel":"sms","purpose":"password_reset","to":"` + guarded +
 			`","params":{"code":"482913"},"expires_at":"` + expires + `"}`
@@ -163,6 +164,8 @@ func TestMakeLocal(t *testing.T) {
 		t.Errorf("replay of an admitted reset after the limit = %d, want 200", got.StatusCode)
 	}
 
+	checkCountries(t, base, expires)
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +180,57 @@ func TestMakeLocal(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("local did not stop within 30s of SIGTERM")
 	}
-	if strings.Contains(stderr.String(), "+15555550142") || strings.Contains(stderr.String(), "Zk3q") || strings.Contains(stderr.String(), guarded[1:]) {
+	if strings.Contains(stderr.String(), "+12125550142") || strings.Contains(stderr.String(), "Zk3q") || strings.Contains(stderr.String(), guarded[1:]) {
 		t.Error("the local stack's logs show a submitted secret")
+	}
+	for number := range notAllowed {
+		if strings.Contains(stderr.String(), number[1:]) {
+			t.Errorf("the local stack's logs show the refused number %s", number)
+		}
+	}
+	// The refusal is logged and counted by country, never by number.
+	if !strings.Contains(stderr.String(), `"country_code":"JM"`) {
+		t.Errorf("no refusal logged with country_code JM\n%s", tail(stderr.String()))
+	}
+}
+
+// notAllowed are numbers of calling code 1 outside the template's AllowedCountries (US,CA),
+// by country: the Caribbean shares +1 with the United States and Canada.
+var notAllowed = map[string]string{"+18765550100": "JM", "+18095550100": "DO", "+12425550100": "BS"}
+
+// checkCountries drives the country allow-list at the template's default: numbers of +1 in
+// Jamaica, the Dominican Republic and the Bahamas get 422 destination-not-allowed, and
+// nothing is stored for them; New York (the first reset) and Toronto are admitted.
+func checkCountries(t *testing.T, base, expires string) {
+	t.Helper()
+	reset := func(event, to string) string {
+		return `{"event_id":"` + event + `","channel":"sms","purpose":"password_reset","to":"` + to +
+			`","params":{"code":"482913"},"expires_at":"` + expires + `"}`
+	}
+	for number, country := range notAllowed {
+		resp, err := http.Post(base+"/v1/notifications", "application/json", strings.NewReader(reset("evt-country-"+country, number)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		problem, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(problem), "/problems/destination-not-allowed") {
+			t.Errorf("%s (%s) = %d %s, want 422 destination-not-allowed", number, country, resp.StatusCode, problem)
+		}
+		if strings.Contains(string(problem), number[1:]) {
+			t.Errorf("the refusal shows the number: %s", problem)
+		}
+		status, err := http.Get(base + "/v1/notifications/evt-country-" + country + ":sms:password_reset")
+		if err != nil {
+			t.Fatal(err)
+		}
+		status.Body.Close()
+		if status.StatusCode != http.StatusNotFound {
+			t.Errorf("refused %s: status = %d, want 404 (nothing stored)", country, status.StatusCode)
+		}
+	}
+	if got := post(t, base+"/v1/notifications", reset("evt-country-CA", "+14165550142")); got.StatusCode != http.StatusAccepted {
+		t.Errorf("Toronto (+1 416) = %d, want 202", got.StatusCode)
 	}
 }
 

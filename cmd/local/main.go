@@ -135,7 +135,7 @@ type local struct {
 // the tables and queues.
 func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, st settings) (local, error) {
 	l := local{stack: stack, port: port}
-	env, err := environment(stack, keyDir)
+	env, err := environment(stack, keyDir, st)
 	if err != nil {
 		return local{}, err
 	}
@@ -271,7 +271,7 @@ const (
 // environment returns the variables the functions read, as template.yaml would set them, plus
 // the emulators' endpoints and local credentials. The digest signing key is random per run;
 // its public half is written to keyDir for auditctl.
-func environment(stack *emulator.Stack, keyDir string) (map[string]string, error) {
+func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]string, error) {
 	env := map[string]string{}
 	for _, kv := range stack.Environ(nil) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -304,6 +304,7 @@ func environment(stack *emulator.Stack, keyDir string) (map[string]string, error
 	set(config.EnvLogLevel, "info")
 	set(config.EnvReceiptsTable, receiptsTable)
 	set(config.EnvGuardTable, guardTable)
+	set(config.EnvAllowedCountries, st.allowedCountries)
 	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)

@@ -5,18 +5,22 @@ import (
 	"strings"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
+	"github.com/resetnotify/resetnotify/shared/config"
 )
 
 // settings are what the local stack takes from template.yaml instead of copying it: the
 // queues' attributes and redrive policies, each function's timeout and memory, the event
 // source mappings' batch sizes, windows and retries, and the sweeper's and digest step's
-// schedules.
+// schedules, and intake's country allow-list.
 type settings struct {
 	queues []samtemplate.Queue
 	// functions are by local name, the folder under functions/ (intake, provider-events).
 	functions                               map[string]samtemplate.Function
 	dispatch, reconcile, audit, auditReplay samtemplate.Source
 	sweep, digest                           samtemplate.Source
+	// allowedCountries is the intake function's ALLOWED_COUNTRIES as the template sets it
+	// (the AllowedCountries parameter's default).
+	allowedCountries string
 }
 
 // loadSettings reads the settings from the SAM template at path, and each function's folder
@@ -31,6 +35,9 @@ func loadSettings(path, makefile string) (settings, error) {
 		return settings{}, err
 	}
 	if st.queues, err = tpl.Queues(); err != nil {
+		return settings{}, err
+	}
+	if st.allowedCountries, err = intakeVar(tpl, config.EnvAllowedCountries); err != nil {
 		return settings{}, err
 	}
 	sources, err := tpl.Sources()
@@ -68,6 +75,21 @@ func loadSettings(path, makefile string) (settings, error) {
 		}
 	}
 	return st, nil
+}
+
+// intakeVar returns the value template.yaml gives the intake function's variable name.
+func intakeVar(tpl *samtemplate.Template, name string) (string, error) {
+	env, _ := tpl.Resources["IntakeFunction"].Properties["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	v, ok := vars[name]
+	if !ok {
+		return "", fmt.Errorf("IntakeFunction: template.yaml sets no %s", name)
+	}
+	s, err := tpl.String(v)
+	if err != nil {
+		return "", fmt.Errorf("IntakeFunction %s: %w", name, err)
+	}
+	return s, nil
 }
 
 // functionsByFolder returns the template's functions by their folder under functions/, as the

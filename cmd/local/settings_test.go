@@ -34,13 +34,14 @@ func TestSettingsFollowTheTemplate(t *testing.T) {
 		{"      VisibilityTimeout: 180\n      # Tokens live", "      VisibilityTimeout: 181\n      # Tokens live"},
 		{"        maxReceiveCount: 5\n\n  DispatchDLQ:", "        maxReceiveCount: 7\n\n  DispatchDLQ:"},
 		{"    Timeout: 10\n    MemorySize: 256\n", "    Timeout: 11\n    MemorySize: 384\n"},
-		{"      Timeout: 30\n      Environment:\n        Variables:\n          DISPATCH_QUEUE_URL: !Ref DispatchQueue\n          RECONCILE_QUEUE_URL: !Ref ReconcileQueue\n          SMS_PROVIDER: !Ref SmsProvider\n          SMS_TIMEOUT: !Sub ${SmsTimeoutSeconds}s\n          SMS_VISIBILITY_SECONDS: !Ref SmsVisibilitySeconds\n          SMS_ORIGINATION_IDENTITY: !Ref SmsOriginationIdentity\n          SMS_CONFIGURATION_SET: !Ref SmsConfigurationSet\n          SMS_SIMULATOR_URL: !Ref SmsSimulatorUrl\n          SINCH_BASE_URL: !Ref SinchBaseUrl\n          SINCH_SERVICE_PLAN_ID: !Ref SinchServicePlanId\n          SINCH_FROM: !Ref SinchFrom\n          SINCH_API_TOKEN_PARAM: !Ref SinchApiTokenParameter\n          SEAL_KMS_KEY_ID",
-			"      Timeout: 29\n      Environment:\n        Variables:\n          DISPATCH_QUEUE_URL: !Ref DispatchQueue\n          RECONCILE_QUEUE_URL: !Ref ReconcileQueue\n          SMS_PROVIDER: !Ref SmsProvider\n          SMS_TIMEOUT: !Sub ${SmsTimeoutSeconds}s\n          SMS_VISIBILITY_SECONDS: !Ref SmsVisibilitySeconds\n          SMS_ORIGINATION_IDENTITY: !Ref SmsOriginationIdentity\n          SMS_CONFIGURATION_SET: !Ref SmsConfigurationSet\n          SMS_SIMULATOR_URL: !Ref SmsSimulatorUrl\n          SINCH_BASE_URL: !Ref SinchBaseUrl\n          SINCH_SERVICE_PLAN_ID: !Ref SinchServicePlanId\n          SINCH_FROM: !Ref SinchFrom\n          SINCH_API_TOKEN_PARAM: !Ref SinchApiTokenParameter\n          SEAL_KMS_KEY_ID"},
+		{"      Timeout: 30\n      Environment:\n        Variables:\n          DISPATCH_QUEUE_URL: !Ref DispatchQueue\n          RECONCILE_QUEUE_URL: !Ref ReconcileQueue\n          SMS_PROVIDER: !Ref SmsProvider\n          SMS_TIMEOUT: !Sub ${SmsTimeoutSeconds}s\n          SMS_VISIBILITY_SECONDS: !Ref SmsVisibilitySeconds\n          SMS_ORIGINATION_IDENTITY: !Ref SmsOriginationIdentity\n          SMS_CONFIGURATION_SET: !Ref SmsConfigurationSet\n          # Every send names it: End User Messaging blocks what AllowedCountries does not list.\n          SMS_PROTECT_CONFIGURATION_ID: !If [UseEndUserSms, !Ref SmsProtectConfiguration, \"\"]\n          SMS_SIMULATOR_URL: !Ref SmsSimulatorUrl\n          SINCH_BASE_URL: !Ref SinchBaseUrl\n          SINCH_SERVICE_PLAN_ID: !Ref SinchServicePlanId\n          SINCH_FROM: !Ref SinchFrom\n          SINCH_API_TOKEN_PARAM: !Ref SinchApiTokenParameter\n          SEAL_KMS_KEY_ID",
+			"      Timeout: 29\n      Environment:\n        Variables:\n          DISPATCH_QUEUE_URL: !Ref DispatchQueue\n          RECONCILE_QUEUE_URL: !Ref ReconcileQueue\n          SMS_PROVIDER: !Ref SmsProvider\n          SMS_TIMEOUT: !Sub ${SmsTimeoutSeconds}s\n          SMS_VISIBILITY_SECONDS: !Ref SmsVisibilitySeconds\n          SMS_ORIGINATION_IDENTITY: !Ref SmsOriginationIdentity\n          SMS_CONFIGURATION_SET: !Ref SmsConfigurationSet\n          # Every send names it: End User Messaging blocks what AllowedCountries does not list.\n          SMS_PROTECT_CONFIGURATION_ID: !If [UseEndUserSms, !Ref SmsProtectConfiguration, \"\"]\n          SMS_SIMULATOR_URL: !Ref SmsSimulatorUrl\n          SINCH_BASE_URL: !Ref SinchBaseUrl\n          SINCH_SERVICE_PLAN_ID: !Ref SinchServicePlanId\n          SINCH_FROM: !Ref SinchFrom\n          SINCH_API_TOKEN_PARAM: !Ref SinchApiTokenParameter\n          SEAL_KMS_KEY_ID"},
 		{"            Queue: !GetAtt DispatchQueue.Arn\n            BatchSize: 10", "            Queue: !GetAtt DispatchQueue.Arn\n            BatchSize: 4"},
 		{"            BatchSize: 100\n            MaximumBatchingWindowInSeconds: 1", "            BatchSize: 50\n            MaximumBatchingWindowInSeconds: 2"},
 		{"Schedule: rate(1 minute)\n            Description: resetnotify sweeper", "Schedule: rate(5 minutes)\n            Description: resetnotify sweeper"},
 		{"Schedule: rate(1 minute)\n            Description: resetnotify audit digests", "Schedule: rate(2 minutes)\n            Description: resetnotify audit digests"},
 		{"            MaximumRetryAttempts: 10\n", "            MaximumRetryAttempts: 3\n"},
+		{"  AllowedCountries:\n    Type: String\n    Default: \"US,CA\"\n", "  AllowedCountries:\n    Type: String\n    Default: \"GB,IE\"\n"},
 	}
 	edited := string(raw)
 	for _, e := range edits {
@@ -70,12 +71,13 @@ func TestSettingsFollowTheTemplate(t *testing.T) {
 		DispatchBatch, ReconcileBatch, AuditBatch    int
 		AuditWindow, Sweep, Digest                   time.Duration
 		AuditRetries, AuditReplayBatch               int
+		AllowedCountries                             string
 	}
 	want := got{
 		DispatchVisibility: "181", DispatchRetention: "86400", DispatchMaxReceives: 7, IntakeMemory: 384,
 		IntakeTimeout: 11 * time.Second, DispatchTimeout: 29 * time.Second, AuditTimeout: 60 * time.Second,
 		DispatchBatch: 4, ReconcileBatch: 10, AuditBatch: 50, AuditWindow: 2 * time.Second, Sweep: 5 * time.Minute,
-		Digest: 2 * time.Minute, AuditRetries: 3, AuditReplayBatch: 1,
+		Digest: 2 * time.Minute, AuditRetries: 3, AuditReplayBatch: 1, AllowedCountries: "GB,IE",
 	}
 	have := got{
 		DispatchVisibility: queues["DispatchQueue"]["VisibilityTimeout"], DispatchRetention: queues["DispatchQueue"]["MessageRetentionPeriod"],
@@ -84,6 +86,7 @@ func TestSettingsFollowTheTemplate(t *testing.T) {
 		DispatchBatch: st.dispatch.BatchSize, ReconcileBatch: st.reconcile.BatchSize, AuditBatch: st.audit.BatchSize,
 		AuditWindow: st.audit.Window, Sweep: st.sweep.Every, Digest: st.digest.Every,
 		AuditRetries: st.audit.MaxRetries, AuditReplayBatch: st.auditReplay.BatchSize,
+		AllowedCountries: st.allowedCountries,
 	}
 	if diff := cmp.Diff(want, have); diff != "" {
 		t.Errorf("settings from the edited template (-want +got):\n%s", diff)

@@ -253,7 +253,7 @@ func TestSendsAreScopedToTheConfiguredIdentity(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"${SmsOriginationIdentity}", "arn:${AWS::Partition}:sms-voice:${AWS::Region}:${AWS::AccountId}:configuration-set/${SmsConfigurationSet}", "arn:${AWS::Partition}:sms-voice:${AWS::Region}:${AWS::AccountId}:opt-out-list/*"}
+	want := []string{"${SmsOriginationIdentity}", "arn:${AWS::Partition}:sms-voice:${AWS::Region}:${AWS::AccountId}:configuration-set/${SmsConfigurationSet}", "arn:${AWS::Partition}:sms-voice:${AWS::Region}:${AWS::AccountId}:opt-out-list/*", `{"Fn::GetAtt":["SmsProtectConfiguration","Arn"]}`}
 	if d := cmp.Diff(want, resources); d != "" {
 		t.Errorf("SendTextMessage resources (-want +got):\n%s", d)
 	}

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,13 +54,13 @@ const (
 	EnvSMSMaxSegments     = "SMS_MAX_SEGMENTS"
 
 	// The intake's abuse guards. Without GUARD_TABLE no destination or prefix is counted;
-	// without ALLOWED_CALLING_CODES every calling code is allowed.
+	// without ALLOWED_COUNTRIES every country is allowed.
 	EnvGuardTable           = "GUARD_TABLE"
 	EnvGuardPerHour         = "GUARD_PER_HOUR"
 	EnvGuardPerDay          = "GUARD_PER_DAY"
 	EnvGuardPrefixDigits    = "GUARD_PREFIX_DIGITS"
 	EnvGuardPrefixPerMinute = "GUARD_PREFIX_PER_MINUTE"
-	EnvAllowedCallingCodes  = "ALLOWED_CALLING_CODES"
+	EnvAllowedCountries     = "ALLOWED_COUNTRIES"
 )
 
 // SealLocalKeyLen is the length in bytes of SEAL_LOCAL_KEY once base64-decoded (AES-256).
@@ -151,9 +153,11 @@ type Config struct {
 	// Guard is notify.DefaultGuardLimits with GUARD_PER_HOUR, GUARD_PER_DAY,
 	// GUARD_PREFIX_DIGITS and GUARD_PREFIX_PER_MINUTE applied (0 turns a limit off).
 	Guard notify.GuardLimits
-	// AllowedCallingCodes is ALLOWED_CALLING_CODES, comma-separated calling codes such as
-	// "1,44", each checked by notify.NewCountries; empty allows every code.
-	AllowedCallingCodes []string
+	// AllowedCountries is ALLOWED_COUNTRIES, comma-separated ISO 3166-1 alpha-2 countries such
+	// as "US,CA", upper-cased; empty allows every country. Load checks their shape only: the
+	// intake function checks each against its phone-number metadata when it starts
+	// (notify.NewCountries), so that no other function links that metadata.
+	AllowedCountries []string
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
@@ -176,7 +180,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.FingerprintKey, c.FingerprintKeyParam = r.fingerprintKey()
 	r.keysDiffer(c)
 	c.Worker = r.worker()
-	c.GuardTable, c.Guard, c.AllowedCallingCodes = r.guard()
+	c.GuardTable, c.Guard, c.AllowedCountries = r.guard()
 	c.LogLevel = r.logLevel()
 	if need&NeedAuditTable != 0 {
 		c.AuditRetention = r.auditRetention()
@@ -363,16 +367,26 @@ func (r *reader) guard() (string, notify.GuardLimits, []string) {
 	if err := limits.Validate(); err != nil {
 		r.errs = append(r.errs, fmt.Errorf("%s, %s, %s: %w", EnvGuardPerHour, EnvGuardPerDay, EnvGuardPrefixDigits, err))
 	}
-	var codes []string
-	for _, code := range strings.Split(r.get(EnvAllowedCallingCodes), ",") {
-		if code = strings.TrimSpace(code); code != "" {
-			codes = append(codes, code)
+	return r.get(EnvGuardTable), limits, r.countries()
+}
+
+// countryCode is the shape of an ISO 3166-1 alpha-2 country.
+var countryCode = regexp.MustCompile(`^[A-Z]{2}$`)
+
+// countries reads ALLOWED_COUNTRIES: comma-separated alpha-2 codes, any case, each once.
+func (r *reader) countries() []string {
+	var out []string
+	for _, c := range strings.Split(r.get(EnvAllowedCountries), ",") {
+		if c = strings.ToUpper(strings.TrimSpace(c)); c == "" {
+			continue
 		}
+		if !countryCode.MatchString(c) || slices.Contains(out, c) {
+			r.problem(EnvAllowedCountries, "must list ISO 3166-1 alpha-2 countries, each once, such as US,CA")
+			return nil
+		}
+		out = append(out, c)
 	}
-	if _, err := notify.NewCountries(codes); err != nil {
-		r.errs = append(r.errs, fmt.Errorf("%s must list country calling codes such as 1,44,49: %w", EnvAllowedCallingCodes, err))
-	}
-	return r.get(EnvGuardTable), limits, codes
+	return out
 }
 
 // logLevel reads LOG_LEVEL.
@@ -462,7 +476,7 @@ func (c Config) LogValue() slog.Value {
 			slog.Int("per_day", c.Guard.PerDay),
 			slog.Int("prefix_digits", c.Guard.PrefixDigits),
 			slog.Int("prefix_per_minute", c.Guard.PrefixPerMinute),
-			slog.Any("allowed_calling_codes", c.AllowedCallingCodes)),
+			slog.Any("allowed_countries", c.AllowedCountries)),
 	)
 }
 

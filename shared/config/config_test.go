@@ -72,7 +72,7 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvGuardPerDay:          "0",
 		config.EnvGuardPrefixDigits:    "7",
 		config.EnvGuardPrefixPerMinute: "40",
-		config.EnvAllowedCallingCodes:  " 1, 44,353 ",
+		config.EnvAllowedCountries:     " us, CA,gb ",
 		config.EnvAuditRetentionDays:   "30",
 	}
 	got, err := config.Load(env(e), config.NeedIntake|config.NeedAuditTable)
@@ -89,8 +89,8 @@ func TestLoadEverything(t *testing.T) {
 		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
 		FingerprintKeyParam: "/resetnotify/request-fingerprint-key",
 		GuardTable:          "g", Guard: notify.GuardLimits{PerHour: 3, PerDay: 0, PrefixDigits: 7, PrefixPerMinute: 40},
-		AllowedCallingCodes: []string{"1", "44", "353"},
-		LogLevel:            slog.LevelDebug,
+		AllowedCountries: []string{"US", "CA", "GB"},
+		LogLevel:         slog.LevelDebug,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Load (-want +got):\n%s", d)
@@ -159,7 +159,9 @@ func TestLoadErrors(t *testing.T) {
 			e[config.EnvGuardPerDay] = "10"
 		}, config.NeedIntake, []string{config.EnvGuardPerHour, config.EnvGuardPerDay}},
 		{"prefix digits zero", func(e map[string]string) { e[config.EnvGuardPrefixDigits] = "0" }, config.NeedIntake, []string{config.EnvGuardPrefixDigits}},
-		{"not a calling code", func(e map[string]string) { e[config.EnvAllowedCallingCodes] = "1,4444" }, config.NeedIntake, []string{config.EnvAllowedCallingCodes}},
+		{"a calling code, not a country", func(e map[string]string) { e[config.EnvAllowedCountries] = "US,1" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
+		{"alpha-3, not alpha-2", func(e map[string]string) { e[config.EnvAllowedCountries] = "USA" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
+		{"a country twice", func(e map[string]string) { e[config.EnvAllowedCountries] = "US,CA,us" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
 		{"bad log level", func(e map[string]string) { e[config.EnvLogLevel] = "loud" }, config.NeedIntake, []string{config.EnvLogLevel}},
 	}
 	for _, tc := range tests {

@@ -20,9 +20,10 @@ const (
 	EnvSMSSimulatorURL   = "SMS_SIMULATOR_URL"
 	EnvSMSSimulatorToken = "SMS_SIMULATOR_TOKEN"
 
-	EnvSMSOriginationIdentity = "SMS_ORIGINATION_IDENTITY"
-	EnvSMSConfigurationSet    = "SMS_CONFIGURATION_SET"
-	EnvSMSEndpoint            = "SMS_ENDPOINT"
+	EnvSMSOriginationIdentity  = "SMS_ORIGINATION_IDENTITY"
+	EnvSMSConfigurationSet     = "SMS_CONFIGURATION_SET"
+	EnvSMSProtectConfiguration = "SMS_PROTECT_CONFIGURATION_ID"
+	EnvSMSEndpoint             = "SMS_ENDPOINT"
 
 	EnvSinchBaseURL       = "SINCH_BASE_URL"
 	EnvSinchServicePlanID = "SINCH_SERVICE_PLAN_ID"
@@ -74,7 +75,10 @@ type SMS struct {
 
 	OriginationIdentity  string
 	ConfigurationSetName string
-	Endpoint             string
+	// ProtectConfigurationID is SMS_PROTECT_CONFIGURATION_ID, the protect configuration every
+	// End User Messaging send names (its country rules); empty names none.
+	ProtectConfigurationID string
+	Endpoint               string
 
 	SinchBaseURL       string
 	SinchServicePlanID string
@@ -90,19 +94,20 @@ type SMS struct {
 func LoadSMS(getenv func(string) string) (SMS, error) {
 	get := trimmed(getenv)
 	cfg := SMS{
-		Kind:                 strings.ToLower(get(EnvSMSProvider)),
-		Timeout:              DefaultSMSTimeout,
-		SimulatorURL:         get(EnvSMSSimulatorURL),
-		SimulatorToken:       get(EnvSMSSimulatorToken),
-		OriginationIdentity:  get(EnvSMSOriginationIdentity),
-		ConfigurationSetName: get(EnvSMSConfigurationSet),
-		Endpoint:             get(EnvSMSEndpoint),
-		SinchBaseURL:         get(EnvSinchBaseURL),
-		SinchServicePlanID:   get(EnvSinchServicePlanID),
-		SinchAPIToken:        get(EnvSinchAPIToken),
-		SinchAPITokenParam:   get(EnvSinchAPITokenParam),
-		SinchFrom:            get(EnvSinchFrom),
-		SinchCallbackURL:     get(EnvSinchCallbackURL),
+		Kind:                   strings.ToLower(get(EnvSMSProvider)),
+		Timeout:                DefaultSMSTimeout,
+		SimulatorURL:           get(EnvSMSSimulatorURL),
+		SimulatorToken:         get(EnvSMSSimulatorToken),
+		OriginationIdentity:    get(EnvSMSOriginationIdentity),
+		ConfigurationSetName:   get(EnvSMSConfigurationSet),
+		ProtectConfigurationID: get(EnvSMSProtectConfiguration),
+		Endpoint:               get(EnvSMSEndpoint),
+		SinchBaseURL:           get(EnvSinchBaseURL),
+		SinchServicePlanID:     get(EnvSinchServicePlanID),
+		SinchAPIToken:          get(EnvSinchAPIToken),
+		SinchAPITokenParam:     get(EnvSinchAPITokenParam),
+		SinchFrom:              get(EnvSinchFrom),
+		SinchCallbackURL:       get(EnvSinchCallbackURL),
 	}
 	errs := cfg.loadTimings(get)
 	if cfg.SinchBaseURL == "" {
@@ -177,9 +182,9 @@ func (cfg SMS) MinValidity() time.Duration {
 // String describes cfg with its secrets (the Sinch API token, the simulator token) replaced,
 // so that logging or printing it never shows them.
 func (cfg SMS) String() string {
-	return fmt.Sprintf("kind=%s timeout=%s visibility=%s simulator_url=%s simulator_token=%s origination_identity=%s configuration_set=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s",
+	return fmt.Sprintf("kind=%s timeout=%s visibility=%s simulator_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s",
 		cfg.Kind, cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
-		cfg.ConfigurationSetName, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom)
+		cfg.ConfigurationSetName, cfg.ProtectConfigurationID, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom)
 }
 
 // GoString keeps %#v from printing the secrets too.

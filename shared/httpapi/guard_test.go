@@ -33,8 +33,10 @@ func TestGuardRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.intake.Guard = &notifytest.Guard{Refuse: tc.refuse}
+			regions := notifytest.Regions{"+1": "US", "+44": "GB", "+49": "DE"} // phone is +44
+			f.intake.Countries = regions.Countries("GB")
 			if tc.refuse == nil {
-				f.intake.Countries, _ = notify.NewCountries([]string{"1", "49"}) // phone is +44
+				f.intake.Countries = regions.Countries("US", "DE")
 			}
 			resp := f.do(t, post(body(nil), "idempotency-key", "order-1"))
 			if resp.StatusCode != tc.status || decodeProblem(t, resp).Type != tc.problem.URI() {
@@ -52,7 +54,7 @@ func TestGuardRefusals(t *testing.T) {
 			}
 			fp := notifytest.Sealer{}.DestinationFP(phone)
 			logs, metrics := f.logs.String(), f.metrics.String()
-			for _, want := range []string{`"refusal":"` + reason + `"`, `"destination_fp":"` + fp + `"`, `"country_code":"44"`} {
+			for _, want := range []string{`"refusal":"` + reason + `"`, `"destination_fp":"` + fp + `"`, `"country_code":"GB"`} {
 				if !strings.Contains(logs, want) {
 					t.Errorf("log lacks %s: %s", want, logs)
 				}

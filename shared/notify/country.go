@@ -4,63 +4,86 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sync/atomic"
 )
 
 // The country allow-list: intake refuses, before any record is written, a destination whose
-// country the list does not name.
+// country the list does not name. A number's country is the region its digits belong to (a
+// Regions port tells it), not its calling code: +1 876 is Jamaica, not the United States.
 
-// Countries is an allow-list of country calling codes ("1", "44", "353"). The zero value
-// allows every code.
-type Countries struct {
-	codes []string
+// UnknownCountry is the country of a number Regions cannot place in one (ISO 3166 reserves ZZ
+// for an unknown region). The allow-list never names it, so such a number is refused.
+const UnknownCountry = "ZZ"
+
+// Regions places E.164 numbers in their countries.
+type Regions interface {
+	// Region returns the ISO 3166-1 alpha-2 code of the country e164 belongs to ("US", "JM"),
+	// or "" when it belongs to none it knows (a non-geographic or unassigned range).
+	Region(e164 string) string
+	// Supported reports whether country is a region Region can return.
+	Supported(country string) bool
 }
 
-// NewCountries returns the allow-list of codes; an empty list allows every code. Each code
-// must be a calling code CallingCode can return.
-func NewCountries(codes []string) (Countries, error) {
-	for _, c := range codes {
-		if !callingCodePattern.MatchString(c) || CallingCode("+"+c+"0000000") != c {
-			return Countries{}, fmt.Errorf("notify.countries: %q is not a country calling code", c)
+// Countries is an allow-list of ISO 3166-1 alpha-2 countries ("US", "CA"). The zero value
+// allows every number and places none.
+type Countries struct {
+	allowed []string
+	regions Regions
+	// last is the last number placed and its country: intake asks twice per admission (the
+	// allow-list, then the guard's view of the number), and a lookup costs tens of µs.
+	last *atomic.Pointer[placed]
+}
+
+// placed is a number and its country, as Of found it.
+type placed struct{ number, country string }
+
+// NewCountries returns the allow-list of countries, placed by regions; an empty list allows
+// every number. Each country must be upper-case alpha-2 and supported by regions.
+func NewCountries(countries []string, regions Regions) (Countries, error) {
+	if regions == nil {
+		return Countries{}, fmt.Errorf("notify.countries: no regions to place numbers in")
+	}
+	for _, c := range countries {
+		if !countryPattern.MatchString(c) || c == UnknownCountry || !regions.Supported(c) {
+			return Countries{}, fmt.Errorf("notify.countries: %q is not an ISO 3166-1 alpha-2 country with phone numbers", c)
 		}
 	}
-	return Countries{codes: slices.Clone(codes)}, nil
+	return Countries{allowed: slices.Clone(countries), regions: regions, last: new(atomic.Pointer[placed])}, nil
 }
 
-// Allows reports whether code is on the list, or the list is empty.
-func (c Countries) Allows(code string) bool {
-	return len(c.codes) == 0 || slices.Contains(c.codes, code)
-}
+var countryPattern = regexp.MustCompile(`^[A-Z]{2}$`)
 
-var callingCodePattern = regexp.MustCompile(`^[1-9][0-9]{0,2}$`)
-
-// twoDigitCodes are the ITU-T E.164 country calling codes of two digits. Calling codes are
-// prefix-free: 1 and 7 are the only one-digit codes, and every code that is neither one of
-// them nor one of these has three digits.
-var twoDigitCodes = []string{
-	"20", "27", "30", "31", "32", "33", "34", "36", "39", "40", "41", "43", "44", "45", "46",
-	"47", "48", "49", "51", "52", "53", "54", "55", "56", "57", "58", "60", "61", "62", "63",
-	"64", "65", "66", "81", "82", "84", "86", "90", "91", "92", "93", "94", "95", "98",
-}
-
-// CallingCode returns the country calling code of a valid E.164 number, without the "+".
-func CallingCode(e164 string) string {
-	digits := e164[1:]
-	switch {
-	case len(digits) < 3:
+// Of returns the country of a valid E.164 number, UnknownCountry when it cannot be placed,
+// and "" when the list has no Regions (the zero value).
+func (c Countries) Of(e164 string) string {
+	if c.regions == nil {
 		return ""
-	case digits[0] == '1' || digits[0] == '7':
-		return digits[:1]
-	case slices.Contains(twoDigitCodes, digits[:2]):
-		return digits[:2]
 	}
-	return digits[:3]
+	if p := c.last.Load(); p != nil && p.number == e164 {
+		return p.country
+	}
+	country := c.regions.Region(e164)
+	if country == "" {
+		country = UnknownCountry
+	}
+	c.last.Store(&placed{number: e164, country: country})
+	return country
 }
 
-// checkCountry refuses req when its calling code is not on the allow-list.
+// Allows reports whether country is on the list, or the list is empty.
+func (c Countries) Allows(country string) bool {
+	return len(c.allowed) == 0 || slices.Contains(c.allowed, country)
+}
+
+// checkCountry refuses req when its country is not on the allow-list. An empty list places
+// nothing and refuses nothing.
 func (in *Intake) checkCountry(req Request) error {
-	code := CallingCode(req.To)
-	if in.Countries.Allows(code) {
+	if len(in.Countries.allowed) == 0 {
 		return nil
 	}
-	return &RefusedError{Reason: RefusedCountry, DestinationFP: in.Hasher.DestinationFP(req.To), CountryCode: code}
+	country := in.Countries.Of(req.To)
+	if in.Countries.Allows(country) {
+		return nil
+	}
+	return &RefusedError{Reason: RefusedCountry, DestinationFP: in.Hasher.DestinationFP(req.To), CountryCode: country}
 }

@@ -9,8 +9,8 @@ import (
 
 // Abuse guards. A password-reset endpoint is the favourite target of SMS pumping: an attacker
 // triggers resets for many premium or sequential numbers and the sender pays per message.
-// Intake refuses, before any record is written, a destination outside the allowed calling
-// codes (Countries), a destination already admitted too often in its windows, and a new
+// Intake refuses, before any record is written, a destination outside the allowed countries
+// (Countries), a destination already admitted too often in its windows, and a new
 // destination in a number range that is admitting new destinations too fast (Guard). A replay
 // of an admitted key is never counted and never refused.
 
@@ -27,7 +27,7 @@ const (
 	// RefusedPrefixVelocity: the number's prefix admitted too many new destinations this
 	// minute.
 	RefusedPrefixVelocity RefusalReason = "prefix_velocity"
-	// RefusedCountry: the number's calling code is not on the allow-list.
+	// RefusedCountry: the number's country is not on the allow-list.
 	RefusedCountry RefusalReason = "country_not_allowed"
 )
 
@@ -37,7 +37,7 @@ var (
 	ErrRateLimited = errors.New("destination rate limited")
 	// ErrPrefixRateLimited means the destination's prefix is over its velocity ceiling.
 	ErrPrefixRateLimited = errors.New("destination prefix rate limited")
-	// ErrDestinationNotAllowed means the destination's calling code is not allowed.
+	// ErrDestinationNotAllowed means the destination's country is not allowed.
 	ErrDestinationNotAllowed = errors.New("destination not allowed")
 )
 
@@ -48,7 +48,8 @@ type RefusedError struct {
 	// RetryAfter is how long until the window that refused it ends (0 for RefusedCountry).
 	RetryAfter time.Duration
 	// DestinationFP and CountryCode say which destination was refused, safely: a keyed
-	// fingerprint and a calling code. The number itself is never held here.
+	// fingerprint and an ISO 3166-1 alpha-2 country (UnknownCountry when the number has
+	// none; "" without Regions). The number itself is never held here.
 	DestinationFP string
 	CountryCode   string
 }
@@ -70,7 +71,8 @@ func (e *RefusedError) Unwrap() error {
 }
 
 // Destination is what the guard knows of a number: keyed fingerprints of the number and of
-// its prefix, and its country calling code. It never holds the number or the prefix digits.
+// its prefix, and its country (see RefusedError.CountryCode). It never holds the number or
+// the prefix digits.
 type Destination struct {
 	FP          string
 	PrefixFP    string
@@ -140,7 +142,7 @@ func (in *Intake) destinationOf(req Request, fp string) Destination {
 	return Destination{
 		FP:          fp,
 		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(req.To, digits)),
-		CountryCode: CallingCode(req.To),
+		CountryCode: in.Countries.Of(req.To),
 	}
 }
 

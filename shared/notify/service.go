@@ -30,7 +30,7 @@ type Intake struct {
 	// Actor, when set, names who admits and cancels (the intake function and its invocation);
 	// it is written onto the record with each transition.
 	Actor func(context.Context) Actor
-	// Countries, when not empty, refuses a number whose calling code it does not list.
+	// Countries, when not empty, refuses a number whose country it does not list.
 	Countries Countries
 	// Guard, when set, counts each new admission per destination and per prefix and refuses
 	// one over its limits (see admit). PrefixDigits is the prefix length it counts by (0: the

@@ -90,11 +90,12 @@ const (
 	DimStatus   = "Status"
 	DimToState  = "ToState"
 	DimReason   = "Reason"
-	// DimCountryCode is a country calling code ("44"), never more of a number.
+	// DimCountryCode is an ISO 3166-1 alpha-2 country ("JM"; "ZZ" for a number in none),
+	// never more of a number.
 	DimCountryCode = "CountryCode"
 )
 
-// Refusal records one refused admission by reason and calling code, by reason alone (the
+// Refusal records one refused admission by reason and country, by reason alone (the
 // prefix alarm and the dashboard read it) and by Function alone (the refusal spike alarm).
 func (m *Metrics) Refusal(reason, countryCode string) {
 	m.EmitRollup(map[string]string{DimReason: reason, DimCountryCode: countryCode}, [][]string{{DimReason}, {}},

@@ -3,7 +3,9 @@
 //
 // Send calls SendTextMessage once with DestinationPhoneNumber, MessageBody,
 // OriginationIdentity, MessageType TRANSACTIONAL, ConfigurationSetName (whose event
-// destination feeds the provider-events function), Context {"attempt_ref": <attempt_ref>}
+// destination feeds the provider-events function), ProtectConfigurationId (whose country
+// rules the service enforces; the template's blocks every country intake does not allow),
+// Context {"attempt_ref": <attempt_ref>}
 // (echoed in every delivery event, which is how events find their attempt) and TimeToLive:
 // the validity period rounded down to whole seconds, within the API's 5–259200 s range. A
 // validity that rounds below 5 s is refused without a call.
@@ -82,6 +84,10 @@ type Config struct {
 	// ConfigurationSetName names the configuration set whose event destination receives the
 	// delivery events. Optional, but without it reconciliation has nothing to read.
 	ConfigurationSetName string
+	// ProtectConfigurationID names the protect configuration whose country rules the service
+	// applies to every send; a protect configuration named in the request takes precedence
+	// over the configuration set's and the account's. Empty names none.
+	ProtectConfigurationID string
 	// Timeout bounds each send (default DefaultTimeout).
 	Timeout time.Duration
 	// Clock tells the time for Retry-After dates (default: the system clock).
@@ -148,6 +154,9 @@ func (s *Sender) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 	}
 	if s.cfg.ConfigurationSetName != "" {
 		in.ConfigurationSetName = aws.String(s.cfg.ConfigurationSetName)
+	}
+	if s.cfg.ProtectConfigurationID != "" {
+		in.ProtectConfigurationId = aws.String(s.cfg.ProtectConfigurationID)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()

@@ -35,6 +35,7 @@ type wireInput struct {
 	OriginationIdentity    string
 	MessageType            string
 	ConfigurationSetName   string
+	ProtectConfigurationId string
 	Context                map[string]string
 	TimeToLive             int
 }
@@ -88,8 +89,10 @@ func TestSendClassifies(t *testing.T) {
 			s, err := endusersms.NewSender(client(endpoint), endusersms.Config{
 				OriginationIdentity:  "pool-abc",
 				ConfigurationSetName: "resetnotify-events",
-				Timeout:              timeout,
-				Clock:                notifytest.NewClock(t0),
+				// The template's protect configuration: every send must name it.
+				ProtectConfigurationID: "protect-0123456789abcdef",
+				Timeout:                timeout,
+				Clock:                  notifytest.NewClock(t0),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -109,6 +112,7 @@ func TestSendClassifies(t *testing.T) {
 				OriginationIdentity:    "pool-abc",
 				MessageType:            "TRANSACTIONAL",
 				ConfigurationSetName:   "resetnotify-events",
+				ProtectConfigurationId: "protect-0123456789abcdef",
 				Context:                map[string]string{"attempt_ref": ref},
 				TimeToLive:             89,
 			}
@@ -146,8 +150,8 @@ func TestTimeToLive(t *testing.T) {
 			}
 			var got wireInput
 			json.Unmarshal(reqs[0].Body, &got)
-			if got.TimeToLive != tc.wantTTL || got.ConfigurationSetName != "" {
-				t.Errorf("TimeToLive %d, ConfigurationSetName %q; want %d and none", got.TimeToLive, got.ConfigurationSetName, tc.wantTTL)
+			if got.TimeToLive != tc.wantTTL || got.ConfigurationSetName != "" || got.ProtectConfigurationId != "" {
+				t.Errorf("TimeToLive %d, ConfigurationSetName %q, ProtectConfigurationId %q; want %d and none", got.TimeToLive, got.ConfigurationSetName, got.ProtectConfigurationId, tc.wantTTL)
 			}
 		})
 	}

@@ -128,7 +128,7 @@ func New(cfg Config, deps Deps) (Provider, error) {
 	case EndUserSMS:
 		s, err := endusersms.NewSender(endusersms.NewClient(deps.AWS, cfg.Endpoint), endusersms.Config{
 			OriginationIdentity: cfg.OriginationIdentity, ConfigurationSetName: cfg.ConfigurationSetName,
-			Timeout: cfg.Timeout, Clock: deps.Clock,
+			ProtectConfigurationID: cfg.ProtectConfigurationID, Timeout: cfg.Timeout, Clock: deps.Clock,
 		})
 		if err != nil {
 			return Provider{}, fmt.Errorf("provider.new: %w", err)

@@ -49,14 +49,15 @@ func TestFromEnvSimulatorSendsAndLooksUp(t *testing.T) {
 }
 
 func TestNewEndUserSMSIsWired(t *testing.T) {
-	var target string
+	var target, sent string
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		target = r.Header.Get("X-Amz-Target")
+		b, _ := io.ReadAll(r.Body)
+		target, sent = r.Header.Get("X-Amz-Target"), string(b)
 		io.WriteString(w, `{"MessageId":"aws-1"}`)
 	}))
 	defer fake.Close()
-	cfg, err := config.LoadSMS(env(map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_ENDPOINT": fake.URL}))
+	cfg, err := config.LoadSMS(env(map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_ENDPOINT": fake.URL,
+		"SMS_PROTECT_CONFIGURATION_ID": "protect-0123"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +68,9 @@ func TestNewEndUserSMSIsWired(t *testing.T) {
 	out := p.Sender.Send(context.Background(), sms.SendRequest{To: "+15555550100", Body: "hi", AttemptRef: "n1-a1", ValidityPeriod: time.Minute})
 	if out.MessageID != "aws-1" || target != "PinpointSMSVoiceV2.SendTextMessage" {
 		t.Fatalf("send: %s (%v), target %q", out, out.Err, target)
+	}
+	if !strings.Contains(sent, `"ProtectConfigurationId":"protect-0123"`) {
+		t.Errorf("the send does not name SMS_PROTECT_CONFIGURATION_ID's protect configuration: %s", sent)
 	}
 	// Without a receipt reader, lookups are inconclusive, never "not found".
 	res, err := p.Lookup.Lookup(context.Background(), sms.LookupRequest{AttemptRef: "n1-a1", AttemptedAt: time.Now().Add(-time.Hour)})

@@ -22,6 +22,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/httpapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/phoneregion"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/secretparam"
@@ -57,9 +58,9 @@ func newIntake(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*noti
 	if err != nil {
 		return nil, err
 	}
-	countries, err := notify.NewCountries(cfg.AllowedCallingCodes)
+	countries, err := notify.NewCountries(cfg.AllowedCountries, phoneregion.Regions{})
 	if err != nil {
-		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvAllowedCallingCodes, err)
+		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvAllowedCountries, err)
 	}
 	in := &notify.Intake{
 		Store:        dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),

@@ -44,6 +44,26 @@ func TestBuildRefusesIncompleteConfig(t *testing.T) {
 	}
 }
 
+// TestBuildRefusesUnknownCountries: ALLOWED_COUNTRIES is checked against the phone-number
+// metadata when intake starts; a country it does not know stops the start, naming the variable.
+func TestBuildRefusesUnknownCountries(t *testing.T) {
+	env := map[string]string{
+		config.EnvNotificationsTable: "n", config.EnvDispatchQueueURL: "http://127.0.0.1:1/q",
+		config.EnvSealLocalKey:      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		config.EnvDestinationPepper: "wiring-test-pepper-0123", config.EnvFingerprintKey: "wiring-test-fingerprint-key-0123456789",
+	}
+	for list, ok := range map[string]bool{"US,CA": true, "US,AA": false, "UK": false, "ZZ": false} {
+		env[config.EnvAllowedCountries] = list
+		_, err := wire.Build(t.Context(), intake.Function, func(k string) string { return env[k] }, io.Discard)
+		if ok && err != nil {
+			t.Errorf("%s: %v", list, err)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), config.EnvAllowedCountries)) {
+			t.Errorf("%s: error %v does not name %s", list, err, config.EnvAllowedCountries)
+		}
+	}
+}
+
 // TestWiring runs the handler that the intake function builds against DynamoDB Local and
 // moto, reached through the standard AWS_ENDPOINT_URL_* variables that `make test` sets, as a
 // local run reaches them.
@@ -62,6 +82,7 @@ func TestWiring(t *testing.T) {
 		config.EnvSealLocalKey:       "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		config.EnvDestinationPepper:  "wiring-test-pepper-0123",
 		config.EnvFingerprintKey:     "wiring-test-fingerprint-key-0123456789",
+		config.EnvAllowedCountries:   "US,CA",
 	}
 	var out bytes.Buffer
 	h, err := wire.Build(ctx, intake.Function, func(k string) string { return env[k] }, &out)
@@ -69,7 +90,12 @@ func TestWiring(t *testing.T) {
 		t.Fatalf("build: %v", err)
 	}
 
-	resp, err := h.Handle(ctx, submitEvent(t, "wiring-1"))
+	// The allow-list, placed by the phone-number metadata: +1 876 is Jamaica, not the US.
+	resp, err := h.Handle(ctx, submitEvent(t, "wiring-jm", "+18765550100"))
+	if err != nil || resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(resp.Body, "destination-not-allowed") {
+		t.Fatalf("POST to JM: %d %s (%v), want 422 destination-not-allowed", resp.StatusCode, resp.Body, err)
+	}
+	resp, err = h.Handle(ctx, submitEvent(t, "wiring-1", wiringNumber))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST: %d %s (%v)", resp.StatusCode, resp.Body, err)
 	}
@@ -91,7 +117,7 @@ func TestWiring(t *testing.T) {
 	if fp, _ := item.Item[tables.AttrRequestFingerprint].(*ddbtypes.AttributeValueMemberS); fp == nil || !strings.HasPrefix(fp.Value, seal.RequestFPPrefix) {
 		t.Errorf("stored fingerprint %v is not keyed", item.Item[tables.AttrRequestFingerprint])
 	}
-	for _, secret := range []string{"+447700900123", "447700900123", "K7Q2M9", "wiring-test-pepper", "MDEyMzQ1", "wiring-test-fingerprint-key"} {
+	for _, secret := range []string{wiringNumber, wiringNumber[1:], "18765550100", "K7Q2M9", "wiring-test-pepper", "MDEyMzQ1", "wiring-test-fingerprint-key"} {
 		if strings.Contains(out.String(), secret) {
 			t.Errorf("function output holds %q:\n%s", secret, out.String())
 		}
@@ -111,11 +137,14 @@ func createTables(ctx context.Context, t *testing.T, ddb *dynamodb.Client, names
 	})
 }
 
-// submitEvent is the HTTP API's event for a POST of a valid notification under key.
-func submitEvent(t *testing.T, key string) events.APIGatewayV2HTTPRequest {
+// wiringNumber is a number in New York, which ALLOWED_COUNTRIES=US,CA admits.
+const wiringNumber = "+12125550123"
+
+// submitEvent is the HTTP API's event for a POST of a valid notification to to, under key.
+func submitEvent(t *testing.T, key, to string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{
-		"event_id": "evt-wiring", "channel": "sms", "purpose": "one_time_code", "to": "+447700900123",
+		"event_id": "evt-" + key, "channel": "sms", "purpose": "one_time_code", "to": to,
 		"params": map[string]string{"code": "K7Q2M9"}, "expires_at": time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339),
 	})
 	if err != nil {

@@ -170,8 +170,8 @@ func CanonicalDigest(d Digest) []byte {
 	return b.Bytes()
 }
 
-// digestSum returns the SHA-256 of d's canonical encoding: what is signed.
-func digestSum(d Digest) []byte {
+// DigestSum returns the SHA-256 of d's canonical encoding: what the signature is over.
+func DigestSum(d Digest) []byte {
 	sum := sha256.Sum256(CanonicalDigest(d))
 	return sum[:]
 }
@@ -182,7 +182,7 @@ func VerifySignature(pub *ecdsa.PublicKey, d Digest) bool {
 	if err != nil || pub == nil {
 		return false
 	}
-	return ecdsa.VerifyASN1(pub, digestSum(d), sig)
+	return ecdsa.VerifyASN1(pub, DigestSum(d), sig)
 }
 
 // ManifestIntact reports whether a version 1 digest's manifest is the one its signed

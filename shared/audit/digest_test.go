@@ -72,49 +72,44 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	}
 
 	all := append(first[:1], later...)
-	entries := env.ScanAudit(t)
-	seen := map[string]int{}
+	var entries []audit.Entry
+	for _, item := range env.ScanAudit(t) {
+		if e, err := audit.FromItem(item); err == nil && e.EventID != "#digest" {
+			entries = append(entries, e)
+		}
+	}
+	// Each entry lies in exactly one digest's period, and each digest's signed tree is that
+	// of the entries written in its period: so each entry is covered exactly once.
+	covered := int64(0)
 	for i, d := range all {
 		if i > 0 && (d.PrevSignature != all[i-1].Signature || !d.PeriodStart.Equal(all[i-1].PeriodEnd)) {
 			t.Errorf("digest %s does not follow %s", d.Period(), all[i-1].Period())
 		}
-		if !audit.VerifySignature(&env.SigningKey.PublicKey, d) || !audit.ManifestIntact(d) {
-			t.Errorf("digest %s does not verify", d.Period())
+		if !audit.VerifySignature(&env.SigningKey.PublicKey, d) || !audit.ManifestIntact(d) || d.Version != audit.DigestVersionTree {
+			t.Errorf("digest %s (version %d) does not verify", d.Period(), d.Version)
 		}
-		for _, l := range d.Manifest {
-			seen[l.EventID+" "+l.Seq]++
+		var tree audit.PeriodTree
+		for _, e := range entries {
+			k := e.EventID + " " + e.Seq
+			if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
+				tree.Add(audit.ManifestLine{EventID: e.EventID, Seq: e.Seq, NotificationID: e.NotificationID, Hash: e.Hash})
+				if d.RetainUntil < e.RetainUntil {
+					t.Errorf("digest %s expires at %d, before entry %s (%d)", d.Period(), d.RetainUntil, k, e.RetainUntil)
+				}
+			}
 		}
+		if tree.Size() != d.Count || tree.Root() != d.Root {
+			t.Errorf("digest %s signs %d entries (root %s), its period holds %d (root %s)", d.Period(), d.Count, d.Root, tree.Size(), tree.Root())
+		}
+		covered += d.Count
 	}
-	entryCount := 0
-	for _, item := range entries {
-		e, err := audit.FromItem(item)
-		if err != nil || e.EventID == "#digest" {
-			continue
-		}
-		entryCount++
-		k := e.EventID + " " + e.Seq
-		if seen[k] != 1 {
-			t.Errorf("entry %s is in %d digests, want 1", k, seen[k])
-		}
-		for _, d := range all {
-			in := !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd)
-			if in && d.RetainUntil < e.RetainUntil {
-				t.Errorf("digest %s expires at %d, before entry %s (%d)", d.Period(), d.RetainUntil, k, e.RetainUntil)
-			}
-			listed := false
-			for _, l := range d.Manifest {
-				listed = listed || l.EventID+" "+l.Seq == k
-			}
-			if in != listed {
-				t.Errorf("entry %s written %s: in period %s = %v, listed = %v", k, e.WrittenAt, d.Period(), in, listed)
-			}
-		}
+	for _, e := range entries {
 		if e.At.Equal(late) && e.WrittenAt.Truncate(p) != base.Add(3*p) {
-			t.Errorf("late entry %s belongs to the period of %s, want that of its writing", k, e.WrittenAt)
+			t.Errorf("late entry %s %s belongs to the period of %s, want that of its writing", e.EventID, e.Seq, e.WrittenAt)
 		}
 	}
-	if entryCount != 4 || len(seen) != 4 {
-		t.Errorf("%d entries, %d covered; want 4 and 4", entryCount, len(seen))
+	if len(entries) != 4 || covered != 4 || !all[0].PeriodStart.Equal(base) {
+		t.Errorf("%d entries, %d covered by digests from %s to %s; want 4 and 4", len(entries), covered, all[0].PeriodStart, all[len(all)-1].PeriodEnd)
 	}
 	b, err := env.Reader.Collect(context.Background(), base, base.Add(5*p))
 	if err != nil {

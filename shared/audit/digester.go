@@ -148,7 +148,7 @@ func (d *Digester) close(ctx context.Context, start, end time.Time, prev *Digest
 		dg.RetainUntil = max(dg.RetainUntil, e.RetainUntil)
 	}
 	dg.Count, dg.Root = tree.Size(), tree.Root()
-	sig, err := d.Signer.Sign(ctx, digestSum(dg))
+	sig, err := d.Signer.Sign(ctx, DigestSum(dg))
 	if err != nil {
 		return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
 	}

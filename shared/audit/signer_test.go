@@ -64,7 +64,7 @@ func signed(t *testing.T, s Signer, d Digest) Digest {
 		}
 		d.Version, d.Count, d.Root, d.Manifest = DigestVersionTree, tree.Size(), tree.Root(), nil
 	}
-	sig, err := s.Sign(context.Background(), digestSum(d))
+	sig, err := s.Sign(context.Background(), DigestSum(d))
 	if err != nil {
 		t.Fatal(err)
 	}

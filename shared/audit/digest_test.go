@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,5 +119,47 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	r := audit.Check(b, audit.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: base.Add(4*p + audittest.DigestGrace), Grace: audittest.DigestGrace})
 	if !r.OK() || r.Covered != 4 || r.Digests != 4 {
 		t.Errorf("check = %+v, want OK with 4 entries covered by 4 digests", r)
+	}
+}
+
+// TestDigestBeyondTheManifestCeiling digests one period of 20,000 entries, four times what a
+// version 1 manifest item could hold, and verifies it: one small signed item covers them all.
+// An entry deleted from the period afterwards is found.
+func TestDigestBeyondTheManifestCeiling(t *testing.T) {
+	env := audittest.NewEnv(t)
+	ctx := context.Background()
+	p := audittest.DigestPeriod
+	base := audittest.WriteStart.Truncate(p)
+	entries := audittest.BulkEntries(20000, base, p)
+	if err := audittest.WriteBulk(ctx, env.DB, env.Names.Audit, entries, 8); err != nil {
+		t.Fatal(err)
+	}
+	now := base.Add(p + audittest.DigestGrace)
+	ds, err := env.Digester(notifytest.NewClock(now)).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Count != 20000 || ds[0].Version != audit.DigestVersionTree {
+		t.Fatalf("digest step wrote %+v, want one version 2 digest of 20000 entries", ds)
+	}
+	item, err := audit.DigestItem(ds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := len(audittest.ItemText(item)); size > 2000 {
+		t.Errorf("the digest item is %d bytes of text, want a small one whatever the period holds", size)
+	}
+	b, err := env.Reader.Collect(ctx, base, base.Add(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := audit.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: now, Grace: audittest.DigestGrace}
+	if r := audit.Check(b, opts); !r.OK() || r.Covered != 20000 || r.Entries != 20000 {
+		t.Fatalf("check of the 20000-entry period: covered %d of %d, problems %v", r.Covered, r.Entries, r.Problems)
+	}
+	b.Entries = b.Entries[1:]
+	r := audit.Check(b, opts)
+	if want := "entries deleted: the signed digest of this period covers 20000 entries, only 19999 written in it are left (1 deleted)"; r.OK() || !strings.Contains(r.Problems[0].String(), want) {
+		t.Errorf("check with one entry gone: %v\nwant the first problem to say %q", r.Problems, want)
 	}
 }

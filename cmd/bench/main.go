@@ -19,8 +19,10 @@
 // duplicates of one request put on the queue (dispatch_messages_per_64_duplicates, goal at
 // most 2). The guard benchmark (guard.go) prices the abuse guard in DynamoDB write units, from
 // ReturnConsumedCapacity: write_units_per_admission (the notification record and its indexes)
-// apart from guard_write_units_per_admission (the guard's counters). -mode admission, dispatch,
-// replay or guard runs one of them.
+// apart from guard_write_units_per_admission (the guard's counters). The digest benchmark
+// (digest.go) digests and verifies one audit period of 100,000 entries
+// (digest_seconds_per_100k_entries, digest_peak_heap_mb, verify_seconds_per_100k_entries).
+// -mode admission, dispatch, replay, guard or digest runs one of them.
 //
 // It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
@@ -58,6 +60,7 @@ type benchFlags struct {
 	guarded, floorN, floorBatches  int
 	templatePath, jsonPath         string
 	costN, coldRuns                int
+	digestN                        int
 }
 
 func run(ctx context.Context, args []string, out io.Writer) (err error) {
@@ -77,7 +80,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 func parseFlags(args []string) (benchFlags, error) {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, floor, cost or coldstart")
+	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, digest, floor, cost or coldstart")
 	fs.IntVar(&f.ops, "ops", 2000, "admission: operations per measured phase")
 	fs.IntVar(&f.workers, "concurrency", 8, "admission: concurrent callers")
 	fs.IntVar(&f.happy, "dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -89,6 +92,7 @@ func parseFlags(args []string) (benchFlags, error) {
 	fs.IntVar(&f.floorBatches, "floor-batches", 2, "floor: batches handled at once")
 	fs.StringVar(&f.templatePath, "template", "template.yaml", "cost: the SAM template (memory size, architecture)")
 	fs.IntVar(&f.costN, "cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
+	fs.IntVar(&f.digestN, "digest-n", 100000, "digest: audit entries written in the one period digested and verified")
 	fs.IntVar(&f.coldRuns, "coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
 	fs.StringVar(&f.jsonPath, "json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
 	err := fs.Parse(args)
@@ -111,8 +115,11 @@ func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
 		// Builds and starts the bootstraps; needs no emulator.
 		return coldStartBench(ctx, f.coldRuns, out)
 	}
-	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "guard"}, f.runs) {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, floor, cost or coldstart", f.mode)
+	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "guard", "digest"}, f.runs) {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, digest, floor, cost or coldstart", f.mode)
+	}
+	if f.digestN < 1 {
+		return errors.New("need -digest-n >= 1")
 	}
 	endpoint, err := endpointFromEnv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if err != nil {
@@ -149,6 +156,11 @@ func runDynamoDBModes(ctx context.Context, f benchFlags, endpoint string, out io
 	}
 	if f.runs("guard") {
 		if err := guardBench(ctx, endpoint, f.guarded, out); err != nil {
+			return err
+		}
+	}
+	if f.runs("digest") {
+		if err := digestBench(ctx, endpoint, f.digestN, out); err != nil {
 			return err
 		}
 	}

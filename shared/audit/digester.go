@@ -98,7 +98,7 @@ func (d *Digester) Run(ctx context.Context) ([]Digest, error) {
 		}
 		dg, err := d.close(ctx, start, end, prevPtr, now)
 		if err != nil {
-			d.emit(ctx, len(out), start, now)
+			d.Report(ctx, len(out), start, now)
 			return out, err
 		}
 		d.log().InfoContext(ctx, "audit digest", "period_start", tables.FormatTime(dg.PeriodStart),
@@ -106,7 +106,7 @@ func (d *Digester) Run(ctx context.Context) ([]Digest, error) {
 		out = append(out, dg)
 		prevPtr, start = &out[len(out)-1], end
 	}
-	d.emit(ctx, len(out), start, d.now())
+	d.Report(ctx, len(out), start, d.now())
 	return out, nil
 }
 
@@ -117,13 +117,21 @@ func (d *Digester) Lag(next, now time.Time) time.Duration {
 	return max(0, now.Sub(closable))
 }
 
-// emit reports a run: DigestsWritten, and DigestLag with next the oldest period left open. A
-// lag past LagBound is logged as a warning.
-func (d *Digester) emit(ctx context.Context, written int, next, now time.Time) {
+// The digest step's metrics, by Function only (template.yaml's DigestLagAlarm reads
+// MetricDigestLag).
+const (
+	MetricDigestsWritten = "DigestsWritten"
+	MetricDigestLag      = "DigestLag"
+)
+
+// Report emits the figures of a run that wrote written digests and left next as the oldest
+// period not closed: MetricDigestsWritten, and MetricDigestLag (Lag, in seconds). A lag past
+// LagBound is logged as a warning.
+func (d *Digester) Report(ctx context.Context, written int, next, now time.Time) {
 	lag := d.Lag(next, now)
 	d.Metrics.Emit(nil,
-		obs.Metric{Name: "DigestsWritten", Unit: obs.UnitCount, Value: float64(written)},
-		obs.Metric{Name: "DigestLag", Unit: obs.UnitSeconds, Value: lag.Seconds()})
+		obs.Metric{Name: MetricDigestsWritten, Unit: obs.UnitCount, Value: float64(written)},
+		obs.Metric{Name: MetricDigestLag, Unit: obs.UnitSeconds, Value: lag.Seconds()})
 	if d.LagBound > 0 && lag > d.LagBound {
 		d.log().WarnContext(ctx, "audit digest step behind its lag bound", "lag_seconds", int64(lag.Seconds()),
 			"lag_bound_seconds", int64(d.LagBound.Seconds()), "next_period_start", tables.FormatTime(next))

@@ -207,6 +207,40 @@ func TestCheck(t *testing.T) {
 			only: DigestVersionTree,
 		},
 		{
+			name: "chain rewritten consistently (manifest)",
+			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
+				es := append([]Entry(nil), f.entries...)
+				prev := GenesisHash
+				for i := range es {
+					es[i].DestinationFP = "ffffffffffffffff"
+					var err error
+					if es[i], err = Link(es[i], prev); err != nil {
+						t.Fatal(err)
+					}
+					prev = es[i].Hash
+				}
+				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: es}, f.start.Add(4 * time.Minute)
+			},
+			want: "notification 01C: whole chain rewritten: all 3 entries of this notification (event evt-c) that signed digests cover differ from what was signed",
+			only: DigestVersionManifest,
+		},
+		{
+			name: "whole chain deleted (manifest)",
+			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
+				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests}, f.start.Add(4 * time.Minute)
+			},
+			want: "notification 01C: whole chain deleted: the 3 entries of this notification (event evt-c, idempotency key k) that signed digests list are all gone from the audit table",
+			only: DigestVersionManifest,
+		},
+		{
+			name: "whole chain deleted (tree)",
+			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
+				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests}, f.start.Add(4 * time.Minute)
+			},
+			want: "period 2030-03-01T09:30:00Z to 2030-03-01T09:31:00Z: entries deleted: the signed digest of this period covers 1 entries, only 0 written in it are left (1 deleted)",
+			only: DigestVersionTree,
+		},
+		{
 			name: "entry written before digests existed",
 			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
 				es := append([]Entry(nil), f.entries...)

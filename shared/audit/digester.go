@@ -200,17 +200,20 @@ func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
 	return DigestFromItem(out.Item)
 }
 
-// firstStart returns where the first digest's period starts.
+// firstStart returns where the first digest's period starts: the period of the earliest entry
+// written yesterday or today, else the latest period that is due. It reads every entry of that
+// span (WrittenIn promises no order), once in a table's life: on a new table, little.
 func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, error) {
 	latest := now.Add(-d.Grace).Truncate(d.Period).Add(-d.Period)
 	today := now.Truncate(24 * time.Hour)
+	first := latest
 	for e, err := range WrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period)) {
 		if err != nil {
 			return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
 		}
-		return minTime(e.WrittenAt.Truncate(d.Period), latest), nil
+		first = minTime(first, e.WrittenAt.Truncate(d.Period))
 	}
-	return latest, nil
+	return first, nil
 }
 
 func (d *Digester) now() time.Time {

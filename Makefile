@@ -55,7 +55,7 @@ test: tools lint ## Lint (gofmt, vet, staticcheck), then run all tests against D
 
 .PHONY: bench
 bench: tools ## Run the Go benchmarks and cmd/bench against one DynamoDB Local and moto; prints name=value lines.
-	$(DEVSTACK) bash -c "go test -run '^$$' -bench . -benchmem ./... && go run ./cmd/bench"
+	RESETNOTIFY_DYNAMODB_JAVA_HEAP=1g $(DEVSTACK) bash -c "go test -run '^$$' -bench . -benchmem ./... && go run ./cmd/bench"
 
 .PHONY: validate
 validate: tools ## Lint template.yaml with cfn-lint and checkov (skipped checks and why: .checkov.yaml); validate openapi.yaml.

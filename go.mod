@@ -22,6 +22,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/nyaruka/phonenumbers v1.8.1
 	github.com/oklog/ulid/v2 v2.1.2
+	github.com/transparency-dev/merkle v0.0.2
 	gopkg.in/yaml.v3 v3.0.1
 )
 

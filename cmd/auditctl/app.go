@@ -32,8 +32,9 @@ type app struct {
 	terminal bool
 	newDB    func(ctx context.Context, endpoint string) (audit.QueryAPI, error)
 	// newKMS returns the KMS client that fetches a digest key's public half.
-	newKMS   func(ctx context.Context) (audit.KMSAPI, error)
-	readFile func(name string) ([]byte, error)
+	newKMS    func(ctx context.Context) (audit.KMSAPI, error)
+	readFile  func(name string) ([]byte, error)
+	writeFile func(name string, data []byte) error
 }
 
 const usage = `auditctl reads the resetnotify audit table. It never writes.
@@ -45,11 +46,15 @@ Commands:
   timeline    --event-id E              every transition of every notification of event E
   export      --from T --to T           what verify needs for [from, to): digests and whole chains
                                         (--format jsonl or json; csv and table hold the entries only)
-  verify      --from T --to T | --input FILE | --event-id E
+  verify      --from T --to T [--input FILE] | --event-id E | --proof FILE
                                         check the signed digests, their chain, each digest against
                                         the entries and every hash chain; exit 1 naming what is wrong
-  evidence    --event-id E              plain-language report: accepted, attempts, when and why it
-                                        stopped, and whether verified digests cover its entries
+                                        (a digest only late: a warning, exit 0); --input checks an
+                                        export file for the range asked; --proof an evidence proof
+  evidence    --event-id E [--proof FILE]
+                                        plain-language report: accepted, attempts, when and why it
+                                        stopped, and whether verified digests cover its entries;
+                                        --proof writes each entry's inclusion proof to FILE
   public-key                            print the digests' public key (PEM) for offline verification
   margin      --since D [--until T]     accepted→delivered latency (p50/p95/p99) and a recommended margin
 
@@ -75,8 +80,8 @@ type command struct {
 var commands = []command{
 	{"timeline", "auditctl timeline --event-id E [--format table|json|jsonl|csv]", []string{"table", "json", "jsonl", "csv"}, (*app).timeline},
 	{"export", "auditctl export --from T --to T [--format jsonl|csv|json|table]", []string{"jsonl", "csv", "json", "table"}, (*app).export},
-	{"verify", "auditctl verify (--from T --to T | --input FILE | --event-id E) [--public-key FILE | --key-id KEY] [--format table|json]", []string{"table", "json"}, (*app).verify},
-	{"evidence", "auditctl evidence --event-id E [--public-key FILE | --key-id KEY] [--format table|json]", []string{"table", "json"}, (*app).evidence},
+	{"verify", "auditctl verify (--from T --to T [--input FILE] | --event-id E | --proof FILE) [--public-key FILE | --key-id KEY] [--format table|json]", []string{"table", "json"}, (*app).verify},
+	{"evidence", "auditctl evidence --event-id E [--proof FILE] [--public-key FILE | --key-id KEY] [--format table|json]", []string{"table", "json"}, (*app).evidence},
 	{"public-key", "auditctl public-key [--key-id KEY]", []string{"pem"}, (*app).publicKey},
 	{"margin", "auditctl margin --since D [--until T] [--format table|json|jsonl|csv]", []string{"table", "json", "jsonl", "csv"}, (*app).margin},
 }
@@ -87,6 +92,7 @@ type cmdline struct {
 	eventID                 string
 	from, to, since, until  string
 	input, keyFile, keyID   string
+	proof                   string
 	set                     map[string]bool
 	reader                  *audit.Reader
 }
@@ -130,7 +136,7 @@ func (a *app) runCommand(ctx context.Context, c command, args []string) error {
 		return errUsage
 	}
 	// Offline verification and the public key need no access to the audit table.
-	if cl.input == "" && c.name != "public-key" {
+	if cl.input == "" && c.name != "public-key" && (c.name != "verify" || cl.proof == "") {
 		db, err := a.newDB(ctx, cl.endpoint)
 		if err != nil {
 			return err
@@ -153,8 +159,11 @@ func (a *app) commandFlags(c command) (*flag.FlagSet, *cmdline) {
 	fs.StringVar(&cl.format, "format", c.formats[0], "output `format`: "+strings.Join(c.formats, ", "))
 	fs.StringVar(&cl.endpoint, "endpoint-url", "", "DynamoDB endpoint `URL` (default: the AWS SDK's)")
 	switch c.name {
-	case "timeline", "evidence":
+	case "timeline":
 		fs.StringVar(&cl.eventID, "event-id", "", "the event `ID`")
+	case "evidence":
+		fs.StringVar(&cl.eventID, "event-id", "", "the event `ID`")
+		fs.StringVar(&cl.proof, "proof", "", "also write every entry's inclusion proof to `file`, for verify --proof")
 	case "export":
 		fs.StringVar(&cl.from, "from", "", "start `time`, inclusive")
 		fs.StringVar(&cl.to, "to", "", "end `time`, exclusive")
@@ -162,7 +171,8 @@ func (a *app) commandFlags(c command) (*flag.FlagSet, *cmdline) {
 		fs.StringVar(&cl.eventID, "event-id", "", "verify only the hash chains of the event `ID`")
 		fs.StringVar(&cl.from, "from", "", "verify the digests and chains of the periods from `time`")
 		fs.StringVar(&cl.to, "to", "", "... to `time` (exclusive)")
-		fs.StringVar(&cl.input, "input", "", "verify an export `file` (auditctl export --format jsonl) offline")
+		fs.StringVar(&cl.input, "input", "", "verify an export `file` (auditctl export --format jsonl) offline, for the range of --from and --to")
+		fs.StringVar(&cl.proof, "proof", "", "verify a proof `file` (auditctl evidence --proof) offline")
 	case "public-key":
 		fs.StringVar(&cl.keyID, "key-id", a.getenv(config.EnvAuditDigestKMSKeyID), "KMS `key` ID or ARN (default $"+config.EnvAuditDigestKMSKeyID+")")
 	case "margin":
@@ -198,21 +208,29 @@ func usageProblem(c command, fs *flag.FlagSet, cl *cmdline) string {
 			return "--from and --to are required"
 		}
 	case "verify":
-		byEvent, byRange, byFile := cl.eventID != "", cl.from != "" || cl.to != "", cl.input != ""
-		switch {
-		case byFile && byEvent:
-			return "give --input with or without --from and --to, but not with --event-id"
-		case byFile:
-			if byRange && (cl.from == "" || cl.to == "") {
-				return "give both --from and --to, or neither"
-			}
-		case byEvent == byRange || (byRange && (cl.from == "" || cl.to == "")):
-			return "give both --from and --to, or --input, or --event-id"
-		}
+		return verifyUsage(cl)
 	case "margin":
 		if cl.since == "" {
 			return "--since is required"
 		}
+	}
+	return ""
+}
+
+// verifyUsage says what is wrong with verify's scope: exactly one of a range (--from and --to,
+// optionally with --input), --event-id and --proof. An export file is checked for the range
+// the auditor asks for, never for the range line the file itself claims.
+func verifyUsage(cl *cmdline) string {
+	byEvent, byRange, byFile, byProof := cl.eventID != "", cl.from != "" || cl.to != "", cl.input != "", cl.proof != ""
+	switch {
+	case byProof && (byEvent || byRange || byFile):
+		return "give --proof alone, without --from, --to, --input or --event-id"
+	case byFile && byEvent:
+		return "give --input with --from and --to, not with --event-id"
+	case byFile && (cl.from == "" || cl.to == ""):
+		return "give --input with --from and --to: the range you need the file to cover (its own range line is not signed)"
+	case !byProof && (byEvent == byRange || (byRange && (cl.from == "" || cl.to == ""))):
+		return "give both --from and --to, or --event-id, or --proof"
 	}
 	return ""
 }
@@ -322,8 +340,11 @@ func (a *app) export(ctx context.Context, c *cmdline) error {
 }
 
 func (a *app) verify(ctx context.Context, c *cmdline) error {
-	if c.eventID != "" {
+	switch {
+	case c.eventID != "":
 		return a.verifyEvent(ctx, c)
+	case c.proof != "":
+		return a.verifyProof(ctx, c)
 	}
 	opts, err := a.checkOptions(ctx, c, true)
 	if err != nil {
@@ -355,10 +376,9 @@ func (a *app) bundle(ctx context.Context, c *cmdline) (audit.Bundle, string, err
 		if b, err = audit.ReadBundle(bytes.NewReader(raw)); err != nil {
 			return b, "", fmt.Errorf("read %s: %w", c.input, err)
 		}
-		if c.from != "" {
-			if b.From, b.To, err = a.timeRange(c); err != nil {
-				return b, "", err
-			}
+		// The range asked for, not the file's own (unsigned) range line.
+		if b.From, b.To, err = a.timeRange(c); err != nil {
+			return b, "", err
 		}
 		return b, fmt.Sprintf("%s (%s to %s)", c.input, tables.FormatTime(b.From), tables.FormatTime(b.To)), nil
 	}
@@ -371,13 +391,14 @@ func (a *app) bundle(ctx context.Context, c *cmdline) (audit.Bundle, string, err
 }
 
 // checkOptions returns what Check needs: the public key (required when need is set), the
-// clock, and the digest period and grace from the environment.
+// clock, and the digest period, grace and lag bound from the environment. An export file
+// (--input) gets no lag allowance: it must hold every digest of the range that is due.
 func (a *app) checkOptions(ctx context.Context, c *cmdline, need bool) (audit.CheckOptions, error) {
 	s, err := config.LoadDigest(a.getenv)
 	if err != nil {
 		return audit.CheckOptions{}, err
 	}
-	o := audit.CheckOptions{Now: a.now().UTC(), Grace: s.Grace, Period: s.Period}
+	o := audit.CheckOptions{Now: a.now().UTC(), Grace: s.Grace, Period: s.Period, LagBound: s.LagBound, Strict: c.input != ""}
 	switch {
 	case c.keyFile != "":
 		raw, err := a.readFile(c.keyFile)
@@ -419,6 +440,10 @@ func (a *app) verifyEvent(ctx context.Context, c *cmdline) error {
 	return nil
 }
 
+// evidence writes the evidence report of the event and, with --proof, the proof file. With a
+// public key (or --proof) it reads the digests of the periods the event's entries were
+// written in, and for each version 2 digest among them the whole period's entries, to build
+// the inclusion proofs (audit.BuildProof).
 func (a *app) evidence(ctx context.Context, c *cmdline) error {
 	entries, err := c.reader.Timeline(ctx, c.eventID)
 	if err != nil {
@@ -433,14 +458,69 @@ func (a *app) evidence(ctx context.Context, c *cmdline) error {
 		return err
 	}
 	var ds []audit.Digest
-	if opts.PublicKey != nil {
+	var p audit.Proof
+	if opts.PublicKey != nil || c.proof != "" {
 		from, to := writtenSpan(entries)
 		if ds, err = audit.DigestsCovering(ctx, c.reader.DB, c.reader.Table, from, to); err != nil {
 			return err
 		}
+		if p, err = audit.BuildProof(ctx, c.reader.DB, c.reader.Table, c.eventID, entries, ds); err != nil {
+			return err
+		}
 	}
-	ev.AddCoverage(audit.Coverage(entries, ds, opts))
+	if c.proof != "" {
+		if err := a.writeProof(c.proof, p); err != nil {
+			return err
+		}
+	}
+	ev.AddCoverage(audit.Coverage(entries, ds, opts, p))
 	return writeEvidence(a.stdout, c.format, ev)
+}
+
+// writeProof writes p to file and says on stderr how many entries it proves.
+func (a *app) writeProof(file string, p audit.Proof) error {
+	raw, err := audit.ProofJSON(p)
+	if err != nil {
+		return err
+	}
+	if err := a.writeFile(file, raw); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	unproven := 0
+	for _, ep := range p.Entries {
+		if ep.Unproven != "" {
+			unproven++
+		}
+	}
+	if unproven > 0 {
+		fmt.Fprintf(a.stderr, "auditctl evidence: %s of %d in %s have no proof yet (their period is open, or no longer matches its digest): see \"unproven\"\n",
+			plural(unproven, "entry"), len(p.Entries), file)
+	}
+	return nil
+}
+
+// verifyProof checks a proof file (evidence --proof) with the public key alone.
+func (a *app) verifyProof(ctx context.Context, c *cmdline) error {
+	opts, err := a.checkOptions(ctx, c, true)
+	if err != nil {
+		return err
+	}
+	raw, err := a.readFile(c.proof)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", c.proof, err)
+	}
+	p, err := audit.ReadProof(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.proof, err)
+	}
+	r := audit.CheckProof(p, opts.PublicKey)
+	if err := writeProofReport(a.stdout, c.format, c.proof, r); err != nil {
+		return err
+	}
+	if !r.OK() {
+		return errVerifyFailed
+	}
+	return nil
 }
 
 // writtenSpan returns the span of the entries' written_at.

@@ -78,9 +78,15 @@ func (d *digestEnv) verifyOnline(t *testing.T) (string, error) {
 	return stdout.String(), err
 }
 
-// verifyOffline exports the range as JSON lines, then verifies the file with an app that
-// has no database at all: only the file and the public key.
+// verifyOffline exports the range as JSON lines, then verifies the file for the range with
+// an app that has no database at all: only the file and the public key.
 func (d *digestEnv) verifyOffline(t *testing.T) (string, error) {
+	t.Helper()
+	return d.verifyFile(t, d.export(t), d.from, d.to)
+}
+
+// export writes the export of the range to a file and returns its name.
+func (d *digestEnv) export(t *testing.T) string {
 	t.Helper()
 	a, stdout, _ := testApp(d.env.DB, d.env.Names.Audit, d.now)
 	if err := a.run(context.Background(), []string{"export", "--from", d.from.Format(time.RFC3339), "--to", d.to.Format(time.RFC3339), "--format", "jsonl"}); err != nil {
@@ -90,12 +96,18 @@ func (d *digestEnv) verifyOffline(t *testing.T) (string, error) {
 	if err := os.WriteFile(file, stdout.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return file
+}
+
+// verifyFile runs verify --input file for [from, to) with no database.
+func (d *digestEnv) verifyFile(t *testing.T, file string, from, to time.Time) (string, error) {
+	t.Helper()
 	off, out, stderr := testApp(nil, "unused", d.now)
 	off.newDB = func(context.Context, string) (audit.QueryAPI, error) {
 		t.Error("offline verify opened the database")
 		return nil, errors.New("no database offline")
 	}
-	err := off.run(context.Background(), []string{"verify", "--input", file, "--public-key", d.key})
+	err := off.run(context.Background(), []string{"verify", "--input", file, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "--public-key", d.key})
 	if stderr.Len() > 0 {
 		t.Errorf("stderr: %q", stderr)
 	}
@@ -156,6 +168,12 @@ func rewriteChain(t *testing.T, d *digestEnv) {
 	}
 }
 
+// periodOf names the digest period i of digestEnv.
+func periodOf(i int) string {
+	start := audittest.WriteStart.Truncate(audittest.DigestPeriod).Add(time.Duration(i) * audittest.DigestPeriod)
+	return audit.PeriodName(start, start.Add(audittest.DigestPeriod))
+}
+
 func TestVerifyDigests(t *testing.T) {
 	digestSeq := func(d *digestEnv, i int) string { return tables.FormatTime(d.digests[i].PeriodStart) }
 	tests := []struct {
@@ -168,7 +186,7 @@ func TestVerifyDigests(t *testing.T) {
 		{
 			name:   "whole chain rewritten consistently",
 			tamper: rewriteChain,
-			want:   "notification 01HZSCENARIO-0002: whole chain rewritten: all 3 entries of this notification (event evt-b)",
+			want:   "period " + periodOf(0) + ": entries changed: the 3 entries written in this period are not the ones its signed digest covers (the Merkle root differs)",
 		},
 		{
 			name: "every entry of one notification deleted",
@@ -177,14 +195,14 @@ func TestVerifyDigests(t *testing.T) {
 					d.delete(t, "evt-a", audit.Seq(keyA, v))
 				}
 			},
-			want: "notification 01HZSCENARIO-0001: whole chain deleted: the 4 entries of this notification (event evt-a, idempotency key evt-a:sms:password_reset)",
+			want: "period " + periodOf(0) + ": entries deleted: the signed digest of this period covers 3 entries, only 1 written in it are left (2 deleted)",
 		},
 		{
 			name: "one entry deleted",
 			tamper: func(t *testing.T, d *digestEnv) {
 				d.delete(t, "evt-a", audit.Seq(keyA, 4))
 			},
-			want: "notification 01HZSCENARIO-0001, seq evt-a:sms:password_reset#0000000004: entry deleted",
+			want: "period " + periodOf(1) + ": entries deleted: the signed digest of this period covers 2 entries, only 1 written in it are left (1 deleted)",
 		},
 		{
 			name: "entry added in a closed period",
@@ -200,7 +218,47 @@ func TestVerifyDigests(t *testing.T) {
 				}
 				d.put(t, audit.Item(e))
 			},
-			want: "notification 01HZSCENARIO-0001, seq evt-a:sms:password_reset#0000000004#purged: entry added",
+			want: "period " + periodOf(1) + ": entries added: 3 entries are written in this period, its signed digest covers 2 (1 added after it was signed)",
+		},
+		{
+			name: "entry edited, its hash kept",
+			tamper: func(t *testing.T, d *digestEnv) {
+				item := d.item(t, "evt-a", audit.Seq(keyA, 3))
+				item[tables.AuditProviderMessageID] = &ddbtypes.AttributeValueMemberS{Value: "sim-forged"}
+				d.put(t, item)
+			},
+			want: "notification 01HZSCENARIO-0001, seq evt-a:sms:password_reset#0000000003: hash does not match the entry's content: the entry was edited",
+		},
+		{
+			name: "two entries reordered",
+			tamper: func(t *testing.T, d *digestEnv) {
+				two, three := d.item(t, "evt-a", audit.Seq(keyA, 2)), d.item(t, "evt-a", audit.Seq(keyA, 3))
+				two[tables.AuditSeq], three[tables.AuditSeq] = three[tables.AuditSeq], two[tables.AuditSeq]
+				d.put(t, two)
+				d.put(t, three)
+			},
+			want: "period " + periodOf(0) + ": entries changed",
+		},
+		{
+			name: "digest forged with another key",
+			tamper: func(t *testing.T, d *digestEnv) {
+				other, _, err := audit.NewLocalKey()
+				if err != nil {
+					t.Fatal(err)
+				}
+				dg := d.digests[2]
+				sig, err := audit.LocalSigner{Key: other}.Sign(context.Background(), audit.DigestSum(dg))
+				if err != nil {
+					t.Fatal(err)
+				}
+				dg.Signature = base64.StdEncoding.EncodeToString(sig)
+				item, err := audit.DigestItem(dg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.put(t, item)
+			},
+			want: "period " + periodOf(2) + ": digest forged or altered: its signature does not verify with the public key",
 		},
 		{
 			name: "middle digest deleted",

@@ -258,6 +258,9 @@ func writeCheck(w io.Writer, format, scope string, r audit.Report) error {
 	if r.KnownGaps == nil {
 		r.KnownGaps = []audit.KnownGap{}
 	}
+	if r.Late == nil {
+		r.Late = []audit.Problem{}
+	}
 	if format == "json" {
 		return writeJSON(w, checkReport{Scope: scope, OK: r.OK(), Report: r})
 	}
@@ -273,11 +276,48 @@ func writeCheck(w io.Writer, format, scope string, r audit.Report) error {
 		}
 		fmt.Fprintf(&b, "%s; %s.\n", plural(len(r.Problems), "problem"), summary)
 	}
+	for _, p := range r.Late {
+		fmt.Fprintf(&b, "LATE (a warning, not an error): %s\n", p)
+	}
 	if r.Open > 0 {
 		fmt.Fprintf(&b, "NOT YET COVERED: %s written since %s, in a period that is still open (not an error).\n",
 			plural(r.Open, "entry"), r.OpenSince.UTC().Format(time.RFC3339))
 	}
 	writeGaps(&b, r.KnownGaps)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// proofReport is what verify --proof found.
+type proofReport struct {
+	Scope string `json:"scope"`
+	OK    bool   `json:"ok"`
+	audit.ProofReport
+}
+
+// writeProofReport prints the check of a proof file: OK with the digests the entries are
+// proven in, or BROKEN with one sentence per problem.
+func writeProofReport(w io.Writer, format, scope string, r audit.ProofReport) error {
+	if r.Problems == nil {
+		r.Problems = []audit.Problem{}
+	}
+	if format == "json" {
+		return writeJSON(w, proofReport{Scope: scope, OK: r.OK(), ProofReport: r})
+	}
+	var b strings.Builder
+	summary := fmt.Sprintf("event %s: %s of %d proven in %s", r.EventID, plural(r.Proven, "entry"), r.Entries, plural(len(r.Digests), "signed digest"))
+	switch {
+	case r.OK():
+		fmt.Fprintf(&b, "OK: %s: %s (%s); every entry's path leads to its period's signed root and every chain is intact.\n", scope, summary, strings.Join(r.Digests, "; "))
+	case len(r.Problems) == 0:
+		fmt.Fprintf(&b, "BROKEN: %s: the proof holds no entry.\n", scope)
+	default:
+		fmt.Fprintf(&b, "BROKEN: %s: %s\n", scope, r.Problems[0])
+		for _, p := range r.Problems {
+			fmt.Fprintf(&b, "  %s\n", p)
+		}
+		fmt.Fprintf(&b, "%s; %s.\n", plural(len(r.Problems), "problem"), summary)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

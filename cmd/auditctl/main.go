@@ -10,11 +10,14 @@
 //
 //	timeline --event-id E                 every transition of every notification of event E
 //	export   --from T --to T              the digests and whole chains verify needs for [from, to)
-//	verify   --from T --to T | --input F | --event-id E
+//	verify   --from T --to T [--input F] | --event-id E | --proof F
 //	                                      check digests (signature, chain, against the entries) and
-//	                                      hash chains; exit 1 with a sentence per problem
-//	evidence --event-id E                 plain-language report of what happened and why, and
-//	                                      whether verified signed digests cover it
+//	                                      hash chains; exit 1 with a sentence per problem, exit 0
+//	                                      with a warning when a digest is only late; --input checks
+//	                                      an export for the range asked, --proof a proof file
+//	evidence --event-id E [--proof F]     plain-language report of what happened and why, and
+//	                                      whether verified signed digests cover it; --proof writes
+//	                                      each entry's inclusion proof
 //	public-key [--key-id K]               the digests' public key, PEM
 //	margin   --since D [--until T]        accepted→delivered latency and a recommended safety margin
 //
@@ -77,6 +80,9 @@ func newApp() *app {
 			return kms.NewFromConfig(cfg), nil
 		},
 		readFile: os.ReadFile,
+		writeFile: func(name string, data []byte) error {
+			return os.WriteFile(name, data, 0o644)
+		},
 	}
 }
 

@@ -56,6 +56,9 @@ func testApp(db audit.QueryAPI, table string, now time.Time) (*app, *bytes.Buffe
 		newDB:    func(context.Context, string) (audit.QueryAPI, error) { return db, nil },
 		newKMS:   func(context.Context) (audit.KMSAPI, error) { return nil, errors.New("no KMS in tests") },
 		readFile: os.ReadFile,
+		writeFile: func(name string, data []byte) error {
+			return os.WriteFile(name, data, 0o600)
+		},
 	}, &stdout, &stderr
 }
 
@@ -146,6 +149,10 @@ func TestUsage(t *testing.T) {
 		{"verify needs one scope", []string{"verify", "--event-id", "e", "--from", "2030-01-01", "--to", "2030-01-02"}, errUsage, "or --event-id"},
 		{"verify half range", []string{"verify", "--from", "2030-01-01"}, errUsage, "or --event-id"},
 		{"verify input and event", []string{"verify", "--input", "f", "--event-id", "e"}, errUsage, "not with --event-id"},
+		{"verify input needs the range", []string{"verify", "--input", "f"}, errUsage, "give --input with --from and --to"},
+		{"verify input half range", []string{"verify", "--input", "f", "--from", "2030-01-01"}, errUsage, "give --input with --from and --to"},
+		{"verify proof alone", []string{"verify", "--proof", "p.json", "--event-id", "e"}, errUsage, "give --proof alone"},
+		{"verify proof needs a key", []string{"verify", "--proof", "p.json"}, errUsage, "public key is needed"},
 		{"verify range needs a key", []string{"verify", "--from", "2030-01-01", "--to", "2030-01-02"}, errUsage, "public key is needed"},
 		{"public key needs a source", []string{"public-key"}, errUsage, "give --key-id"},
 		{"export bad time", []string{"export", "--from", "yesterday", "--to", "2030-01-02"}, errUsage, "--from must be an RFC 3339 time"},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,6 +42,10 @@ func TestRedaction(t *testing.T) {
 		}
 	}
 
+	// Close the digests, so that evidence --proof writes real paths.
+	env.CloseDigests(t)
+	proofDir := t.TempDir()
+
 	events := map[string]bool{}
 	for _, k := range s.Keys {
 		e, _, _ := strings.Cut(k, ":")
@@ -55,6 +61,7 @@ func TestRedaction(t *testing.T) {
 				[]string{"evidence", "--event-id", e, "--format", f},
 				[]string{"verify", "--event-id", e, "--format", f})
 		}
+		runs = append(runs, []string{"evidence", "--event-id", e, "--proof", filepath.Join(proofDir, e+".json")})
 	}
 	for _, f := range []string{"table", "json", "jsonl", "csv"} {
 		runs = append(runs,
@@ -71,7 +78,15 @@ func TestRedaction(t *testing.T) {
 		if err := a.run(context.Background(), args); err != nil {
 			t.Errorf("auditctl %v: %v", args, err)
 		}
-		for i, line := range strings.Split(stdout.String()+stderr.String(), "\n") {
+		written := ""
+		if len(args) > 4 && args[3] == "--proof" {
+			raw, err := os.ReadFile(args[4])
+			if err != nil || !strings.Contains(string(raw), `"path"`) {
+				t.Errorf("auditctl %v wrote no proof file: %v", args, err)
+			}
+			written = string(raw)
+		}
+		for i, line := range strings.Split(stdout.String()+stderr.String()+written, "\n") {
 			lines++
 			if leaks := audittest.Leaks(line, s.Submitted); len(leaks) > 0 {
 				t.Errorf("auditctl %v, line %d holds %v", args, i+1, leaks)

@@ -23,8 +23,10 @@
 // (auditburst.go) writes the 4 audit entries of each of -audit-n delivered notifications at
 // once and prints the share of the audit index's writes its hottest partition key value took
 // and the notification rate at which that value reaches a partition's 1,000 write units a
-// second (audit_max_notifications_per_s). -mode admission, dispatch, replay, guard or audit
-// runs one of them.
+// second (audit_max_notifications_per_s). The digest benchmark
+// (digest.go) digests and verifies one audit period of 100,000 entries
+// (digest_seconds_per_100k_entries, digest_peak_heap_mb, verify_seconds_per_100k_entries).
+// -mode admission, dispatch, replay, guard, audit or digest runs one of them.
 //
 // It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
@@ -63,6 +65,7 @@ type benchFlags struct {
 	auditN                         int
 	templatePath, jsonPath         string
 	costN, coldRuns                int
+	digestN                        int
 }
 
 func run(ctx context.Context, args []string, out io.Writer) (err error) {
@@ -82,7 +85,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 func parseFlags(args []string) (benchFlags, error) {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, audit, floor, cost, country or coldstart")
+	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, guard, audit, digest, floor, cost, country or coldstart")
 	fs.IntVar(&f.ops, "ops", 2000, "admission: operations per measured phase")
 	fs.IntVar(&f.workers, "concurrency", 8, "admission: concurrent callers")
 	fs.IntVar(&f.happy, "dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -95,6 +98,7 @@ func parseFlags(args []string) (benchFlags, error) {
 	fs.IntVar(&f.floorBatches, "floor-batches", 2, "floor: batches handled at once")
 	fs.StringVar(&f.templatePath, "template", "template.yaml", "cost: the SAM template (memory size, architecture)")
 	fs.IntVar(&f.costN, "cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
+	fs.IntVar(&f.digestN, "digest-n", 100000, "digest: audit entries written in the one period digested and verified")
 	fs.IntVar(&f.coldRuns, "coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
 	fs.StringVar(&f.jsonPath, "json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
 	err := fs.Parse(args)
@@ -123,8 +127,11 @@ func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
 			return err
 		}
 	}
-	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "guard", "audit"}, f.runs) {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, audit, floor, cost, country or coldstart", f.mode)
+	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "guard", "audit", "digest"}, f.runs) {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, guard, audit, digest, floor, cost, country or coldstart", f.mode)
+	}
+	if f.digestN < 1 {
+		return errors.New("need -digest-n >= 1")
 	}
 	endpoint, err := endpointFromEnv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if err != nil {
@@ -166,6 +173,11 @@ func runDynamoDBModes(ctx context.Context, f benchFlags, endpoint string, out io
 	}
 	if f.runs("audit") {
 		if err := auditBurst(ctx, endpoint, f.auditN, out); err != nil {
+			return err
+		}
+	}
+	if f.runs("digest") {
+		if err := digestBench(ctx, endpoint, f.digestN, out); err != nil {
 			return err
 		}
 	}

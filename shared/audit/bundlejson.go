@@ -26,14 +26,17 @@ type rangeJSON struct {
 	To   time.Time `json:"to"`
 }
 
-// digestJSON is a digest as a bundle file holds it: every signed field, the manifest as
-// [event_id, seq, notification_id, hash] rows, and the signature.
+// digestJSON is a digest as a bundle file holds it: every signed field, a version 1 digest's
+// manifest as [event_id, seq, notification_id, hash] rows, and the signature. A record
+// without digest_version is a version 1 digest (files written before version 2).
 type digestJSON struct {
 	Type            string      `json:"type"`
+	Version         int         `json:"digest_version,omitempty"`
 	PeriodStart     time.Time   `json:"period_start"`
 	PeriodEnd       time.Time   `json:"period_end"`
 	Count           int64       `json:"count"`
-	EntriesHash     string      `json:"entries_hash"`
+	TreeRoot        string      `json:"tree_root,omitempty"`
+	EntriesHash     string      `json:"entries_hash,omitempty"`
 	PrevPeriodStart *time.Time  `json:"prev_period_start"`
 	PrevSignature   string      `json:"prev_signature"`
 	KeyID           string      `json:"key_id"`
@@ -108,8 +111,11 @@ func EntryFromJSON(raw []byte) (Entry, error) {
 
 func toDigestJSON(d Digest) digestJSON {
 	out := digestJSON{Type: recordDigest, PeriodStart: d.PeriodStart, PeriodEnd: d.PeriodEnd, Count: d.Count,
-		EntriesHash: d.EntriesHash, PrevSignature: d.PrevSignature, KeyID: d.KeyID, Algorithm: d.Algorithm,
+		EntriesHash: d.EntriesHash, TreeRoot: d.Root, PrevSignature: d.PrevSignature, KeyID: d.KeyID, Algorithm: d.Algorithm,
 		SignedAt: d.SignedAt, RetainUntil: d.RetainUntil, Signature: d.Signature, Manifest: [][4]string{}}
+	if d.Version != DigestVersionManifest {
+		out.Version = d.Version
+	}
 	if !d.PrevPeriodStart.IsZero() {
 		p := d.PrevPeriodStart
 		out.PrevPeriodStart = &p
@@ -123,7 +129,10 @@ func toDigestJSON(d Digest) digestJSON {
 func (j digestJSON) digest() Digest {
 	d := Digest{PeriodStart: j.PeriodStart.UTC(), PeriodEnd: j.PeriodEnd.UTC(), Count: j.Count, EntriesHash: j.EntriesHash,
 		PrevSignature: j.PrevSignature, KeyID: j.KeyID, Algorithm: j.Algorithm, SignedAt: j.SignedAt.UTC(),
-		RetainUntil: j.RetainUntil, Signature: j.Signature}
+		RetainUntil: j.RetainUntil, Signature: j.Signature, Version: j.Version, Root: j.TreeRoot}
+	if d.Version == 0 {
+		d.Version = DigestVersionManifest
+	}
 	if j.PrevPeriodStart != nil {
 		d.PrevPeriodStart = j.PrevPeriodStart.UTC()
 	}

@@ -20,6 +20,12 @@ type CheckOptions struct {
 	// Period is the digest period length, used only when the bundle holds no digest to
 	// learn it from.
 	Period time.Duration
+	// LagBound is how far the digest step may be behind: a period with no digest yet that
+	// ended less than Grace + config.DigestSchedule + LagBound ago is late (a warning), not
+	// missing. Strict turns the allowance off: an export file must hold the digests of every
+	// period of the range that ended Grace ago.
+	LagBound time.Duration
+	Strict   bool
 }
 
 // Report is what Check found.
@@ -37,6 +43,9 @@ type Report struct {
 	// against the digests, then the hash chains.
 	Problems  []Problem  `json:"problems"`
 	KnownGaps []KnownGap `json:"known_gaps"`
+	// Late are the periods whose digest is not written yet although their grace has passed,
+	// while the digest step is still within its lag bound: warnings, not problems.
+	Late []Problem `json:"late"`
 }
 
 // OK reports whether nothing is wrong (known gaps and open periods are not wrong).
@@ -44,9 +53,10 @@ func (r Report) OK() bool { return len(r.Problems) == 0 }
 
 // Check verifies a bundle: every digest's signature and manifest, the chain of digests (each
 // names the one before; none missing, none out of order), that every period of the range
-// that has ended Grace ago is closed by a digest, each digest against the entries written in
-// its period (naming entries added, changed or deleted, and whole chains deleted or
-// rewritten), and then each notification's hash chain (Verify).
+// that has ended Grace ago is closed by a digest (or is only late), each digest against the
+// entries written in its period (a version 1 digest names entries added, changed or deleted,
+// and whole chains deleted or rewritten; a version 2 digest's tree says how many were
+// deleted or added, or that some changed), and then each notification's hash chain (Verify).
 func Check(b Bundle, o CheckOptions) Report {
 	ds := append([]Digest(nil), b.Digests...)
 	sort.SliceStable(ds, func(i, j int) bool { return ds[i].PeriodStart.Before(ds[j].PeriodStart) })
@@ -120,14 +130,18 @@ func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
 		last = maxTime(last, ds[n-1].PeriodEnd)
 	}
 	if end := minTime(b.To, closedUntil); last.Before(end) {
-		n := 0
-		for t, c := range uncovered {
-			if !t.Before(last) {
-				n += c
-				delete(uncovered, t)
-			}
+		missingUntil := closedUntil
+		if !o.Strict {
+			missingUntil = o.Now.Add(-o.Grace - config.DigestSchedule - o.LagBound).Truncate(period)
 		}
-		out = append(out, digestProblem(PeriodName(last, end), "digest missing: these periods ended more than %s ago but no signed digest closes them (%d entries written in them are not covered)", o.Grace, n))
+		mid := maxTime(last, minTime(end, missingUntil))
+		if last.Before(mid) {
+			out = append(out, digestProblem(PeriodName(last, mid), missingSentence(o), o.Grace, takeUncovered(uncovered, last, mid)))
+		}
+		if mid.Before(end) {
+			r.Late = append(r.Late, digestProblem(PeriodName(mid, end), "digest late: no signed digest closes these periods yet, but they ended less than the grace (%s) plus the digest schedule (%s) plus the lag bound (%s) ago: the digest step is behind, which is not a tamper finding (%d entries written in them are not covered yet)",
+				o.Grace, config.DigestSchedule, o.LagBound, takeUncovered(uncovered, mid, end)))
+		}
 	}
 	starts := make([]time.Time, 0, len(uncovered))
 	for t := range uncovered {
@@ -138,6 +152,28 @@ func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
 		out = append(out, digestProblem(PeriodName(t, t.Add(period)), "entries not covered: %d entries were written in this closed period, which no signed digest covers", uncovered[t]))
 	}
 	return out
+}
+
+// missingSentence says that periods lack their digest; the offline (Strict) form says the
+// file does not cover the range.
+func missingSentence(o CheckOptions) string {
+	if o.Strict {
+		return "digest missing: the file holds no signed digest for these periods, which ended more than %s ago, so it does not cover the range asked for (cut short, or exported before their digests were written) (%d entries written in them are not covered)"
+	}
+	return "digest missing: these periods ended more than %s ago but no signed digest closes them (%d entries written in them are not covered)"
+}
+
+// takeUncovered removes from uncovered the periods starting in [from, to) and returns how
+// many entries they held.
+func takeUncovered(uncovered map[time.Time]int, from, to time.Time) int {
+	n := 0
+	for t, c := range uncovered {
+		if !t.Before(from) && t.Before(to) {
+			n += c
+			delete(uncovered, t)
+		}
+	}
+	return n
 }
 
 // digestPeriod is the length of a digest's period: the last digest's, else the option's, else
@@ -195,19 +231,55 @@ type tally struct {
 }
 
 // checkManifests recomputes every valid digest that overlaps the range from the entries
-// written in its period and names the differences.
+// written in its period and names the differences: tree digests' first, then manifest
+// digests' by notification.
 func checkManifests(b Bundle, ds []Digest, valid []bool, r *Report) []Problem {
 	ts := &tallies{by: map[string]*tally{}}
+	var out []Problem
 	for i, d := range ds {
-		if valid[i] && b.overlaps(d) {
+		switch {
+		case !valid[i] || !b.overlaps(d):
+		case d.Version == DigestVersionManifest:
 			compareManifest(b, d, ts, r)
+		default:
+			out = append(out, compareTree(b, d, r)...)
 		}
 	}
 	present := map[string]bool{}
 	for _, e := range b.Entries {
 		present[e.NotificationID] = true
 	}
-	return ts.problems(present)
+	return append(out, ts.problems(present)...)
+}
+
+// compareTree rebuilds the Merkle tree of the entries written in a version 2 digest's period
+// and compares its size and root with the signed ones. The tree cannot name the entry that
+// differs; the hash chains (Verify) name an edited, removed or reordered entry, and the
+// counts tell deletions (a whole chain deleted shows only here) from additions.
+func compareTree(b Bundle, d Digest, r *Report) []Problem {
+	var tree PeriodTree
+	var in []Entry
+	for _, e := range b.Entries {
+		if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
+			tree.Add(lineOf(e))
+			in = append(in, e)
+		}
+	}
+	n := tree.Size()
+	switch {
+	case n == d.Count && tree.Root() == d.Root:
+		for _, e := range in {
+			if contentIntact(e) {
+				r.Covered++
+			}
+		}
+		return nil
+	case n < d.Count:
+		return []Problem{digestProblem(d.Period(), "entries deleted: the signed digest of this period covers %d entries, only %d written in it are left (%d deleted)", d.Count, n, d.Count-n)}
+	case n > d.Count:
+		return []Problem{digestProblem(d.Period(), "entries added: %d entries are written in this period, its signed digest covers %d (%d added after it was signed)", n, d.Count, n-d.Count)}
+	}
+	return []Problem{digestProblem(d.Period(), "entries changed: the %d entries written in this period are not the ones its signed digest covers (the Merkle root differs): an entry was edited, replaced or moved", n)}
 }
 
 // tallies keeps a tally per notification, in the order they were first seen.

@@ -10,8 +10,10 @@ import (
 )
 
 // DigestCoverage tells whether one notification's entries are covered by verified signed
-// digests: a digest covers an entry when its signature verifies with the public key, its
-// manifest matches what it signed, and it lists the entry with the entry's current hash.
+// digests: a digest covers an entry when its signature verifies with the public key, it is
+// well formed (a version 1 digest's manifest matches what it signed), and it holds the entry
+// with the entry's current hash (listed in a version 1 manifest; in a version 2 digest's tree,
+// as the entry's inclusion proof shows).
 type DigestCoverage struct {
 	// Checked is false when no public key was given, so nothing was verified.
 	Checked bool `json:"checked"`
@@ -33,8 +35,9 @@ type DigestCoverage struct {
 func (c DigestCoverage) AllCovered() bool { return c.Checked && c.Covered == c.Entries }
 
 // Coverage returns the digest coverage of each notification among entries (by notification
-// ID), checking the digests ds with o.PublicKey.
-func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCoverage {
+// ID), checking the digests ds with o.PublicKey and, for version 2 digests, the entries'
+// inclusion proofs in p (BuildProof; without it no entry of a version 2 period is covered).
+func Coverage(entries []Entry, ds []Digest, o CheckOptions, p Proof) map[string]DigestCoverage {
 	out := map[string]DigestCoverage{}
 	period := o.Period
 	if len(ds) > 0 {
@@ -44,10 +47,7 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCov
 		period = config.DefaultDigestPeriod
 	}
 	closedUntil := o.Now.Add(-o.Grace).Truncate(period)
-	valid := make([]bool, len(ds))
-	for i := range ds {
-		valid[i] = o.PublicKey != nil && VerifySignature(o.PublicKey, ds[i]) && ManifestIntact(ds[i])
-	}
+	valid, included := digestChecks(ds, o, p)
 	for _, e := range entries {
 		c := out[e.NotificationID]
 		c.Entries++
@@ -64,7 +64,7 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCov
 			}
 		}
 		switch {
-		case covering != nil && slices.Contains(covering.Manifest, lineOf(e)) && contentIntact(e):
+		case covering != nil && included(*covering, e) && contentIntact(e):
 			c.Covered++
 			c.KeyID = covering.KeyID
 			if p := covering.Period(); !slices.Contains(c.Digests, p) {
@@ -80,6 +80,32 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions) map[string]DigestCov
 		out[e.NotificationID] = c
 	}
 	return out
+}
+
+// digestChecks returns which of ds verify with o.PublicKey and are well formed, and a test of
+// whether a valid digest holds an entry: its manifest lists it (version 1), or the entry's
+// proof in p leads to the digest's signed root (version 2).
+func digestChecks(ds []Digest, o CheckOptions, p Proof) ([]bool, func(Digest, Entry) bool) {
+	valid := make([]bool, len(ds))
+	byStart := map[time.Time]Digest{}
+	for i := range ds {
+		valid[i] = o.PublicKey != nil && VerifySignature(o.PublicKey, ds[i]) && ManifestIntact(ds[i])
+		if valid[i] {
+			byStart[ds[i].PeriodStart] = ds[i]
+		}
+	}
+	proofs := map[string]EntryProof{}
+	for _, ep := range p.Entries {
+		proofs[lineOf(ep.Entry).Key()] = ep
+	}
+	return valid, func(d Digest, e Entry) bool {
+		if d.Version == DigestVersionManifest {
+			return slices.Contains(d.Manifest, lineOf(e))
+		}
+		ep, ok := proofs[lineOf(e).Key()]
+		ep.Entry = e
+		return ok && proofProblem(ep, byStart) == ""
+	}
 }
 
 // contentIntact reports whether e's stored hash is the hash of its content.

@@ -20,20 +20,41 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// digestHeader starts the canonical encoding of a digest; it names the encoding's version.
-const digestHeader = "resetnotify-audit-digest-v1\n"
+// digestHeader and digestHeaderV2 start the canonical encoding of a version 1 and a version 2
+// digest; each names its encoding's version.
+const (
+	digestHeader   = "resetnotify-audit-digest-v1\n"
+	digestHeaderV2 = "resetnotify-audit-digest-v2\n"
+)
 
-// Digest closes one period [PeriodStart, PeriodEnd) of the audit table: it names every entry
-// whose written_at lies in the period (Count of them, hashed in EntriesHash), and the previous
-// digest's signature, and is signed. See the package documentation, "Digests".
+// The digest formats. The digest step writes DigestVersionTree; verify reads both.
+const (
+	// DigestVersionManifest digests list every entry of their period in a manifest that must
+	// fit in one item (about 5,000 entries).
+	DigestVersionManifest = 1
+	// DigestVersionTree digests sign the size and root of a Merkle tree over their period's
+	// entries: no ceiling, and an inclusion proof per entry.
+	DigestVersionTree = 2
+)
+
+// Digest closes one period [PeriodStart, PeriodEnd) of the audit table: it commits to every
+// entry whose written_at lies in the period (Count of them), names the previous digest's
+// signature, and is signed. A version 2 digest commits through Root, a version 1 digest
+// through EntriesHash and Manifest. See the package documentation, "Digests".
 type Digest struct {
+	// Version is DigestVersionManifest (1) or DigestVersionTree (2).
+	Version                int
 	PeriodStart, PeriodEnd time.Time
-	Count                  int64
-	// EntriesHash is hex(SHA-256(manifest)), the manifest being one line per entry (see
-	// ManifestLine), sorted.
+	// Count is the number of entries: a version 2 digest's tree size.
+	Count int64
+	// Root is a version 2 digest's Merkle tree root over the period's entries (hex; see
+	// PeriodTree).
+	Root string
+	// EntriesHash (version 1) is hex(SHA-256(manifest)), the manifest being one line per
+	// entry (see ManifestLine), sorted.
 	EntriesHash string
-	// Manifest is the lines themselves, so verify can name what changed. It is stored
-	// gzip-compressed and authenticated by EntriesHash, which the signature covers.
+	// Manifest (version 1) is the lines themselves, so verify can name what changed. It is
+	// stored gzip-compressed and authenticated by EntriesHash, which the signature covers.
 	Manifest []ManifestLine
 	// PrevPeriodStart and PrevSignature name the previous digest; both are "" (zero) on the
 	// first digest of the chain.
@@ -114,33 +135,43 @@ func hashManifest(m []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CanonicalDigest returns the encoding of d that its signature covers: a header line, then
-// one line "<name>:<length>:<value>" per field in this order (as in Canonical): period_start
-// period_end count entries_hash prev_period_start prev_signature key_id algorithm signed_at
-// retain_until. Times are in TimeLayout ("" when zero). Neither the manifest (EntriesHash
-// stands for it) nor the signature is part of it.
+// CanonicalDigest returns the encoding of d that its signature covers: a header line naming
+// the version, then one line "<name>:<length>:<value>" per field in this order (as in
+// Canonical). Version 2: digest_version period_start period_end count tree_root
+// prev_period_start prev_signature key_id algorithm signed_at retain_until. Version 1:
+// period_start period_end count entries_hash, then the same from prev_period_start. Times are
+// in TimeLayout ("" when zero). Neither the manifest (EntriesHash stands for it) nor the
+// signature is part of it.
 func CanonicalDigest(d Digest) []byte {
 	var b bytes.Buffer
-	b.WriteString(digestHeader)
-	for _, f := range [][2]string{
+	head := [][2]string{
 		{tables.DigestPeriodStart, tables.FormatTime(d.PeriodStart)},
 		{tables.DigestPeriodEnd, tables.FormatTime(d.PeriodEnd)},
 		{tables.DigestCount, strconv.FormatInt(d.Count, 10)},
 		{tables.DigestEntriesHash, d.EntriesHash},
+	}
+	if d.Version == DigestVersionManifest {
+		b.WriteString(digestHeader)
+	} else {
+		b.WriteString(digestHeaderV2)
+		head = append([][2]string{{tables.DigestVersion, strconv.Itoa(d.Version)}}, head[:3]...)
+		head = append(head, [2]string{tables.DigestTreeRoot, d.Root})
+	}
+	for _, f := range append(head, [][2]string{
 		{tables.DigestPrevPeriodStart, tables.FormatTime(d.PrevPeriodStart)},
 		{tables.DigestPrevSignature, d.PrevSignature},
 		{tables.DigestKeyID, d.KeyID},
 		{tables.DigestAlgorithm, d.Algorithm},
 		{tables.DigestSignedAt, tables.FormatTime(d.SignedAt)},
 		{tables.AuditRetainUntil, strconv.FormatInt(d.RetainUntil, 10)},
-	} {
+	}...) {
 		fmt.Fprintf(&b, "%s:%d:%s\n", f[0], len(f[1]), f[1])
 	}
 	return b.Bytes()
 }
 
-// digestSum returns the SHA-256 of d's canonical encoding: what is signed.
-func digestSum(d Digest) []byte {
+// DigestSum returns the SHA-256 of d's canonical encoding: what the signature is over.
+func DigestSum(d Digest) []byte {
 	sum := sha256.Sum256(CanonicalDigest(d))
 	return sum[:]
 }
@@ -151,25 +182,26 @@ func VerifySignature(pub *ecdsa.PublicKey, d Digest) bool {
 	if err != nil || pub == nil {
 		return false
 	}
-	return ecdsa.VerifyASN1(pub, digestSum(d), sig)
+	return ecdsa.VerifyASN1(pub, DigestSum(d), sig)
 }
 
-// ManifestIntact reports whether d's manifest is the one its signed EntriesHash and Count
-// name.
+// ManifestIntact reports whether a version 1 digest's manifest is the one its signed
+// EntriesHash and Count name, and whether a version 2 digest is well formed: a known version,
+// a count, a 64-digit root and no manifest.
 func ManifestIntact(d Digest) bool {
-	return int64(len(d.Manifest)) == d.Count && hashManifest(encodeManifest(d.Manifest)) == d.EntriesHash
+	switch d.Version {
+	case DigestVersionManifest:
+		return int64(len(d.Manifest)) == d.Count && hashManifest(encodeManifest(d.Manifest)) == d.EntriesHash
+	case DigestVersionTree:
+		raw, err := hex.DecodeString(d.Root)
+		return err == nil && len(raw) == sha256.Size && d.Count >= 0 && d.Manifest == nil && d.EntriesHash == ""
+	}
+	return false
 }
 
-// DigestItem returns d as an audit table item under DigestEventID.
+// DigestItem returns d as an audit table item under DigestEventID: a version 2 digest with
+// its version and tree root, a version 1 digest with its entries hash and compressed manifest.
 func DigestItem(d Digest) (map[string]ddbtypes.AttributeValue, error) {
-	var z bytes.Buffer
-	gz := gzip.NewWriter(&z)
-	if _, err := gz.Write(encodeManifest(d.Manifest)); err != nil {
-		return nil, fmt.Errorf("audit.digest item %s: %w", d.Period(), err)
-	}
-	if err := gz.Close(); err != nil {
-		return nil, fmt.Errorf("audit.digest item %s: %w", d.Period(), err)
-	}
 	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
 	n := func(v int64) ddbtypes.AttributeValue {
 		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
@@ -180,8 +212,6 @@ func DigestItem(d Digest) (map[string]ddbtypes.AttributeValue, error) {
 		tables.DigestPeriodStart:   s(tables.FormatTime(d.PeriodStart)),
 		tables.DigestPeriodEnd:     s(tables.FormatTime(d.PeriodEnd)),
 		tables.DigestCount:         n(d.Count),
-		tables.DigestEntriesHash:   s(d.EntriesHash),
-		tables.DigestManifest:      &ddbtypes.AttributeValueMemberB{Value: z.Bytes()},
 		tables.DigestKeyID:         s(d.KeyID),
 		tables.DigestAlgorithm:     s(d.Algorithm),
 		tables.DigestSignedAt:      s(tables.FormatTime(d.SignedAt)),
@@ -192,7 +222,31 @@ func DigestItem(d Digest) (map[string]ddbtypes.AttributeValue, error) {
 	if !d.PrevPeriodStart.IsZero() {
 		item[tables.DigestPrevPeriodStart] = s(tables.FormatTime(d.PrevPeriodStart))
 	}
+	if d.Version != DigestVersionManifest {
+		item[tables.DigestVersion] = n(int64(d.Version))
+		item[tables.DigestTreeRoot] = s(d.Root)
+		return item, nil
+	}
+	m, err := gzipManifest(d)
+	if err != nil {
+		return nil, err
+	}
+	item[tables.DigestEntriesHash] = s(d.EntriesHash)
+	item[tables.DigestManifest] = &ddbtypes.AttributeValueMemberB{Value: m}
 	return item, nil
+}
+
+// gzipManifest returns a version 1 digest's manifest, compressed.
+func gzipManifest(d Digest) ([]byte, error) {
+	var z bytes.Buffer
+	gz := gzip.NewWriter(&z)
+	if _, err := gz.Write(encodeManifest(d.Manifest)); err != nil {
+		return nil, fmt.Errorf("audit.digest item %s: %w", d.Period(), err)
+	}
+	if err := gz.Close(); err != nil {
+		return nil, fmt.Errorf("audit.digest item %s: %w", d.Period(), err)
+	}
+	return z.Bytes(), nil
 }
 
 // DigestFromItem reads a digest item. An attribute of the wrong type, or a manifest that does
@@ -236,7 +290,10 @@ func DigestFromItem(item map[string]ddbtypes.AttributeValue) (Digest, error) {
 	d.EntriesHash, d.PrevSignature = str(tables.DigestEntriesHash), str(tables.DigestPrevSignature)
 	d.PrevPeriodStart, d.SignedAt = tm(tables.DigestPrevPeriodStart), tm(tables.DigestSignedAt)
 	d.KeyID, d.Algorithm, d.Signature = str(tables.DigestKeyID), str(tables.DigestAlgorithm), str(tables.DigestSignature)
-	if b, ok := item[tables.DigestManifest].(*ddbtypes.AttributeValueMemberB); ok {
+	d.Version = DigestVersionManifest
+	if _, ok := item[tables.DigestVersion]; ok {
+		d.Version, d.Root = int(num(tables.DigestVersion)), str(tables.DigestTreeRoot)
+	} else if b, ok := item[tables.DigestManifest].(*ddbtypes.AttributeValueMemberB); ok {
 		m, err := gunzip(b.Value)
 		if err == nil {
 			d.Manifest, err = decodeManifest(m)

@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,49 +73,44 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	}
 
 	all := append(first[:1], later...)
-	entries := env.ScanAudit(t)
-	seen := map[string]int{}
+	var entries []audit.Entry
+	for _, item := range env.ScanAudit(t) {
+		if e, err := audit.FromItem(item); err == nil && e.EventID != "#digest" {
+			entries = append(entries, e)
+		}
+	}
+	// Each entry lies in exactly one digest's period, and each digest's signed tree is that
+	// of the entries written in its period: so each entry is covered exactly once.
+	covered := int64(0)
 	for i, d := range all {
 		if i > 0 && (d.PrevSignature != all[i-1].Signature || !d.PeriodStart.Equal(all[i-1].PeriodEnd)) {
 			t.Errorf("digest %s does not follow %s", d.Period(), all[i-1].Period())
 		}
-		if !audit.VerifySignature(&env.SigningKey.PublicKey, d) || !audit.ManifestIntact(d) {
-			t.Errorf("digest %s does not verify", d.Period())
+		if !audit.VerifySignature(&env.SigningKey.PublicKey, d) || !audit.ManifestIntact(d) || d.Version != audit.DigestVersionTree {
+			t.Errorf("digest %s (version %d) does not verify", d.Period(), d.Version)
 		}
-		for _, l := range d.Manifest {
-			seen[l.EventID+" "+l.Seq]++
+		var tree audit.PeriodTree
+		for _, e := range entries {
+			k := e.EventID + " " + e.Seq
+			if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
+				tree.Add(audit.ManifestLine{EventID: e.EventID, Seq: e.Seq, NotificationID: e.NotificationID, Hash: e.Hash})
+				if d.RetainUntil < e.RetainUntil {
+					t.Errorf("digest %s expires at %d, before entry %s (%d)", d.Period(), d.RetainUntil, k, e.RetainUntil)
+				}
+			}
 		}
+		if tree.Size() != d.Count || tree.Root() != d.Root {
+			t.Errorf("digest %s signs %d entries (root %s), its period holds %d (root %s)", d.Period(), d.Count, d.Root, tree.Size(), tree.Root())
+		}
+		covered += d.Count
 	}
-	entryCount := 0
-	for _, item := range entries {
-		e, err := audit.FromItem(item)
-		if err != nil || e.EventID == "#digest" {
-			continue
-		}
-		entryCount++
-		k := e.EventID + " " + e.Seq
-		if seen[k] != 1 {
-			t.Errorf("entry %s is in %d digests, want 1", k, seen[k])
-		}
-		for _, d := range all {
-			in := !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd)
-			if in && d.RetainUntil < e.RetainUntil {
-				t.Errorf("digest %s expires at %d, before entry %s (%d)", d.Period(), d.RetainUntil, k, e.RetainUntil)
-			}
-			listed := false
-			for _, l := range d.Manifest {
-				listed = listed || l.EventID+" "+l.Seq == k
-			}
-			if in != listed {
-				t.Errorf("entry %s written %s: in period %s = %v, listed = %v", k, e.WrittenAt, d.Period(), in, listed)
-			}
-		}
+	for _, e := range entries {
 		if e.At.Equal(late) && e.WrittenAt.Truncate(p) != base.Add(3*p) {
-			t.Errorf("late entry %s belongs to the period of %s, want that of its writing", k, e.WrittenAt)
+			t.Errorf("late entry %s %s belongs to the period of %s, want that of its writing", e.EventID, e.Seq, e.WrittenAt)
 		}
 	}
-	if entryCount != 4 || len(seen) != 4 {
-		t.Errorf("%d entries, %d covered; want 4 and 4", entryCount, len(seen))
+	if len(entries) != 4 || covered != 4 || !all[0].PeriodStart.Equal(base) {
+		t.Errorf("%d entries, %d covered by digests from %s to %s; want 4 and 4", len(entries), covered, all[0].PeriodStart, all[len(all)-1].PeriodEnd)
 	}
 	b, err := env.Reader.Collect(context.Background(), base, base.Add(5*p))
 	if err != nil {
@@ -123,5 +119,47 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	r := audit.Check(b, audit.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: base.Add(4*p + audittest.DigestGrace), Grace: audittest.DigestGrace})
 	if !r.OK() || r.Covered != 4 || r.Digests != 4 {
 		t.Errorf("check = %+v, want OK with 4 entries covered by 4 digests", r)
+	}
+}
+
+// TestDigestBeyondTheManifestCeiling digests one period of 20,000 entries, four times what a
+// version 1 manifest item could hold, and verifies it: one small signed item covers them all.
+// An entry deleted from the period afterwards is found.
+func TestDigestBeyondTheManifestCeiling(t *testing.T) {
+	env := audittest.NewEnv(t)
+	ctx := context.Background()
+	p := audittest.DigestPeriod
+	base := audittest.WriteStart.Truncate(p)
+	entries := audittest.BulkEntries(20000, base, p)
+	if err := audittest.WriteBulk(ctx, env.DB, env.Names.Audit, entries, 8); err != nil {
+		t.Fatal(err)
+	}
+	now := base.Add(p + audittest.DigestGrace)
+	ds, err := env.Digester(notifytest.NewClock(now)).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Count != 20000 || ds[0].Version != audit.DigestVersionTree {
+		t.Fatalf("digest step wrote %+v, want one version 2 digest of 20000 entries", ds)
+	}
+	item, err := audit.DigestItem(ds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := len(audittest.ItemText(item)); size > 2000 {
+		t.Errorf("the digest item is %d bytes of text, want a small one whatever the period holds", size)
+	}
+	b, err := env.Reader.Collect(ctx, base, base.Add(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := audit.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: now, Grace: audittest.DigestGrace}
+	if r := audit.Check(b, opts); !r.OK() || r.Covered != 20000 || r.Entries != 20000 {
+		t.Fatalf("check of the 20000-entry period: covered %d of %d, problems %v", r.Covered, r.Entries, r.Problems)
+	}
+	b.Entries = b.Entries[1:]
+	r := audit.Check(b, opts)
+	if want := "entries deleted: the signed digest of this period covers 20000 entries, only 19999 written in it are left (1 deleted)"; r.OK() || !strings.Contains(r.Problems[0].String(), want) {
+		t.Errorf("check with one entry gone: %v\nwant the first problem to say %q", r.Problems, want)
 	}
 }

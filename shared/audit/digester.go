@@ -54,8 +54,13 @@ type Digester struct {
 	MaxPerRun int
 	Clock     notify.Clock
 	Log       *slog.Logger
-	// Metrics, when set, receives a DigestsWritten count per run.
+	// Metrics, when set, receives per run a DigestsWritten count and DigestLag, in seconds:
+	// how long the oldest period not yet closed has been closable (0 when none is).
 	Metrics *obs.Metrics
+	// LagBound is how far behind the step may be before verify counts a digest not yet
+	// written as missing (config.DefaultDigestLagBound); a run that ends further behind logs
+	// a warning. The template's DigestLagAlarm has the same threshold.
+	LagBound time.Duration
 }
 
 // Handle is the scheduled function's handler: one run per EventBridge schedule event.
@@ -93,7 +98,7 @@ func (d *Digester) Run(ctx context.Context) ([]Digest, error) {
 		}
 		dg, err := d.close(ctx, start, end, prevPtr, now)
 		if err != nil {
-			d.Metrics.Emit(nil, obs.Metric{Name: "DigestsWritten", Unit: obs.UnitCount, Value: float64(len(out))})
+			d.Report(ctx, len(out), start, now)
 			return out, err
 		}
 		d.log().InfoContext(ctx, "audit digest", "period_start", tables.FormatTime(dg.PeriodStart),
@@ -101,28 +106,57 @@ func (d *Digester) Run(ctx context.Context) ([]Digest, error) {
 		out = append(out, dg)
 		prevPtr, start = &out[len(out)-1], end
 	}
-	d.Metrics.Emit(nil, obs.Metric{Name: "DigestsWritten", Unit: obs.UnitCount, Value: float64(len(out))})
+	d.Report(ctx, len(out), start, d.now())
 	return out, nil
 }
 
-// close builds, signs and stores the digest of [start, end). When a concurrent run stored it
-// first, it returns that one.
+// Lag returns how long the period that starts at next (the oldest not yet closed) has been
+// closable at now: since its end plus the grace; 0 when it is not closable yet.
+func (d *Digester) Lag(next, now time.Time) time.Duration {
+	closable := next.Truncate(d.Period).Add(d.Period).Add(d.Grace)
+	return max(0, now.Sub(closable))
+}
+
+// The digest step's metrics, by Function only (template.yaml's DigestLagAlarm reads
+// MetricDigestLag).
+const (
+	MetricDigestsWritten = "DigestsWritten"
+	MetricDigestLag      = "DigestLag"
+)
+
+// Report emits the figures of a run that wrote written digests and left next as the oldest
+// period not closed: MetricDigestsWritten, and MetricDigestLag (Lag, in seconds). A lag past
+// LagBound is logged as a warning.
+func (d *Digester) Report(ctx context.Context, written int, next, now time.Time) {
+	lag := d.Lag(next, now)
+	d.Metrics.Emit(nil,
+		obs.Metric{Name: MetricDigestsWritten, Unit: obs.UnitCount, Value: float64(written)},
+		obs.Metric{Name: MetricDigestLag, Unit: obs.UnitSeconds, Value: lag.Seconds()})
+	if d.LagBound > 0 && lag > d.LagBound {
+		d.log().WarnContext(ctx, "audit digest step behind its lag bound", "lag_seconds", int64(lag.Seconds()),
+			"lag_bound_seconds", int64(d.LagBound.Seconds()), "next_period_start", tables.FormatTime(next))
+	}
+}
+
+// close builds, signs and stores the version 2 digest of [start, end): the Merkle tree of the
+// entries written in the period (PeriodTree; about 100 bytes of memory per entry while it is
+// built). When a concurrent run stored the period's digest first, it returns that one.
 func (d *Digester) close(ctx context.Context, start, end time.Time, prev *Digest, now time.Time) (Digest, error) {
-	dg := Digest{PeriodStart: start, PeriodEnd: end, KeyID: d.Signer.KeyID(), Algorithm: SigningAlgorithm, SignedAt: now,
-		RetainUntil: end.Add(d.Retention).Unix()}
+	dg := Digest{Version: DigestVersionTree, PeriodStart: start, PeriodEnd: end, KeyID: d.Signer.KeyID(),
+		Algorithm: SigningAlgorithm, SignedAt: now, RetainUntil: end.Add(d.Retention).Unix()}
 	if prev != nil {
 		dg.PrevPeriodStart, dg.PrevSignature = prev.PeriodStart, prev.Signature
 	}
+	var tree PeriodTree
 	for e, err := range WrittenIn(ctx, d.DB, d.Table, start, end) {
 		if err != nil {
 			return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
 		}
-		dg.Manifest = append(dg.Manifest, lineOf(e))
+		tree.Add(lineOf(e))
 		dg.RetainUntil = max(dg.RetainUntil, e.RetainUntil)
 	}
-	dg.Count = int64(len(dg.Manifest))
-	dg.EntriesHash = hashManifest(encodeManifest(dg.Manifest))
-	sig, err := d.Signer.Sign(ctx, digestSum(dg))
+	dg.Count, dg.Root = tree.Size(), tree.Root()
+	sig, err := d.Signer.Sign(ctx, DigestSum(dg))
 	if err != nil {
 		return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
 	}
@@ -166,7 +200,9 @@ func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
 	return DigestFromItem(out.Item)
 }
 
-// firstStart returns where the first digest's period starts.
+// firstStart returns where the first digest's period starts: the period of the earliest entry
+// written yesterday or today, else the latest period that is due: one item per shard
+// (earliestWrittenIn), once in a table's life.
 func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, error) {
 	latest := now.Add(-d.Grace).Truncate(d.Period).Add(-d.Period)
 	today := now.Truncate(24 * time.Hour)
@@ -174,10 +210,10 @@ func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, er
 	if err != nil {
 		return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
 	}
-	if found {
-		return minTime(e.WrittenAt.Truncate(d.Period), latest), nil
+	if !found {
+		return latest, nil
 	}
-	return latest, nil
+	return minTime(e.WrittenAt.Truncate(d.Period), latest), nil
 }
 
 func (d *Digester) now() time.Time {

@@ -50,11 +50,21 @@ func (f *fakeKMS) GetPublicKey(_ context.Context, in *kms.GetPublicKeyInput, _ .
 }
 
 // signed returns d signed by s.
+// signed returns d signed by s: a version 1 digest of its manifest when d.Version is 1,
+// else the version 2 digest of the entries its manifest names (Manifest then nil).
 func signed(t *testing.T, s Signer, d Digest) Digest {
 	t.Helper()
 	d.KeyID, d.Algorithm = s.KeyID(), SigningAlgorithm
-	d.Count, d.EntriesHash = int64(len(d.Manifest)), hashManifest(encodeManifest(d.Manifest))
-	sig, err := s.Sign(context.Background(), digestSum(d))
+	if d.Version == DigestVersionManifest {
+		d.Count, d.EntriesHash = int64(len(d.Manifest)), hashManifest(encodeManifest(d.Manifest))
+	} else {
+		var tree PeriodTree
+		for _, l := range d.Manifest {
+			tree.Add(l)
+		}
+		d.Version, d.Count, d.Root, d.Manifest = DigestVersionTree, tree.Size(), tree.Root(), nil
+	}
+	sig, err := s.Sign(context.Background(), DigestSum(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,28 +123,43 @@ func TestSigners(t *testing.T) {
 	}
 }
 
+// TestDigestItemRoundTrip stores and reads back a digest of each version: a version 1
+// (manifest) digest stays verifiable, and a version 2 digest keeps its version and root.
 func TestDigestItemRoundTrip(t *testing.T) {
 	key, _, err := NewLocalKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Date(2030, 3, 1, 9, 0, 0, 0, time.UTC)
-	d := signed(t, LocalSigner{Key: key}, Digest{PeriodStart: start, PeriodEnd: start.Add(time.Hour),
-		PrevPeriodStart: start.Add(-time.Hour), PrevSignature: "cHJldg==", SignedAt: start.Add(time.Hour + 90*time.Second), RetainUntil: 42,
-		Manifest: []ManifestLine{
-			{EventID: "evt 2", Seq: "k:2#0000000001", NotificationID: "n2", Hash: strings.Repeat("b", 64)},
-			{EventID: "evt-1", Seq: "k:1#0000000002", NotificationID: "n1", Hash: strings.Repeat("c", 64)},
-		}})
-	item, err := DigestItem(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := DigestFromItem(item)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !VerifySignature(&key.PublicKey, back) || !ManifestIntact(back) || len(back.Manifest) != 2 {
-		t.Errorf("round trip lost something: %+v", back)
+	for _, version := range []int{DigestVersionManifest, DigestVersionTree} {
+		d := signed(t, LocalSigner{Key: key}, Digest{Version: version, PeriodStart: start, PeriodEnd: start.Add(time.Hour),
+			PrevPeriodStart: start.Add(-time.Hour), PrevSignature: "cHJldg==", SignedAt: start.Add(time.Hour + 90*time.Second), RetainUntil: 42,
+			Manifest: []ManifestLine{
+				{EventID: "evt 2", Seq: "k:2#0000000001", NotificationID: "n2", Hash: strings.Repeat("b", 64)},
+				{EventID: "evt-1", Seq: "k:1#0000000002", NotificationID: "n1", Hash: strings.Repeat("c", 64)},
+			}})
+		item, err := DigestItem(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DigestFromItem(item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if version == DigestVersionTree {
+			want = 0
+		}
+		if !VerifySignature(&key.PublicKey, back) || !ManifestIntact(back) || len(back.Manifest) != want ||
+			back.Version != version || back.Root != d.Root || back.Count != 2 {
+			t.Errorf("version %d: round trip lost something: %+v", version, back)
+		}
+		// The version is signed: the same fields read as the other version do not verify.
+		other := back
+		other.Version = 3 - version
+		if VerifySignature(&key.PublicKey, other) {
+			t.Errorf("version %d: the signature still verifies under version %d", version, other.Version)
+		}
 	}
 }
 

@@ -22,6 +22,10 @@ const (
 	EnvAuditDigestPeriodMinutes = "AUDIT_DIGEST_PERIOD_MINUTES"
 	// EnvAuditDigestGraceSeconds is how long after a period's end its digest waits.
 	EnvAuditDigestGraceSeconds = "AUDIT_DIGEST_GRACE_SECONDS"
+	// EnvAuditDigestLagBoundSeconds is how far the digest step may fall behind before a
+	// digest not yet written counts as missing rather than late (verify), and the threshold of
+	// the digest-lag alarm (template parameter AuditDigestLagBoundSeconds).
+	EnvAuditDigestLagBoundSeconds = "AUDIT_DIGEST_LAG_BOUND_SECONDS"
 	// EnvAuditDigestPublicKey names a PEM file holding the digests' public key. No function
 	// reads it: auditctl does, and the local stack prints it.
 	EnvAuditDigestPublicKey = "AUDIT_DIGEST_PUBLIC_KEY"
@@ -59,6 +63,12 @@ const (
 	// DefaultDigestGrace exceeds the audit function's 60-second timeout: an entry's
 	// written_at is stamped during an invocation, so its put has completed by then.
 	DefaultDigestGrace = 90 * time.Second
+	// DefaultDigestLagBound is how far behind the digest step may be before a digest not yet
+	// written is missing: a catch-up after a load peak or a failed run or two.
+	DefaultDigestLagBound = 15 * time.Minute
+	// DigestSchedule is how often the digest step runs (template.yaml, DigestFunction's
+	// schedule: rate(1 minute)): a period is closed at most this long after its grace ends.
+	DigestSchedule = time.Minute
 )
 
 // MinWebhookTokenLen is the shortest simulator webhook token accepted, in bytes.
@@ -70,16 +80,17 @@ func AuditRetention(getenv func(string) string) (time.Duration, error) {
 	return days(trimmed(getenv)(EnvAuditRetentionDays), 100*366, DefaultAuditRetention, EnvAuditRetentionDays)
 }
 
-// Digest is the digest step's period and grace.
+// Digest is the digest step's period, grace and lag bound.
 type Digest struct {
-	Period, Grace time.Duration
+	Period, Grace, LagBound time.Duration
 }
 
-// LoadDigest reads AUDIT_DIGEST_PERIOD_MINUTES (1 to 1440, dividing a day, default 60) and
-// AUDIT_DIGEST_GRACE_SECONDS (1 to 3600, default 90).
+// LoadDigest reads AUDIT_DIGEST_PERIOD_MINUTES (1 to 1440, dividing a day, default 60),
+// AUDIT_DIGEST_GRACE_SECONDS (1 to 3600, default 90) and AUDIT_DIGEST_LAG_BOUND_SECONDS (0 to
+// 86400, default 900).
 func LoadDigest(getenv func(string) string) (Digest, error) {
 	get := trimmed(getenv)
-	s := Digest{Period: DefaultDigestPeriod, Grace: DefaultDigestGrace}
+	s := Digest{Period: DefaultDigestPeriod, Grace: DefaultDigestGrace, LagBound: DefaultDigestLagBound}
 	var errs []error
 	if v := get(EnvAuditDigestPeriodMinutes); v != "" {
 		n, err := strconv.Atoi(v)
@@ -94,6 +105,13 @@ func LoadDigest(getenv func(string) string) (Digest, error) {
 			errs = append(errs, fmt.Errorf("%s must be a whole number of seconds from 1 to 3600", EnvAuditDigestGraceSeconds))
 		}
 		s.Grace = time.Duration(n) * time.Second
+	}
+	if v := get(EnvAuditDigestLagBoundSeconds); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 86400 {
+			errs = append(errs, fmt.Errorf("%s must be a whole number of seconds from 0 to 86400", EnvAuditDigestLagBoundSeconds))
+		}
+		s.LagBound = time.Duration(n) * time.Second
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Digest{}, err

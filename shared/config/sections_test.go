@@ -114,3 +114,32 @@ func TestLoadLogLevel(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadDigestLagBound: the lag bound defaults to 15 minutes, takes 0 to 86400 seconds and
+// refuses anything else, naming the variable.
+func TestLoadDigestLagBound(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"", config.DefaultDigestLagBound, false},
+		{"0", 0, false},
+		{"120", 2 * time.Minute, false},
+		{"86400", 24 * time.Hour, false},
+		{"86401", 0, true},
+		{"-1", 0, true},
+		{"2m", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := config.LoadDigest(env(map[string]string{config.EnvAuditDigestLagBoundSeconds: tc.in}))
+			if (err != nil) != tc.wantErr || (err == nil && got.LagBound != tc.want) {
+				t.Errorf("LoadDigest(%s=%q) = %s, %v; want %s, error %v", config.EnvAuditDigestLagBoundSeconds, tc.in, got.LagBound, err, tc.want, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), config.EnvAuditDigestLagBoundSeconds) {
+				t.Errorf("error %q does not name the variable", err)
+			}
+		})
+	}
+}

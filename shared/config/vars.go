@@ -78,6 +78,7 @@ func Vars() []Var {
 		{EnvAuditRetentionDays, auditWriters, "400", "audit entry TTL in days"},
 		{EnvAuditDigestPeriodMinutes, digestOnly, "60", "length of a signed digest period (divides a day); 1 locally"},
 		{EnvAuditDigestGraceSeconds, digestOnly, "90", "how long after its end a period is closed; 10 locally"},
+		{EnvAuditDigestLagBoundSeconds, []string{"digest", "auditctl"}, "900", "how far the digest step may fall behind before a digest not yet written is missing (verify: late until then) and the digest-lag alarm's threshold"},
 		{EnvAuditDigestKMSKeyID, digestOnly, "", "the KMS key that signs digests (AWS)"},
 		{EnvAuditDigestLocalKey, digestOnly, "", "the signing key's PEM instead of KMS (local; a secret)"},
 		{EnvAuditDigestPublicKey, []string{"auditctl"}, "", "PEM file of the digests' public key; no function reads it, the local stack prints it"},

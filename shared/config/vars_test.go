@@ -59,20 +59,21 @@ func TestVarsListEveryVariable(t *testing.T) {
 func TestVarsDefaultsAreTheDefaults(t *testing.T) {
 	p, g := notify.DefaultPolicy(), notify.DefaultGuardLimits()
 	want := map[string]string{
-		config.EnvPolicyVersion:            p.Version,
-		config.EnvSafetyMarginSeconds:      strconv.Itoa(int(p.SafetyMargin / time.Second)),
-		config.EnvStatusGraceHours:         strconv.Itoa(int(p.StatusGrace / time.Hour)),
-		config.EnvMaxAheadHours:            strconv.Itoa(int(p.MaxAhead / time.Hour)),
-		config.EnvMaxAttempts:              strconv.Itoa(p.MaxAttempts),
-		config.EnvGuardPerHour:             strconv.Itoa(g.PerHour),
-		config.EnvGuardPerDay:              strconv.Itoa(g.PerDay),
-		config.EnvGuardPrefixDigits:        strconv.Itoa(g.PrefixDigits),
-		config.EnvGuardPrefixPerMinute:     strconv.Itoa(g.PrefixPerMinute),
-		config.EnvReceiptRetentionDays:     strconv.Itoa(int(config.DefaultReceiptRetention / (24 * time.Hour))),
-		config.EnvAuditRetentionDays:       strconv.Itoa(int(config.DefaultAuditRetention / (24 * time.Hour))),
-		config.EnvAuditDigestPeriodMinutes: strconv.Itoa(int(config.DefaultDigestPeriod / time.Minute)),
-		config.EnvAuditDigestGraceSeconds:  strconv.Itoa(int(config.DefaultDigestGrace / time.Second)),
-		config.EnvLogLevel:                 "info",
+		config.EnvPolicyVersion:              p.Version,
+		config.EnvSafetyMarginSeconds:        strconv.Itoa(int(p.SafetyMargin / time.Second)),
+		config.EnvStatusGraceHours:           strconv.Itoa(int(p.StatusGrace / time.Hour)),
+		config.EnvMaxAheadHours:              strconv.Itoa(int(p.MaxAhead / time.Hour)),
+		config.EnvMaxAttempts:                strconv.Itoa(p.MaxAttempts),
+		config.EnvGuardPerHour:               strconv.Itoa(g.PerHour),
+		config.EnvGuardPerDay:                strconv.Itoa(g.PerDay),
+		config.EnvGuardPrefixDigits:          strconv.Itoa(g.PrefixDigits),
+		config.EnvGuardPrefixPerMinute:       strconv.Itoa(g.PrefixPerMinute),
+		config.EnvReceiptRetentionDays:       strconv.Itoa(int(config.DefaultReceiptRetention / (24 * time.Hour))),
+		config.EnvAuditRetentionDays:         strconv.Itoa(int(config.DefaultAuditRetention / (24 * time.Hour))),
+		config.EnvAuditDigestPeriodMinutes:   strconv.Itoa(int(config.DefaultDigestPeriod / time.Minute)),
+		config.EnvAuditDigestGraceSeconds:    strconv.Itoa(int(config.DefaultDigestGrace / time.Second)),
+		config.EnvAuditDigestLagBoundSeconds: strconv.Itoa(int(config.DefaultDigestLagBound / time.Second)),
+		config.EnvLogLevel:                   "info",
 	}
 	for _, v := range config.Vars() {
 		if w, ok := want[v.Name]; ok && v.Default != w {

@@ -42,6 +42,7 @@ type Unit string
 const (
 	UnitCount        Unit = "Count"
 	UnitMilliseconds Unit = "Milliseconds"
+	UnitSeconds      Unit = "Seconds"
 )
 
 // Metric is one value in an EMF line.

@@ -140,6 +140,11 @@ const (
 	DigestAlgorithm       = "algorithm"
 	DigestSignedAt        = "signed_at"
 	DigestSignature       = "signature"
+	// DigestVersion is the digest's format: absent on the first format's items (manifest
+	// digests, version 1), 2 on Merkle-tree digests.
+	DigestVersion = "digest_version"
+	// DigestTreeRoot is a version 2 digest's Merkle tree root over its period's entries.
+	DigestTreeRoot = "tree_root"
 )
 
 // Attributes of the receipts table: one item per attempt, holding the most informative

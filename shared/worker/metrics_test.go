@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
+	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/sms"
@@ -222,6 +224,7 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	f.drain(t, 20)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Request("POST /v1/notifications", 202, time.Millisecond)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Refusal(string(notify.RefusedPrefixVelocity), "44")
+	(&audit.Digester{Period: time.Minute, Metrics: &obs.Metrics{W: f.metrics, Function: "digest"}}).Report(context.Background(), 1, t0, t0)
 
 	got := map[string]map[string]bool{}
 	for _, l := range parseEMF(t, f.metrics.String()) {
@@ -247,6 +250,7 @@ func schemaKey(dims []string) string {
 // functionNames are the Function dimension values the wiring gives each function's Metrics.
 var functionNames = map[string]bool{
 	"intake": true, "dispatch": true, "reconcile": true, "sweeper": true, "audit": true, "provider-events": true,
+	"digest": true,
 }
 
 // yamlPlain turns a template node into plain Go values; a scalar with a short-form intrinsic
@@ -370,7 +374,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check, ours)
 		}
 	}
-	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, obs.MetricTransitions} {
+	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, obs.MetricTransitions, audit.MetricDigestLag} {
 		if !alarmed[name] {
 			t.Errorf("no alarm reads %s", name)
 		}

@@ -23,7 +23,8 @@ import (
 var Function = wire.Function[*audit.Digester]{Name: "digest", New: New, Handler: func(d *audit.Digester) any { return d.Handle }}
 
 // New builds the digest step from env: AUDIT_TABLE, AUDIT_RETENTION_DAYS,
-// AUDIT_DIGEST_PERIOD_MINUTES, AUDIT_DIGEST_GRACE_SECONDS, and the signing key:
+// AUDIT_DIGEST_PERIOD_MINUTES, AUDIT_DIGEST_GRACE_SECONDS, AUDIT_DIGEST_LAG_BOUND_SECONDS, and
+// the signing key:
 // AUDIT_DIGEST_KMS_KEY_ID in AWS, or AUDIT_DIGEST_LOCAL_KEY (a PEM) locally. Errors name the
 // variables, never the key.
 func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*audit.Digester, error) {
@@ -42,10 +43,11 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	}
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("digest ready", "audit_table", cfg.AuditTable, "key_id", signer.KeyID(),
-		"period_s", int(settings.Period.Seconds()), "grace_s", int(settings.Grace.Seconds()))
+		"period_s", int(settings.Period.Seconds()), "grace_s", int(settings.Grace.Seconds()),
+		"lag_bound_s", int(settings.LagBound.Seconds()))
 	return &audit.Digester{
 		DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Signer: signer,
-		Period: settings.Period, Grace: settings.Grace, Retention: retention,
+		Period: settings.Period, Grace: settings.Grace, Retention: retention, LagBound: settings.LagBound,
 		Clock: notify.SystemClock{}, Log: log, Metrics: &obs.Metrics{W: out, Function: "digest"},
 	}, nil
 }

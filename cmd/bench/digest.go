@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/audit/audittest"
+	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+)
+
+// digestBench writes n audit entries into one digest period of the template's default length
+// (config.DefaultDigestPeriod) on DynamoDB Local, then runs the real digest step over it and
+// the offline-equivalent verification of that period (Reader.Collect, then Check), and prints:
+//   - digest_seconds_per_100k_entries: the digest step's run (query the period through the
+//     by_write_day index, build the Merkle tree, sign, put), scaled to 100,000 entries;
+//   - digest_peak_heap_mb: the most live heap above the baseline while it ran (sampled every
+//     millisecond; the tree keeps about 100 bytes per entry);
+//   - verify_seconds_per_100k_entries: collecting the period's bundle (its digests, the entries
+//     written in it, every chain they touch) and checking it, scaled to 100,000 entries;
+//   - digest_item_bytes: the signed digest item's size, the same whatever n is.
+func digestBench(ctx context.Context, endpoint string, n int, out io.Writer) error {
+	cfg := aws.Config{Region: "us-east-1", Credentials: emulator.LocalCredentials()}
+	db := awsclient.DynamoDB(cfg, endpoint)
+	_, names := benchNames("bench-digest")
+	drop, err := createTables(ctx, db, names)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	period := config.DefaultDigestPeriod
+	start := time.Now().UTC().Truncate(period).Add(-2 * period)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	// The digest of the (empty) period before: the measured run is a steady-state one, which
+	// goes on from the latest digest.
+	clock := notifytest.NewClock(start.Add(config.DefaultDigestGrace))
+	d := &audit.Digester{DB: db, Table: names.Audit, Signer: audit.LocalSigner{Key: key}, Period: period,
+		Grace: config.DefaultDigestGrace, Retention: audit.DefaultRetention, Clock: clock, MaxPerRun: 1}
+	if _, err := d.Run(ctx); err != nil {
+		return fmt.Errorf("digest bench: the period before: %w", err)
+	}
+	entries := audittest.BulkEntries(n, start, period)
+	if err := audittest.WriteBulk(ctx, db, names.Audit, entries, 8); err != nil {
+		return err
+	}
+	n = len(entries)
+	entries = nil
+	now := start.Add(period + config.DefaultDigestGrace)
+	clock.Set(now)
+	var ds []audit.Digest
+	took, peak, err := measureHeap(func() error {
+		ds, err = d.Run(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("digest bench: %w", err)
+	}
+	if len(ds) != 1 || ds[0].Count != int64(n) {
+		return fmt.Errorf("digest bench: the digest step closed %d periods, want one of %d entries", len(ds), n)
+	}
+	item, err := audit.DigestItem(ds[0])
+	if err != nil {
+		return err
+	}
+	verifyTook, err := verifyPeriod(ctx, &audit.Reader{DB: db, Table: names.Audit}, ds[0], key, now, n)
+	if err != nil {
+		return err
+	}
+	per100k := func(d time.Duration) float64 { return d.Seconds() * 100000 / float64(n) }
+	fmt.Fprintf(out, "digest_entries=%d\n", n)
+	fmt.Fprintf(out, "digest_seconds_per_100k_entries=%.2f\n", per100k(took))
+	fmt.Fprintf(out, "digest_peak_heap_mb=%.1f\n", float64(peak)/(1<<20))
+	fmt.Fprintf(out, "verify_seconds_per_100k_entries=%.2f\n", per100k(verifyTook))
+	fmt.Fprintf(out, "digest_item_bytes=%d\n", len(audittest.ItemText(item)))
+	return nil
+}
+
+// verifyPeriod collects the bundle of d's period and checks it; every one of the n entries
+// must be covered.
+func verifyPeriod(ctx context.Context, r *audit.Reader, d audit.Digest, key *ecdsa.PrivateKey, now time.Time, n int) (time.Duration, error) {
+	began := time.Now()
+	b, err := r.Collect(ctx, d.PeriodStart, d.PeriodEnd)
+	if err != nil {
+		return 0, fmt.Errorf("digest bench: collect: %w", err)
+	}
+	rep := audit.Check(b, audit.CheckOptions{PublicKey: &key.PublicKey, Now: now, Grace: config.DefaultDigestGrace, Strict: true})
+	took := time.Since(began)
+	if !rep.OK() || rep.Covered != n {
+		return 0, fmt.Errorf("digest bench: verify covered %d of %d entries: %v", rep.Covered, n, rep.Problems)
+	}
+	return took, nil
+}
+
+// measureHeap runs f and returns how long it took and the most live heap (bytes in heap
+// objects) above the level before it, sampled every millisecond.
+func measureHeap(f func() error) (time.Duration, uint64, error) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	runtime.GC()
+	base := read()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			if h := read(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	began := time.Now()
+	err := f()
+	took := time.Since(began)
+	close(done)
+	<-stopped
+	return took, max(peak.Load(), base) - base, err
+}

@@ -1,0 +1,115 @@
+package audittest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/notify"
+)
+
+// BatchWriter is the part of the DynamoDB API WriteBulk uses.
+type BatchWriter interface {
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+// Bulk shape: each event has BulkNotifications notifications of BulkVersions entries each.
+const (
+	BulkNotifications = 4
+	BulkVersions      = 5
+	bulkPerEvent      = BulkNotifications * BulkVersions
+)
+
+// BulkEntries returns n entries (rounded up to whole events of 20) of intact hash chains,
+// written (written_at) evenly over [start, start+period): events "bulk-<i>", each with 4
+// notifications of 5 versions. They stand for a busy period without running the pipeline.
+func BulkEntries(n int, start time.Time, period time.Duration) []audit.Entry {
+	events := (n + bulkPerEvent - 1) / bulkPerEvent
+	total := events * bulkPerEvent
+	out := make([]audit.Entry, 0, total)
+	states := []notify.State{notify.StateNone, notify.StateAccepted, notify.StateDispatching, notify.StateSent, notify.StateDelivered, notify.StateDelivered}
+	for ev := range events {
+		for nn := range BulkNotifications {
+			key := fmt.Sprintf("bulk-%06d:sms:password_reset:%d", ev, nn)
+			prev := audit.GenesisHash
+			for v := int64(1); v <= BulkVersions; v++ {
+				i := len(out)
+				written := start.Add(time.Duration(int64(period) / int64(total) * int64(i))).UTC()
+				at := written.Add(-time.Minute)
+				e := audit.Entry{EventID: fmt.Sprintf("bulk-%06d", ev), Seq: audit.Seq(key, v), NotificationID: fmt.Sprintf("01BULK%06d%d", ev, nn),
+					Version: v, At: at, Day: at.Format(audit.DayLayout), FromState: states[v-1], ToState: states[v],
+					Reason: "BULK", WrittenAt: written, WriteDay: written.Format(audit.DayLayout),
+					RetainUntil: written.Add(audit.DefaultRetention).Unix()}
+				e, err := audit.Link(e, prev)
+				if err != nil {
+					panic(err) // prev is always 64 hex digits
+				}
+				prev = e.Hash
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// WriteBulk stores entries in table with BatchWriteItem, 25 items a request, workers requests
+// at once, retrying unprocessed items.
+func WriteBulk(ctx context.Context, db BatchWriter, table string, entries []audit.Entry, workers int) error {
+	batches := make(chan []audit.Entry)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for b := range batches {
+				if err := writeBatch(ctx, db, table, b); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for i := 0; i < len(entries); i += 25 {
+		select {
+		case batches <- entries[i:min(i+25, len(entries))]:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(batches)
+	wg.Wait()
+	close(errs)
+	if err == nil {
+		err = <-errs
+	}
+	return err
+}
+
+func writeBatch(ctx context.Context, db BatchWriter, table string, es []audit.Entry) error {
+	reqs := make([]ddbtypes.WriteRequest, len(es))
+	for i, e := range es {
+		reqs[i] = ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: audit.Item(e)}}
+	}
+	for try := 0; len(reqs) > 0; try++ {
+		if try > 20 {
+			return fmt.Errorf("audittest.write bulk: %d items still unprocessed", len(reqs))
+		}
+		out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{table: reqs}})
+		if err != nil {
+			return fmt.Errorf("audittest.write bulk: %w", err)
+		}
+		reqs = out.UnprocessedItems[table]
+		if len(reqs) > 0 {
+			time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+var _ BatchWriter = (*dynamodb.Client)(nil)

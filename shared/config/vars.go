@@ -1,5 +1,7 @@
 package config
 
+import "slices"
+
 // Var describes one environment variable: what the README's configuration table lists.
 type Var struct {
 	Name string
@@ -26,7 +28,7 @@ var (
 
 // Vars lists every environment variable the functions read, in the README's order.
 func Vars() []Var {
-	return []Var{
+	return slices.Concat([]Var{
 		{EnvNotificationsTable, []string{"intake", "dispatch", "reconcile", "sweeper", "audit-replay", "provider-events"}, "", "the notifications table"},
 		{EnvAuditTable, auditWriters, "", "the audit table"},
 		{EnvDispatchQueueURL, policyReaders, "", "the dispatch queue"},
@@ -56,20 +58,7 @@ func Vars() []Var {
 		{EnvGuardPrefixDigits, intakeOnly, "6", "digits of the number, calling code included, that form its prefix"},
 		{EnvGuardPrefixPerMinute, intakeOnly, "20", "new destinations a prefix may admit per UTC minute (0: off)"},
 		{EnvAllowedCallingCodes, intakeOnly, "", "calling codes intake accepts, e.g. `1,44,49,33`; unset allows every code (template: `1`)"},
-		{EnvSMSProvider, workers, "", "`simulator`, `endusersms` or `sinch`"},
-		{EnvSMSTimeout, workers, DefaultSMSTimeout.String(), "bound on one provider call, a Go duration such as `5s` or `800ms`"},
-		{EnvSMSVisibilitySeconds, workers, "simulator 0, endusersms 300, sinch 60", "how long after an attempt a lookup waits before \"not found\" counts; the reconcile queue's delay must be at least this"},
-		{EnvSMSSimulatorURL, providerUsers, "", "base URL of the simulator (`simulator`)"},
-		{EnvSMSSimulatorToken, providerUsers, "", "the simulator's bearer token, when it requires one (a secret)"},
-		{EnvSMSOriginationIdentity, providerUsers, "", "phone number, sender ID or pool, ID or ARN (`endusersms`)"},
-		{EnvSMSConfigurationSet, providerUsers, "", "configuration set whose event destination feeds provider-events (`endusersms`)"},
-		{EnvSMSEndpoint, providerUsers, "", "End User Messaging SMS endpoint override (tests and emulators)"},
-		{EnvSinchBaseURL, providerUsers, DefaultSinchBaseURL, "Sinch's regional API root (`sinch`)"},
-		{EnvSinchServicePlanID, providerUsers, "", "Sinch service plan (`sinch`)"},
-		{EnvSinchAPITokenParam, providerUsers, "", "the SSM SecureString holding the Sinch API token (AWS)"},
-		{EnvSinchAPIToken, providerUsers, "", "the Sinch API token itself (local; a secret)"},
-		{EnvSinchFrom, providerUsers, "", "Sinch sender number or ID (`sinch`)"},
-		{EnvSinchCallbackURL, providerUsers, "", "Sinch delivery report URL (optional)"},
+	}, smsVars(), []Var{
 		{EnvReceiptsTable, []string{"provider-events", "reconcile"}, "", "the receipts table; reconcile runs without it"},
 		{EnvReceiptRetentionDays, receiptsOnly, "7", "receipt TTL in days"},
 		{EnvSimulatorWebhookTokenParam, receiptsOnly, "", "the SSM SecureString holding the simulator webhook's token (AWS)"},
@@ -82,5 +71,27 @@ func Vars() []Var {
 		{EnvAuditDigestPublicKey, []string{"auditctl"}, "", "PEM file of the digests' public key; no function reads it, the local stack prints it"},
 		{EnvLambdaFunctionName, []string{"audit", "audit-replay"}, "", "set by Lambda: the actor recorded on audit entries"},
 		{EnvLambdaFunctionVersion, []string{"audit", "audit-replay"}, "", "set by Lambda: the actor's version"},
+	})
+}
+
+// smsVars lists the SMS providers' variables, in the README's order.
+func smsVars() []Var {
+	return []Var{
+		{EnvSMSProviders, workers, "", "the ordered provider chain, e.g. `endusersms,sinch`: `simulator`, `simulator2`, `endusersms`, `sinch`; the first is tried first"},
+		{EnvSMSProvider, workers, "", "the single provider of earlier versions, read as a chain of one when `SMS_PROVIDERS` is unset"},
+		{EnvSMSTimeout, workers, DefaultSMSTimeout.String(), "bound on one provider call, a Go duration such as `5s` or `800ms`"},
+		{EnvSMSVisibilitySeconds, workers, "simulator 0, endusersms 300, sinch 60", "how long after an attempt a lookup waits before \"not found\" counts; the reconcile queue's delay must be at least this"},
+		{EnvSMSSimulatorURL, providerUsers, "", "base URL of the simulator (`simulator`)"},
+		{EnvSMSSimulator2URL, providerUsers, "", "base URL of the second simulated provider (`simulator2`)"},
+		{EnvSMSSimulatorToken, providerUsers, "", "the simulator's bearer token, when it requires one (a secret)"},
+		{EnvSMSOriginationIdentity, providerUsers, "", "phone number, sender ID or pool, ID or ARN (`endusersms`)"},
+		{EnvSMSConfigurationSet, providerUsers, "", "configuration set whose event destination feeds provider-events (`endusersms`)"},
+		{EnvSMSEndpoint, providerUsers, "", "End User Messaging SMS endpoint override (tests and emulators)"},
+		{EnvSinchBaseURL, providerUsers, DefaultSinchBaseURL, "Sinch's regional API root (`sinch`)"},
+		{EnvSinchServicePlanID, providerUsers, "", "Sinch service plan (`sinch`)"},
+		{EnvSinchAPITokenParam, providerUsers, "", "the SSM SecureString holding the Sinch API token (AWS)"},
+		{EnvSinchAPIToken, providerUsers, "", "the Sinch API token itself (local; a secret)"},
+		{EnvSinchFrom, providerUsers, "", "Sinch sender number or ID (`sinch`)"},
+		{EnvSinchCallbackURL, providerUsers, "", "Sinch delivery report URL (optional)"},
 	}
 }

@@ -37,7 +37,7 @@ func webhookRequest(body string, edit func(*events.APIGatewayV2HTTPRequest)) eve
 }
 
 func simBody(ref, status string) string {
-	b, _ := json.Marshal(simapi.Receipt{MessageID: "sim-1", ClientRef: ref, Status: simapi.Status(status), At: t0})
+	b, _ := json.Marshal(simapi.Receipt{MessageID: "msg-1", ClientRef: ref, Status: simapi.Status(status), At: t0})
 	return string(b)
 }
 
@@ -132,7 +132,7 @@ func TestHandleSNS(t *testing.T) {
 	ctx := context.Background()
 	t.Run("poison records are skipped, good ones recorded", func(t *testing.T) {
 		f := newFixture(t)
-		f.admit(t, "k", id, lease, accepted)
+		f.admit(t, "k", id, lease, acceptedEUM)
 		h := &receipts.Handler{Recorder: f.rec}
 		err := h.HandleSNS(ctx, snsEvent([]byte("not json "+destination), eumEvent(func(m map[string]any) { m["eventType"] = "VOICE_COMPLETED" }), eumEvent(nil)))
 		if err != nil {
@@ -161,7 +161,7 @@ func TestHandleSNS(t *testing.T) {
 		if rec.EarlyReceipt != notify.StateDelivered {
 			t.Fatalf("record holds %q, want the delivered receipt", rec.EarlyReceipt)
 		}
-		next, err := rec.Apply(accepted, t0)
+		next, err := rec.Apply(acceptedEUM, t0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -162,6 +162,8 @@ func (f *fixture) admit(t *testing.T, key, id string, path ...notify.Change) not
 var (
 	lease       = notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: t0.Add(time.Minute)}
 	accepted    = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "msg-1", Provider: "simulator"}
+	// acceptedEUM is accepted by End User Messaging as the message of eumEvent.
+	acceptedEUM = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "aws-msg-1", Provider: "endusersms"}
 	timedOut    = notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonProviderTimeout}
 	throttled   = notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonProviderThrottled, NextActionAt: t0.Add(time.Second)}
 	notFound    = notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonReconciledNotFound, NextActionAt: t0.Add(time.Second)}

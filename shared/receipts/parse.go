@@ -124,12 +124,17 @@ func ParseSimulator(body []byte) (Receipt, error) {
 	if in.Reason != "" {
 		detail = in.Reason
 	}
+	provider := config.SMSSimulator
+	if in.Provider == config.SMSSimulator2 {
+		// The simulator in its second-provider mode: a provider of its own in the chain.
+		provider = config.SMSSimulator2
+	}
 	rc := Receipt{
 		AttemptRef: in.ClientRef,
 		MessageID:  in.MessageID,
 		Status:     status,
 		At:         in.At.UTC(),
-		Provider:   config.SMSSimulator,
+		Provider:   provider,
 		Detail:     safeDetail(detail),
 	}
 	if err := rc.Validate(); err != nil {

@@ -41,7 +41,7 @@ func (r Receipt) Attempt() (notificationID string, n int, ok bool) {
 
 // SMS returns the receipt as the sms package's ReceiptReader reports it.
 func (r Receipt) SMS() sms.Receipt {
-	return sms.Receipt{AttemptRef: r.AttemptRef, MessageID: r.MessageID, Status: r.Status, At: r.At}
+	return sms.Receipt{AttemptRef: r.AttemptRef, MessageID: r.MessageID, Provider: r.Provider, Status: r.Status, At: r.At}
 }
 
 // Final reports whether the receipt is the provider's final word on delivery.
@@ -106,6 +106,10 @@ const (
 	// OutcomeStale: the record is past the point where this receipt could change it (another
 	// attempt, a terminal state, or a contradicting final receipt).
 	OutcomeStale Outcome = "stale"
+	// OutcomeMismatch: the receipt names an attempt of a record, but another provider than
+	// the one that attempt went to, or another message ID than the record holds. It is kept
+	// in the receipts table as evidence and alarmed on, never applied to the record.
+	OutcomeMismatch Outcome = "mismatch"
 	// OutcomeOrphan: no record carries the receipt's notification ID.
 	OutcomeOrphan Outcome = "orphan"
 	// OutcomePoison: the event was malformed; it was acknowledged and dropped.

@@ -80,6 +80,9 @@ func (r *Recorder) Record(ctx context.Context, rc Receipt) (Result, error) {
 	if res.Outcome == OutcomeStale || res.Outcome == OutcomeOrphan {
 		level = slog.LevelWarn
 	}
+	if res.Outcome == OutcomeMismatch {
+		level = slog.LevelError
+	}
 	r.log().Log(ctx, level, "receipt",
 		"attempt_ref", res.Receipt.AttemptRef, "provider", rc.Provider, "message_id", res.Receipt.MessageID,
 		"receipt_status", string(res.Receipt.Status), "detail", res.Receipt.Detail,
@@ -117,7 +120,7 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 		maxTries = DefaultMaxTries
 	}
 	for range maxTries {
-		done, err := r.applyOnce(ctx, stored, key, id, n, &res)
+		done, err := r.applyOnce(ctx, stored, rc, key, id, n, &res)
 		if err != nil {
 			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
 		}
@@ -130,9 +133,10 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 
 // applyOnce reads the record under key and does what the final receipt stored (for attempt n
 // of notification id) does to it: hold it on a record still dispatching, apply its transition,
-// or nothing (orphan, stale, already settled), and sets res accordingly. done is false when a
-// concurrent write won, so the caller reads the record again.
-func (r *Recorder) applyOnce(ctx context.Context, stored Receipt, key, id string, n int, res *Result) (done bool, err error) {
+// or nothing (orphan, stale, mismatched, already settled), and sets res accordingly. in is the
+// receipt received, which the stored one may predate. done is false when a concurrent write
+// won, so the caller reads the record again.
+func (r *Recorder) applyOnce(ctx context.Context, stored, in Receipt, key, id string, n int, res *Result) (done bool, err error) {
 	rec, err := r.Notifications.Get(ctx, key)
 	if errors.Is(err, notify.ErrNotFound) {
 		res.Outcome = OutcomeOrphan
@@ -143,6 +147,9 @@ func (r *Recorder) applyOnce(ctx context.Context, stored Receipt, key, id string
 	}
 	res.State = rec.State
 	outcome, ch := decide(rec, id, n, stored)
+	if rec.NotificationID == id && rec.Attempt == n && !in.SMS().Matches(rec.Provider, rec.ProviderMessageID) {
+		outcome = OutcomeMismatch
+	}
 	switch outcome {
 	case OutcomeTransitioned:
 	case OutcomeEarly:
@@ -159,6 +166,11 @@ func (r *Recorder) applyOnce(ctx context.Context, stored Receipt, key, id string
 		return true, nil
 	default:
 		res.Outcome = outcome
+		if outcome == OutcomeMismatch {
+			// The receipt stays in the log as evidence (and in the table when it came first).
+			r.log().Error("receipt names our attempt but another provider or message; not applied", "attempt_ref", in.AttemptRef,
+				"receipt_provider", in.Provider, "receipt_message_id", in.MessageID, "record_provider", rec.Provider, "state", string(rec.State))
+		}
 		if outcome == OutcomeStale {
 			// A receipt for an attempt the record has left behind: if the record went on to
 			// another attempt, the provider may have delivered twice.
@@ -191,6 +203,11 @@ func decide(rec notify.Record, id string, n int, rc Receipt) (Outcome, notify.Ch
 		return OutcomeOrphan, notify.Change{}
 	}
 	sameAttempt := rec.Attempt == n
+	if sameAttempt && !rc.SMS().Matches(rec.Provider, rec.ProviderMessageID) {
+		// Our reference, but from another provider than the attempt went to, or for another
+		// message: kept as evidence, alarmed on, never applied.
+		return OutcomeMismatch, notify.Change{}
+	}
 	switch {
 	case rec.State == notify.StateSent && sameAttempt:
 		return OutcomeTransitioned, notify.Change{To: rc.Status.State(), Reason: rc.Status.Reason()}

@@ -43,6 +43,19 @@ const (
 	// MetricDoubleSend counts lookups that found more than one accepted message for one
 	// attempt reference: evidence of a duplicate at the provider.
 	MetricDoubleSend = "DoubleSendEvidence"
+	// MetricFailovers counts attempts that went to another provider than the attempt before,
+	// by the DimProvider they went to.
+	MetricFailovers = "Failovers"
+	// MetricCoolDowns counts the times a provider's breaker opened (Health); MetricCoolDownSkips
+	// the attempts that passed a cooling-down provider over, by DimProvider.
+	MetricCoolDowns     = "ProviderCoolDowns"
+	MetricCoolDownSkips = "ProviderCoolDownSkips"
+	// MetricContradicted counts retries refused because a receipt held on the record says
+	// the provider accepted the attempt it had answered "not accepted" to.
+	MetricContradicted = "ContradictedOutcomes"
+	// MetricReceiptMismatch counts stored receipts for an attempt that name another provider
+	// or message ID than the record: kept as evidence, never applied.
+	MetricReceiptMismatch = "ReceiptMismatches"
 	// MetricSwept counts the records one sweep acted on, by Action.
 	MetricSwept = "SweptRecords"
 	// MetricOverdue is a gauge written by every sweep, zeros included: the records it read
@@ -74,6 +87,7 @@ const (
 	OutcomeNotDue         = "not_due"
 	OutcomeConflict       = "conflict"
 	OutcomeNoAttemptsLeft = "no_attempts_left"
+	OutcomeReceiptHeld    = "receipt_contradicts_outcome"
 	OutcomeDeadlineLeased = "deadline_after_lease"
 	OutcomeUnrenderable   = "unrenderable"
 	OutcomeTransitioned   = "transitioned"

@@ -209,6 +209,9 @@ func byException(err error, pe *sms.ProviderError, retryAfter time.Duration) (ou
 		return sms.NotAccepted(sms.DetailThrottled, retryAfter, pe), true
 	case errors.As(err, &validation):
 		pe.Code += "/" + string(validation.Reason)
+		if restrictedReasons[validation.Reason] {
+			return sms.Restricted(pe.Code, pe), true
+		}
 		return sms.Rejected(pe.Code, pe), true
 	case errors.As(err, &denied):
 		pe.Code += "/" + string(denied.Reason)
@@ -265,5 +268,20 @@ var notProcessed = map[string]bool{
 // by provider-events, found by attempt_ref. It answers Found or Inconclusive, never NotFound
 // (see sms.ReceiptLookup). Its visibility window should cover the event pipeline's latency.
 func NewLookup(r sms.ReceiptReader, visibility time.Duration, clock notify.Clock) *sms.ReceiptLookup {
-	return sms.NewReceiptLookup(r, visibility, clock)
+	return sms.NewReceiptLookup(r, visibility, clock).ForProvider(Provider)
+}
+
+// restrictedReasons are the ValidationException reasons that come from this account's or
+// this provider's own restrictions on where and from whom it sends, not from the destination:
+// another provider of the chain may not share them (sms.DetailRestricted). The protect
+// configuration's country block (a ConflictException) is the deployment's own policy and is
+// deliberately not one of them: no provider may send there.
+var restrictedReasons = map[types.ValidationExceptionReason]bool{
+	types.ValidationExceptionReasonCountryNotEnabled:                    true,
+	types.ValidationExceptionReasonDestinationCountryBlocked:            true,
+	types.ValidationExceptionReasonInternationalSendingNotSupported:     true,
+	types.ValidationExceptionReasonInvalidIdentityForDestinationCountry: true,
+	types.ValidationExceptionReasonSenderIdNotRegistered:                true,
+	types.ValidationExceptionReasonSenderIdNotSupported:                 true,
+	types.ValidationExceptionReasonSenderIdRequiresRegistration:         true,
 }

@@ -176,3 +176,10 @@ func receipt(ref string, status sms.ReceiptStatus) receipts.Receipt {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// neighbour returns rc as another provider of the chain would report it: its own provider
+// name and message ID, under our attempt reference.
+func neighbour(rc receipts.Receipt) receipts.Receipt {
+	rc.Provider, rc.MessageID = "simulator2", "simulator2-00000001"
+	return rc
+}

@@ -146,10 +146,7 @@ func (r *Recorder) applyOnce(ctx context.Context, stored, in Receipt, key, id st
 		return false, err
 	}
 	res.State = rec.State
-	outcome, ch := decide(rec, id, n, stored)
-	if rec.NotificationID == id && rec.Attempt == n && !in.SMS().Matches(rec.Provider, rec.ProviderMessageID) {
-		outcome = OutcomeMismatch
-	}
+	outcome, ch := decide(rec, id, n, applicable(rec, stored, in))
 	switch outcome {
 	case OutcomeTransitioned:
 	case OutcomeEarly:
@@ -194,6 +191,21 @@ func (r *Recorder) applyOnce(ctx context.Context, stored, in Receipt, key, id st
 	r.Metrics.Transition(string(next.State), string(next.Reason))
 	res.Outcome, res.State = OutcomeTransitioned, next.State
 	return true, nil
+}
+
+// applicable returns the receipt that speaks for rec's attempt: the one stored, unless it does
+// not match rec (a neighbour's, stored first) and the one received does and is final; then
+// the received one, so a neighbour cannot keep the genuine receipt out. A received receipt
+// that does not match rec is itself returned, so that decide reports the mismatch.
+func applicable(rec notify.Record, stored, in Receipt) Receipt {
+	matches := func(r Receipt) bool { return r.SMS().Matches(rec.Provider, rec.ProviderMessageID) }
+	switch {
+	case !matches(in):
+		return in
+	case !matches(stored) && in.Final():
+		return in
+	}
+	return stored
 }
 
 // decide returns what a final receipt for attempt n of notification id does to rec, and the

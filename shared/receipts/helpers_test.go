@@ -160,8 +160,8 @@ func (f *fixture) admit(t *testing.T, key, id string, path ...notify.Change) not
 
 // Transitions a test record goes through.
 var (
-	lease       = notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: t0.Add(time.Minute)}
-	accepted    = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "msg-1", Provider: "simulator"}
+	lease    = notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: t0.Add(time.Minute)}
+	accepted = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "msg-1", Provider: "simulator"}
 	// acceptedEUM is accepted by End User Messaging as the message of eumEvent.
 	acceptedEUM = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "aws-msg-1", Provider: "endusersms"}
 	timedOut    = notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonProviderTimeout}

@@ -104,12 +104,12 @@ type Stack struct {
 	Sim          *smssim.Server
 	SimURL       string
 	// Sim2 is the second simulated provider, when StackOptions.Sim2 asked for one.
-	Sim2    *smssim.Server
-	Sim2URL string
-	Intake       *notify.Intake
-	Dispatcher   *worker.Dispatcher
-	Reconciler   *worker.Reconciler
-	Sweeper      *worker.Sweeper
+	Sim2       *smssim.Server
+	Sim2URL    string
+	Intake     *notify.Intake
+	Dispatcher *worker.Dispatcher
+	Reconciler *worker.Reconciler
+	Sweeper    *worker.Sweeper
 	// Receipts is the receipts table, which the reconcile worker reads, and Recorder is
 	// provider-events' recorder over it and the notifications table.
 	Receipts *receipts.Store

@@ -7,7 +7,7 @@
 #
 # It starts MiniStack on a free loopback port (its Lambda functions run as host processes),
 # runs `sam build` (BuildMethod makefile, GOARCH of this machine and the Architecture to match)
-# and `sam deploy` (Target=emulator, SmsProvider=simulator), checks the deployed tables and
+# and `sam deploy` (Target=emulator, SmsProviders=simulator), checks the deployed tables and
 # routes against the template (cmd/stackcheck, which also enables TTL where the emulator
 # ignored it, saying so), starts the SMS simulator (cmd/smssim), runs the command with the
 # stack's endpoints in the environment (RESETNOTIFY_E2E_*, AUDIT_TABLE, AWS_ENDPOINT_URL), and
@@ -62,7 +62,7 @@ fi
 sim_port=$(free_port)
 sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
-overrides=(Target=emulator "Architecture=$architecture" SmsProvider=simulator "SmsSimulatorUrl=$sim_url"
+overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator "SmsSimulatorUrl=$sim_url"
   SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO)
 
 # A build directory of its own and no cache: an x86-64 artifact must never end up in an arm64

@@ -99,8 +99,9 @@ func checkSentThrough(t *testing.T, st *workertest.Stack, ev failoverEvent, prov
 //     which end sent through reconciliation at the primary;
 //   - the primary refuses one country (country_not_supported): those go through the
 //     secondary, the others through the primary;
-//   - both are down: attempts alternate and back off, then every record expires, and no
-//     request reaches a provider after the record's dispatch deadline.
+//   - both are down: attempts alternate and back off, then every record expires, no message
+//     is accepted, and no request reaches the secondary after the record's dispatch deadline
+//     (the primary's port refuses every connection).
 //
 // The test never asserts how fast any of this goes.
 func TestFailoverMatrix(t *testing.T) {
@@ -167,8 +168,10 @@ func TestFailoverMatrix(t *testing.T) {
 		st.RunUntil(t, 90*time.Second, true, func() bool { return allDone(st, keysOf(evs)) })
 		for _, ev := range evs {
 			rec := st.Get(t, ev.key)
-			if rec.State != notify.StateExpired || rec.Reason != notify.ReasonExpiredBeforeDispatch {
-				t.Errorf("%s: %s/%s, want expired/EXPIRED_BEFORE_DISPATCH (path %v)", ev.key, rec.State, rec.Reason, st.Transitions(ev.key))
+			// EXPIRED_UNRESOLVED when the last lease was taken too close to the deadline to call
+			// anyone: it ran out, and the primary, asked about it, could not answer.
+			if rec.State != notify.StateExpired || (rec.Reason != notify.ReasonExpiredBeforeDispatch && rec.Reason != notify.ReasonExpiredUnresolved) {
+				t.Errorf("%s: %s/%s, want expired (path %v)", ev.key, rec.State, rec.Reason, st.Transitions(ev.key))
 			}
 			reqs := requestsTo(st.Sim2.Requests(), ev.to)
 			if len(reqs) == 0 || rec.Attempt < 2 {

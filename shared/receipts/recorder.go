@@ -249,7 +249,8 @@ func (r *Recorder) count(provider string, o Outcome) {
 	if provider == "" {
 		provider = "unknown"
 	}
-	r.Metrics.Emit(map[string]string{"Provider": provider, "Outcome": string(o)},
+	// Also by Outcome alone: the mismatch alarm covers every provider.
+	r.Metrics.EmitRollup(map[string]string{"Provider": provider, "Outcome": string(o)}, [][]string{{"Outcome"}},
 		obs.Metric{Name: "Receipts", Unit: obs.UnitCount, Value: 1})
 }
 

@@ -238,7 +238,8 @@ func (d *Dispatcher) call(ctx context.Context, c core, rec, leased notify.Record
 	}).Normalized()
 	cancel()
 	if d.Health.Observe(route.Name, outcome, d.Clock.Now()) {
-		d.Metrics.Emit(map[string]string{DimProvider: route.Name}, obs.Metric{Name: MetricCoolDowns, Unit: obs.UnitCount, Value: 1})
+		// Also under Function alone: one alarm covers every provider of the chain.
+		d.Metrics.EmitRollup(map[string]string{DimProvider: route.Name}, [][]string{{}}, obs.Metric{Name: MetricCoolDowns, Unit: obs.UnitCount, Value: 1})
 		c.logger().Warn("provider cooling down after repeated \"not accepted\" answers", "provider", route.Name)
 	}
 	// Also under Function and Provider alone: the latency alarm reads p99 over every class.

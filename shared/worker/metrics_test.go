@@ -1,8 +1,10 @@
 package worker_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"regexp"
@@ -16,8 +18,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
@@ -220,6 +224,7 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	f.sweep(t)
 	f.clock.Set(t0.Add(time.Hour))
 	f.drain(t, 20)
+	emitFailoverMetrics(t, f)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Request("POST /v1/notifications", 202, time.Millisecond)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Refusal(string(notify.RefusedPrefixVelocity), "44")
 
@@ -235,6 +240,33 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 		}
 	}
 	return got
+}
+
+// emitFailoverMetrics adds to f's metrics what a chain of two providers writes: failovers, a
+// cool-down and its skips (dispatch), a receipt of another provider (reconcile), and what
+// provider-events counts per receipt.
+func emitFailoverMetrics(t *testing.T, base *fixture) {
+	t.Helper()
+	f := newChainFixture(t)
+	f.metrics = base.metrics
+	f.build(t)
+	f.d.Chain = []worker.Route{{Name: primary, Sender: f.sender}, {Name: secondary, Sender: f.sender2}}
+	f.r.Chain = []worker.LookupRoute{{Name: primary, Lookup: sms.OnlyLookup(f.lookup)}, {Name: secondary, Lookup: sms.OnlyLookup(f.lookup2)}}
+	f.d.Health = worker.NewHealth()
+	f.sender.Outcomes = []sms.Outcome{sms.NotAccepted(sms.DetailNotWritten, 0, errors.New("refused"))}
+	for i := range worker.DefaultTripAfter + 1 {
+		f.dispatch(t, notify.MessageOf(f.admitKey(t, fmt.Sprintf("failover-%d", i))))
+		f.drain(t, 5)
+	}
+	f.d.Health = nil
+	rec := f.unknownRecord(t, request("mismatch", 10*time.Minute))
+	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
+	f.r.Receipts = &workertest.Receipts{ByRef: map[string]sms.Receipt{ref: {AttemptRef: ref, Provider: "neighbour"}}}
+	f.reconcile(t, notify.MessageOf(rec))
+	// Every receipt outcome is counted by the same dimensions; a dropped event is the one a
+	// recorder without stores can count.
+	rcd := &receipts.Recorder{Metrics: &obs.Metrics{W: base.metrics, Function: receipts.Component}}
+	rcd.Poison(context.Background(), "simulator", receipts.ErrPoison)
 }
 
 // schemaKey is a dimension set as "Function,Key,...", Function first and the rest sorted.

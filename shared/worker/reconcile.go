@@ -153,7 +153,7 @@ func (r *Reconciler) byReceipt(ctx context.Context, c core, rec notify.Record) (
 	if !rc.Matches(rec.Provider, rec.ProviderMessageID) {
 		// Not from the provider that had the attempt (or for another message): evidence,
 		// never applied. It still counts as seen, so that no "not found" authorises a send.
-		r.Metrics.Emit(map[string]string{DimProvider: rc.Provider}, obs.Metric{Name: MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
+		r.Metrics.EmitRollup(map[string]string{DimProvider: rc.Provider}, [][]string{{}}, obs.Metric{Name: MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
 		c.logger().Error("stored receipt names another provider or message; not applied", append(attrs(rec), "attempt_ref", ref, "receipt_provider", rc.Provider)...)
 		return notify.Change{}, true, nil
 	}

@@ -132,9 +132,14 @@ func (m *Metrics) namespace() string {
 	return namespaceFromEnv()
 }
 
+// NoDimensions, in a rollup of EmitRollup, publishes the metrics with no dimension at all, not
+// even Function: their sum over every function that emits them, which an alarm can read
+// without metric math.
+const NoDimensions = "<none>"
+
 // EmitRollup is Emit that also publishes the metrics under each of rollups, a list of
 // dimension sets made of some of dims' keys (Function is added to each; a key not in dims is
-// ignored). CloudWatch never aggregates across dimension sets, so a rollup is how a reader
+// ignored; a rollup holding NoDimensions is the empty set). CloudWatch never aggregates across dimension sets, so a rollup is how a reader
 // gets, for example, provider latency per provider whatever the outcome class: the line is
 // written once and CloudWatch extracts one metric per set.
 func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics ...Metric) {
@@ -167,6 +172,12 @@ func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics
 	slices.Sort(names[1:])
 	sets := [][]string{names}
 	for _, r := range rollups {
+		if slices.Contains(r, NoDimensions) {
+			if !slices.ContainsFunc(sets, func(s []string) bool { return len(s) == 0 }) {
+				sets = append(sets, []string{})
+			}
+			continue
+		}
 		set := []string{DimFunction}
 		for _, k := range r {
 			if _, ok := dims[k]; ok && k != DimFunction && !slices.Contains(set, k) {

@@ -43,6 +43,9 @@ const (
 	// MetricDoubleSend counts lookups that found more than one accepted message for one
 	// attempt reference: evidence of a duplicate at the provider.
 	MetricDoubleSend = "DoubleSendEvidence"
+	// MetricExpirations counts the records a worker moved to expired, by Function and with no
+	// dimension at all (every worker's together, which the expiry alarm reads).
+	MetricExpirations = "WorkerExpirations"
 	// MetricFailovers counts attempts that went to another provider than the attempt before,
 	// by the DimProvider they went to.
 	MetricFailovers = "Failovers"
@@ -248,6 +251,11 @@ func (c core) write(ctx context.Context, rec notify.Record, ch notify.Change, no
 		return notify.Record{}, fmt.Errorf("%s.transition %s: %w", c.function, rec.IdempotencyKey, err)
 	}
 	c.metrics.Transition(string(next.State), string(next.Reason))
+	if next.State == notify.StateExpired {
+		// Also with no dimension at all: the expiry alarm reads the sum over dispatch, reconcile
+		// and the sweeper without metric math (intake's EXPIRED_AT_ADMISSION is not counted).
+		c.metrics.EmitRollup(nil, [][]string{{obs.NoDimensions}}, obs.Metric{Name: MetricExpirations, Unit: obs.UnitCount, Value: 1})
+	}
 	c.logger().Info("transition", append(attrs(next), "from_state", string(rec.State), "reason", string(next.Reason))...)
 	return next, nil
 }

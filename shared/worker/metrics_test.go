@@ -271,6 +271,10 @@ func emitFailoverMetrics(t *testing.T, base *fixture) {
 
 // schemaKey is a dimension set as "Function,Key,...", Function first and the rest sorted.
 func schemaKey(dims []string) string {
+	if len(dims) == 0 {
+		// No dimension at all (obs.NoDimensions), not even Function.
+		return ""
+	}
 	rest := slices.DeleteFunc(slices.Clone(dims), func(d string) bool { return d == obs.DimFunction })
 	slices.Sort(rest)
 	return strings.Join(append([]string{obs.DimFunction}, rest...), ",")
@@ -402,7 +406,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check, ours)
 		}
 	}
-	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, obs.MetricTransitions} {
+	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, worker.MetricExpirations, worker.MetricCoolDowns, worker.MetricReceiptMismatch} {
 		if !alarmed[name] {
 			t.Errorf("no alarm reads %s", name)
 		}

@@ -170,25 +170,7 @@ func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics
 		line[k] = v
 	}
 	slices.Sort(names[1:])
-	sets := [][]string{names}
-	for _, r := range rollups {
-		if slices.Contains(r, NoDimensions) {
-			if !slices.ContainsFunc(sets, func(s []string) bool { return len(s) == 0 }) {
-				sets = append(sets, []string{})
-			}
-			continue
-		}
-		set := []string{DimFunction}
-		for _, k := range r {
-			if _, ok := dims[k]; ok && k != DimFunction && !slices.Contains(set, k) {
-				set = append(set, k)
-			}
-		}
-		slices.Sort(set[1:])
-		if !slices.ContainsFunc(sets, func(s []string) bool { return slices.Equal(s, set) }) {
-			sets = append(sets, set)
-		}
-	}
+	sets := dimensionSets(names, dims, rollups)
 	defs := make([]metricDef, 0, len(metrics))
 	for _, mt := range metrics {
 		defs = append(defs, metricDef{Name: mt.Name, Unit: mt.Unit})
@@ -206,4 +188,26 @@ func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, _ = m.W.Write(b)
+}
+
+// dimensionSets returns the dimension sets of a line: all (Function and every key of dims,
+// sorted), then each rollup's set, each once.
+func dimensionSets(all []string, dims map[string]string, rollups [][]string) [][]string {
+	sets := [][]string{all}
+	for _, r := range rollups {
+		set := []string{}
+		if !slices.Contains(r, NoDimensions) {
+			set = append(set, DimFunction)
+			for _, k := range r {
+				if _, ok := dims[k]; ok && k != DimFunction && !slices.Contains(set, k) {
+					set = append(set, k)
+				}
+			}
+			slices.Sort(set[1:])
+		}
+		if !slices.ContainsFunc(sets, func(s []string) bool { return slices.Equal(s, set) }) {
+			sets = append(sets, set)
+		}
+	}
+	return sets
 }

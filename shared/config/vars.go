@@ -85,7 +85,7 @@ func smsVars() []Var {
 		{EnvSMSSimulator2URL, providerUsers, "", "base URL of the second simulated provider (`simulator2`)"},
 		{EnvSMSSimulatorToken, providerUsers, "", "the simulator's bearer token, when it requires one (a secret)"},
 		{EnvSMSOriginationIdentity, providerUsers, "", "phone number, sender ID or pool, ID or ARN (`endusersms`)"},
-		{EnvSMSConfigurationSet, providerUsers, "", "configuration set whose event destination feeds provider-events (`endusersms`)"},
+		{EnvSMSConfigurationSet, []string{"dispatch", "reconcile", "provider-events"}, "", "configuration set whose event destination feeds provider-events (`endusersms`); provider-events applies only its events"},
 		{EnvSMSEndpoint, providerUsers, "", "End User Messaging SMS endpoint override (tests and emulators)"},
 		{EnvSinchBaseURL, providerUsers, DefaultSinchBaseURL, "Sinch's regional API root (`sinch`)"},
 		{EnvSinchServicePlanID, providerUsers, "", "Sinch service plan (`sinch`)"},

@@ -32,6 +32,10 @@ type Receipt struct {
 	Detail string
 	// RecordedAt is when the store wrote it; set by Store.Put.
 	RecordedAt time.Time
+	// ConfigurationSet is the End User Messaging configuration set the event came through,
+	// from the message's context (empty for other providers, and for messages sent without
+	// one). It is compared with the Recorder's, never stored.
+	ConfigurationSet string
 }
 
 // Attempt returns the notification ID and attempt number that AttemptRef names.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/resetnotify/resetnotify/shared/actor"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
@@ -45,8 +46,14 @@ type Recorder struct {
 	Clock         notify.Clock
 	// MaxTries bounds the tries of one transition (default DefaultMaxTries).
 	MaxTries int
-	Log      *slog.Logger
-	Metrics  *obs.Metrics
+	// ConfigurationSet is the End User Messaging configuration set this stack sends through
+	// (SMS_CONFIGURATION_SET). When set, an End User Messaging receipt that names another is a
+	// mismatch: logged and counted, never stored or applied. One that names none (a message
+	// sent before dispatch put the name in its context) is matched on provider and message ID
+	// alone.
+	ConfigurationSet string
+	Log              *slog.Logger
+	Metrics          *obs.Metrics
 }
 
 // Result is what Record did with one receipt.
@@ -69,6 +76,12 @@ func (r *Recorder) Record(ctx context.Context, rc Receipt) (Result, error) {
 	if err := rc.Validate(); err != nil {
 		r.Poison(ctx, rc.Provider, err)
 		return Result{Outcome: OutcomePoison}, nil
+	}
+	if r.ConfigurationSet != "" && rc.Provider == config.SMSEndUserSMS && rc.ConfigurationSet != "" && rc.ConfigurationSet != r.ConfigurationSet {
+		r.count(rc.Provider, OutcomeMismatch)
+		r.log().Error("receipt from another configuration set; not applied", "attempt_ref", rc.AttemptRef,
+			"provider", rc.Provider, "message_id", rc.MessageID, "outcome", string(OutcomeMismatch))
+		return Result{Outcome: OutcomeMismatch}, nil
 	}
 	res, err := r.record(ctx, rc)
 	if err != nil {

@@ -55,6 +55,11 @@ const Provider = "endusersms"
 // ContextAttemptRef is the key of the attempt reference in SendTextMessage's Context.
 const ContextAttemptRef = "attempt_ref"
 
+// ContextConfigurationSet is the key of the configuration set's name in SendTextMessage's
+// Context: its events carry it back, so provider-events applies only the events of the
+// configuration set this stack sends through.
+const ContextConfigurationSet = "configuration_set"
+
 // The TimeToLive range of SendTextMessage, in seconds.
 const (
 	MinTTLSeconds = 5
@@ -148,6 +153,7 @@ func (s *Sender) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 	}
 	if s.cfg.ConfigurationSetName != "" {
 		in.ConfigurationSetName = aws.String(s.cfg.ConfigurationSetName)
+		in.Context[ContextConfigurationSet] = s.cfg.ConfigurationSetName
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()

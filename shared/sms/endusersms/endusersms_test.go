@@ -112,7 +112,7 @@ func TestSendClassifies(t *testing.T) {
 				OriginationIdentity:    "pool-abc",
 				MessageType:            "TRANSACTIONAL",
 				ConfigurationSetName:   "resetnotify-events",
-				Context:                map[string]string{"attempt_ref": ref},
+				Context:                map[string]string{"attempt_ref": ref, "configuration_set": "resetnotify-events"},
 				TimeToLive:             89,
 			}
 			smstest.CheckBody(t, r, want)

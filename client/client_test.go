@@ -648,6 +648,7 @@ func TestImportsNothingOfShared(t *testing.T) {
 func TestWireTypesAreTheAPIs(t *testing.T) {
 	for _, tc := range []struct{ client, api reflect.Type }{
 		{reflect.TypeFor[client.Status](), reflect.TypeFor[httpapi.StatusView]()},
+		{reflect.TypeFor[client.Attempt](), reflect.TypeFor[httpapi.AttemptView]()},
 		{reflect.TypeFor[client.Problem](), reflect.TypeFor[httpapi.Problem]()},
 		{reflect.TypeFor[client.FieldError](), reflect.TypeFor[notify.FieldError]()},
 	} {

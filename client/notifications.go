@@ -93,6 +93,14 @@ type Status struct {
 	SafetyMarginMS    int64     `json:"safety_margin_ms"`
 	Provider          string    `json:"provider,omitempty"`
 	ProviderMessageID string    `json:"provider_message_id,omitempty"`
+	// Attempts lists each attempt so far with the provider it went to, in order.
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// Attempt is one attempt of a notification: its number and the provider it went to.
+type Attempt struct {
+	Attempt  int    `json:"attempt"`
+	Provider string `json:"provider,omitempty"`
 }
 
 // Result is the outcome of Send.

@@ -28,7 +28,10 @@ import (
 
 // stack is the deployed stack under test.
 type stack struct {
-	api, sim    string
+	api, sim string
+	// sim2 is the second simulated provider of the chain, when the stack has one
+	// (RESETNOTIFY_E2E_SIM2).
+	sim2        string
 	creds       aws.CredentialsProvider
 	region      string
 	auditctlBin string
@@ -57,6 +60,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	theStack, setupErr = newStack(api, os.Getenv("RESETNOTIFY_E2E_SIM"), dir)
+	if theStack != nil {
+		theStack.sim2 = strings.TrimSuffix(os.Getenv("RESETNOTIFY_E2E_SIM2"), "/")
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -112,6 +118,11 @@ type status struct {
 	Attempt          int    `json:"attempt"`
 	DispatchDeadline string `json:"dispatch_deadline"`
 	SafetyMarginMS   int64  `json:"safety_margin_ms"`
+	Provider         string `json:"provider"`
+	Attempts         []struct {
+		Attempt  int    `json:"attempt"`
+		Provider string `json:"provider"`
+	} `json:"attempts"`
 }
 
 // response is one API answer.
@@ -254,8 +265,22 @@ func (s *stack) waitState(t *testing.T, key string, within time.Duration, want .
 	return last
 }
 
-// simDo calls the simulator's control API.
+// simDo calls the (first) simulator's control API.
 func (s *stack) simDo(t *testing.T, method, path string, body any, out any) {
+	t.Helper()
+	s.simDoAt(t, s.sim, method, path, body, out)
+}
+
+// sims returns the base URL of every simulated provider of the stack's chain.
+func (s *stack) sims() []string {
+	if s.sim2 == "" {
+		return []string{s.sim}
+	}
+	return []string{s.sim, s.sim2}
+}
+
+// simDoAt calls the control API of the simulator at base.
+func (s *stack) simDoAt(t *testing.T, base, method, path string, body any, out any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -265,7 +290,7 @@ func (s *stack) simDo(t *testing.T, method, path string, body any, out any) {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, s.sim+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,17 +311,30 @@ func (s *stack) simDo(t *testing.T, method, path string, body any, out any) {
 	}
 }
 
-// fault scripts the simulator's modes for to (the last one stays in force).
+// fault scripts the modes of every provider of the chain for to (the last one stays in
+// force): "the provider" of a scenario is the whole chain.
 func (s *stack) fault(t *testing.T, to string, modes ...string) {
 	t.Helper()
-	s.simDo(t, http.MethodPost, "/control/faults", simapi.Fault{To: to, Modes: modes}, nil)
+	for _, base := range s.sims() {
+		s.simDoAt(t, base, http.MethodPost, "/control/faults", simapi.Fault{To: to, Modes: modes}, nil)
+	}
 }
 
-// sent is the number of messages the simulator really accepted for to.
+// sent is the number of messages the providers of the chain really accepted for to.
 func (s *stack) sent(t *testing.T, to string) int {
 	t.Helper()
+	n := 0
+	for _, base := range s.sims() {
+		n += s.sentAt(t, base, to)
+	}
+	return n
+}
+
+// sentAt is the number of messages the simulator at base accepted for to.
+func (s *stack) sentAt(t *testing.T, base, to string) int {
+	t.Helper()
 	var inbox simapi.Inbox
-	s.simDo(t, http.MethodGet, "/inbox", nil, &inbox)
+	s.simDoAt(t, base, http.MethodGet, "/inbox", nil, &inbox)
 	return inbox.Destinations[to].Count
 }
 

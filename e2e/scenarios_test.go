@@ -101,8 +101,8 @@ func TestAcceptThenTimeoutReconciled(t *testing.T) {
 	}
 }
 
-// TestProviderDownPastDeadline: the provider answers "not processed" until the dispatch
-// deadline has passed, so the notification expires and nothing is sent.
+// TestProviderDownPastDeadline: the providers (every one of the chain) answer "not processed"
+// until the dispatch deadline has passed, so the notification expires and nothing is sent.
 func TestProviderDownPastDeadline(t *testing.T) {
 	s := getStack(t)
 	to := number(t)
@@ -123,10 +123,14 @@ func TestProviderDownPastDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Attempts were made (the provider refused them) and none at or after the deadline.
-	var log simapi.RequestLog
-	s.simDo(t, http.MethodGet, "/requests", nil, &log)
+	var all []simapi.RequestEntry
+	for _, base := range s.sims() {
+		var log simapi.RequestLog
+		s.simDoAt(t, base, http.MethodGet, "/requests", nil, &log)
+		all = append(all, log.Requests...)
+	}
 	attempts := 0
-	for _, e := range log.Requests {
+	for _, e := range all {
 		if e.To != to {
 			continue
 		}

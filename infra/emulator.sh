@@ -7,7 +7,7 @@
 #
 # It starts MiniStack on a free loopback port (its Lambda functions run as host processes),
 # runs `sam build` (BuildMethod makefile, GOARCH of this machine and the Architecture to match)
-# and `sam deploy` (Target=emulator, SmsProvider=simulator), checks the deployed tables and
+# and `sam deploy` (Target=emulator, SmsProviders=simulator), checks the deployed tables and
 # routes against the template (cmd/stackcheck, which also enables TTL where the emulator
 # ignored it, saying so), starts the SMS simulator (cmd/smssim), runs the command with the
 # stack's endpoints in the environment (RESETNOTIFY_E2E_*, AUDIT_TABLE, AWS_ENDPOINT_URL), and
@@ -59,11 +59,14 @@ fi
 # Functions that run in containers (LocalStack) reach the simulator through the Docker host:
 # RESETNOTIFY_SIM_BIND and RESETNOTIFY_SIM_HOST say how (default: loopback, for MiniStack,
 # whose functions are host processes).
+# The chain is simulator,simulator2: a second simulator stands in for a second provider.
 sim_port=$(free_port)
 sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_port"
+sim2_port=$(free_port)
+sim2_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim2_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
-overrides=(Target=emulator "Architecture=$architecture" SmsProvider=simulator "SmsSimulatorUrl=$sim_url"
-  SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO)
+overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator,simulator2 "SmsSimulatorUrl=$sim_url"
+  "SmsSimulator2Url=$sim2_url" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO)
 
 # A build directory of its own and no cache: an x86-64 artifact must never end up in an arm64
 # build for AWS. --build-in-source runs make in the checkout (Go's own build cache makes it
@@ -101,7 +104,11 @@ start_bg "$work/smssim.log" "$work/smssim" -addr "${RESETNOTIFY_SIM_BIND:-127.0.
   -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
   -delivery-delay 2s -visibility 2s
 wait_http "http://127.0.0.1:$sim_port/healthz" $!
-export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E=required
+start_bg "$work/smssim2.log" "$work/smssim" -provider simulator2 -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim2_port" \
+  -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
+  -delivery-delay 2s -visibility 2s
+wait_http "http://127.0.0.1:$sim2_port/healthz" $!
+export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E_SIM2="http://127.0.0.1:$sim2_port" RESETNOTIFY_E2E=required
 
 if [[ $# -gt 0 ]]; then
   echo "emulator: $*"

@@ -7,7 +7,7 @@ It runs aws-sam-translator (the library `sam build`/`sam deploy` and cfn-lint us
 no AWS call is made. The policy loader knows no managed policies, so a template whose
 functions still named SAM policy templates or managed policies by name would fail here,
 which is what the IAM test wants. Parameter overrides choose a variant of the stack (e.g.
-SmsProvider=simulator).
+SmsProviders=simulator).
 """
 import json
 import os

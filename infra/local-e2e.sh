@@ -30,7 +30,8 @@ grep -q '^ready: ' "$work/local.out" || { echo "local-e2e: cmd/local never becam
 source <(grep '^export ' "$work/local.out")
 RESETNOTIFY_E2E_API=$(sed -n 's/^ready: //p' "$work/local.out")
 RESETNOTIFY_E2E_SIM=$(sed -n 's/^sms simulator: \([^ ]*\).*/\1/p' "$work/local.out")
-export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E=required
+RESETNOTIFY_E2E_SIM2=$(sed -n 's/^sms simulator2: \([^ ]*\).*/\1/p' "$work/local.out")
+export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E_SIM2 RESETNOTIFY_E2E=required
 echo "local-e2e: local stack at $RESETNOTIFY_E2E_API, simulator at $RESETNOTIFY_E2E_SIM"
 
 if [[ $# -eq 0 ]]; then

@@ -97,7 +97,7 @@ func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispa
 	fmt.Fprintf(out, "fault_mix_notifications=%d\nfault_mix_final_states=%s\n", o.Fault, states)
 	fmt.Fprintf(out, "requests_per_notification_fault_mix=%.2f\n", float64(total(faultCounts))/float64(o.Fault))
 	fmt.Fprintf(out, "requests_per_notification_fault_mix_breakdown=%s\n", awsclient.FormatCounts(faultCounts, float64(o.Fault)))
-	return nil
+	return failoverBench(ctx, ddbEndpoint, sqsEndpoint, o.Fault, o.Pollers, out)
 }
 
 func total(counts map[awsclient.Op]int64) int64 {

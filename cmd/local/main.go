@@ -11,8 +11,9 @@
 // Functions run as their real bootstrap binaries (bin/<name>/bootstrap from `make build`, or
 // $RESETNOTIFY_BIN_DIR) under the Lambda Runtime Interface Emulator, one emulator process per
 // function; RESETNOTIFY_LOCAL_RUNTIME=inprocess calls the same handlers in this process
-// instead. The SMS provider is the in-process simulator (RESETNOTIFY_SIM_MIX and
-// RESETNOTIFY_SIM_RULES set its faults), and its receipts go to the provider-events route.
+// instead. The SMS providers are two in-process simulators, the chain simulator,simulator2
+// (RESETNOTIFY_SIM_MIX and RESETNOTIFY_SIM_RULES set the first one's faults), and their
+// receipts go to the provider-events route.
 //
 // The digest step closes each one-minute audit period with a digest signed by a local ECDSA
 // key, random per run, whose public half is written to a temporary file
@@ -112,6 +113,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer l.sim.Close()
+	defer l.sim2.Close()
 	fns, err := startFunctions(ctx, l.awsCfg, stderr, st)
 	if err != nil {
 		return err
@@ -127,7 +129,9 @@ type local struct {
 	awsCfg aws.Config
 	queues queueURLs
 	sim    *smssim.Server
-	port   string
+	// sim2 is the second simulated provider of the chain.
+	sim2 *smssim.Server
+	port string
 }
 
 // provision sets this process's environment as template.yaml would set the functions' (the
@@ -155,14 +159,35 @@ func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, 
 	if err := setenv(l.queues.env()); err != nil {
 		return local{}, err
 	}
-	if l.sim, err = startSimulator("http://127.0.0.1:"+port+"/v1/provider-events/simulator", env[config.EnvSimulatorWebhookToken]); err != nil {
-		return local{}, err
-	}
-	if err := setenv(map[string]string{config.EnvSMSProvider: config.SMSSimulator, config.EnvSMSSimulatorURL: l.sim.URL()}); err != nil {
-		l.sim.Close()
+	if err := l.startSimulators(env[config.EnvSimulatorWebhookToken]); err != nil {
 		return local{}, err
 	}
 	return l, nil
+}
+
+// startSimulators starts the two simulated providers of the local chain, simulator and
+// simulator2 (the second-provider mode), both posting receipts to the simulator webhook
+// route, and sets the providers' variables.
+func (l *local) startSimulators(webhookToken string) error {
+	webhook := "http://127.0.0.1:" + l.port + "/v1/provider-events/simulator"
+	var err error
+	if l.sim, err = startSimulator(webhook, webhookToken, config.SMSSimulator); err != nil {
+		return err
+	}
+	if l.sim2, err = startSimulator(webhook, webhookToken, config.SMSSimulator2); err != nil {
+		l.sim.Close()
+		return err
+	}
+	err = setenv(map[string]string{
+		config.EnvSMSProviders:     config.SMSSimulator + "," + config.SMSSimulator2,
+		config.EnvSMSSimulatorURL:  l.sim.URL(),
+		config.EnvSMSSimulator2URL: l.sim2.URL(),
+	})
+	if err != nil {
+		l.sim.Close()
+		l.sim2.Close()
+	}
+	return err
 }
 
 // setenv sets every variable of env in this process.
@@ -219,6 +244,7 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 
 	printExports(stdout, l.stack, l.queues)
 	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults)\n", l.sim.URL())
+	fmt.Fprintf(stdout, "sms simulator2: %s (the second provider of the chain)\n", l.sim2.URL())
 	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", l.port)
 
 	var runErr error

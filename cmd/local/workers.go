@@ -14,27 +14,31 @@ import (
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/dev/smssim"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
-// startSimulator starts the SMS provider simulator on a free loopback port; its delivery
-// receipts go to the provider-events route at webhookURL. Its fault mix and
-// per-number rules come from RESETNOTIFY_SIM_MIX and RESETNOTIFY_SIM_RULES (the syntax of
-// cmd/smssim's -mix and -rules); by default every message is accepted. Faults can also be set
-// per number while it runs: POST <url>/control/faults {"to": "+1555...", "mode": "throttle"}.
-func startSimulator(webhookURL, webhookToken string) (*smssim.Server, error) {
-	mix, err := smssim.ParseMix(os.Getenv("RESETNOTIFY_SIM_MIX"))
-	if err != nil {
-		return nil, fmt.Errorf("RESETNOTIFY_SIM_MIX: %w", err)
+// startSimulator starts a simulated SMS provider named provider (simulator, or simulator2 for
+// the second provider of the chain) on a free loopback port; its delivery receipts go to the
+// provider-events route at webhookURL. The first provider's fault mix and per-number rules
+// come from RESETNOTIFY_SIM_MIX and RESETNOTIFY_SIM_RULES (the syntax of cmd/smssim's -mix and
+// -rules); by default, and always for the second, every message is accepted. Faults can also
+// be set per number while it runs: POST <url>/control/faults {"to": "+1555...", "mode": "throttle"}.
+func startSimulator(webhookURL, webhookToken, provider string) (*smssim.Server, error) {
+	cfg := smssim.Config{
+		Seed: time.Now().UnixNano(), DeliveryDelay: 2 * time.Second,
+		WebhookURL: webhookURL, WebhookToken: webhookToken, Provider: provider,
 	}
-	rules, err := smssim.ParseRules(os.Getenv("RESETNOTIFY_SIM_RULES"))
-	if err != nil {
-		return nil, fmt.Errorf("RESETNOTIFY_SIM_RULES: %w", err)
+	if provider == config.SMSSimulator {
+		var err error
+		if cfg.Mix, err = smssim.ParseMix(os.Getenv("RESETNOTIFY_SIM_MIX")); err != nil {
+			return nil, fmt.Errorf("RESETNOTIFY_SIM_MIX: %w", err)
+		}
+		if cfg.Rules, err = smssim.ParseRules(os.Getenv("RESETNOTIFY_SIM_RULES")); err != nil {
+			return nil, fmt.Errorf("RESETNOTIFY_SIM_RULES: %w", err)
+		}
 	}
-	sim := smssim.New(smssim.Config{
-		Seed: time.Now().UnixNano(), Mix: mix, Rules: rules,
-		DeliveryDelay: 2 * time.Second, WebhookURL: webhookURL, WebhookToken: webhookToken,
-	})
+	sim := smssim.New(cfg)
 	if _, err := sim.Start("127.0.0.1:0"); err != nil {
 		return nil, err
 	}

@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		hang          = fs.Duration("hang", smssim.DefaultHang, "longest hang of the timeout modes")
 		retryAfter    = fs.Duration("retry-after", smssim.DefaultRetryAfter, "Retry-After of 429 and 503")
 		token         = fs.String("token", "", "bearer token required on /messages (default: none)")
+		providerName  = fs.String("provider", "simulator", "provider stood in for: simulator, or simulator2 (the second-provider mode: its own receipts and message IDs)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -77,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		WebhookToken:  *webhookToken,
 		Token:         *token,
 		Logger:        logger,
+		Provider:      *providerName,
 	})
 	url, err := srv.Start(*addr)
 	if err != nil {

@@ -11,8 +11,14 @@ import (
 
 // Template is an expanded CloudFormation template, as JSON decodes it.
 type Template struct {
-	Conditions map[string]any      `json:"Conditions"`
-	Resources  map[string]Resource `json:"Resources"`
+	Parameters map[string]Parameter `json:"Parameters"`
+	Conditions map[string]any       `json:"Conditions"`
+	Resources  map[string]Resource  `json:"Resources"`
+}
+
+// Parameter is one parameter of an expanded template.
+type Parameter struct {
+	Default any `json:"Default"`
 }
 
 // Resource is one resource of an expanded template.

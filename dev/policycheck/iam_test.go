@@ -19,10 +19,12 @@ import (
 
 // variants are the stacks the template can make: each provider, and an existing sealing key.
 var variants = map[string][]string{
-	"endusersms": {"SmsProvider=endusersms", "SmsOriginationIdentity=arn:aws:sms-voice:us-east-1:123456789012:pool/pool-0123", "SmsConfigurationSet=resetnotify"},
-	"sinch":      {"SmsProvider=sinch", "SinchServicePlanId=plan0123", "SinchFrom=Shop"},
-	"simulator":  {"SmsProvider=simulator", "SmsSimulatorUrl=https://sim.example"},
-	"own key":    {"SealingKeyArn=arn:aws:kms:us-east-1:123456789012:key/0123abcd-0000-0000-0000-000000000000"},
+	"endusersms":       {"SmsProviders=endusersms", "SmsOriginationIdentity=arn:aws:sms-voice:us-east-1:123456789012:pool/pool-0123", "SmsConfigurationSet=resetnotify"},
+	"sinch":            {"SmsProviders=sinch", "SinchServicePlanId=plan0123", "SinchFrom=Shop"},
+	"simulator":        {"SmsProviders=simulator", "SmsSimulatorUrl=https://sim.example"},
+	"endusersms,sinch": {"SmsProviders=endusersms,sinch", "SmsOriginationIdentity=arn:aws:sms-voice:us-east-1:123456789012:pool/pool-0123", "SinchServicePlanId=plan0123", "SinchFrom=Shop"},
+	"two simulators":   {"SmsProviders=simulator,simulator2", "SmsSimulatorUrl=https://sim.example", "SmsSimulator2Url=https://sim2.example"},
+	"own key":          {"SealingKeyArn=arn:aws:kms:us-east-1:123456789012:key/0123abcd-0000-0000-0000-000000000000"},
 }
 
 // starAllowed are the only actions an Allow may grant on Resource "*", and why.
@@ -259,6 +261,51 @@ func TestSendsAreScopedToTheConfiguredIdentity(t *testing.T) {
 	}
 }
 
+// TestIAMFollowsTheChain resolves each stack's conditions (parameters as the variant sets
+// them) and checks that the dispatch role may call exactly the providers of its chain: End
+// User Messaging's send only with endusersms in it, the Sinch API token only with sinch in it
+// (for dispatch and reconcile, which both call Sinch's API); and that the reconcile role
+// still cannot send on any of them.
+func TestIAMFollowsTheChain(t *testing.T) {
+	for name, want := range map[string]struct{ eum, sinch bool }{
+		"endusersms": {eum: true}, "sinch": {sinch: true}, "simulator": {}, "two simulators": {},
+		"endusersms,sinch": {eum: true, sinch: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			params := map[string]string{}
+			for _, p := range variants[name] {
+				k, v, _ := strings.Cut(p, "=")
+				params[k] = v
+			}
+			tpl, err := policycheck.Resolved(expand(t, variants[name]...), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			roles := policycheck.RolePolicies(tpl)
+			allows := func(role, action string) bool {
+				return slices.ContainsFunc(roles[role], func(s policycheck.Statement) bool { return s.Effect == "Allow" && s.Allows(action) })
+			}
+			if got := allows("DispatchRole", "sms-voice:SendTextMessage"); got != want.eum {
+				t.Errorf("dispatch may send through End User Messaging = %v, want %v", got, want.eum)
+			}
+			for _, role := range []string{"DispatchRole", "ReconcileRole"} {
+				if got := allows(role, "ssm:GetParameter"); got != want.sinch {
+					t.Errorf("%s may read the Sinch API token = %v, want %v", role, got, want.sinch)
+				}
+			}
+			for _, action := range sendActions {
+				if allows("ReconcileRole", action) {
+					t.Errorf("the reconcile role allows %s", action)
+				}
+			}
+			_, protect := tpl.Resources["SmsProtectConfiguration"]
+			if protect != want.eum {
+				t.Errorf("End User Messaging's protect configuration exists = %v, want %v", protect, want.eum)
+			}
+		})
+	}
+}
+
 func TestAuditTableRefusesEdits(t *testing.T) {
 	edits := []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:PartiQLUpdate", "dynamodb:PartiQLDelete"}
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
@@ -293,8 +340,8 @@ func TestAuditTableRefusesEdits(t *testing.T) {
 
 func TestSimulatorWebhookOnlyInSimulatorStacks(t *testing.T) {
 	tpl := expand(t, variants["simulator"]...)
-	if c := tpl.Conditions["UseSimulator"]; policycheck.ResourceText(c) != `{"Fn::Equals":[{"Ref":"SmsProvider"},"simulator"]}` {
-		t.Errorf("UseSimulator = %s", policycheck.ResourceText(c))
+	if c := policycheck.ResourceText(tpl.Conditions["UseSimulator"]); !strings.Contains(c, `{"Fn::Equals":[{"Ref":"SmsProviders"},"simulator"]}`) {
+		t.Errorf("UseSimulator = %s", c)
 	}
 	for name, r := range tpl.Resources {
 		if strings.HasPrefix(name, "SimulatorWebhook") && r.Condition != "UseSimulator" {

@@ -2,6 +2,7 @@ package policycheck
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -148,3 +149,104 @@ func ref(v any) string {
 
 // Ref is ref for the tests: the logical ID a Ref or Fn::GetAtt names.
 func Ref(v any) string { return ref(v) }
+
+// Resolved returns t with its conditions evaluated for params (Name=Value overrides; other
+// parameters take their defaults) and every Fn::If replaced by the branch its condition
+// takes, so that a statement is what the stack of those parameters would hold. Resources whose
+// condition is false are left out. A condition it cannot evaluate is an error.
+func Resolved(t Template, params map[string]string) (Template, error) {
+	values := map[string]any{}
+	for name, p := range t.Parameters {
+		values[name] = p.Default
+	}
+	for k, v := range params {
+		values[k] = v
+	}
+	conds := map[string]bool{}
+	var eval func(v any) (bool, error)
+	eval = func(v any) (bool, error) { return evalCondition(v, t.Conditions, values, conds, eval) }
+	for name := range t.Conditions {
+		if _, err := eval(map[string]any{"Condition": name}); err != nil {
+			return Template{}, err
+		}
+	}
+	out := Template{Conditions: t.Conditions, Parameters: t.Parameters, Resources: map[string]Resource{}}
+	for name, r := range t.Resources {
+		if r.Condition != "" && !conds[r.Condition] {
+			continue
+		}
+		props, _ := takeBranches(r.Properties, conds).(map[string]any)
+		out.Resources[name] = Resource{Type: r.Type, Condition: r.Condition, Properties: props}
+	}
+	return out, nil
+}
+
+// evalCondition evaluates one condition expression: Fn::Equals of literals and parameter
+// Refs, Fn::Not, Fn::And, Fn::Or, and {"Condition": name} (memoised in conds).
+func evalCondition(v any, defs map[string]any, values map[string]any, conds map[string]bool, eval func(any) (bool, error)) (bool, error) {
+	m, _ := v.(map[string]any)
+	if name, ok := m["Condition"].(string); ok {
+		if b, done := conds[name]; done {
+			return b, nil
+		}
+		def, ok := defs[name]
+		if !ok {
+			return false, fmt.Errorf("policycheck.resolved: no condition %s", name)
+		}
+		b, err := eval(def)
+		conds[name] = b
+		return b, err
+	}
+	args, _ := m["Fn::Equals"].([]any)
+	if len(args) == 2 {
+		a, b := args[0], args[1]
+		if r := ref(a); r != "" {
+			a = values[r]
+		}
+		if r := ref(b); r != "" {
+			b = values[r]
+		}
+		return fmt.Sprint(a) == fmt.Sprint(b), nil
+	}
+	for op, all := range map[string]bool{"Fn::And": true, "Fn::Or": false} {
+		if list, ok := m[op].([]any); ok {
+			for _, c := range list {
+				b, err := eval(c)
+				if err != nil || b != all {
+					return b, err
+				}
+			}
+			return all, nil
+		}
+	}
+	if list, ok := m["Fn::Not"].([]any); ok && len(list) == 1 {
+		b, err := eval(list[0])
+		return !b, err
+	}
+	return false, fmt.Errorf("policycheck.resolved: cannot evaluate %v", v)
+}
+
+// takeBranches returns v with every Fn::If replaced by the branch conds choose.
+func takeBranches(v any, conds map[string]bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if f, ok := x["Fn::If"].([]any); ok && len(f) == 3 {
+			if conds[str(f[0])] {
+				return takeBranches(f[1], conds)
+			}
+			return takeBranches(f[2], conds)
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = takeBranches(e, conds)
+		}
+		return out
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			out = append(out, takeBranches(e, conds))
+		}
+		return out
+	}
+	return v
+}

@@ -94,6 +94,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, e *simapi.Reques
 	case ModeReject:
 		writeError(w, http.StatusBadRequest, simapi.CodeDestinationRejected, "destination rejected permanently")
 		s.finish(e, http.StatusBadRequest, "")
+	case ModeRejectCountry:
+		writeError(w, http.StatusBadRequest, simapi.CodeCountryNotSupported, "destination country not supported by this provider")
+		s.finish(e, http.StatusBadRequest, "")
 	case ModeThrottle:
 		w.Header().Set("Retry-After", retryAfterSeconds(s.cfg.RetryAfter))
 		writeError(w, http.StatusTooManyRequests, simapi.CodeThrottled, "too many requests; not processed")

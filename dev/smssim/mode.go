@@ -17,6 +17,9 @@ const (
 	ModeAccept Mode = "accept"
 	// ModeReject answers 400 destination_rejected without recording: permanent.
 	ModeReject Mode = "reject"
+	// ModeRejectCountry answers 400 country_not_supported without recording: this provider
+	// does not serve the destination's country, another one may.
+	ModeRejectCountry Mode = "reject_country"
 	// ModeThrottle answers 429 with Retry-After without recording.
 	ModeThrottle Mode = "throttle"
 	// ModeUnavailable answers 503 with Retry-After without recording ("not processed").
@@ -70,7 +73,7 @@ var FaultMix = Mix{
 
 // Modes lists every mode.
 var Modes = []Mode{
-	ModeAccept, ModeReject, ModeThrottle, ModeUnavailable, ModeTimeoutBeforeAccept,
+	ModeAccept, ModeReject, ModeRejectCountry, ModeThrottle, ModeUnavailable, ModeTimeoutBeforeAccept,
 	ModeAcceptThenTimeout, ModeAcceptThenDrop, ModeErrorAfterAccept, ModeLatency,
 	ModeBadGatewayBeforeAccept, ModeBadGatewayAfterAccept, ModeGatewayTimeoutAfterAccept,
 	ModeTruncatedAfterAccept, ModeGarbageAfterAccept, ModeResetAfterAccept,

@@ -70,6 +70,10 @@ type Config struct {
 	Logger *slog.Logger
 	// HTTPClient posts receipts (default: a client with a 5s timeout).
 	HTTPClient *http.Client
+	// Provider is the provider name the simulator stands in for, stamped on its receipts and
+	// message IDs (default "simulator"). "simulator2" is the second-provider mode: a second
+	// simulator, with faults of its own, that the provider chain reaches as its own provider.
+	Provider string
 }
 
 // LookupMode makes lookups fail, to test reconciliation's inconclusive path.
@@ -148,6 +152,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = DefaultRetryAfter
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = simapi.DefaultProvider
 	}
 	s := &Server{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, hc: cfg.HTTPClient}
 	if s.clock == nil {
@@ -396,7 +403,7 @@ func (s *Server) record(e *simapi.RequestEntry, req simapi.SendRequest, mode Mod
 	defer s.mu.Unlock()
 	s.seq++
 	m := &Message{
-		MessageID:  fmt.Sprintf("sim-%08d", s.seq),
+		MessageID:  s.messageID(),
 		ClientRef:  req.ClientRef,
 		To:         req.To,
 		Body:       req.Body,
@@ -415,7 +422,7 @@ func (s *Server) record(e *simapi.RequestEntry, req simapi.SendRequest, mode Mod
 	s.byRef[m.ClientRef] = append(s.byRef[m.ClientRef], m)
 	e.Recorded, e.MessageID = true, m.MessageID
 	if s.cfg.WebhookURL != "" && !s.closed {
-		rc := receiptOf(*m)
+		rc := receiptOf(*m, s.cfg.Provider)
 		s.wg.Add(1)
 		var t *time.Timer
 		t = time.AfterFunc(s.cfg.DeliveryDelay, func() {
@@ -430,8 +437,18 @@ func (s *Server) record(e *simapi.RequestEntry, req simapi.SendRequest, mode Mod
 	return m
 }
 
-func receiptOf(m Message) simapi.Receipt {
-	rc := simapi.Receipt{MessageID: m.MessageID, ClientRef: m.ClientRef, Status: m.Receipt, At: m.DeliverAt}
+// messageID returns the ID of the message numbered s.seq: sim-<n> for the first provider,
+// <provider>-<n> in the second-provider mode. Call with s.mu held.
+func (s *Server) messageID() string {
+	if s.cfg.Provider == simapi.DefaultProvider {
+		return fmt.Sprintf("sim-%08d", s.seq)
+	}
+	return fmt.Sprintf("%s-%08d", s.cfg.Provider, s.seq)
+}
+
+// receiptOf returns m's receipt as provider sends it.
+func receiptOf(m Message, provider string) simapi.Receipt {
+	rc := simapi.Receipt{MessageID: m.MessageID, ClientRef: m.ClientRef, Status: m.Receipt, At: m.DeliverAt, Provider: provider}
 	switch {
 	case m.Lapsed:
 		rc.Reason = simapi.ReasonValidityExpired
@@ -488,7 +505,7 @@ func view(m Message, now time.Time) simapi.Message {
 		ValiditySeconds: int64(m.Validity / time.Second),
 	}
 	if !now.Before(m.DeliverAt) {
-		rc := receiptOf(m)
+		rc := receiptOf(m, "")
 		v.Status, v.Reason = rc.Status, rc.Reason
 		at := m.DeliverAt
 		v.FinalAt = &at

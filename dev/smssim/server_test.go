@@ -514,3 +514,45 @@ func TestResetWhileARequestHangs(t *testing.T) {
 		t.Errorf("requests after Reset: %+v", reqs)
 	}
 }
+
+// TestSecondProviderMode: a simulator started as simulator2 stamps its receipts with that
+// provider and numbers its messages simulator2-<n>, so that provider-events tells its receipts
+// from the first simulator's; the first simulator's receipts name it too; and reject_country
+// answers 400 country_not_supported without recording.
+func TestSecondProviderMode(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		receipts []simapi.Receipt
+	)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rc simapi.Receipt
+		json.NewDecoder(r.Body).Decode(&rc)
+		mu.Lock()
+		receipts = append(receipts, rc)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	first, base1 := smssimtest.Start(t, smssim.Config{WebhookURL: hook.URL, DeliveryDelay: 100 * time.Millisecond})
+	second, base2 := smssimtest.Start(t, smssim.Config{WebhookURL: hook.URL, DeliveryDelay: 100 * time.Millisecond, Provider: "simulator2"})
+	for _, base := range []string{base1, base2} {
+		if r := send(t, base, "+15555550111", "n-a1", time.Second); r.status != http.StatusCreated {
+			t.Fatalf("send to %s: %d", base, r.status)
+		}
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(receipts) == 2 })
+	got := map[string]string{}
+	for _, rc := range receipts {
+		got[rc.MessageID] = rc.Provider
+	}
+	want := map[string]string{first.Messages()[0].MessageID: "simulator", second.Messages()[0].MessageID: "simulator2"}
+	if diff := cmp.Diff(want, got); diff != "" || !strings.HasPrefix(second.Messages()[0].MessageID, "simulator2-") {
+		t.Errorf("receipts by message ID (-want +got):\n%s", diff)
+	}
+	second.SetFault("+15555550112", smssim.ModeRejectCountry)
+	if r := send(t, base2, "+15555550112", "n-a2", time.Second); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), simapi.CodeCountryNotSupported) {
+		t.Errorf("reject_country answered %d %s", r.status, r.body)
+	}
+	if len(second.Accepted("+15555550112")) != 0 {
+		t.Error("reject_country recorded the message")
+	}
+}

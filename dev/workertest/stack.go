@@ -77,6 +77,11 @@ type StackOptions struct {
 	Worker *config.Worker
 	// SMSURL, when set, replaces the simulator's URL for the workers (e.g. a closed port).
 	SMSURL string
+	// Sim2, when set, starts a second simulator in its second-provider mode (provider
+	// simulator2) and gives the workers the chain simulator,simulator2.
+	Sim2 *smssim.Config
+	// SMS2URL, when set, replaces the second simulator's URL for the workers.
+	SMS2URL string
 	// APIOptions are added to the AWS configuration of every client the stack builds (the
 	// store, the workers, intake, the receipts): SDK middleware such as CommitThenFail.
 	APIOptions []func(*middleware.Stack) error
@@ -98,10 +103,13 @@ type Stack struct {
 	Store        *dynamostore.Store
 	Sim          *smssim.Server
 	SimURL       string
-	Intake       *notify.Intake
-	Dispatcher   *worker.Dispatcher
-	Reconciler   *worker.Reconciler
-	Sweeper      *worker.Sweeper
+	// Sim2 is the second simulated provider, when StackOptions.Sim2 asked for one.
+	Sim2       *smssim.Server
+	Sim2URL    string
+	Intake     *notify.Intake
+	Dispatcher *worker.Dispatcher
+	Reconciler *worker.Reconciler
+	Sweeper    *worker.Sweeper
 	// Receipts is the receipts table, which the reconcile worker reads, and Recorder is
 	// provider-events' recorder over it and the notifications table.
 	Receipts *receipts.Store
@@ -128,6 +136,11 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	s.DispatchURL = testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))
 	s.ReconcileURL = testenv.Queue(t, sqsClient, testenv.UniqueName(t, "reconcile"))
 	s.Sim, s.SimURL = smssimtest.Start(t, o.Sim)
+	if o.Sim2 != nil {
+		cfg2 := *o.Sim2
+		cfg2.Provider = config.SMSSimulator2
+		s.Sim2, s.Sim2URL = smssimtest.Start(t, cfg2)
+	}
 
 	policy := notify.DefaultPolicy()
 	policy.SweepAfter = time.Second
@@ -189,7 +202,7 @@ func (s *Stack) buildWorkers(t testing.TB, awsCfg aws.Config, o StackOptions, po
 		AWS:              awsCfg,
 		DynamoDBEndpoint: os.Getenv(emulator.EnvDynamoDBEndpoint),
 		SQSEndpoint:      os.Getenv(emulator.EnvSQSEndpoint),
-		SMS:              provider.Config{Kind: provider.Simulator, SimulatorURL: smsURL, Timeout: timeout, Visibility: o.Visibility},
+		SMS:              s.smsConfig(o, smsURL, timeout),
 		Receipts:         s.Receipts,
 		Out:              s.Logs,
 	}
@@ -208,6 +221,20 @@ func (s *Stack) buildWorkers(t testing.TB, awsCfg aws.Config, o StackOptions, po
 	// The schedule runs every minute in AWS; here the test decides when it runs, and acts on
 	// anything already due.
 	s.Sweeper.Settings.SweepGrace = 0
+}
+
+// smsConfig is the workers' provider configuration: the simulator at smsURL, and the second
+// simulator after it when the stack has one.
+func (s *Stack) smsConfig(o StackOptions, smsURL string, timeout time.Duration) provider.Config {
+	cfg := provider.Config{Kind: provider.Simulator, Chain: []string{provider.Simulator}, SimulatorURL: smsURL, Timeout: timeout, Visibility: o.Visibility}
+	if s.Sim2 != nil {
+		cfg.Chain = append(cfg.Chain, provider.Simulator2)
+		cfg.Simulator2URL = s.Sim2URL
+		if o.SMS2URL != "" {
+			cfg.Simulator2URL = o.SMS2URL
+		}
+	}
+	return cfg
 }
 
 // buildIntake builds intake's admission service over the stack's store and dispatch queue.

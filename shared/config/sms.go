@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,11 +14,16 @@ import (
 // reconcile) and by the sweeper, which times reconciliation with SMS_TIMEOUT and
 // SMS_VISIBILITY_SECONDS. Package sms/provider builds the adapter SMS names.
 const (
+	// EnvSMSProviders is the ordered provider chain, e.g. "endusersms,sinch"; the first is
+	// tried first. EnvSMSProvider, the single provider of earlier versions, is read as a
+	// chain of one when EnvSMSProviders is not set.
+	EnvSMSProviders         = "SMS_PROVIDERS"
 	EnvSMSProvider          = "SMS_PROVIDER"
 	EnvSMSTimeout           = "SMS_TIMEOUT"
 	EnvSMSVisibilitySeconds = "SMS_VISIBILITY_SECONDS"
 
 	EnvSMSSimulatorURL   = "SMS_SIMULATOR_URL"
+	EnvSMSSimulator2URL  = "SMS_SIMULATOR2_URL"
 	EnvSMSSimulatorToken = "SMS_SIMULATOR_TOKEN"
 
 	EnvSMSOriginationIdentity  = "SMS_ORIGINATION_IDENTITY"
@@ -39,7 +45,13 @@ const (
 	SMSSimulator  = "simulator"
 	SMSEndUserSMS = "endusersms"
 	SMSSinch      = "sinch"
+	// SMSSimulator2 is a second simulated provider (the simulator started in its
+	// second-provider mode, at SMS_SIMULATOR2_URL), for failover tests.
+	SMSSimulator2 = "simulator2"
 )
+
+// MaxSMSProviders bounds the provider chain.
+const MaxSMSProviders = 4
 
 // DefaultSMSTimeout bounds one provider call when SMS_TIMEOUT is not set.
 const DefaultSMSTimeout = 5 * time.Second
@@ -63,14 +75,20 @@ func DefaultSMSVisibility(kind string) time.Duration {
 	return 0
 }
 
-// SMS is the SMS provider's configuration. SinchAPIToken and SimulatorToken are secrets:
+// SMS is the SMS providers' configuration. SinchAPIToken and SimulatorToken are secrets:
 // SMS implements fmt.Stringer, fmt.GoStringer and slog.LogValuer without them.
 type SMS struct {
-	Kind       string
-	Timeout    time.Duration
+	// Chain is the ordered provider chain (SMS_PROVIDERS, or SMS_PROVIDER as a chain of one).
+	Chain []string
+	// Kind is the first provider of the chain.
+	Kind string
+	// Timeout bounds one call to any provider of the chain.
+	Timeout time.Duration
+	// Visibility is the longest visibility window of the chain's providers, unless set.
 	Visibility time.Duration
 
 	SimulatorURL   string
+	Simulator2URL  string
 	SimulatorToken string
 
 	OriginationIdentity  string
@@ -93,10 +111,12 @@ type SMS struct {
 // needs.
 func LoadSMS(getenv func(string) string) (SMS, error) {
 	get := trimmed(getenv)
+	chain, chainErr := parseChain(get)
 	cfg := SMS{
-		Kind:                   strings.ToLower(get(EnvSMSProvider)),
+		Chain:                  chain,
 		Timeout:                DefaultSMSTimeout,
 		SimulatorURL:           get(EnvSMSSimulatorURL),
+		Simulator2URL:          get(EnvSMSSimulator2URL),
 		SimulatorToken:         get(EnvSMSSimulatorToken),
 		OriginationIdentity:    get(EnvSMSOriginationIdentity),
 		ConfigurationSetName:   get(EnvSMSConfigurationSet),
@@ -109,7 +129,10 @@ func LoadSMS(getenv func(string) string) (SMS, error) {
 		SinchFrom:              get(EnvSinchFrom),
 		SinchCallbackURL:       get(EnvSinchCallbackURL),
 	}
-	errs := cfg.loadTimings(get)
+	if len(chain) > 0 {
+		cfg.Kind = chain[0]
+	}
+	errs := append(cfg.loadTimings(get), chainErr)
 	if cfg.SinchBaseURL == "" {
 		cfg.SinchBaseURL = DefaultSinchBaseURL
 	}
@@ -130,7 +153,10 @@ func (cfg *SMS) loadTimings(get func(string) string) []error {
 		}
 		cfg.Timeout = d
 	}
-	cfg.Visibility = DefaultSMSVisibility(cfg.Kind)
+	cfg.Visibility = 0
+	for _, kind := range cfg.Chain {
+		cfg.Visibility = max(cfg.Visibility, DefaultSMSVisibility(kind))
+	}
 	if v := get(EnvSMSVisibilitySeconds); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -141,49 +167,100 @@ func (cfg *SMS) loadTimings(get func(string) string) []error {
 	return errs
 }
 
-// Validate reports what cfg lacks for its kind. Its errors name variables, never values.
+// parseChain reads SMS_PROVIDERS, or SMS_PROVIDER when it is not set, as an ordered list of
+// provider kinds, lower-cased. Both set and different is an error, so that a stack being
+// migrated does not silently use the one it did not mean; so is a provider named twice.
+func parseChain(get func(string) string) ([]string, error) {
+	list, single := get(EnvSMSProviders), get(EnvSMSProvider)
+	if list == "" {
+		list = single
+	} else if single != "" && !strings.EqualFold(single, list) {
+		return nil, fmt.Errorf("%s and %s are both set and differ; set %s only", EnvSMSProviders, EnvSMSProvider, EnvSMSProviders)
+	}
+	var chain []string
+	for part := range strings.SplitSeq(list, ",") {
+		kind := strings.ToLower(strings.TrimSpace(part))
+		if kind == "" {
+			continue
+		}
+		if slices.Contains(chain, kind) {
+			return nil, fmt.Errorf("%s names %s twice", EnvSMSProviders, kind)
+		}
+		chain = append(chain, kind)
+	}
+	if len(chain) > MaxSMSProviders {
+		return nil, fmt.Errorf("%s names %d providers, at most %d", EnvSMSProviders, len(chain), MaxSMSProviders)
+	}
+	return chain, nil
+}
+
+// Validate reports what cfg lacks for the providers of its chain. Its errors name variables,
+// never values.
 func (cfg SMS) Validate() error {
+	chain := cfg.Chain
+	if len(chain) == 0 && cfg.Kind != "" {
+		chain = []string{cfg.Kind}
+	}
+	if len(chain) == 0 {
+		return fmt.Errorf("%s is not set", EnvSMSProviders)
+	}
+	var errs []error
+	for _, kind := range chain {
+		errs = append(errs, cfg.validateKind(kind))
+	}
+	return errors.Join(errs...)
+}
+
+// validateKind reports what cfg lacks for the provider kind.
+func (cfg SMS) validateKind(kind string) error {
 	var errs []error
 	need := func(v, name string) {
 		if v == "" {
-			errs = append(errs, fmt.Errorf("%s is required for %s=%s", name, EnvSMSProvider, cfg.Kind))
+			errs = append(errs, fmt.Errorf("%s is required for %s=%s", name, EnvSMSProviders, kind))
 		}
 	}
-	switch cfg.Kind {
+	switch kind {
 	case SMSSimulator:
 		need(cfg.SimulatorURL, EnvSMSSimulatorURL)
+	case SMSSimulator2:
+		need(cfg.Simulator2URL, EnvSMSSimulator2URL)
 	case SMSEndUserSMS:
 		need(cfg.OriginationIdentity, EnvSMSOriginationIdentity)
 	case SMSSinch:
 		need(cfg.SinchServicePlanID, EnvSinchServicePlanID)
 		if cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam == "" {
-			errs = append(errs, fmt.Errorf("%s or %s is required for %s=%s", EnvSinchAPIToken, EnvSinchAPITokenParam, EnvSMSProvider, cfg.Kind))
+			errs = append(errs, fmt.Errorf("%s or %s is required for %s=%s", EnvSinchAPIToken, EnvSinchAPITokenParam, EnvSMSProviders, kind))
 		}
 		need(cfg.SinchFrom, EnvSinchFrom)
-	case "":
-		errs = append(errs, fmt.Errorf("%s is not set", EnvSMSProvider))
 	default:
 		// The kind is not a secret: naming it helps the operator find the typo.
-		errs = append(errs, fmt.Errorf("%s %q is not one of %s, %s, %s", EnvSMSProvider, cfg.Kind, SMSSimulator, SMSEndUserSMS, SMSSinch))
+		errs = append(errs, fmt.Errorf("%s %q is not one of %s, %s, %s, %s", EnvSMSProviders, kind, SMSSimulator, SMSSimulator2, SMSEndUserSMS, SMSSinch))
 	}
 	return errors.Join(errs...)
 }
 
-// MinValidity returns the shortest validity period cfg's provider accepts: a send with less
-// is refused before it leaves the process. Providers that count validity in whole seconds
-// accept no less than a second.
+// MinValidity returns the shortest validity period every provider of cfg's chain accepts: a
+// send with less is refused before it leaves the process. Providers that count validity in
+// whole seconds accept no less than a second.
 func (cfg SMS) MinValidity() time.Duration {
-	if cfg.Kind == SMSEndUserSMS {
-		return EndUserSMSMinValidity
+	least := time.Second
+	if cfg.Kind == SMSEndUserSMS || slices.Contains(cfg.Chain, SMSEndUserSMS) {
+		least = EndUserSMSMinValidity
 	}
-	return time.Second
+	return least
+}
+
+// One returns cfg narrowed to one provider of its chain, kind, as the adapters are built.
+func (cfg SMS) One(kind string) SMS {
+	cfg.Kind, cfg.Chain = kind, []string{kind}
+	return cfg
 }
 
 // String describes cfg with its secrets (the Sinch API token, the simulator token) replaced,
 // so that logging or printing it never shows them.
 func (cfg SMS) String() string {
-	return fmt.Sprintf("kind=%s timeout=%s visibility=%s simulator_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s",
-		cfg.Kind, cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
+	return fmt.Sprintf("providers=%s timeout=%s visibility=%s simulator_url=%s simulator2_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s",
+		strings.Join(cfg.Chain, ","), cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, cfg.Simulator2URL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
 		cfg.ConfigurationSetName, cfg.ProtectConfigurationID, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom)
 }
 

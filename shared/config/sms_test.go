@@ -22,28 +22,41 @@ func TestLoadSMS(t *testing.T) {
 		{
 			name: "simulator with defaults",
 			env:  map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://127.0.0.1:8025"},
-			want: config.SMS{Kind: "simulator", Timeout: 5 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SinchBaseURL: config.DefaultSinchBaseURL},
+			want: config.SMS{Chain: []string{"simulator"}, Kind: "simulator", Timeout: 5 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SinchBaseURL: config.DefaultSinchBaseURL},
 		},
 		{
 			name: "simulator with timeout and visibility",
 			env:  map[string]string{"SMS_PROVIDER": "Simulator", "SMS_SIMULATOR_URL": "http://127.0.0.1:8025", "SMS_SIMULATOR_TOKEN": "t", "SMS_TIMEOUT": "800ms", "SMS_VISIBILITY_SECONDS": "3"},
-			want: config.SMS{Kind: "simulator", Timeout: 800 * time.Millisecond, Visibility: 3 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SimulatorToken: "t", SinchBaseURL: config.DefaultSinchBaseURL},
+			want: config.SMS{Chain: []string{"simulator"}, Kind: "simulator", Timeout: 800 * time.Millisecond, Visibility: 3 * time.Second, SimulatorURL: "http://127.0.0.1:8025", SimulatorToken: "t", SinchBaseURL: config.DefaultSinchBaseURL},
 		},
 		{
 			name: "endusersms",
 			env:  map[string]string{"SMS_PROVIDER": "endusersms", "SMS_ORIGINATION_IDENTITY": "pool-1", "SMS_CONFIGURATION_SET": "cs", "SMS_ENDPOINT": "http://127.0.0.1:9"},
-			want: config.SMS{Kind: "endusersms", Timeout: 5 * time.Second, Visibility: 5 * time.Minute, OriginationIdentity: "pool-1", ConfigurationSetName: "cs", Endpoint: "http://127.0.0.1:9", SinchBaseURL: config.DefaultSinchBaseURL},
+			want: config.SMS{Chain: []string{"endusersms"}, Kind: "endusersms", Timeout: 5 * time.Second, Visibility: 5 * time.Minute, OriginationIdentity: "pool-1", ConfigurationSetName: "cs", Endpoint: "http://127.0.0.1:9", SinchBaseURL: config.DefaultSinchBaseURL},
 		},
 		{
 			name: "sinch",
 			env:  map[string]string{"SMS_PROVIDER": "sinch", "SINCH_BASE_URL": "https://eu.sms.api.sinch.com", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb"},
-			want: config.SMS{Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SinchBaseURL: "https://eu.sms.api.sinch.com", SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop", SinchCallbackURL: "https://h/cb"},
+			want: config.SMS{Chain: []string{"sinch"}, Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SinchBaseURL: "https://eu.sms.api.sinch.com", SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop", SinchCallbackURL: "https://h/cb"},
 		},
-		{name: "no provider", env: map[string]string{}, wantErr: []string{"SMS_PROVIDER is not set"}},
+		{name: "no provider", env: map[string]string{}, wantErr: []string{"SMS_PROVIDERS is not set"}},
 		{name: "unknown provider", env: map[string]string{"SMS_PROVIDER": "twilio"}, wantErr: []string{`"twilio" is not one of`}},
 		{name: "simulator without URL", env: map[string]string{"SMS_PROVIDER": "simulator"}, wantErr: []string{"SMS_SIMULATOR_URL is required"}},
 		{name: "endusersms without identity", env: map[string]string{"SMS_PROVIDER": "endusersms"}, wantErr: []string{"SMS_ORIGINATION_IDENTITY is required"}},
 		{name: "sinch without credentials", env: map[string]string{"SMS_PROVIDER": "sinch", "SINCH_FROM": "x"}, wantErr: []string{"SINCH_SERVICE_PLAN_ID", "SINCH_API_TOKEN", "SINCH_API_TOKEN_PARAM"}},
+		{
+			name: "a chain, with the longest visibility window of its providers",
+			env:  map[string]string{"SMS_PROVIDERS": " Sinch, simulator ,simulator2", "SMS_SIMULATOR_URL": "http://a", "SMS_SIMULATOR2_URL": "http://b", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop"},
+			want: config.SMS{Chain: []string{"sinch", "simulator", "simulator2"}, Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SimulatorURL: "http://a", Simulator2URL: "http://b", SinchBaseURL: config.DefaultSinchBaseURL, SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop"},
+		},
+		{
+			name: "the single provider setting, the same as the chain",
+			env:  map[string]string{"SMS_PROVIDERS": "simulator", "SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://a"},
+			want: config.SMS{Chain: []string{"simulator"}, Kind: "simulator", Timeout: 5 * time.Second, SimulatorURL: "http://a", SinchBaseURL: config.DefaultSinchBaseURL},
+		},
+		{name: "both settings, different", env: map[string]string{"SMS_PROVIDERS": "simulator,simulator2", "SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://a", "SMS_SIMULATOR2_URL": "http://b"}, wantErr: []string{"SMS_PROVIDERS and SMS_PROVIDER are both set"}},
+		{name: "a provider twice", env: map[string]string{"SMS_PROVIDERS": "simulator,Simulator", "SMS_SIMULATOR_URL": "http://a"}, wantErr: []string{"names simulator twice"}},
+		{name: "second simulator without URL", env: map[string]string{"SMS_PROVIDERS": "simulator,simulator2", "SMS_SIMULATOR_URL": "http://a"}, wantErr: []string{"SMS_SIMULATOR2_URL is required"}},
 		{name: "bad timeout and visibility", env: map[string]string{"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": "http://x", "SMS_TIMEOUT": "5", "SMS_VISIBILITY_SECONDS": "-1"}, wantErr: []string{"SMS_TIMEOUT", "SMS_VISIBILITY_SECONDS"}},
 	}
 	for _, tc := range tests {

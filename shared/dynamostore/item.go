@@ -35,10 +35,13 @@ type item struct {
 	DestinationFP      string `dynamodbav:"destination_fp,omitempty"`
 	Provider           string `dynamodbav:"provider,omitempty"`
 	ProviderMessageID  string `dynamodbav:"provider_message_id,omitempty"`
-	LeaseUntil         string `dynamodbav:"lease_until,omitempty"`
-	AttemptedAt        string `dynamodbav:"attempted_at,omitempty"`
-	ReconcileCount     int    `dynamodbav:"reconcile_count"`
-	NextActionAt       string `dynamodbav:"next_action_at,omitempty"`
+	// AttemptProviders is the provider of each attempt, in order (absent on records leased
+	// before it was kept).
+	AttemptProviders []string `dynamodbav:"attempt_providers,omitempty"`
+	LeaseUntil       string   `dynamodbav:"lease_until,omitempty"`
+	AttemptedAt      string   `dynamodbav:"attempted_at,omitempty"`
+	ReconcileCount   int      `dynamodbav:"reconcile_count"`
+	NextActionAt     string   `dynamodbav:"next_action_at,omitempty"`
 	// DueShard is a pointer because shard 0 is a real shard; nil keeps it off the due index.
 	DueShard     *int   `dynamodbav:"due_shard,omitempty"`
 	TTL          int64  `dynamodbav:"ttl,omitempty"`
@@ -76,6 +79,7 @@ func toItem(r notify.Record) item {
 		DestinationFP:      r.DestinationFP,
 		Provider:           r.Provider,
 		ProviderMessageID:  r.ProviderMessageID,
+		AttemptProviders:   r.AttemptProviders,
 		LeaseUntil:         tables.FormatTime(r.LeaseUntil),
 		AttemptedAt:        tables.FormatTime(r.AttemptedAt),
 		ReconcileCount:     r.ReconcileCount,
@@ -131,6 +135,7 @@ func (it item) toRecord() (notify.Record, error) {
 		DestinationFP:      it.DestinationFP,
 		Provider:           it.Provider,
 		ProviderMessageID:  it.ProviderMessageID,
+		AttemptProviders:   it.AttemptProviders,
 		ReconcileCount:     it.ReconcileCount,
 		LeaseToken:         it.LeaseToken,
 		Actor:              notify.ParseActor(it.Actor),

@@ -26,7 +26,7 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrCreatedAt, tables.AttrUpdatedAt, tables.AttrExpiresAt, tables.AttrDispatchDeadline,
 		tables.AttrPolicyVersion, tables.AttrSafetyMarginMS, tables.AttrRequestFingerprint,
 		tables.AttrSealed, tables.AttrDestinationFP, tables.AttrProvider, tables.AttrProviderMessageID,
-		tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
+		tables.AttrAttemptProviders, tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
 		tables.AttrTTL, tables.AttrLeaseToken, tables.AttrWriteToken, tables.AttrActor, tables.AttrEarlyReceipt,
 		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID,
 	}
@@ -66,6 +66,7 @@ func sampleRecord() notify.Record {
 		DestinationFP:      "abcd",
 		Provider:           "simulator",
 		ProviderMessageID:  "",
+		AttemptProviders:   []string{"simulator"},
 		LeaseUntil:         at.Add(31 * time.Second),
 		AttemptedAt:        at.Add(time.Second),
 		ReconcileCount:     0,

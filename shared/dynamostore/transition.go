@@ -56,6 +56,7 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		optional{tables.AttrSealed, it.Sealed != nil, it.Sealed},
 		optional{tables.AttrProvider, it.Provider != "", it.Provider},
 		optional{tables.AttrProviderMessageID, it.ProviderMessageID != "", it.ProviderMessageID},
+		optional{tables.AttrAttemptProviders, len(it.AttemptProviders) > 0, it.AttemptProviders},
 		optional{tables.AttrLeaseUntil, it.LeaseUntil != "", it.LeaseUntil},
 		optional{tables.AttrLeaseToken, it.LeaseToken != "", it.LeaseToken},
 		optional{tables.AttrAttemptedAt, it.AttemptedAt != "", it.AttemptedAt},

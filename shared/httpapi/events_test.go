@@ -209,3 +209,17 @@ func isEmpty(v any) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestStatusViewListsTheProviderOfEachAttempt: the status shows each attempt with its
+// provider, a record written before the list was kept included.
+func TestStatusViewListsTheProviderOfEachAttempt(t *testing.T) {
+	rec := notify.Record{Attempt: 2, Provider: "sinch", AttemptProviders: []string{"endusersms", "sinch"}}
+	want := []httpapi.AttemptView{{Attempt: 1, Provider: "endusersms"}, {Attempt: 2, Provider: "sinch"}}
+	if diff := cmp.Diff(want, httpapi.NewStatusView(rec).Attempts); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	legacy := notify.Record{Attempt: 1, Provider: "endusersms"}
+	if diff := cmp.Diff([]httpapi.AttemptView{{Attempt: 1, Provider: "endusersms"}}, httpapi.NewStatusView(legacy).Attempts); diff != "" {
+		t.Errorf("legacy attempts (-want +got):\n%s", diff)
+	}
+}

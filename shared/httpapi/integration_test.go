@@ -335,7 +335,7 @@ func TestIntegrationLifecycle(t *testing.T) {
 	if first.StatusCode != http.StatusAccepted {
 		t.Fatalf("post: %d %s", first.StatusCode, first.Body)
 	}
-	if got := f.do(t, get("life-1")); got.StatusCode != http.StatusOK || decodeView(t, got) != decodeView(t, first) {
+	if got := f.do(t, get("life-1")); got.StatusCode != http.StatusOK || !cmp.Equal(decodeView(t, got), decodeView(t, first)) {
 		t.Errorf("get: %d %s", got.StatusCode, got.Body)
 	}
 	f.clock.Advance(time.Second)

@@ -27,6 +27,14 @@ type StatusView struct {
 	SafetyMarginMS    int64         `json:"safety_margin_ms"`
 	Provider          string        `json:"provider,omitempty"`
 	ProviderMessageID string        `json:"provider_message_id,omitempty"`
+	// Attempts lists each attempt with the provider it went to, in order.
+	Attempts []AttemptView `json:"attempts,omitempty"`
+}
+
+// AttemptView is one attempt of a notification: its number and the provider it went to.
+type AttemptView struct {
+	Attempt  int    `json:"attempt"`
+	Provider string `json:"provider,omitempty"`
 }
 
 // NewStatusView returns the public view of rec. Times are RFC 3339 in UTC.
@@ -49,7 +57,17 @@ func NewStatusView(rec notify.Record) StatusView {
 		SafetyMarginMS:    rec.SafetyMargin.Milliseconds(),
 		Provider:          rec.Provider,
 		ProviderMessageID: rec.ProviderMessageID,
+		Attempts:          attemptsOf(rec),
 	}
+}
+
+// attemptsOf returns rec's attempts with their providers.
+func attemptsOf(rec notify.Record) []AttemptView {
+	var out []AttemptView
+	for i, p := range rec.Providers() {
+		out = append(out, AttemptView{Attempt: i + 1, Provider: p})
+	}
+	return out
 }
 
 func timestamp(t time.Time) string {

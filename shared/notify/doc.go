@@ -11,6 +11,7 @@
 //	dispatching ──PROVIDER_ACCEPTED──▶ sent
 //	dispatching ──PROVIDER_TIMEOUT | CONNECTION_LOST | PROVIDER_AMBIGUOUS | LEASE_EXPIRED──▶ dispatch_unknown
 //	dispatching ──PROVIDER_THROTTLED | PROVIDER_UNAVAILABLE──▶ retry_scheduled
+//	dispatching ──PROVIDER_REJECTED──▶ retry_scheduled   (the provider's own restriction; another provider is left)
 //	dispatching ──PROVIDER_REJECTED | ATTEMPTS_EXHAUSTED──▶ failed
 //	dispatch_unknown ──RECONCILED_ACCEPTED | RECONCILED_BY_RECEIPT──▶ sent
 //	dispatch_unknown ──RECONCILED_BY_RECEIPT──▶ delivered | undelivered   (a stored final receipt)

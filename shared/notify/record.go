@@ -29,7 +29,11 @@ type Record struct {
 	DestinationFP     string
 	Provider          string
 	ProviderMessageID string
-	LeaseUntil        time.Time
+	// AttemptProviders names the provider of each attempt, in order: attempt n went to
+	// AttemptProviders[n-1]. A record leased before providers were listed per attempt lacks
+	// the early ones; they all went to its single provider (see Providers).
+	AttemptProviders []string
+	LeaseUntil       time.Time
 	// LeaseToken is the random token of the current lease, written by the lease itself; empty
 	// once the lease is released. A lease write that the SDK retried after it had committed is
 	// recognised by it as the worker's own.
@@ -166,6 +170,7 @@ func (r Record) lease(next *Record, ch Change, now time.Time) error {
 		return fmt.Errorf("notify.apply %s: a lease needs a token and must end after now: %w", r.NotificationID, ErrInvalidTransition)
 	}
 	next.Attempt = r.Attempt + 1
+	next.AttemptProviders = append(r.Providers(), ch.Provider)
 	next.LeaseUntil, next.LeaseToken = ch.LeaseUntil, ch.LeaseToken
 	// A receipt held for the previous attempt says nothing about this one.
 	next.EarlyReceipt = StateNone
@@ -207,6 +212,21 @@ func (r *Record) tidy(deadline, now time.Time) {
 		// Sent: only a receipt can move it on; the sweeper has nothing to do.
 		r.NextActionAt = time.Time{}
 	}
+}
+
+// Providers returns the provider of each attempt so far, in order, as a new slice: the
+// recorded list, completed for a record written before the list was kept (one provider, so
+// every attempt before the list went to the record's Provider).
+func (r Record) Providers() []string {
+	out := make([]string, 0, r.Attempt+1)
+	for i := len(r.AttemptProviders); i < r.Attempt; i++ {
+		out = append(out, r.Provider)
+	}
+	out = append(out, r.AttemptProviders...)
+	if len(out) > r.Attempt {
+		out = out[len(out)-r.Attempt:]
+	}
+	return out
 }
 
 // HeldReceipt returns the change that applies the early receipt r holds, when r is sent and

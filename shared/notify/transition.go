@@ -17,7 +17,9 @@ var allowed = map[edge][]Reason{
 	{StateDispatching, StateDispatchUnknown}: {
 		ReasonProviderTimeout, ReasonConnectionLost, ReasonProviderAmbiguous, ReasonLeaseExpired,
 	},
-	{StateDispatching, StateRetryScheduled}: {ReasonProviderThrottled, ReasonProviderUnavailable},
+	// PROVIDER_REJECTED leads to retry_scheduled only for a refusal of the provider's own
+	// (its countries or senders) while another provider of the chain is left to try.
+	{StateDispatching, StateRetryScheduled}: {ReasonProviderThrottled, ReasonProviderUnavailable, ReasonProviderRejected},
 	{StateDispatching, StateFailed}:         {ReasonProviderRejected, ReasonAttemptsExhausted},
 
 	{StateDispatchUnknown, StateSent}:            {ReasonReconciledAccepted, ReasonReconciledByReceipt},

@@ -10,7 +10,9 @@ import (
 
 // designTransitions is the "Allowed transitions" paragraph of DESIGN.md, written out as
 // "from -> to : REASON" lines, independently of the table in transition.go, with the edges
-// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT).
+// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT),
+// and the one issue 21 adds for a provider's own restriction that fails over to the next
+// provider (dispatching -> retry_scheduled : PROVIDER_REJECTED).
 const designTransitions = `
 none -> accepted : ADMITTED
 none -> expired : EXPIRED_AT_ADMISSION
@@ -23,6 +25,7 @@ dispatching -> dispatch_unknown : PROVIDER_AMBIGUOUS
 dispatching -> dispatch_unknown : LEASE_EXPIRED
 dispatching -> retry_scheduled : PROVIDER_THROTTLED
 dispatching -> retry_scheduled : PROVIDER_UNAVAILABLE
+dispatching -> retry_scheduled : PROVIDER_REJECTED
 dispatching -> failed : PROVIDER_REJECTED
 dispatching -> failed : ATTEMPTS_EXHAUSTED
 dispatch_unknown -> sent : RECONCILED_ACCEPTED

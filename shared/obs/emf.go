@@ -134,9 +134,14 @@ func (m *Metrics) namespace() string {
 	return namespaceFromEnv()
 }
 
+// NoDimensions, in a rollup of EmitRollup, publishes the metrics with no dimension at all, not
+// even Function: their sum over every function that emits them, which an alarm can read
+// without metric math.
+const NoDimensions = "<none>"
+
 // EmitRollup is Emit that also publishes the metrics under each of rollups, a list of
 // dimension sets made of some of dims' keys (Function is added to each; a key not in dims is
-// ignored). CloudWatch never aggregates across dimension sets, so a rollup is how a reader
+// ignored; a rollup holding NoDimensions is the empty set). CloudWatch never aggregates across dimension sets, so a rollup is how a reader
 // gets, for example, provider latency per provider whatever the outcome class: the line is
 // written once and CloudWatch extracts one metric per set.
 func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics ...Metric) {
@@ -167,19 +172,7 @@ func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics
 		line[k] = v
 	}
 	slices.Sort(names[1:])
-	sets := [][]string{names}
-	for _, r := range rollups {
-		set := []string{DimFunction}
-		for _, k := range r {
-			if _, ok := dims[k]; ok && k != DimFunction && !slices.Contains(set, k) {
-				set = append(set, k)
-			}
-		}
-		slices.Sort(set[1:])
-		if !slices.ContainsFunc(sets, func(s []string) bool { return slices.Equal(s, set) }) {
-			sets = append(sets, set)
-		}
-	}
+	sets := dimensionSets(names, dims, rollups)
 	defs := make([]metricDef, 0, len(metrics))
 	for _, mt := range metrics {
 		defs = append(defs, metricDef{Name: mt.Name, Unit: mt.Unit})
@@ -197,4 +190,26 @@ func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, _ = m.W.Write(b)
+}
+
+// dimensionSets returns the dimension sets of a line: all (Function and every key of dims,
+// sorted), then each rollup's set, each once.
+func dimensionSets(all []string, dims map[string]string, rollups [][]string) [][]string {
+	sets := [][]string{all}
+	for _, r := range rollups {
+		set := []string{}
+		if !slices.Contains(r, NoDimensions) {
+			set = append(set, DimFunction)
+			for _, k := range r {
+				if _, ok := dims[k]; ok && k != DimFunction && !slices.Contains(set, k) {
+					set = append(set, k)
+				}
+			}
+			slices.Sort(set[1:])
+		}
+		if !slices.ContainsFunc(sets, func(s []string) bool { return slices.Equal(s, set) }) {
+			sets = append(sets, set)
+		}
+	}
+	return sets
 }

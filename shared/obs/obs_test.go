@@ -145,6 +145,12 @@ func TestMetricsRollup(t *testing.T) {
 			rollups: [][]string{{}},
 			want:    [][]string{{"Function", "State"}, {"Function"}},
 		},
+		{
+			name:    "no dimension at all, once",
+			dims:    nil,
+			rollups: [][]string{{obs.NoDimensions}, {"X", obs.NoDimensions}},
+			want:    [][]string{{"Function"}, {}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

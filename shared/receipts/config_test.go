@@ -20,6 +20,9 @@ func TestDefaultsMatchConfig(t *testing.T) {
 // TestNamesMatchTheAdapters keeps the names receipts reads without linking the adapters equal
 // to the adapters' own.
 func TestNamesMatchTheAdapters(t *testing.T) {
+	if receipts.ContextConfigurationSet != endusersms.ContextConfigurationSet {
+		t.Errorf("receipts reads the context key %q, endusersms writes %q", receipts.ContextConfigurationSet, endusersms.ContextConfigurationSet)
+	}
 	if receipts.ContextAttemptRef != endusersms.ContextAttemptRef {
 		t.Errorf("receipts reads the context key %q, endusersms writes %q", receipts.ContextAttemptRef, endusersms.ContextAttemptRef)
 	}

@@ -46,7 +46,12 @@ func readSample(t *testing.T, name string) []byte {
 func TestSampleEvents(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.admit(t, "order-4711-reset-1", id, lease, accepted)
+	// Sent through End User Messaging as the samples' message; the simulator's sample names
+	// the same attempt from another provider, a neighbour's receipt that is never applied.
+	f.admit(t, "order-4711-reset-1", id, lease, notify.Change{
+		To: notify.StateSent, Reason: notify.ReasonProviderAccepted, Provider: "endusersms",
+		ProviderMessageID: "9539975a-e71f-45f3-b496-8d98dc098a77",
+	})
 	h := &receipts.Handler{Recorder: f.rec, WebhookToken: []byte(sampleToken)}
 
 	tests := []struct {
@@ -59,7 +64,7 @@ func TestSampleEvents(t *testing.T) {
 		{"provider-events-sns-successful.json", 0, receipts.OutcomeRecorded, notify.StateSent},
 		{"provider-events-sns-delivered.json", 0, receipts.OutcomeTransitioned, notify.StateDelivered},
 		{"provider-events-sns-blocked.json", 0, receipts.OutcomeOrphan, notify.StateDelivered},
-		{"provider-events-simulator.json", 200, receipts.OutcomeDuplicate, notify.StateDelivered},
+		{"provider-events-simulator.json", 200, receipts.OutcomeMismatch, notify.StateDelivered},
 	}
 	matches, err := filepath.Glob(filepath.Join(eventsDir, "provider-events-*.json"))
 	if err != nil || len(matches) != len(tests) {

@@ -37,7 +37,7 @@ func webhookRequest(body string, edit func(*events.APIGatewayV2HTTPRequest)) eve
 }
 
 func simBody(ref, status string) string {
-	b, _ := json.Marshal(simapi.Receipt{MessageID: "sim-1", ClientRef: ref, Status: simapi.Status(status), At: t0})
+	b, _ := json.Marshal(simapi.Receipt{MessageID: "msg-1", ClientRef: ref, Status: simapi.Status(status), At: t0})
 	return string(b)
 }
 
@@ -132,7 +132,7 @@ func TestHandleSNS(t *testing.T) {
 	ctx := context.Background()
 	t.Run("poison records are skipped, good ones recorded", func(t *testing.T) {
 		f := newFixture(t)
-		f.admit(t, "k", id, lease, accepted)
+		f.admit(t, "k", id, lease, acceptedEUM)
 		h := &receipts.Handler{Recorder: f.rec}
 		err := h.HandleSNS(ctx, snsEvent([]byte("not json "+destination), eumEvent(func(m map[string]any) { m["eventType"] = "VOICE_COMPLETED" }), eumEvent(nil)))
 		if err != nil {
@@ -161,7 +161,7 @@ func TestHandleSNS(t *testing.T) {
 		if rec.EarlyReceipt != notify.StateDelivered {
 			t.Fatalf("record holds %q, want the delivered receipt", rec.EarlyReceipt)
 		}
-		next, err := rec.Apply(accepted, t0)
+		next, err := rec.Apply(acceptedEUM, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,5 +224,45 @@ func TestHandleThroughLambda(t *testing.T) {
 	}
 	if strings.Contains(f.out.String(), destination) {
 		t.Errorf("logs hold the number:\n%s", f.out.String())
+	}
+}
+
+// TestEndUserEventsOfAnotherConfigurationSet: with the stack's configuration set known, an End
+// User Messaging event that names another one is a mismatch: counted and logged, neither
+// stored nor applied; one that names this stack's, or none (a message sent before the name was
+// put in its context), is applied.
+func TestEndUserEventsOfAnotherConfigurationSet(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, set string
+		want      notify.State
+	}{
+		{"another configuration set", "someone-elses", notify.StateSent},
+		{"no configuration set (sent before the change)", "", notify.StateDelivered},
+		{"this stack's configuration set", "resetnotify-events", notify.StateDelivered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.rec.ConfigurationSet = "resetnotify-events"
+			f.admit(t, "k", id, lease, acceptedEUM)
+			h := &receipts.Handler{Recorder: f.rec}
+			ev := eumEvent(func(m map[string]any) {
+				c := map[string]any{"attempt_ref": a1}
+				if tc.set != "" {
+					c["configuration_set"] = tc.set
+				}
+				m["context"] = c
+			})
+			if err := h.HandleSNS(ctx, snsEvent(ev)); err != nil {
+				t.Fatalf("HandleSNS: %v", err)
+			}
+			if got, _ := f.store.Get(ctx, "k"); got.State != tc.want {
+				t.Errorf("state %s, want %s", got.State, tc.want)
+			}
+			mismatch := strings.Contains(f.out.String(), `"Outcome":"mismatch"`)
+			if mismatch != (tc.want == notify.StateSent) {
+				t.Errorf("mismatch counted = %v:\n%s", mismatch, f.out.String())
+			}
+		})
 	}
 }

@@ -160,8 +160,10 @@ func (f *fixture) admit(t *testing.T, key, id string, path ...notify.Change) not
 
 // Transitions a test record goes through.
 var (
-	lease       = notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: t0.Add(time.Minute)}
-	accepted    = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "msg-1", Provider: "simulator"}
+	lease    = notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "test-lease", LeaseUntil: t0.Add(time.Minute)}
+	accepted = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "msg-1", Provider: "simulator"}
+	// acceptedEUM is accepted by End User Messaging as the message of eumEvent.
+	acceptedEUM = notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "aws-msg-1", Provider: "endusersms"}
 	timedOut    = notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonProviderTimeout}
 	throttled   = notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonProviderThrottled, NextActionAt: t0.Add(time.Second)}
 	notFound    = notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonReconciledNotFound, NextActionAt: t0.Add(time.Second)}
@@ -174,3 +176,10 @@ func receipt(ref string, status sms.ReceiptStatus) receipts.Receipt {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// neighbour returns rc as another provider of the chain would report it: its own provider
+// name and message ID, under our attempt reference.
+func neighbour(rc receipts.Receipt) receipts.Receipt {
+	rc.Provider, rc.MessageID = "simulator2", "simulator2-00000001"
+	return rc
+}

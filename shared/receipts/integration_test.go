@@ -279,7 +279,12 @@ func TestSNSSampleEventOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := e.record(t, "order-4711-reset-1", id, lease, accepted)
+	// Sent through End User Messaging as the sample's message: a receipt is applied only to
+	// the attempt of the provider and message it names.
+	before := e.record(t, "order-4711-reset-1", id, lease, notify.Change{
+		To: notify.StateSent, Reason: notify.ReasonProviderAccepted, Provider: endusersms.Provider,
+		ProviderMessageID: "9539975a-e71f-45f3-b496-8d98dc098a77",
+	})
 
 	for _, file := range []string{"provider-events-sns-successful.json", "provider-events-sns-delivered.json", "provider-events-sns-delivered.json"} {
 		if out, err := h.Handle(ctx, readSample(t, file)); err != nil || out != nil {

@@ -17,6 +17,10 @@ import (
 // equal): named here too so that provider-events links no SMS adapter.
 const ContextAttemptRef = "attempt_ref"
 
+// ContextConfigurationSet is the key of the message context where the dispatch worker put the
+// configuration set it sent through (endusersms.ContextConfigurationSet, kept equal by a test).
+const ContextConfigurationSet = "configuration_set"
+
 // maxEventBytes bounds one provider event. Real ones are well under 2 KiB.
 const maxEventBytes = 8 << 10
 
@@ -88,6 +92,8 @@ func ParseEndUserSMS(msg []byte) (Receipt, error) {
 		Status:     status,
 		Provider:   config.SMSEndUserSMS,
 		Detail:     safeDetail(ev.EventType),
+		// Only compared, never stored: a name longer than a field of ours cannot match.
+		ConfigurationSet: ev.Context[ContextConfigurationSet],
 	}
 	if ev.EventTimestamp > 0 {
 		rc.At = time.UnixMilli(ev.EventTimestamp).UTC()
@@ -124,12 +130,17 @@ func ParseSimulator(body []byte) (Receipt, error) {
 	if in.Reason != "" {
 		detail = in.Reason
 	}
+	provider := config.SMSSimulator
+	if in.Provider == config.SMSSimulator2 {
+		// The simulator in its second-provider mode: a provider of its own in the chain.
+		provider = config.SMSSimulator2
+	}
 	rc := Receipt{
 		AttemptRef: in.ClientRef,
 		MessageID:  in.MessageID,
 		Status:     status,
 		At:         in.At.UTC(),
-		Provider:   config.SMSSimulator,
+		Provider:   provider,
 		Detail:     safeDetail(detail),
 	}
 	if err := rc.Validate(); err != nil {

@@ -137,6 +137,16 @@ func TestParseSimulator(t *testing.T) {
 			body: `{"message_id":"sim-4","client_ref":"` + a1 + `","status":"undelivered","reason":"number ` + destination + ` is off","at":"2026-11-01T12:00:05Z"}`,
 			want: receipts.Receipt{AttemptRef: a1, MessageID: "sim-4", Status: sms.ReceiptUndelivered, At: t0.Add(5 * time.Second), Provider: "simulator"},
 		},
+		{
+			name: "the second simulated provider",
+			body: `{"message_id":"simulator2-00000001","client_ref":"` + a1 + `","status":"delivered","at":"2026-11-01T12:00:05Z","provider":"simulator2"}`,
+			want: receipts.Receipt{AttemptRef: a1, MessageID: "simulator2-00000001", Status: sms.ReceiptDelivered, At: t0.Add(5 * time.Second), Provider: "simulator2", Detail: "delivered"},
+		},
+		{
+			name: "a provider the simulator cannot be is the simulator",
+			body: `{"message_id":"sim-00000009","client_ref":"` + a1 + `","status":"delivered","at":"2026-11-01T12:00:05Z","provider":"sinch"}`,
+			want: receipts.Receipt{AttemptRef: a1, MessageID: "sim-00000009", Status: sms.ReceiptDelivered, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "delivered"},
+		},
 		{name: "unknown status", body: `{"message_id":"sim-5","client_ref":"` + a1 + `","status":"read"}`, poison: true},
 		{name: "no reference", body: `{"message_id":"sim-6","status":"delivered"}`, poison: true},
 		{name: "not JSON", body: `client_ref=` + a1, poison: true},

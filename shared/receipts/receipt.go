@@ -32,6 +32,10 @@ type Receipt struct {
 	Detail string
 	// RecordedAt is when the store wrote it; set by Store.Put.
 	RecordedAt time.Time
+	// ConfigurationSet is the End User Messaging configuration set the event came through,
+	// from the message's context (empty for other providers, and for messages sent without
+	// one). It is compared with the Recorder's, never stored.
+	ConfigurationSet string
 }
 
 // Attempt returns the notification ID and attempt number that AttemptRef names.
@@ -41,7 +45,7 @@ func (r Receipt) Attempt() (notificationID string, n int, ok bool) {
 
 // SMS returns the receipt as the sms package's ReceiptReader reports it.
 func (r Receipt) SMS() sms.Receipt {
-	return sms.Receipt{AttemptRef: r.AttemptRef, MessageID: r.MessageID, Status: r.Status, At: r.At}
+	return sms.Receipt{AttemptRef: r.AttemptRef, MessageID: r.MessageID, Provider: r.Provider, Status: r.Status, At: r.At}
 }
 
 // Final reports whether the receipt is the provider's final word on delivery.
@@ -106,6 +110,10 @@ const (
 	// OutcomeStale: the record is past the point where this receipt could change it (another
 	// attempt, a terminal state, or a contradicting final receipt).
 	OutcomeStale Outcome = "stale"
+	// OutcomeMismatch: the receipt names an attempt of a record, but another provider than
+	// the one that attempt went to, or another message ID than the record holds. It is kept
+	// in the receipts table as evidence and alarmed on, never applied to the record.
+	OutcomeMismatch Outcome = "mismatch"
 	// OutcomeOrphan: no record carries the receipt's notification ID.
 	OutcomeOrphan Outcome = "orphan"
 	// OutcomePoison: the event was malformed; it was acknowledged and dropped.

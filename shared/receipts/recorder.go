@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/resetnotify/resetnotify/shared/actor"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
@@ -45,8 +46,14 @@ type Recorder struct {
 	Clock         notify.Clock
 	// MaxTries bounds the tries of one transition (default DefaultMaxTries).
 	MaxTries int
-	Log      *slog.Logger
-	Metrics  *obs.Metrics
+	// ConfigurationSet is the End User Messaging configuration set this stack sends through
+	// (SMS_CONFIGURATION_SET). When set, an End User Messaging receipt that names another is a
+	// mismatch: logged and counted, never stored or applied. One that names none (a message
+	// sent before dispatch put the name in its context) is matched on provider and message ID
+	// alone.
+	ConfigurationSet string
+	Log              *slog.Logger
+	Metrics          *obs.Metrics
 }
 
 // Result is what Record did with one receipt.
@@ -70,6 +77,12 @@ func (r *Recorder) Record(ctx context.Context, rc Receipt) (Result, error) {
 		r.Poison(ctx, rc.Provider, err)
 		return Result{Outcome: OutcomePoison}, nil
 	}
+	if r.ConfigurationSet != "" && rc.Provider == config.SMSEndUserSMS && rc.ConfigurationSet != "" && rc.ConfigurationSet != r.ConfigurationSet {
+		r.count(rc.Provider, OutcomeMismatch)
+		r.log().Error("receipt from another configuration set; not applied", "attempt_ref", rc.AttemptRef,
+			"provider", rc.Provider, "message_id", rc.MessageID, "outcome", string(OutcomeMismatch))
+		return Result{Outcome: OutcomeMismatch}, nil
+	}
 	res, err := r.record(ctx, rc)
 	if err != nil {
 		r.log().Error("receipt not recorded", "attempt_ref", rc.AttemptRef, "provider", rc.Provider, "error", err)
@@ -79,6 +92,9 @@ func (r *Recorder) Record(ctx context.Context, rc Receipt) (Result, error) {
 	level := slog.LevelInfo
 	if res.Outcome == OutcomeStale || res.Outcome == OutcomeOrphan {
 		level = slog.LevelWarn
+	}
+	if res.Outcome == OutcomeMismatch {
+		level = slog.LevelError
 	}
 	r.log().Log(ctx, level, "receipt",
 		"attempt_ref", res.Receipt.AttemptRef, "provider", rc.Provider, "message_id", res.Receipt.MessageID,
@@ -117,7 +133,7 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 		maxTries = DefaultMaxTries
 	}
 	for range maxTries {
-		done, err := r.applyOnce(ctx, stored, key, id, n, &res)
+		done, err := r.applyOnce(ctx, stored, rc, key, id, n, &res)
 		if err != nil {
 			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
 		}
@@ -130,9 +146,10 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 
 // applyOnce reads the record under key and does what the final receipt stored (for attempt n
 // of notification id) does to it: hold it on a record still dispatching, apply its transition,
-// or nothing (orphan, stale, already settled), and sets res accordingly. done is false when a
-// concurrent write won, so the caller reads the record again.
-func (r *Recorder) applyOnce(ctx context.Context, stored Receipt, key, id string, n int, res *Result) (done bool, err error) {
+// or nothing (orphan, stale, mismatched, already settled), and sets res accordingly. in is the
+// receipt received, which the stored one may predate. done is false when a concurrent write
+// won, so the caller reads the record again.
+func (r *Recorder) applyOnce(ctx context.Context, stored, in Receipt, key, id string, n int, res *Result) (done bool, err error) {
 	rec, err := r.Notifications.Get(ctx, key)
 	if errors.Is(err, notify.ErrNotFound) {
 		res.Outcome = OutcomeOrphan
@@ -142,7 +159,7 @@ func (r *Recorder) applyOnce(ctx context.Context, stored Receipt, key, id string
 		return false, err
 	}
 	res.State = rec.State
-	outcome, ch := decide(rec, id, n, stored)
+	outcome, ch := decide(rec, id, n, applicable(rec, stored, in))
 	switch outcome {
 	case OutcomeTransitioned:
 	case OutcomeEarly:
@@ -159,6 +176,11 @@ func (r *Recorder) applyOnce(ctx context.Context, stored Receipt, key, id string
 		return true, nil
 	default:
 		res.Outcome = outcome
+		if outcome == OutcomeMismatch {
+			// The receipt stays in the log as evidence (and in the table when it came first).
+			r.log().Error("receipt names our attempt but another provider or message; not applied", "attempt_ref", in.AttemptRef,
+				"receipt_provider", in.Provider, "receipt_message_id", in.MessageID, "record_provider", rec.Provider, "state", string(rec.State))
+		}
 		if outcome == OutcomeStale {
 			// A receipt for an attempt the record has left behind: if the record went on to
 			// another attempt, the provider may have delivered twice.
@@ -184,6 +206,21 @@ func (r *Recorder) applyOnce(ctx context.Context, stored Receipt, key, id string
 	return true, nil
 }
 
+// applicable returns the receipt that speaks for rec's attempt: the one stored, unless it does
+// not match rec (a neighbour's, stored first) and the one received does and is final; then
+// the received one, so a neighbour cannot keep the genuine receipt out. A received receipt
+// that does not match rec is itself returned, so that decide reports the mismatch.
+func applicable(rec notify.Record, stored, in Receipt) Receipt {
+	matches := func(r Receipt) bool { return r.SMS().Matches(rec.Provider, rec.ProviderMessageID) }
+	switch {
+	case !matches(in):
+		return in
+	case !matches(stored) && in.Final():
+		return in
+	}
+	return stored
+}
+
 // decide returns what a final receipt for attempt n of notification id does to rec, and the
 // change to apply when the outcome is OutcomeTransitioned.
 func decide(rec notify.Record, id string, n int, rc Receipt) (Outcome, notify.Change) {
@@ -191,6 +228,11 @@ func decide(rec notify.Record, id string, n int, rc Receipt) (Outcome, notify.Ch
 		return OutcomeOrphan, notify.Change{}
 	}
 	sameAttempt := rec.Attempt == n
+	if sameAttempt && !rc.SMS().Matches(rec.Provider, rec.ProviderMessageID) {
+		// Our reference, but from another provider than the attempt went to, or for another
+		// message: kept as evidence, alarmed on, never applied.
+		return OutcomeMismatch, notify.Change{}
+	}
 	switch {
 	case rec.State == notify.StateSent && sameAttempt:
 		return OutcomeTransitioned, notify.Change{To: rc.Status.State(), Reason: rc.Status.Reason()}
@@ -220,7 +262,8 @@ func (r *Recorder) count(provider string, o Outcome) {
 	if provider == "" {
 		provider = "unknown"
 	}
-	r.Metrics.Emit(map[string]string{"Provider": provider, "Outcome": string(o)},
+	// Also by Outcome alone: the mismatch alarm covers every provider.
+	r.Metrics.EmitRollup(map[string]string{"Provider": provider, "Outcome": string(o)}, [][]string{{"Outcome"}},
 		obs.Metric{Name: "Receipts", Unit: obs.UnitCount, Value: 1})
 }
 

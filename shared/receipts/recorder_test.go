@@ -46,6 +46,27 @@ func TestRecord(t *testing.T) {
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
+			name: "a neighbour's receipt for our attempt is never applied", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{neighbour(receipt(a1, sms.ReceiptUndelivered))},
+			want:      []receipts.Outcome{receipts.OutcomeMismatch},
+			wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
+			wantRef: a1, wantStored: sms.ReceiptUndelivered,
+		},
+		{
+			name: "another message ID of the same provider is never applied", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{func() receipts.Receipt { r := receipt(a1, sms.ReceiptUndelivered); r.MessageID = "msg-2"; return r }()},
+			want:      []receipts.Outcome{receipts.OutcomeMismatch},
+			wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
+			wantRef: a1, wantStored: sms.ReceiptUndelivered,
+		},
+		{
+			name: "a neighbour's receipt stored first does not keep the genuine one out", path: []notify.Change{lease, accepted},
+			in:        []receipts.Receipt{neighbour(receipt(a1, sms.ReceiptUndelivered)), receipt(a1, sms.ReceiptDelivered)},
+			want:      []receipts.Outcome{receipts.OutcomeMismatch, receipts.OutcomeTransitioned},
+			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
+			wantRef: a1, wantStored: sms.ReceiptUndelivered,
+		},
+		{
 			name: "undelivered", path: []notify.Change{lease, accepted},
 			in:        []receipts.Receipt{receipt(a1, sms.ReceiptUndelivered)},
 			want:      []receipts.Outcome{receipts.OutcomeTransitioned},

@@ -9,11 +9,15 @@
 //	                  written, 429, or a 503 the provider documents as
 //	                  "not processed"; RetryAfter when the provider said so    → retry_scheduled
 //	ClassRejected     a permanent 4xx (invalid or opted-out number, blocked)   → failed
+//	                  (DetailRestricted: a restriction of this provider's own,
+//	                  which the next provider of a chain may not share)
 //	ClassUnknown      timeout after the request was written, connection lost,
 //	                  500/502/504, unreadable body                             → dispatch_unknown
 //
 // Outcome.Reason maps an outcome to the notify.Reason the worker records, and Outcome.State to
-// the state it moves to. An outcome the adapter could not classify is Unknown, never
+// the state it moves to. Outcome.FailoverAllowed says whether it proves the provider sent
+// nothing, so that the next attempt may go to another provider: not accepted, or rejected as
+// restricted. An outcome the adapter could not classify is Unknown, never
 // NotAccepted: an unknown outcome is never retried blindly.
 //
 // Sender and Lookup are separate interfaces so that the reconcile worker can be handed a

@@ -118,11 +118,25 @@ func (r LookupResult) Reason() notify.Reason {
 type Receipt struct {
 	AttemptRef string
 	MessageID  string
+	// Provider names the provider that reported it; empty for receipts recorded before
+	// providers were.
+	Provider string
 	// Status is the final receipt, or ReceiptNone when only an intermediate event (queued,
 	// handed to the carrier) is recorded. Any recorded event proves the provider accepted the
 	// attempt.
 	Status ReceiptStatus
 	At     time.Time
+}
+
+// Matches reports whether r can be the receipt of an attempt that went to provider and, when
+// known, was accepted as messageID: beyond the attempt reference it was matched on, it names
+// that provider and that message ID. A receipt or record without a provider (recorded before
+// providers were) matches any provider; an unknown message ID on either side matches any.
+func (r Receipt) Matches(provider, messageID string) bool {
+	if provider != "" && r.Provider != "" && r.Provider != provider {
+		return false
+	}
+	return messageID == "" || r.MessageID == "" || r.MessageID == messageID
 }
 
 // ReceiptReader finds the delivery events recorded for an attempt. The provider-events code
@@ -143,6 +157,7 @@ type ReceiptReader interface {
 // event pipeline's) only sets the detail: "not_visible_yet" before it has passed since the
 // attempt, "no_receipt" after.
 type ReceiptLookup struct {
+	provider   string
 	reader     ReceiptReader
 	visibility time.Duration
 	clock      notify.Clock
@@ -154,6 +169,15 @@ func NewReceiptLookup(r ReceiptReader, visibility time.Duration, clock notify.Cl
 		clock = notify.SystemClock{}
 	}
 	return &ReceiptLookup{reader: r, visibility: visibility, clock: clock}
+}
+
+// ForProvider returns l restricted to the receipts provider reported: a receipt another
+// provider reported for the reference proves nothing about this provider's attempt, and is
+// reported as inconclusive ("receipt_from_another_provider").
+func (l *ReceiptLookup) ForProvider(provider string) *ReceiptLookup {
+	c := *l
+	c.provider = provider
+	return &c
 }
 
 // Visibility returns the window after an attempt before a missing receipt is reported as
@@ -175,6 +199,9 @@ func (l *ReceiptLookup) Lookup(ctx context.Context, req LookupRequest) (LookupRe
 			return res, nil
 		}
 		return Inconclusive("no_receipt"), nil
+	}
+	if l.provider != "" && rc.Provider != "" && rc.Provider != l.provider {
+		return Inconclusive("receipt_from_another_provider"), nil
 	}
 	if rc.MessageID == "" {
 		rc.MessageID = req.MessageID

@@ -34,10 +34,17 @@ const (
 	DetailNotWritten Detail = "not_written"
 )
 
-// Detail of ClassRejected.
+// Details of ClassRejected.
 const (
 	// DetailPermanent is a 4xx the provider will answer the same way again.
 	DetailPermanent Detail = "permanent"
+	// DetailRestricted is a refusal that comes from this provider's own restrictions (the
+	// destination country is not enabled or not supported for the account, the sender
+	// identity cannot be used there), not from the destination itself: another provider of
+	// the chain may not share it, so the attempt may fail over. Adapters use it only for the
+	// codes their provider documents as such (see Restricted); our own policy (a country the
+	// deployment blocks) is never one of them.
+	DetailRestricted Detail = "restricted"
 )
 
 // Details of ClassUnknown.
@@ -84,6 +91,12 @@ func Rejected(code string, err error) Outcome {
 	return Outcome{Class: ClassRejected, Detail: DetailPermanent, Code: code, Err: err}
 }
 
+// Restricted returns the outcome of a send this provider refused for a restriction of its
+// own (DetailRestricted), with its code.
+func Restricted(code string, err error) Outcome {
+	return Outcome{Class: ClassRejected, Detail: DetailRestricted, Code: code, Err: err}
+}
+
 // Unknown returns the outcome of a send the provider may or may not have accepted.
 func Unknown(d Detail, err error) Outcome {
 	return Outcome{Class: ClassUnknown, Detail: d, Err: err}
@@ -108,7 +121,9 @@ func (o Outcome) Normalized() Outcome {
 			o.Detail = DetailUnavailable
 		}
 	case ClassRejected:
-		o.Detail = DetailPermanent
+		if o.Detail != DetailRestricted {
+			o.Detail = DetailPermanent
+		}
 	case ClassUnknown:
 		switch o.Detail {
 		case DetailTimeout, DetailConnectionLost, DetailAmbiguous:
@@ -143,6 +158,23 @@ func (o Outcome) Reason() notify.Reason {
 		return notify.ReasonConnectionLost
 	}
 	return notify.ReasonProviderAmbiguous
+}
+
+// FailoverAllowed reports whether o proves the provider did not send, in a way that allows
+// the next attempt to go to another provider: not accepted (not written, throttled, or a
+// documented "not processed"), or rejected for a restriction of this provider's own
+// (DetailRestricted). Accepted, permanently rejected and unknown outcomes never allow it; an
+// unknown outcome may lead to another provider only after reconciliation found nothing at the
+// provider that had it.
+func (o Outcome) FailoverAllowed() bool {
+	o = o.Normalized()
+	switch o.Class {
+	case ClassNotAccepted:
+		return true
+	case ClassRejected:
+		return o.Detail == DetailRestricted
+	}
+	return false
 }
 
 // State returns the state a dispatching record moves to after o. A NotAccepted outcome

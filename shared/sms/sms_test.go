@@ -231,10 +231,13 @@ func TestReceiptLookup(t *testing.T) {
 		{"none at the window", fakeReader{}, at.Add(5 * time.Minute), sms.Inconclusive("no_receipt"), false},
 		{"none long after the window", fakeReader{}, at.Add(24 * time.Hour), sms.Inconclusive("no_receipt"), false},
 		{"reader fails", fakeReader{err: errors.New("boom")}, at.Add(time.Hour), sms.Inconclusive("provider_error"), true},
+		// Another provider's receipt under our reference proves nothing about this one's attempt.
+		{"another provider's receipt", fakeReader{rc: sms.Receipt{MessageID: "m1", Provider: "sinch", Status: sms.ReceiptDelivered}, ok: true}, at, sms.Inconclusive("receipt_from_another_provider"), false},
+		{"this provider's receipt", fakeReader{rc: sms.Receipt{MessageID: "m1", Provider: "endusersms"}, ok: true}, at, sms.Found("m1", sms.ReceiptNone, time.Time{}), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l := sms.NewReceiptLookup(tc.reader, 5*time.Minute, notifytest.NewClock(tc.now))
+			l := sms.NewReceiptLookup(tc.reader, 5*time.Minute, notifytest.NewClock(tc.now)).ForProvider("endusersms")
 			got, err := l.Lookup(context.Background(), sms.LookupRequest{AttemptRef: "n-a1", AttemptedAt: at})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, wantErr %v", err, tc.wantErr)
@@ -243,6 +246,24 @@ func TestReceiptLookup(t *testing.T) {
 				t.Errorf("Lookup (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestReceiptMatches(t *testing.T) {
+	rc := sms.Receipt{Provider: "sinch", MessageID: "m1"}
+	for _, tc := range []struct {
+		provider, messageID string
+		want                bool
+	}{
+		{"sinch", "m1", true}, {"sinch", "", true}, {"", "m1", true},
+		{"endusersms", "m1", false}, {"sinch", "m2", false},
+	} {
+		if got := rc.Matches(tc.provider, tc.messageID); got != tc.want {
+			t.Errorf("Matches(%q, %q) = %v, want %v", tc.provider, tc.messageID, got, tc.want)
+		}
+	}
+	if legacy := (sms.Receipt{MessageID: "m1"}); !legacy.Matches("sinch", "m1") {
+		t.Error("a receipt recorded before providers were does not match")
 	}
 }
 

@@ -25,12 +25,14 @@ const (
 	AttrDestinationFP      = "destination_fp"
 	AttrProvider           = "provider"
 	AttrProviderMessageID  = "provider_message_id"
-	AttrLeaseUntil         = "lease_until"
-	AttrAttemptedAt        = "attempted_at"
-	AttrReconcileCount     = "reconcile_count"
-	AttrNextActionAt       = "next_action_at"
-	AttrDueShard           = "due_shard"
-	AttrTTL                = "ttl"
+	// AttrAttemptProviders lists the provider of each attempt, in order.
+	AttrAttemptProviders = "attempt_providers"
+	AttrLeaseUntil       = "lease_until"
+	AttrAttemptedAt      = "attempted_at"
+	AttrReconcileCount   = "reconcile_count"
+	AttrNextActionAt     = "next_action_at"
+	AttrDueShard         = "due_shard"
+	AttrTTL              = "ttl"
 	// AttrLeaseToken is the random token of the current lease.
 	AttrLeaseToken = "lease_token"
 	// AttrWriteToken is random per conditional write of the store: a write that fails its

@@ -43,6 +43,22 @@ const (
 	// MetricDoubleSend counts lookups that found more than one accepted message for one
 	// attempt reference: evidence of a duplicate at the provider.
 	MetricDoubleSend = "DoubleSendEvidence"
+	// MetricExpirations counts the records a worker moved to expired, by Function and with no
+	// dimension at all (every worker's together, which the expiry alarm reads).
+	MetricExpirations = "WorkerExpirations"
+	// MetricFailovers counts attempts that went to another provider than the attempt before,
+	// by the DimProvider they went to.
+	MetricFailovers = "Failovers"
+	// MetricCoolDowns counts the times a provider's breaker opened (Health); MetricCoolDownSkips
+	// the attempts that passed a cooling-down provider over, by DimProvider.
+	MetricCoolDowns     = "ProviderCoolDowns"
+	MetricCoolDownSkips = "ProviderCoolDownSkips"
+	// MetricContradicted counts retries refused because a receipt held on the record says
+	// the provider accepted the attempt it had answered "not accepted" to.
+	MetricContradicted = "ContradictedOutcomes"
+	// MetricReceiptMismatch counts stored receipts for an attempt that name another provider
+	// or message ID than the record: kept as evidence, never applied.
+	MetricReceiptMismatch = "ReceiptMismatches"
 	// MetricSwept counts the records one sweep acted on, by Action.
 	MetricSwept = "SweptRecords"
 	// MetricOverdue is a gauge written by every sweep, zeros included: the records it read
@@ -74,6 +90,7 @@ const (
 	OutcomeNotDue         = "not_due"
 	OutcomeConflict       = "conflict"
 	OutcomeNoAttemptsLeft = "no_attempts_left"
+	OutcomeReceiptHeld    = "receipt_contradicts_outcome"
 	OutcomeDeadlineLeased = "deadline_after_lease"
 	OutcomeUnrenderable   = "unrenderable"
 	OutcomeTransitioned   = "transitioned"
@@ -234,6 +251,11 @@ func (c core) write(ctx context.Context, rec notify.Record, ch notify.Change, no
 		return notify.Record{}, fmt.Errorf("%s.transition %s: %w", c.function, rec.IdempotencyKey, err)
 	}
 	c.metrics.Transition(string(next.State), string(next.Reason))
+	if next.State == notify.StateExpired {
+		// Also with no dimension at all: the expiry alarm reads the sum over dispatch, reconcile
+		// and the sweeper without metric math (intake's EXPIRED_AT_ADMISSION is not counted).
+		c.metrics.EmitRollup(nil, [][]string{{obs.NoDimensions}}, obs.Metric{Name: MetricExpirations, Unit: obs.UnitCount, Value: 1})
+	}
 	c.logger().Info("transition", append(attrs(next), "from_state", string(rec.State), "reason", string(next.Reason))...)
 	return next, nil
 }

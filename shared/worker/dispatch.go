@@ -25,7 +25,20 @@ type Dispatcher struct {
 	// Provider names the provider Sender talks to; it is recorded on the record with each
 	// attempt, so reconciliation and the audit know who was asked.
 	Provider string
+	// Chain is the ordered provider chain (see Choose). Empty means a chain of one, Provider
+	// with its Sender.
+	Chain []Route
+	// Health is the providers' circuit breaker; nil skips no provider.
+	Health *Health
 	Base
+}
+
+// chain returns d's provider chain.
+func (d *Dispatcher) chain() []Route {
+	if len(d.Chain) > 0 {
+		return d.Chain
+	}
+	return []Route{{Name: d.Provider, Sender: d.Sender}}
 }
 
 func (d *Dispatcher) core() core { return d.Base.core("dispatch", d.Store) }
@@ -86,15 +99,27 @@ func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec 
 	if !ok {
 		return err
 	}
-	leased, ok, err := d.lease(ctx, c, rec)
+	choice := Choose(d.chain(), rec, d.Health, d.Clock.Now())
+	leased, ok, err := d.lease(ctx, c, rec, choice.Route.Name)
 	if !ok {
 		return err
 	}
 	if !d.stillInTime(c, rec, leased) {
 		return nil
 	}
-	ref, outcome := d.call(ctx, c, rec, leased, secret, msg)
+	d.countChoice(choice)
+	ref, outcome := d.call(ctx, c, rec, leased, choice.Route, secret, msg)
 	return d.record(ctx, c, leased, ref, outcome)
+}
+
+// countChoice counts a failover and the providers skipped for their cool-down.
+func (d *Dispatcher) countChoice(ch Choice) {
+	if ch.Failover {
+		d.Metrics.Emit(map[string]string{DimProvider: ch.Route.Name}, obs.Metric{Name: MetricFailovers, Unit: obs.UnitCount, Value: 1})
+	}
+	for _, name := range ch.Skipped {
+		d.Metrics.Emit(map[string]string{DimProvider: name}, obs.Metric{Name: MetricCoolDownSkips, Unit: obs.UnitCount, Value: 1})
+	}
 }
 
 // guard decides whether rec may be attempted at now. done is true when it may not: the message
@@ -112,6 +137,15 @@ func (d *Dispatcher) guard(ctx context.Context, c core, m notify.Message, rec no
 		}
 		c.scheduleDispatch(ctx, rec, rec.NextActionAt.Sub(now))
 		c.skip(OutcomeNotDue, rec)
+		return true, nil
+	}
+	if rec.State == notify.StateRetryScheduled && rec.EarlyReceipt != notify.StateNone {
+		// The provider answered "not accepted" and yet reported the attempt's delivery: it
+		// did accept. No further attempt, on this provider or another; the record waits for
+		// its deadline and expires, and the receipts table keeps the evidence.
+		d.Metrics.Emit(map[string]string{DimProvider: rec.Provider}, obs.Metric{Name: MetricContradicted, Unit: obs.UnitCount, Value: 1})
+		c.skip(OutcomeReceiptHeld, rec)
+		c.logger().Error("a receipt contradicts the provider's \"not accepted\"; no further attempt", attrs(rec)...)
 		return true, nil
 	}
 	if rec.Attempt >= d.Settings.MaxAttempts {
@@ -152,14 +186,14 @@ func (d *Dispatcher) prepare(ctx context.Context, c core, rec notify.Record) (no
 // lease takes rec's lease for this attempt. Unsealing (a KMS call) and rendering take time:
 // the lease is conditioned on, stamped with and timed from the clock as it is now, and a
 // deadline crossed meanwhile expires the record instead. ok is false when no lease was taken.
-func (d *Dispatcher) lease(ctx context.Context, c core, rec notify.Record) (notify.Record, bool, error) {
+func (d *Dispatcher) lease(ctx context.Context, c core, rec notify.Record, provider string) (notify.Record, bool, error) {
 	now := d.Clock.Now()
 	if c.tooLate(rec, now) {
 		return notify.Record{}, false, c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
 	leased, err := c.transition(ctx, rec, notify.Change{
 		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
-		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text(), Provider: d.Provider,
+		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text(), Provider: provider,
 	}, now)
 	if errors.Is(err, notify.ErrConflict) {
 		return notify.Record{}, false, d.lostLease(ctx, c, rec)
@@ -188,7 +222,7 @@ func (d *Dispatcher) stillInTime(c core, rec, leased notify.Record) bool {
 // period from then. So the call ends MinValidity before the deadline at the latest, and the
 // validity period runs from the call's end to the deadline: nothing is accepted at or after
 // the deadline, and nothing accepted stays valid past it.
-func (d *Dispatcher) call(ctx context.Context, c core, rec, leased notify.Record, secret notify.Secret, msg render.Message) (string, sms.Outcome) {
+func (d *Dispatcher) call(ctx context.Context, c core, rec, leased notify.Record, route Route, secret notify.Secret, msg render.Message) (string, sms.Outcome) {
 	ref := sms.AttemptRef(leased.NotificationID, leased.Attempt)
 	callEnd := c.attemptEnd(leased)
 	if latest := rec.DispatchDeadline.Add(-d.Settings.MinValidity); latest.Before(callEnd) {
@@ -196,15 +230,20 @@ func (d *Dispatcher) call(ctx context.Context, c core, rec, leased notify.Record
 	}
 	callCtx, cancel := context.WithDeadline(ctx, callEnd)
 	started := time.Now()
-	outcome := d.Sender.Send(callCtx, sms.SendRequest{
+	outcome := route.Sender.Send(callCtx, sms.SendRequest{
 		To: secret.To, Body: msg.Body, AttemptRef: ref,
 		// Rounded down to whole seconds: the carrier must drop the message no later than the
 		// dispatch deadline.
 		ValidityPeriod: rec.DispatchDeadline.Sub(callEnd).Truncate(time.Second),
 	}).Normalized()
 	cancel()
+	if d.Health.Observe(route.Name, outcome, d.Clock.Now()) {
+		// Also under Function alone: one alarm covers every provider of the chain.
+		d.Metrics.EmitRollup(map[string]string{DimProvider: route.Name}, [][]string{{}}, obs.Metric{Name: MetricCoolDowns, Unit: obs.UnitCount, Value: 1})
+		c.logger().Warn("provider cooling down after repeated \"not accepted\" answers", "provider", route.Name)
+	}
 	// Also under Function and Provider alone: the latency alarm reads p99 over every class.
-	d.Metrics.EmitRollup(map[string]string{DimProvider: d.Provider, "Class": string(outcome.Class), "Detail": string(outcome.Detail)},
+	d.Metrics.EmitRollup(map[string]string{DimProvider: route.Name, "Class": string(outcome.Class), "Detail": string(outcome.Detail)},
 		[][]string{{DimProvider}},
 		obs.Metric{Name: MetricProviderCalls, Unit: obs.UnitCount, Value: 1},
 		obs.Metric{Name: MetricProviderLatency, Unit: obs.UnitMilliseconds, Value: float64(time.Since(started).Microseconds()) / 1000})
@@ -228,22 +267,18 @@ func (d *Dispatcher) lostLease(ctx context.Context, c core, rec notify.Record) e
 	return nil
 }
 
-// record writes the classified outcome of the attempt and schedules what comes next:
-//
-//	accepted      → sent, with the provider's message ID
-//	not accepted  → retry_scheduled after max(Retry-After, jittered backoff), through the
-//	                dispatch queue; failed / ATTEMPTS_EXHAUSTED at the last attempt
-//	rejected      → failed / PROVIDER_REJECTED
-//	unknown       → dispatch_unknown, reconciled once the provider's visibility window passed
-//
-// If the write loses or fails, the outcome is logged and the message acknowledged. That never
-// leads to a blind re-send: the record is still dispatching under this attempt's lease, no
-// other worker can lease it, and once the lease runs out the only way on is dispatch_unknown /
-// LEASE_EXPIRED, where reconciliation looks the attempt up by its reference before any new send
-// is authorised.
-func (d *Dispatcher) record(ctx context.Context, c core, leased notify.Record, ref string, o sms.Outcome) error {
-	now := d.Clock.Now()
+// next returns the change that records outcome o of leased's attempt at now (see record).
+func (d *Dispatcher) next(c core, leased notify.Record, o sms.Outcome, now time.Time) notify.Change {
 	ch := notify.Change{To: o.State(), Reason: o.Reason()}
+	chain := d.chain()
+	pos := index(chain, leased.Provider)
+	// Another provider comes after this one in the chain: a failover needs no backoff, the
+	// provider that failed is not asked again before the chain has come round.
+	ahead := pos >= 0 && pos+1 < len(chain)
+	if ch.To == notify.StateFailed && o.FailoverAllowed() && ahead {
+		// Refused for a restriction of this provider's own: the next provider may serve it.
+		ch.To = notify.StateRetryScheduled
+	}
 	switch ch.To {
 	case notify.StateSent:
 		ch.ProviderMessageID = o.MessageID
@@ -253,9 +288,35 @@ func (d *Dispatcher) record(ctx context.Context, c core, leased notify.Record, r
 			break
 		}
 		ch.NextActionAt = now.Add(max(o.RetryAfter, c.backoff(leased.Attempt)))
+		if ahead && o.FailoverAllowed() {
+			ch.NextActionAt = now
+		}
 	case notify.StateDispatchUnknown:
 		ch.NextActionAt = c.reconcileAt(leased, now)
 	}
+	return ch
+}
+
+// record writes the classified outcome of the attempt and schedules what comes next:
+//
+//	accepted      → sent, with the provider's message ID
+//	not accepted  → retry_scheduled after max(Retry-After, jittered backoff), through the
+//	                dispatch queue, or at once when a provider comes after this one in the
+//	                chain (the retry fails over to it); failed / ATTEMPTS_EXHAUSTED at the
+//	                last attempt
+//	rejected      → failed / PROVIDER_REJECTED; for a restriction of the provider's own
+//	                (sms.DetailRestricted) with a provider after it in the chain,
+//	                retry_scheduled / PROVIDER_REJECTED, due at once
+//	unknown       → dispatch_unknown, reconciled once the provider's visibility window passed
+//
+// If the write loses or fails, the outcome is logged and the message acknowledged. That never
+// leads to a blind re-send: the record is still dispatching under this attempt's lease, no
+// other worker can lease it, and once the lease runs out the only way on is dispatch_unknown /
+// LEASE_EXPIRED, where reconciliation looks the attempt up by its reference before any new send
+// is authorised.
+func (d *Dispatcher) record(ctx context.Context, c core, leased notify.Record, ref string, o sms.Outcome) error {
+	now := d.Clock.Now()
+	ch := d.next(c, leased, o, now)
 	log := c.logger().With(append(attrs(leased), "attempt_ref", ref, "outcome", o.String())...)
 	if o.Err != nil {
 		log = log.With("provider_error", o.Err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"regexp"
@@ -17,9 +18,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
+	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/receipts"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
@@ -222,6 +225,7 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	f.sweep(t)
 	f.clock.Set(t0.Add(time.Hour))
 	f.drain(t, 20)
+	emitFailoverMetrics(t, f)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Request("POST /v1/notifications", 202, time.Millisecond)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Refusal(string(notify.RefusedPrefixVelocity), "44")
 	(&audit.Digester{Period: time.Minute, Metrics: &obs.Metrics{W: f.metrics, Function: "digest"}}).Report(context.Background(), 1, t0, t0)
@@ -240,8 +244,39 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	return got
 }
 
+// emitFailoverMetrics adds to f's metrics what a chain of two providers writes: failovers, a
+// cool-down and its skips (dispatch), a receipt of another provider (reconcile), and what
+// provider-events counts per receipt.
+func emitFailoverMetrics(t *testing.T, base *fixture) {
+	t.Helper()
+	f := newChainFixture(t)
+	f.metrics = base.metrics
+	f.build(t)
+	f.d.Chain = []worker.Route{{Name: primary, Sender: f.sender}, {Name: secondary, Sender: f.sender2}}
+	f.r.Chain = []worker.LookupRoute{{Name: primary, Lookup: sms.OnlyLookup(f.lookup)}, {Name: secondary, Lookup: sms.OnlyLookup(f.lookup2)}}
+	f.d.Health = worker.NewHealth()
+	f.sender.Outcomes = []sms.Outcome{sms.NotAccepted(sms.DetailNotWritten, 0, errors.New("refused"))}
+	for i := range worker.DefaultTripAfter + 1 {
+		f.dispatch(t, notify.MessageOf(f.admitKey(t, fmt.Sprintf("failover-%d", i))))
+		f.drain(t, 5)
+	}
+	f.d.Health = nil
+	rec := f.unknownRecord(t, request("mismatch", 10*time.Minute))
+	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
+	f.r.Receipts = &workertest.Receipts{ByRef: map[string]sms.Receipt{ref: {AttemptRef: ref, Provider: "neighbour"}}}
+	f.reconcile(t, notify.MessageOf(rec))
+	// Every receipt outcome is counted by the same dimensions; a dropped event is the one a
+	// recorder without stores can count.
+	rcd := &receipts.Recorder{Metrics: &obs.Metrics{W: base.metrics, Function: receipts.Component}}
+	rcd.Poison(context.Background(), "simulator", receipts.ErrPoison)
+}
+
 // schemaKey is a dimension set as "Function,Key,...", Function first and the rest sorted.
 func schemaKey(dims []string) string {
+	if len(dims) == 0 {
+		// No dimension at all (obs.NoDimensions), not even Function.
+		return ""
+	}
 	rest := slices.DeleteFunc(slices.Clone(dims), func(d string) bool { return d == obs.DimFunction })
 	slices.Sort(rest)
 	return strings.Join(append([]string{obs.DimFunction}, rest...), ",")
@@ -374,7 +409,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check, ours)
 		}
 	}
-	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, obs.MetricTransitions, audit.MetricDigestLag} {
+	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, obs.MetricTransitions, audit.MetricDigestLag, worker.MetricExpirations, worker.MetricCoolDowns, worker.MetricReceiptMismatch} {
 		if !alarmed[name] {
 			t.Errorf("no alarm reads %s", name)
 		}

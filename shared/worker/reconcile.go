@@ -27,7 +27,29 @@ type Reconciler struct {
 	// provider (the configuration changed) cannot be looked up here: its lookups are
 	// inconclusive until it expires as unresolved.
 	Provider string
+	// Chain holds the lookups of every provider of the chain, by name; empty means a chain
+	// of one, Provider with its Lookup. An attempt is looked up at the provider recorded for
+	// it (a record written before the chain, with no provider, at the first).
+	Chain []LookupRoute
 	Base
+}
+
+// lookupFor returns the lookup of the provider that had rec's current attempt, and its name;
+// ok is false when that provider is not configured here.
+func (r *Reconciler) lookupFor(rec notify.Record) (LookupRoute, bool) {
+	chain := r.Chain
+	if len(chain) == 0 {
+		chain = []LookupRoute{{Name: r.Provider, Lookup: r.Lookup}}
+	}
+	if rec.Provider == "" {
+		return chain[0], true
+	}
+	for _, lr := range chain {
+		if lr.Name == rec.Provider || lr.Name == "" {
+			return lr, true
+		}
+	}
+	return LookupRoute{Name: rec.Provider}, false
 }
 
 func (r *Reconciler) core() core { return r.Base.core("reconcile", r.Store) }
@@ -127,7 +149,14 @@ func (r *Reconciler) byReceipt(ctx context.Context, c core, rec notify.Record) (
 	if !ok {
 		return notify.Change{}, false, nil
 	}
-	c.logger().Info("stored receipt", append(attrs(rec), "attempt_ref", ref, "receipt_status", string(rc.Status))...)
+	c.logger().Info("stored receipt", append(attrs(rec), "attempt_ref", ref, "receipt_status", string(rc.Status), "receipt_provider", rc.Provider)...)
+	if !rc.Matches(rec.Provider, rec.ProviderMessageID) {
+		// Not from the provider that had the attempt (or for another message): evidence,
+		// never applied. It still counts as seen, so that no "not found" authorises a send.
+		r.Metrics.EmitRollup(map[string]string{DimProvider: rc.Provider}, [][]string{{}}, obs.Metric{Name: MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
+		c.logger().Error("stored receipt names another provider or message; not applied", append(attrs(rec), "attempt_ref", ref, "receipt_provider", rc.Provider)...)
+		return notify.Change{}, true, nil
+	}
 	ch.ProviderMessageID = rc.MessageID
 	switch {
 	case rc.Status != sms.ReceiptNone:
@@ -148,12 +177,13 @@ func (r *Reconciler) lookup(ctx context.Context, c core, rec notify.Record) sms.
 	if rec.Attempt < 1 || rec.AttemptedAt.IsZero() {
 		return sms.Inconclusive("attempt_unknown")
 	}
-	if rec.Provider != "" && r.Provider != "" && rec.Provider != r.Provider {
+	lr, ok := r.lookupFor(rec)
+	if !ok {
 		return sms.Inconclusive("provider_changed")
 	}
 	lctx, cancel := context.WithTimeout(ctx, r.Settings.ProviderTimeout)
 	defer cancel()
-	res, err := r.Lookup.Lookup(lctx, sms.LookupRequest{
+	res, err := lr.Lookup.Lookup(lctx, sms.LookupRequest{
 		AttemptRef: ref, MessageID: rec.ProviderMessageID, AttemptedAt: c.attemptEnd(rec),
 	})
 	if err != nil {
@@ -162,7 +192,7 @@ func (r *Reconciler) lookup(ctx context.Context, c core, rec notify.Record) sms.
 			res = sms.Inconclusive("provider_error")
 		}
 	}
-	r.Metrics.Emit(map[string]string{"Provider": r.Provider, "Status": string(res.Status)},
+	r.Metrics.Emit(map[string]string{DimProvider: lr.Name, "Status": string(res.Status)},
 		obs.Metric{Name: MetricLookups, Unit: obs.UnitCount, Value: 1})
 	c.logger().Info("lookup", append(attrs(rec), "attempt_ref", ref, "status", string(res.Status), "detail", res.Detail)...)
 	return res
@@ -170,7 +200,7 @@ func (r *Reconciler) lookup(ctx context.Context, c core, rec notify.Record) sms.
 
 func (r *Reconciler) accepted(ctx context.Context, c core, rec notify.Record, res sms.LookupResult, now time.Time) error {
 	if res.Matches > 1 {
-		r.Metrics.Emit(map[string]string{"Provider": r.Provider}, obs.Metric{Name: MetricDoubleSend, Unit: obs.UnitCount, Value: 1})
+		r.Metrics.Emit(map[string]string{DimProvider: rec.Provider}, obs.Metric{Name: MetricDoubleSend, Unit: obs.UnitCount, Value: 1})
 		c.logger().Error("provider holds more than one accepted message for one attempt", append(attrs(rec), "matches", res.Matches)...)
 	}
 	sent, ok, err := c.settle(ctx, rec, notify.Change{

@@ -57,6 +57,11 @@ const Provider = "endusersms"
 // ContextAttemptRef is the key of the attempt reference in SendTextMessage's Context.
 const ContextAttemptRef = "attempt_ref"
 
+// ContextConfigurationSet is the key of the configuration set's name in SendTextMessage's
+// Context: its events carry it back, so provider-events applies only the events of the
+// configuration set this stack sends through.
+const ContextConfigurationSet = "configuration_set"
+
 // The TimeToLive range of SendTextMessage, in seconds.
 const (
 	MinTTLSeconds = 5
@@ -154,6 +159,7 @@ func (s *Sender) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 	}
 	if s.cfg.ConfigurationSetName != "" {
 		in.ConfigurationSetName = aws.String(s.cfg.ConfigurationSetName)
+		in.Context[ContextConfigurationSet] = s.cfg.ConfigurationSetName
 	}
 	if s.cfg.ProtectConfigurationID != "" {
 		in.ProtectConfigurationId = aws.String(s.cfg.ProtectConfigurationID)
@@ -218,6 +224,9 @@ func byException(err error, pe *sms.ProviderError, retryAfter time.Duration) (ou
 		return sms.NotAccepted(sms.DetailThrottled, retryAfter, pe), true
 	case errors.As(err, &validation):
 		pe.Code += "/" + string(validation.Reason)
+		if restrictedReasons[validation.Reason] {
+			return sms.Restricted(pe.Code, pe), true
+		}
 		return sms.Rejected(pe.Code, pe), true
 	case errors.As(err, &denied):
 		pe.Code += "/" + string(denied.Reason)
@@ -274,5 +283,20 @@ var notProcessed = map[string]bool{
 // by provider-events, found by attempt_ref. It answers Found or Inconclusive, never NotFound
 // (see sms.ReceiptLookup). Its visibility window should cover the event pipeline's latency.
 func NewLookup(r sms.ReceiptReader, visibility time.Duration, clock notify.Clock) *sms.ReceiptLookup {
-	return sms.NewReceiptLookup(r, visibility, clock)
+	return sms.NewReceiptLookup(r, visibility, clock).ForProvider(Provider)
+}
+
+// restrictedReasons are the ValidationException reasons that come from this account's or
+// this provider's own restrictions on where and from whom it sends, not from the destination:
+// another provider of the chain may not share them (sms.DetailRestricted). The protect
+// configuration's country block (a ConflictException) is the deployment's own policy and is
+// deliberately not one of them: no provider may send there.
+var restrictedReasons = map[types.ValidationExceptionReason]bool{
+	types.ValidationExceptionReasonCountryNotEnabled:                    true,
+	types.ValidationExceptionReasonDestinationCountryBlocked:            true,
+	types.ValidationExceptionReasonInternationalSendingNotSupported:     true,
+	types.ValidationExceptionReasonInvalidIdentityForDestinationCountry: true,
+	types.ValidationExceptionReasonSenderIdNotRegistered:                true,
+	types.ValidationExceptionReasonSenderIdNotSupported:                 true,
+	types.ValidationExceptionReasonSenderIdRequiresRegistration:         true,
 }

@@ -76,6 +76,9 @@ func TestSendClassifies(t *testing.T) {
 			{Name: "429 with Retry-After", Handler: answer(429, map[string]string{"Retry-After": "4"}, `{}`), Class: sms.ClassNotAccepted, Reason: notify.ReasonProviderThrottled, Code: "UnknownError", RetryAfter: 4 * time.Second},
 			{Name: "ExpiredTokenException", Handler: awsError(400, "ExpiredTokenException", ""), Class: sms.ClassNotAccepted, Reason: notify.ReasonProviderUnavailable, Code: "ExpiredTokenException"},
 			{Name: "ValidationException", Handler: awsError(400, "ValidationException", `,"Reason":"INVALID_PARAMETER"`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "ValidationException/INVALID_PARAMETER"},
+			{Name: "ValidationException, country not enabled: the next provider may serve it", Handler: awsError(400, "ValidationException", `,"Reason":"COUNTRY_NOT_ENABLED"`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "ValidationException/COUNTRY_NOT_ENABLED", Failover: true},
+			{Name: "ValidationException, sender ID not registered", Handler: awsError(400, "ValidationException", `,"Reason":"SENDER_ID_NOT_REGISTERED"`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "ValidationException/SENDER_ID_NOT_REGISTERED", Failover: true},
+			{Name: "ConflictException, country blocked by our protect configuration: no failover", Handler: awsError(409, "ConflictException", `,"Reason":"DESTINATION_COUNTRY_BLOCKED_BY_PROTECT_CONFIGURATION"`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "ConflictException/DESTINATION_COUNTRY_BLOCKED_BY_PROTECT_CONFIGURATION"},
 			{Name: "AccessDeniedException", Handler: awsError(403, "AccessDeniedException", `,"Reason":"ACCOUNT_DISABLED"`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "AccessDeniedException/ACCOUNT_DISABLED"},
 			{Name: "ResourceNotFoundException", Handler: awsError(404, "ResourceNotFoundException", `,"ResourceType":"configuration-set"`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "ResourceNotFoundException/configuration-set"},
 			{Name: "ConflictException opted out", Handler: awsError(409, "ConflictException", `,"Reason":"DESTINATION_PHONE_NUMBER_OPTED_OUT"`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "ConflictException/DESTINATION_PHONE_NUMBER_OPTED_OUT"},
@@ -113,7 +116,7 @@ func TestSendClassifies(t *testing.T) {
 				MessageType:            "TRANSACTIONAL",
 				ConfigurationSetName:   "resetnotify-events",
 				ProtectConfigurationId: "protect-0123456789abcdef",
-				Context:                map[string]string{"attempt_ref": ref},
+				Context:                map[string]string{"attempt_ref": ref, "configuration_set": "resetnotify-events"},
 				TimeToLive:             89,
 			}
 			smstest.CheckBody(t, r, want)

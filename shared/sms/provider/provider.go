@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,6 +38,8 @@ const (
 	Simulator  = simclient.Provider
 	EndUserSMS = endusersms.Provider
 	Sinch      = sinch.Provider
+	// Simulator2 is the simulator in its second-provider mode, at SMS_SIMULATOR2_URL.
+	Simulator2 = config.SMSSimulator2
 )
 
 // DefaultTimeout bounds one provider call when SMS_TIMEOUT is not set.
@@ -70,7 +73,7 @@ const MinSinchAPITokenLen = 16
 // read from SSM Parameter Store: the Sinch API token from SINCH_API_TOKEN_PARAM. Only the
 // functions that call the provider (dispatch, reconcile) call it, once at cold start.
 func ResolveSecrets(ctx context.Context, cfg Config, params secretparam.API) (Config, error) {
-	if cfg.Kind == Sinch && cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam != "" {
+	if (cfg.Kind == Sinch || slices.Contains(cfg.Chain, Sinch)) && cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam != "" {
 		v, err := secretparam.Read(ctx, params, cfg.SinchAPITokenParam, MinSinchAPITokenLen)
 		if err != nil {
 			return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
@@ -116,9 +119,13 @@ func New(cfg Config, deps Deps) (Provider, error) {
 	}
 	p := Provider{Name: cfg.Kind, Visibility: cfg.Visibility, Timeout: cfg.Timeout}
 	switch cfg.Kind {
-	case Simulator:
+	case Simulator, Simulator2:
+		base := cfg.SimulatorURL
+		if cfg.Kind == Simulator2 {
+			base = cfg.Simulator2URL
+		}
 		c, err := simclient.New(simclient.Config{
-			BaseURL: cfg.SimulatorURL, Token: cfg.SimulatorToken, Timeout: cfg.Timeout,
+			BaseURL: base, Token: cfg.SimulatorToken, Timeout: cfg.Timeout, Name: cfg.Kind,
 			Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
 		})
 		if err != nil {
@@ -152,6 +159,37 @@ func New(cfg Config, deps Deps) (Provider, error) {
 	return p, nil
 }
 
+// NewChain builds every provider of cfg's chain, in its order. Each shares cfg's timeout and
+// visibility window (the longest of the chain's unless configured).
+func NewChain(cfg Config, deps Deps) ([]Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("provider.new_chain: %w", err)
+	}
+	chain := cfg.Chain
+	if len(chain) == 0 {
+		chain = []string{cfg.Kind}
+	}
+	out := make([]Provider, 0, len(chain))
+	for _, kind := range chain {
+		p, err := New(cfg.One(kind), deps)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// BuildChain resolves cfg's secrets from SSM (ResolveSecrets) and builds every provider of
+// its chain: what dispatch and reconcile do once at cold start.
+func BuildChain(ctx context.Context, cfg Config, params secretparam.API, deps Deps) ([]Provider, error) {
+	cfg, err := ResolveSecrets(ctx, cfg, params)
+	if err != nil {
+		return nil, err
+	}
+	return NewChain(cfg, deps)
+}
+
 // Build resolves cfg's secrets from SSM (ResolveSecrets) and builds the provider: what the
 // functions that call the provider (dispatch, reconcile) do once at cold start.
 func Build(ctx context.Context, cfg Config, params secretparam.API, deps Deps) (Provider, error) {
@@ -169,7 +207,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, deps Deps) (Provid
 	if err != nil {
 		return Provider{}, err
 	}
-	if cfg.Kind == EndUserSMS && deps.AWS.Credentials == nil {
+	if (cfg.Kind == EndUserSMS || slices.Contains(cfg.Chain, EndUserSMS)) && deps.AWS.Credentials == nil {
 		deps.AWS, err = awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
 			return Provider{}, fmt.Errorf("provider.from_env: loading AWS configuration: %w", err)

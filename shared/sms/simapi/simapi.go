@@ -59,6 +59,9 @@ const (
 	CodeUnauthorized = "unauthorized"
 	// CodeDestinationRejected (400) is the reject fault: permanent.
 	CodeDestinationRejected = "destination_rejected"
+	// CodeCountryNotSupported (400) is the reject_country fault: this provider does not serve
+	// the destination's country. Permanent here, but another provider may serve it.
+	CodeCountryNotSupported = "country_not_supported"
 	// CodeThrottled (429, with Retry-After) means not processed; try again later.
 	CodeThrottled = "throttled"
 	// CodeNotProcessed (503, with Retry-After) is documented as "not processed": nothing was
@@ -114,7 +117,13 @@ type Receipt struct {
 	Status    Status    `json:"status"`
 	Reason    string    `json:"reason,omitempty"`
 	At        time.Time `json:"at"`
+	// Provider is the provider the simulator stands in for: DefaultProvider, or "simulator2"
+	// in its second-provider mode. Empty (from an older simulator) means DefaultProvider.
+	Provider string `json:"provider,omitempty"`
 }
+
+// DefaultProvider is the provider name of a simulator not in its second-provider mode.
+const DefaultProvider = "simulator"
 
 // Fault is the body of POST /control/faults. Modes are consumed one per send request to To,
 // and the last one stays in force; Mode is shorthand for a single mode. Receipt, when set,

@@ -54,10 +54,14 @@ type Config struct {
 	HTTPClient *http.Client
 	// Clock tells the time (default: the system clock).
 	Clock notify.Clock
+	// Name is the provider name the client answers as (default Provider); "simulator2" for
+	// the simulator in its second-provider mode.
+	Name string
 }
 
 // Client talks to the simulator. It implements sms.Sender and sms.Lookup.
 type Client struct {
+	name       string
 	base       *url.URL
 	token      string
 	timeout    time.Duration
@@ -80,9 +84,12 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Visibility < 0 {
 		return nil, fmt.Errorf("simclient.new: visibility %s is negative", cfg.Visibility)
 	}
-	c := &Client{base: u, token: cfg.Token, timeout: cfg.Timeout, visibility: cfg.Visibility, hc: cfg.HTTPClient, clock: cfg.Clock}
+	c := &Client{name: cfg.Name, base: u, token: cfg.Token, timeout: cfg.Timeout, visibility: cfg.Visibility, hc: cfg.HTTPClient, clock: cfg.Clock}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
+	}
+	if c.name == "" {
+		c.name = Provider
 	}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
@@ -135,22 +142,30 @@ func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 		failure.Err = fmt.Errorf("simclient.send %s: %w", req.AttemptRef, failure.Err)
 		return failure
 	}
-	return classify(resp, req.AttemptRef, c.clock.Now())
+	return classify(c.name, resp, req.AttemptRef, c.clock.Now())
 }
 
+// Name returns the provider name the client answers as.
+func (c *Client) Name() string { return c.name }
+
 // classify turns the simulator's answer to a send into an outcome. The simulator documents
-// 503 as "not processed": nothing was recorded.
-func classify(resp sms.HTTPResponse, ref string, now time.Time) sms.Outcome {
+// 503 as "not processed": nothing was recorded; and its 400 country_not_supported as a
+// restriction of its own (sms.DetailRestricted), which another provider may not share.
+func classify(name string, resp sms.HTTPResponse, ref string, now time.Time) sms.Outcome {
 	var apiErr simapi.Error
 	_ = json.Unmarshal(resp.Body, &apiErr)
-	return sms.ClassifySend(resp, sms.SendAnswer{
-		Provider: Provider, Op: "send " + ref, Code: apiErr.Code, NotProcessed503: true,
+	out := sms.ClassifySend(resp, sms.SendAnswer{
+		Provider: name, Op: "send " + ref, Code: apiErr.Code, NotProcessed503: true,
 		MessageID: func(body []byte) (string, bool) {
 			var sr simapi.SendResponse
 			err := json.Unmarshal(body, &sr)
 			return sr.MessageID, err == nil
 		},
 	}, now)
+	if out.Class == sms.ClassRejected && apiErr.Code == simapi.CodeCountryNotSupported {
+		out.Detail = sms.DetailRestricted
+	}
+	return out
 }
 
 // Lookup asks the simulator about an earlier attempt.
@@ -195,7 +210,7 @@ func (c *Client) Lookup(ctx context.Context, req sms.LookupRequest) (sms.LookupR
 	default:
 		var apiErr simapi.Error
 		_ = json.Unmarshal(resp.Body, &apiErr)
-		return sms.Inconclusive("provider_error"), &sms.ProviderError{Provider: Provider, Op: "lookup " + req.AttemptRef, StatusCode: resp.StatusCode, Code: apiErr.Code}
+		return sms.Inconclusive("provider_error"), &sms.ProviderError{Provider: c.name, Op: "lookup " + req.AttemptRef, StatusCode: resp.StatusCode, Code: apiErr.Code}
 	}
 	return found(msgs, req, now, c.visibility)
 }

@@ -37,6 +37,7 @@ func TestSendClassifies(t *testing.T) {
 			{Name: "201", Handler: smstest.JSON(201, "", `{"message_id":"sim-1"}`), Class: sms.ClassAccepted, Reason: notify.ReasonProviderAccepted, MessageID: "sim-1"},
 			{Name: "200", Handler: smstest.JSON(200, "", `{"message_id":"sim-2"}`), Class: sms.ClassAccepted, Reason: notify.ReasonProviderAccepted, MessageID: "sim-2"},
 			{Name: "400 permanent", Handler: smstest.JSON(400, "", echo), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "destination_rejected"},
+			{Name: "400 country not supported: the next provider may serve it", Handler: smstest.JSON(400, "", `{"code":"country_not_supported"}`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "country_not_supported", Failover: true},
 			{Name: "401", Handler: smstest.JSON(401, "", `{"code":"unauthorized"}`), Class: sms.ClassRejected, Reason: notify.ReasonProviderRejected, Code: "unauthorized"},
 			{Name: "429 with Retry-After", Handler: smstest.JSON(429, "7", `{"code":"throttled"}`), Class: sms.ClassNotAccepted, Reason: notify.ReasonProviderThrottled, RetryAfter: 7 * time.Second, Code: "throttled"},
 			{Name: "503 not processed", Handler: smstest.JSON(503, "2", `{"code":"unavailable_not_processed"}`), Class: sms.ClassNotAccepted, Reason: notify.ReasonProviderUnavailable, RetryAfter: 2 * time.Second, Code: "unavailable_not_processed"},

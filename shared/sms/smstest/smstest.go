@@ -137,6 +137,10 @@ type SendCase struct {
 	MessageID  string
 	RetryAfter time.Duration
 	Code       string
+	// Failover, when true, requires an outcome that lets the next attempt go to another
+	// provider (sms.Outcome.FailoverAllowed); a Rejected case without it requires one that
+	// does not.
+	Failover bool
 }
 
 // SendSuite runs SendCases against one adapter.
@@ -188,6 +192,9 @@ func CheckOutcome(t *testing.T, out sms.Outcome, want SendCase) {
 	t.Helper()
 	if out.Class != want.Class || out.Reason() != want.Reason {
 		t.Fatalf("outcome %s (reason %s, err %v), want %s / %s", out, out.Reason(), out.Err, want.Class, want.Reason)
+	}
+	if (want.Failover || want.Class == sms.ClassRejected) && out.FailoverAllowed() != want.Failover {
+		t.Errorf("outcome %s allows failover = %v, want %v", out, out.FailoverAllowed(), want.Failover)
 	}
 	if out.MessageID != want.MessageID || out.RetryAfter != want.RetryAfter || out.Code != want.Code {
 		t.Errorf("outcome %s: want message ID %q, retry after %s, code %q", out, want.MessageID, want.RetryAfter, want.Code)

@@ -35,7 +35,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	d.Log.Info("dispatch ready", "config", w.Config, "provider", d.Provider)
+	d.Log.Info("dispatch ready", "config", w.Config, "providers", w.SMS.Chain)
 	return d, nil
 }
 
@@ -49,13 +49,17 @@ func Build(ctx context.Context, w workers.Wiring) (*worker.Dispatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire.dispatch: %s: %w", config.EnvSealLocalKey, err)
 	}
-	prov, err := provider.Build(ctx, w.SMS, ssm.NewFromConfig(w.AWS), provider.Deps{AWS: w.AWS, Receipts: w.Receipts, HTTPClient: w.HTTPClient, Clock: w.Clock})
+	provs, err := provider.BuildChain(ctx, w.SMS, ssm.NewFromConfig(w.AWS), provider.Deps{AWS: w.AWS, Receipts: w.Receipts, HTTPClient: w.HTTPClient, Clock: w.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("wire.dispatch: %w", err)
 	}
+	chain := make([]worker.Route, len(provs))
+	for i, pr := range provs {
+		chain[i] = worker.Route{Name: pr.Name, Sender: pr.Sender}
+	}
 	return &worker.Dispatcher{
 		Store: p.Store, Opener: seal.New(keys), Renderer: render.New(w.Config.Worker.MaxSegments),
-		Sender: prov.Sender, Provider: prov.Name,
+		Sender: provs[0].Sender, Provider: provs[0].Name, Chain: chain, Health: worker.NewHealth(),
 		Base: worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -30,7 +31,8 @@ var Function = wire.Function[*receipts.Handler]{Name: "provider-events", New: Ne
 // New builds the provider-events handler from env: the receipts table (RECEIPTS_TABLE,
 // RECEIPT_RETENTION_DAYS), the notifications store and its by_notification index
 // (NOTIFICATIONS_TABLE), and the simulator webhook's token (SIMULATOR_WEBHOOK_TOKEN locally,
-// else the SSM SecureString SIMULATOR_WEBHOOK_TOKEN_PARAM, read once here).
+// else the SSM SecureString SIMULATOR_WEBHOOK_TOKEN_PARAM, read once here), and the End User
+// Messaging configuration set whose events it applies (SMS_CONFIGURATION_SET).
 func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*receipts.Handler, error) {
 	cfg, err := config.Load(env, config.NeedNotificationsTable)
 	rcfg, rerr := config.LoadReceipts(env, true)
@@ -56,6 +58,8 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 			Clock:         notify.SystemClock{},
 			Log:           log,
 			Metrics:       &obs.Metrics{W: out, Function: "provider-events"},
+			// The End User Messaging events of this stack's configuration set only.
+			ConfigurationSet: strings.TrimSpace(env(config.EnvSMSConfigurationSet)),
 		},
 		WebhookToken: rcfg.WebhookToken,
 	}, nil

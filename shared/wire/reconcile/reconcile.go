@@ -40,24 +40,28 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	r.Log.Info("reconcile ready", "config", w.Config, "provider", r.Provider)
+	r.Log.Info("reconcile ready", "config", w.Config, "providers", w.SMS.Chain)
 	return r, nil
 }
 
-// Build builds the reconcile worker from w. It takes only the provider's LookupOnly; the
-// Sender the provider package also builds is dropped here and never reachable from the
+// Build builds the reconcile worker from w. It takes only each provider's LookupOnly; the
+// Senders the provider package also builds are dropped here and never reachable from the
 // Reconciler.
 func Build(ctx context.Context, w workers.Wiring) (*worker.Reconciler, error) {
 	p, err := w.Parts("reconcile")
 	if err != nil {
 		return nil, err
 	}
-	prov, err := provider.Build(ctx, w.SMS, ssm.NewFromConfig(w.AWS), provider.Deps{AWS: w.AWS, Receipts: w.Receipts, HTTPClient: w.HTTPClient, Clock: w.Clock})
+	provs, err := provider.BuildChain(ctx, w.SMS, ssm.NewFromConfig(w.AWS), provider.Deps{AWS: w.AWS, Receipts: w.Receipts, HTTPClient: w.HTTPClient, Clock: w.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("wire.reconcile: %w", err)
 	}
+	chain := make([]worker.LookupRoute, len(provs))
+	for i, pr := range provs {
+		chain[i] = worker.LookupRoute{Name: pr.Name, Lookup: pr.Lookup}
+	}
 	return &worker.Reconciler{
-		Store: p.Store, Lookup: prov.Lookup, Receipts: w.Receipts, Provider: prov.Name,
+		Store: p.Store, Lookup: provs[0].Lookup, Receipts: w.Receipts, Provider: provs[0].Name, Chain: chain,
 		Base: worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
 }

@@ -51,6 +51,11 @@ type item struct {
 	// key of the sparse by_notification index. It never changes afterwards, so no later write
 	// touches the index.
 	AttemptedNotificationID string `dynamodbav:"attempted_notification_id,omitempty"`
+	// DecideBy, DecidedAt and RetryAt are the abuse guard's decision (notify.Record); absent
+	// on records admitted without the guard and on those written before it decided per key.
+	DecideBy  string `dynamodbav:"decide_by,omitempty"`
+	DecidedAt string `dynamodbav:"decided_at,omitempty"`
+	RetryAt   string `dynamodbav:"retry_at,omitempty"`
 }
 
 // toItem converts a record to its stored form.
@@ -85,6 +90,9 @@ func toItem(r notify.Record) item {
 		Actor:              r.Actor.String(),
 		EarlyReceipt:       string(r.EarlyReceipt),
 		RequeuedAt:         tables.FormatTime(r.RequeuedAt),
+		DecideBy:           tables.FormatTime(r.DecideBy),
+		DecidedAt:          tables.FormatTime(r.DecidedAt),
+		RetryAt:            tables.FormatTime(r.RetryAt),
 	}
 	if r.Attempt > 0 {
 		it.AttemptedNotificationID = r.NotificationID
@@ -153,6 +161,9 @@ func (it item) toRecord() (notify.Record, error) {
 		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
 		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
 		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
+		{tables.AttrDecideBy, it.DecideBy, &r.DecideBy},
+		{tables.AttrDecidedAt, it.DecidedAt, &r.DecidedAt},
+		{tables.AttrRetryAt, it.RetryAt, &r.RetryAt},
 	} {
 		t, err := tables.ParseTime(f.in)
 		if err != nil {

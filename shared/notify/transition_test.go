@@ -10,7 +10,8 @@ import (
 
 // designTransitions is the "Allowed transitions" paragraph of DESIGN.md, written out as
 // "from -> to : REASON" lines, independently of the table in transition.go, with the edges
-// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT).
+// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT) and
+// those issue 19 adds for the abuse guard's refusal of an admission it had not decided yet.
 const designTransitions = `
 none -> accepted : ADMITTED
 none -> expired : EXPIRED_AT_ADMISSION
@@ -41,6 +42,9 @@ retry_scheduled -> cancelled : CANCELLED
 retry_scheduled -> cancelled : SUPERSEDED
 sent -> delivered : RECEIPT_DELIVERED
 sent -> undelivered : RECEIPT_FAILED
+accepted -> refused : REFUSED_DESTINATION_HOUR
+accepted -> refused : REFUSED_DESTINATION_DAY
+accepted -> refused : REFUSED_PREFIX_VELOCITY
 `
 
 var allReasons = []notify.Reason{
@@ -52,6 +56,7 @@ var allReasons = []notify.Reason{
 	notify.ReasonReconciledByReceipt,
 	notify.ReasonExpiredBeforeDispatch, notify.ReasonExpiredUnresolved, notify.ReasonCancelled,
 	notify.ReasonSuperseded, notify.ReasonReceiptDelivered, notify.ReasonReceiptFailed,
+	notify.ReasonRefusedDestinationHour, notify.ReasonRefusedDestinationDay, notify.ReasonRefusedPrefixVelocity,
 }
 
 func TestEveryPairAgainstDesignTable(t *testing.T) {

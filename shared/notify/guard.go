@@ -149,4 +149,3 @@ func (in *Intake) destinationOf(req Request, fp string) Destination {
 		CountryCode: CallingCode(req.To),
 	}
 }
-

@@ -147,30 +147,7 @@ func (it item) toRecord() (notify.Record, error) {
 	if it.TTL != 0 {
 		r.PurgeAt = time.Unix(it.TTL, 0).UTC()
 	}
-	var errs []error
-	for _, f := range []struct {
-		name string
-		in   string
-		out  *time.Time
-	}{
-		{tables.AttrCreatedAt, it.CreatedAt, &r.CreatedAt},
-		{tables.AttrUpdatedAt, it.UpdatedAt, &r.UpdatedAt},
-		{tables.AttrExpiresAt, it.ExpiresAt, &r.ExpiresAt},
-		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
-		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
-		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
-		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
-		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
-		{tables.AttrDecideBy, it.DecideBy, &r.DecideBy},
-		{tables.AttrDecidedAt, it.DecidedAt, &r.DecidedAt},
-		{tables.AttrRetryAt, it.RetryAt, &r.RetryAt},
-	} {
-		t, err := tables.ParseTime(f.in)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
-		}
-		*f.out = t
-	}
+	errs := it.parseTimes(&r)
 	if !r.State.Valid() {
 		errs = append(errs, fmt.Errorf("%s: unknown state %q", tables.AttrState, it.State))
 	}
@@ -211,4 +188,33 @@ func decodeItem(av map[string]ddbtypes.AttributeValue) (notify.Record, string, e
 		return notify.Record{}, "", fmt.Errorf("dynamostore.record: %w", err)
 	}
 	return r, it.WriteToken, nil
+}
+
+// parseTimes sets r's times from it's stored strings and returns a problem per bad one.
+func (it item) parseTimes(r *notify.Record) []error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		in   string
+		out  *time.Time
+	}{
+		{tables.AttrCreatedAt, it.CreatedAt, &r.CreatedAt},
+		{tables.AttrUpdatedAt, it.UpdatedAt, &r.UpdatedAt},
+		{tables.AttrExpiresAt, it.ExpiresAt, &r.ExpiresAt},
+		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
+		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
+		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
+		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
+		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
+		{tables.AttrDecideBy, it.DecideBy, &r.DecideBy},
+		{tables.AttrDecidedAt, it.DecidedAt, &r.DecidedAt},
+		{tables.AttrRetryAt, it.RetryAt, &r.RetryAt},
+	} {
+		t, err := tables.ParseTime(f.in)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+		}
+		*f.out = t
+	}
+	return errs
 }

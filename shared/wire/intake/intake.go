@@ -74,8 +74,9 @@ func newIntake(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*noti
 		Messages: render.New(cfg.Worker.MaxSegments),
 		Actor:    actor.For("intake"),
 		// The abuse guards: the allow-list always, the counters when GUARD_TABLE is set.
-		Countries:    countries,
-		PrefixDigits: cfg.Guard.PrefixDigits,
+		Countries:     countries,
+		PrefixDigits:  cfg.Guard.PrefixDigits,
+		DecisionBound: cfg.GuardDecision,
 	}
 	if cfg.GuardTable != "" {
 		in.Guard = guardstore.New(awsclient.DynamoDB(awsCfg, ""), cfg.GuardTable, cfg.Guard)

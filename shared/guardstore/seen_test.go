@@ -67,3 +67,45 @@ func TestSeenTodayIsBounded(t *testing.T) {
 		t.Error("the set kept a fingerprint into the next UTC day")
 	}
 }
+
+// barrierAPI holds every UpdateItem until two are in flight at once, or gives up after a
+// generous wait and reports that they were not.
+type barrierAPI struct {
+	arrived chan struct{}
+	both    chan struct{}
+	once    sync.Once
+	apart   bool
+	mu      sync.Mutex
+}
+
+func (a *barrierAPI) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	select {
+	case a.arrived <- struct{}{}:
+		// The first to arrive waits for the second.
+		select {
+		case <-a.both:
+		case <-time.After(10 * time.Second):
+			a.mu.Lock()
+			a.apart = true
+			a.mu.Unlock()
+		}
+	default:
+		a.once.Do(func() { close(a.both) })
+	}
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+// TestCountersRunConcurrently: a first admission's destination and prefix updates are in
+// flight at the same time (one round trip, not two).
+func TestCountersRunConcurrently(t *testing.T) {
+	api := &barrierAPI{arrived: make(chan struct{}, 1), both: make(chan struct{})}
+	s := New(api, "guard", notify.DefaultGuardLimits())
+	if err := s.Admit(context.Background(), notify.Destination{FP: "fp", PrefixFP: "pfp"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.apart {
+		t.Error("the destination's and the prefix's updates ran one after the other")
+	}
+}

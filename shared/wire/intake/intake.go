@@ -38,7 +38,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	in, err := newIntake(ctx, cfg, awsCfg)
+	in, err := Service(ctx, cfg, awsCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +47,9 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	return httpapi.New(in, log, &obs.Metrics{W: out, Function: "intake"}), nil
 }
 
-// newIntake wires the admission service.
-func newIntake(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify.Intake, error) {
+// Service wires the admission service from cfg: what New puts behind the handler, also used
+// by the benchmark to measure admission as deployed.
+func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify.Intake, error) {
 	keys, err := seal.Source(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID, cfg.SealLocalKey)
 	if err != nil {
 		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvSealLocalKey, err)

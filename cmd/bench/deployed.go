@@ -200,35 +200,68 @@ func deployedTables(ctx context.Context, cfg aws.Config, label string) (*dynamod
 // deployedUnits prints the AWS requests and capacity units of 100 first admissions of a number
 // for the day and of 100 repeats (same numbers, new keys), and what 64 duplicates get.
 func deployedUnits(ctx context.Context, endpoint string, out io.Writer) error {
-	cfg := localConfig(endpoint)
-	counter, meter := awsclient.NewCounter(), newCapacityMeter()
-	counter.Instrument(&cfg)
-	meter.Instrument(&cfg)
-	_, names, drop, err := deployedTables(ctx, cfg, "bench-adm")
+	m, drop, err := newUnitsMeter(ctx, endpoint)
 	if err != nil {
 		return err
 	}
 	defer drop()
-	d, err := newDeployed(ctx, cfg, names)
-	if err != nil {
-		return err
-	}
 	const n = 100
 	for _, kind := range []string{"", "_repeat"} {
-		counter.Reset()
-		meter.Reset()
-		for i := range n {
-			if status, err := d.post(ctx, "units"+kind+"-"+strconv.Itoa(i), benchNumber(i)); err != nil || status != 202 {
-				return fmt.Errorf("deployed admission%s %d: %d %v", kind, i, status, err)
-			}
+		u, err := m.admit(ctx, kind, n)
+		if err != nil {
+			return err
 		}
-		r, w := meter.Snapshot().total(nil)
-		fmt.Fprintf(out, "requests_per_admission%s=%.2f\n", kind, float64(counter.Total())/n)
-		fmt.Fprintf(out, "requests_per_admission%s_breakdown=%s\n", kind, awsclient.FormatCounts(counter.Counts(), n))
-		fmt.Fprintf(out, "write_units_per_admission%s=%.2f\n", kind, w/n)
-		fmt.Fprintf(out, "read_units_per_admission%s=%.2f\n", kind, r/n)
+		fmt.Fprintf(out, "requests_per_admission%s=%.2f\n", kind, u.requests)
+		fmt.Fprintf(out, "requests_per_admission%s_breakdown=%s\n", kind, u.breakdown)
+		fmt.Fprintf(out, "write_units_per_admission%s=%.2f\n", kind, u.writes)
+		fmt.Fprintf(out, "read_units_per_admission%s=%.2f\n", kind, u.reads)
 	}
-	return deployedDuplicates(ctx, d, out)
+	return deployedDuplicates(ctx, m.d, out)
+}
+
+// unitsMeter is a deployed intake whose AWS calls are counted and priced.
+type unitsMeter struct {
+	d       *deployed
+	counter *awsclient.Counter
+	meter   *capacityMeter
+}
+
+// units are per-admission averages.
+type units struct {
+	requests, writes, reads float64
+	breakdown               string
+}
+
+// newUnitsMeter builds a deployed intake on fresh tables at endpoint, with every call counted
+// and priced.
+func newUnitsMeter(ctx context.Context, endpoint string) (*unitsMeter, func(), error) {
+	cfg := localConfig(endpoint)
+	m := &unitsMeter{counter: awsclient.NewCounter(), meter: newCapacityMeter()}
+	m.counter.Instrument(&cfg)
+	m.meter.Instrument(&cfg)
+	_, names, drop, err := deployedTables(ctx, cfg, "bench-adm")
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.d, err = newDeployed(ctx, cfg, names); err != nil {
+		drop()
+		return nil, nil, err
+	}
+	return m, drop, nil
+}
+
+// admit admits n numbers (benchNumber 0..n-1) under keys of kind and returns the averages.
+func (m *unitsMeter) admit(ctx context.Context, kind string, n int) (units, error) {
+	m.counter.Reset()
+	m.meter.Reset()
+	for i := range n {
+		if status, err := m.d.post(ctx, "units"+kind+"-"+strconv.Itoa(i), benchNumber(i)); err != nil || status != 202 {
+			return units{}, fmt.Errorf("deployed admission%s %d: %d %v", kind, i, status, err)
+		}
+	}
+	r, w := m.meter.Snapshot().total(nil)
+	return units{requests: float64(m.counter.Total()) / float64(n), writes: w / float64(n), reads: r / float64(n),
+		breakdown: awsclient.FormatCounts(m.counter.Counts(), float64(n))}, nil
 }
 
 // deployedDuplicates admits 4 resets for one number, then sends 64 identical requests with a

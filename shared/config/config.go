@@ -60,6 +60,7 @@ const (
 	EnvGuardPerDay          = "GUARD_PER_DAY"
 	EnvGuardPrefixDigits    = "GUARD_PREFIX_DIGITS"
 	EnvGuardPrefixPerMinute = "GUARD_PREFIX_PER_MINUTE"
+	EnvGuardDecisionMS      = "GUARD_DECISION_MS"
 	EnvAllowedCountries     = "ALLOWED_COUNTRIES"
 )
 
@@ -153,6 +154,10 @@ type Config struct {
 	// Guard is notify.DefaultGuardLimits with GUARD_PER_HOUR, GUARD_PER_DAY,
 	// GUARD_PREFIX_DIGITS and GUARD_PREFIX_PER_MINUTE applied (0 turns a limit off).
 	Guard notify.GuardLimits
+	// GuardDecision is GUARD_DECISION_MS: how long after admission the request that created a
+	// record may still refuse it, and so how long its duplicates wait at most for the decision
+	// (notify.Intake.DecisionBound).
+	GuardDecision time.Duration
 	// AllowedCountries is ALLOWED_COUNTRIES, comma-separated ISO 3166-1 alpha-2 countries such
 	// as "US,CA", upper-cased; empty allows every country. Load checks their shape only: the
 	// intake function checks each against its phone-number metadata when it starts
@@ -181,6 +186,8 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	r.keysDiffer(c)
 	c.Worker = r.worker()
 	c.GuardTable, c.Guard, c.AllowedCountries = r.guard()
+	c.GuardDecision = notify.DefaultDecisionBound
+	r.positiveDuration(EnvGuardDecisionMS, time.Millisecond, &c.GuardDecision, "must be a whole number of milliseconds, 1 or more")
 	c.LogLevel = r.logLevel()
 	if need&NeedAuditTable != 0 {
 		c.AuditRetention = r.auditRetention()
@@ -476,6 +483,7 @@ func (c Config) LogValue() slog.Value {
 			slog.Int("per_day", c.Guard.PerDay),
 			slog.Int("prefix_digits", c.Guard.PrefixDigits),
 			slog.Int("prefix_per_minute", c.Guard.PrefixPerMinute),
+			slog.Int64("decision_ms", c.GuardDecision.Milliseconds()),
 			slog.Any("allowed_countries", c.AllowedCountries)),
 	)
 }

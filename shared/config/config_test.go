@@ -47,6 +47,7 @@ func TestLoadDefaults(t *testing.T) {
 		DestinationPepper:  []byte(pepper),
 		FingerprintKey:     []byte(fpKey),
 		Guard:              notify.DefaultGuardLimits(),
+		GuardDecision:      notify.DefaultDecisionBound,
 		LogLevel:           slog.LevelInfo,
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -72,6 +73,7 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvGuardPerDay:          "0",
 		config.EnvGuardPrefixDigits:    "7",
 		config.EnvGuardPrefixPerMinute: "40",
+		config.EnvGuardDecisionMS:      "250",
 		config.EnvAllowedCountries:     " us, CA,gb ",
 		config.EnvAuditRetentionDays:   "30",
 	}
@@ -89,6 +91,7 @@ func TestLoadEverything(t *testing.T) {
 		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
 		FingerprintKeyParam: "/resetnotify/request-fingerprint-key",
 		GuardTable:          "g", Guard: notify.GuardLimits{PerHour: 3, PerDay: 0, PrefixDigits: 7, PrefixPerMinute: 40},
+		GuardDecision:    250 * time.Millisecond,
 		AllowedCountries: []string{"US", "CA", "GB"},
 		LogLevel:         slog.LevelDebug,
 	}

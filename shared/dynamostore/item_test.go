@@ -28,7 +28,7 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrSealed, tables.AttrDestinationFP, tables.AttrProvider, tables.AttrProviderMessageID,
 		tables.AttrAttemptProviders, tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
 		tables.AttrTTL, tables.AttrLeaseToken, tables.AttrWriteToken, tables.AttrActor, tables.AttrEarlyReceipt,
-		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID,
+		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID, tables.AttrDecideBy, tables.AttrDecidedAt, tables.AttrRetryAt,
 	}
 	var got []string
 	typ := reflect.TypeFor[item]()

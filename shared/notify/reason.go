@@ -31,4 +31,10 @@ const (
 	ReasonSuperseded            Reason = "SUPERSEDED"
 	ReasonReceiptDelivered      Reason = "RECEIPT_DELIVERED"
 	ReasonReceiptFailed         Reason = "RECEIPT_FAILED"
+	// The abuse guard's refusals of a record it had not decided yet (accepted → refused): the
+	// destination reached its admissions per UTC hour or per UTC day, or its prefix reached
+	// its distinct destinations per minute.
+	ReasonRefusedDestinationHour Reason = "REFUSED_DESTINATION_HOUR"
+	ReasonRefusedDestinationDay  Reason = "REFUSED_DESTINATION_DAY"
+	ReasonRefusedPrefixVelocity  Reason = "REFUSED_PREFIX_VELOCITY"
 )

@@ -10,9 +10,10 @@ import (
 
 // designTransitions is the "Allowed transitions" paragraph of DESIGN.md, written out as
 // "from -> to : REASON" lines, independently of the table in transition.go, with the edges
-// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT),
-// and the one issue 21 adds for a provider's own restriction that fails over to the next
-// provider (dispatching -> retry_scheduled : PROVIDER_REJECTED).
+// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT), the
+// one issue 21 adds for a provider's own restriction that fails over to the next provider
+// (dispatching -> retry_scheduled : PROVIDER_REJECTED), and those issue 19 adds for the abuse
+// guard's refusal of an admission it had not decided yet.
 const designTransitions = `
 none -> accepted : ADMITTED
 none -> expired : EXPIRED_AT_ADMISSION
@@ -44,6 +45,9 @@ retry_scheduled -> cancelled : CANCELLED
 retry_scheduled -> cancelled : SUPERSEDED
 sent -> delivered : RECEIPT_DELIVERED
 sent -> undelivered : RECEIPT_FAILED
+accepted -> refused : REFUSED_DESTINATION_HOUR
+accepted -> refused : REFUSED_DESTINATION_DAY
+accepted -> refused : REFUSED_PREFIX_VELOCITY
 `
 
 var allReasons = []notify.Reason{
@@ -55,6 +59,7 @@ var allReasons = []notify.Reason{
 	notify.ReasonReconciledByReceipt,
 	notify.ReasonExpiredBeforeDispatch, notify.ReasonExpiredUnresolved, notify.ReasonCancelled,
 	notify.ReasonSuperseded, notify.ReasonReceiptDelivered, notify.ReasonReceiptFailed,
+	notify.ReasonRefusedDestinationHour, notify.ReasonRefusedDestinationDay, notify.ReasonRefusedPrefixVelocity,
 }
 
 func TestEveryPairAgainstDesignTable(t *testing.T) {

@@ -74,6 +74,10 @@ type Client struct {
 	region string
 	jitter func(time.Duration) time.Duration
 	sleep  func(context.Context, time.Duration) error
+	// now is the clock the retry loop checks the request's notAfter against (time.Now; tests
+	// replace it, so that "no try starts after notAfter" is checked without racing a real
+	// clock between the check and the try).
+	now func() time.Time
 }
 
 // executeAPIHost matches API Gateway's default host names and captures the region.
@@ -89,7 +93,7 @@ func New(opts Options) (*Client, error) {
 		return nil, errors.New("client.new: the endpoint must have no query or fragment")
 	}
 	setDefaults(&opts)
-	c := &Client{base: base, opts: opts, http: opts.HTTPClient, region: opts.Region, jitter: fullJitter, sleep: sleep}
+	c := &Client{base: base, opts: opts, http: opts.HTTPClient, region: opts.Region, jitter: fullJitter, sleep: sleep, now: time.Now}
 	if opts.Credentials != nil {
 		c.creds = opts.Credentials
 		if _, cached := opts.Credentials.(*aws.CredentialsCache); !cached {

@@ -380,12 +380,19 @@ func TestSendEndsByItsDeadline(t *testing.T) {
 // although the context would allow more.
 func TestSendStopsAtExpiresAt(t *testing.T) {
 	s := newScripted(t, gateway(503, nil))
-	starts := &startRecorder{}
+	clock := &fakeClock{at: time.Now()}
+	starts := &startRecorder{now: clock.now}
 	opts := fast(s.srv.URL)
 	opts.MaxAttempts, opts.MaxDelay, opts.HTTPClient = 1000, 20*time.Millisecond, starts
+	c := newClient(t, opts)
+	client.SetNow(c, clock.now)
+	client.SetSleep(c, func(ctx context.Context, d time.Duration) error {
+		clock.advance(d)
+		return ctx.Err()
+	})
 	n := otc()
-	n.ExpiresAt = time.Now().Add(time.Second)
-	_, err := newClient(t, opts).Send(t.Context(), n)
+	n.ExpiresAt = clock.now().Add(time.Second)
+	_, err := c.Send(t.Context(), n)
 	if !errors.Is(err, client.ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}
@@ -404,35 +411,64 @@ func TestSendStopsAtExpiresAt(t *testing.T) {
 // whose timer may fire later than asked.
 func TestLateTimerStartsNoTryPastExpiresAt(t *testing.T) {
 	s := newScripted(t, gateway(503, nil))
-	starts := &startRecorder{}
+	clock := &fakeClock{at: time.Now()}
+	starts := &startRecorder{now: clock.now}
 	opts := fast(s.srv.URL)
 	opts.HTTPClient = starts
 	c := newClient(t, opts)
+	client.SetNow(c, clock.now)
 	client.SetSleep(c, func(ctx context.Context, d time.Duration) error {
-		time.Sleep(d + 300*time.Millisecond)
+		clock.advance(d + 300*time.Millisecond)
 		return ctx.Err()
 	})
 	n := otc()
-	n.ExpiresAt = time.Now().Add(200 * time.Millisecond)
+	n.ExpiresAt = clock.now().Add(200 * time.Millisecond)
 	if _, err := c.Send(t.Context(), n); !errors.Is(err, client.ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}
-	for _, start := range starts.times() {
+	at := starts.times()
+	if len(at) != 1 {
+		t.Errorf("%d tries, want the first only: the late timer's try would start past expires_at", len(at))
+	}
+	for _, start := range at {
 		if !start.Before(n.ExpiresAt) {
 			t.Errorf("a try started %v after expires_at", start.Sub(n.ExpiresAt))
 		}
 	}
 }
 
-// startRecorder is an HTTP client that records when each try is sent.
+// fakeClock is a clock that moves only when a test's sleep moves it.
+type fakeClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(d)
+}
+
 type startRecorder struct {
 	mu sync.Mutex
 	at []time.Time
+	// now is the clock a start is read from (time.Now when nil).
+	now func() time.Time
 }
 
 func (r *startRecorder) Do(req *http.Request) (*http.Response, error) {
+	now := time.Now
+	if r.now != nil {
+		now = r.now
+	}
 	r.mu.Lock()
-	r.at = append(r.at, time.Now())
+	r.at = append(r.at, now())
 	r.mu.Unlock()
 	return http.DefaultClient.Do(req)
 }

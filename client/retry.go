@@ -89,7 +89,7 @@ func (c *Client) fits(ctx context.Context, req request, delay time.Duration) boo
 	if dl, ok := ctx.Deadline(); ok && !start.Add(need+min(dl.Sub(start)/10, maxReserve)).Before(dl) {
 		return false
 	}
-	return req.notAfter.IsZero() || start.Before(req.notAfter)
+	return req.notAfter.IsZero() || c.now().Add(delay).Before(req.notAfter)
 }
 
 // backoffCap is the upper bound of the backoff after try n: BaseDelay doubled per try, at most

@@ -288,7 +288,7 @@ func readUntilReady(t *testing.T, r io.Reader, stderr *strings.Builder) ([]strin
 // serves them in.
 func duplicatesGetOneAnswer(t *testing.T, base, expires string) {
 	t.Helper()
-	const to = "+15555550178"
+	const to = "+12125550178"
 	reset := func(i int) string {
 		return `{"event_id":"evt-dup-` + strconv.Itoa(i) + `","channel":"sms","purpose":"password_reset","to":"` + to +
 			`","params":{"code":"482913"},"expires_at":"` + expires + `"}`

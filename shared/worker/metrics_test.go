@@ -409,7 +409,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check, ours)
 		}
 	}
-	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, obs.MetricTransitions, audit.MetricDigestLag, worker.MetricExpirations, worker.MetricCoolDowns, worker.MetricReceiptMismatch} {
+	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, audit.MetricDigestLag, worker.MetricExpirations, worker.MetricCoolDowns, worker.MetricReceiptMismatch} {
 		if !alarmed[name] {
 			t.Errorf("no alarm reads %s", name)
 		}

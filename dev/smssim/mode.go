@@ -11,7 +11,7 @@ import (
 // Mode is what the simulator does with one send request.
 type Mode string
 
-// The fault modes of DESIGN.md.
+// The fault modes of docs/design.md.
 const (
 	// ModeAccept records the message and answers 201.
 	ModeAccept Mode = "accept"

@@ -4,7 +4,7 @@
 // (workertest.Stack). It has no code of its own; the tests live in its _test files and skip
 // under a plain `go test` (run them with `go run ./cmd/devstack exec -- go test ./dev/workere2e/...`).
 //
-// What is covered where, for DESIGN.md's provider-outcome table:
+// What is covered where, for docs/design.md's provider-outcome table:
 //
 //	accepted                                  worker.TestProviderOutcomesEndToEnd
 //	failure before the request was written    worker.TestNotWrittenEndToEnd (closed port)

@@ -1,5 +1,5 @@
 // Package audit turns the notifications table's stream into redacted, hash-chained evidence
-// (promise 4 of DESIGN.md) and reads that evidence back for the auditor CLI.
+// (promise 4 of docs/design.md) and reads that evidence back for the auditor CLI.
 //
 // # Entries
 //

@@ -46,7 +46,7 @@ const (
 )
 
 // Entry is one audit item: one transition of one notification, redacted. It holds only the
-// allow-listed fields of DESIGN.md; there is no field that could carry a phone number, a
+// allow-listed fields of docs/design.md; there is no field that could carry a phone number, a
 // param, a message body or a credential.
 type Entry struct {
 	EventID           string

@@ -4,7 +4,7 @@ package notify
 // names which reasons each (from, to) pair accepts.
 type Reason string
 
-// The reason codes of DESIGN.md. Their string values are stored and audited; never rename one.
+// The reason codes of docs/design.md. Their string values are stored and audited; never rename one.
 const (
 	ReasonAdmitted              Reason = "ADMITTED"
 	ReasonExpiredAtAdmission    Reason = "EXPIRED_AT_ADMISSION"

@@ -3,7 +3,7 @@ package notify
 // State is where a notification stands. The zero value, StateNone, means no record exists.
 type State string
 
-// The states of DESIGN.md. Their string values are stored and audited; never rename one.
+// The states of docs/design.md. Their string values are stored and audited; never rename one.
 const (
 	StateNone            State = ""
 	StateAccepted        State = "accepted"
@@ -22,7 +22,7 @@ const (
 	StateRefused State = "refused"
 )
 
-// States lists every state a record can be in, in the order of DESIGN.md.
+// States lists every state a record can be in, in the order of docs/design.md.
 var States = []State{
 	StateAccepted, StateDispatching, StateDispatchUnknown, StateRetryScheduled, StateSent,
 	StateDelivered, StateUndelivered, StateFailed, StateExpired, StateCancelled, StateRefused,

@@ -4,7 +4,7 @@ import "fmt"
 
 type edge struct{ from, to State }
 
-// allowed is the transition table of DESIGN.md: for each (from, to) pair, the reasons it
+// allowed is the transition table of docs/design.md: for each (from, to) pair, the reasons it
 // accepts. A pair that is absent is refused.
 var allowed = map[edge][]Reason{
 	{StateNone, StateAccepted}: {ReasonAdmitted},

@@ -8,7 +8,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
-// designTransitions is the "Allowed transitions" paragraph of DESIGN.md, written out as
+// designTransitions is the "Allowed transitions" paragraph of docs/design.md, written out as
 // "from -> to : REASON" lines, independently of the table in transition.go, with the edges
 // issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT), the
 // one issue 21 adds for a provider's own restriction that fails over to the next provider

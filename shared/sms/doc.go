@@ -1,5 +1,5 @@
 // Package sms holds the ports between the dispatch and reconcile workers and an SMS provider,
-// and the one classification of provider outcomes that DESIGN.md's "Provider outcomes" table
+// and the one classification of provider outcomes that docs/design.md's "Provider outcomes" table
 // defines. It imports only the standard library and the domain core.
 //
 // A send has exactly four outcomes (Class):

@@ -53,7 +53,7 @@ type SendAnswer struct {
 	NotProcessed503 bool
 }
 
-// ClassifySend turns an HTTP provider's answer to a send into an outcome, as DESIGN.md's
+// ClassifySend turns an HTTP provider's answer to a send into an outcome, as docs/design.md's
 // provider-outcome table says: 200/201 with a readable message ID is accepted (an unreadable
 // body is unknown); 429, and 503 where documented as not processed, are not accepted, with
 // Retry-After; any other 4xx but 408 is rejected; 500, 502, 504 and anything else prove

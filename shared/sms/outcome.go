@@ -8,7 +8,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
-// Class is one row group of DESIGN.md's provider-outcome table.
+// Class is one row group of docs/design.md's provider-outcome table.
 type Class string
 
 // The four classes of a send's outcome. The zero Class is not one of them; Outcome treats it

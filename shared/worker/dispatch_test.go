@@ -19,7 +19,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
-// TestProviderOutcomeTable drives one attempt per row of DESIGN.md's provider-outcome table
+// TestProviderOutcomeTable drives one attempt per row of docs/design.md's provider-outcome table
 // (the lease-expired row is TestLeaseRunOut) and checks the transition, what is kept on the
 // record and what is scheduled next.
 func TestProviderOutcomeTable(t *testing.T) {

@@ -3,7 +3,7 @@
 //   - Dispatcher consumes the dispatch queue. For each message it loads the record, takes the
 //     lease with one conditional write (expected version and now < dispatch_deadline), calls
 //     the SMS provider once with the attempt's client reference and a validity period no
-//     longer than the time left, and records the classified outcome (DESIGN.md "Provider
+//     longer than the time left, and records the classified outcome (docs/design.md "Provider
 //     outcomes"): sent, retry_scheduled (jittered exponential backoff, honouring
 //     Retry-After), failed, or dispatch_unknown (handed to reconciliation after the
 //     provider's visibility window).

@@ -41,7 +41,7 @@ func steps(ss ...string) []workertest.Step {
 	return out
 }
 
-// TestProviderOutcomesEndToEnd runs every row of DESIGN.md's provider-outcome table through the
+// TestProviderOutcomesEndToEnd runs every row of docs/design.md's provider-outcome table through the
 // real handlers, DynamoDB Local, moto SQS and the simulator: intake admits, the dispatch and
 // reconcile queues are pumped until every record is settled, and each record's path and the
 // simulator's inbox are checked.

@@ -13,10 +13,10 @@
 // The SDK's retryer is switched off for every send: the SDK retries throttling, 5xx and
 // connection errors by re-sending the same request, and for SendTextMessage a retried send
 // is a blind re-send of a message the service may already have accepted — exactly what
-// DESIGN.md's third promise forbids. Retries are the dispatch worker's decision, taken on a
+// docs/design.md's third promise forbids. Retries are the dispatch worker's decision, taken on a
 // classified outcome.
 //
-// Errors are classified as DESIGN.md's table says: ThrottlingException and
+// Errors are classified as docs/design.md's table says: ThrottlingException and
 // ServiceQuotaExceededException (and any bare 429) are not accepted (throttled);
 // ValidationException, AccessDeniedException, ResourceNotFoundException and ConflictException
 // (e.g. DESTINATION_PHONE_NUMBER_OPTED_OUT) are permanent rejections; InternalServerException

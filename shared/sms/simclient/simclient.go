@@ -3,7 +3,7 @@
 //
 // Send posts {to, body, client_ref, validity_seconds} to /messages with the attempt reference
 // as client_ref and the validity period rounded down to whole seconds. It classifies the
-// answer as DESIGN.md's table says, with the simulator's documented semantics: 201 accepted;
+// answer as docs/design.md's table says, with the simulator's documented semantics: 201 accepted;
 // 429 and 503 are "not processed" (not accepted, honouring Retry-After); other 4xx (except
 // 408) are permanent rejections; 500, 502, 504, any other status, an unreadable or
 // unparseable 2xx body, a timeout or a lost connection after the request was written are

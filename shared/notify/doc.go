@@ -20,6 +20,7 @@
 //	dispatch_unknown ──EXPIRED_UNRESOLVED (or EXPIRED_BEFORE_DISPATCH once reconciled as not sent)──▶ expired
 //	accepted | retry_scheduled ──CANCELLED | SUPERSEDED──▶ cancelled
 //	sent ──RECEIPT_DELIVERED──▶ delivered        sent ──RECEIPT_FAILED──▶ undelivered
+//	sent | delivered | undelivered ──CONVERTED──▶ the same state   (the code or link was used)
 //
 // Every other (from, to, reason) triple is refused with ErrInvalidTransition. A transition
 // always increments the record's version and is applied by the store as one conditional write

@@ -65,6 +65,8 @@ func (e *RefusedError) Unwrap() error {
 		return ErrPrefixRateLimited
 	case RefusedCountry:
 		return ErrDestinationNotAllowed
+	case RefusedPrefixBlocked:
+		return ErrPrefixBlocked
 	}
 	return ErrRateLimited
 }
@@ -160,7 +162,10 @@ func (in *Intake) admit(ctx context.Context, req Request, rec Record, now time.T
 	if !errors.Is(err, ErrNotFound) {
 		return Record{}, false, err
 	}
-	d := in.destinationOf(req, rec.DestinationFP)
+	d := Destination{FP: rec.DestinationFP, PrefixFP: rec.PrefixFP, CountryCode: rec.Country}
+	if err := in.checkBlocked(ctx, d, now); err != nil {
+		return Record{}, false, err
+	}
 	if err := in.Guard.Admit(ctx, d, now); err != nil {
 		var refused *RefusedError
 		if errors.As(err, &refused) {
@@ -177,4 +182,17 @@ func (in *Intake) admit(ctx context.Context, req Request, rec Record, now time.T
 		_ = in.Guard.Release(ctx, d, now)
 	}
 	return stored, created, err
+}
+
+// checkBlocked refuses d when its prefix is blocked (see Conversions.Blocked): a lookup in a
+// cached list of decisions, no read of its own. A failed refresh of the list is not a refusal.
+func (in *Intake) checkBlocked(ctx context.Context, d Destination, now time.Time) error {
+	if in.Conversions == nil {
+		return nil
+	}
+	b, blocked, _ := in.Conversions.Blocked(ctx, d.PrefixFP, now)
+	if !blocked {
+		return nil
+	}
+	return &RefusedError{Reason: RefusedPrefixBlocked, RetryAfter: b.Until.Sub(now), DestinationFP: d.FP, CountryCode: d.CountryCode}
 }

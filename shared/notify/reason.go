@@ -31,4 +31,7 @@ const (
 	ReasonSuperseded            Reason = "SUPERSEDED"
 	ReasonReceiptDelivered      Reason = "RECEIPT_DELIVERED"
 	ReasonReceiptFailed         Reason = "RECEIPT_FAILED"
+	// ReasonConverted records the caller's report that the code or link was used. The state
+	// stays what it was (sent, delivered or undelivered); the record gains converted_at.
+	ReasonConverted Reason = "CONVERTED"
 )

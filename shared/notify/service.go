@@ -37,6 +37,11 @@ type Intake struct {
 	// default).
 	Guard        Guard
 	PrefixDigits int
+	// Conversions, when set, counts conversions per prefix and country (see Convert) and
+	// holds the blocked prefixes (see Blocks).
+	Conversions *Conversions
+	// Feedback, when set, reports a conversion to the provider.
+	Feedback Feedback
 }
 
 // Submitted is the result of Submit.
@@ -89,11 +94,14 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("intake.submit seal: %w", err)
 	}
 	canonical := req.Canonical()
+	d := in.destinationOf(req, in.Hasher.DestinationFP(req.To))
 	rec := NewRecord(req, Admission{
 		NotificationID:     in.NewID(),
 		Sealed:             sealed,
-		DestinationFP:      in.Hasher.DestinationFP(req.To),
+		DestinationFP:      d.FP,
 		RequestFingerprint: in.Fingerprints.RequestFP(canonical),
+		PrefixFP:           d.PrefixFP,
+		Country:            d.CountryCode,
 	}, now, in.Policy)
 	rec.Actor = in.actor(ctx)
 	stored, created, err := in.admit(ctx, req, rec, now)

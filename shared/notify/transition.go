@@ -36,6 +36,12 @@ var allowed = map[edge][]Reason{
 
 	{StateSent, StateDelivered}:   {ReasonReceiptDelivered},
 	{StateSent, StateUndelivered}: {ReasonReceiptFailed},
+
+	// A conversion is evidence on a record the provider accepted: the state stays (see
+	// Record.Convert). Undelivered is included because a used code proves the receipt wrong.
+	{StateSent, StateSent}:               {ReasonConverted},
+	{StateDelivered, StateDelivered}:     {ReasonConverted},
+	{StateUndelivered, StateUndelivered}: {ReasonConverted},
 }
 
 // Allowed reports whether the domain permits moving from one state to another for reason.

@@ -51,6 +51,9 @@ type item struct {
 	// key of the sparse by_notification index. It never changes afterwards, so no later write
 	// touches the index.
 	AttemptedNotificationID string `dynamodbav:"attempted_notification_id,omitempty"`
+	PrefixFP                string `dynamodbav:"prefix_fp,omitempty"`
+	Country                 string `dynamodbav:"country,omitempty"`
+	ConvertedAt             string `dynamodbav:"converted_at,omitempty"`
 }
 
 // toItem converts a record to its stored form.
@@ -85,6 +88,9 @@ func toItem(r notify.Record) item {
 		Actor:              r.Actor.String(),
 		EarlyReceipt:       string(r.EarlyReceipt),
 		RequeuedAt:         tables.FormatTime(r.RequeuedAt),
+		PrefixFP:           r.PrefixFP,
+		Country:            r.Country,
+		ConvertedAt:        tables.FormatTime(r.ConvertedAt),
 	}
 	if r.Attempt > 0 {
 		it.AttemptedNotificationID = r.NotificationID
@@ -135,6 +141,8 @@ func (it item) toRecord() (notify.Record, error) {
 		LeaseToken:         it.LeaseToken,
 		Actor:              notify.ParseActor(it.Actor),
 		EarlyReceipt:       notify.State(it.EarlyReceipt),
+		PrefixFP:           it.PrefixFP,
+		Country:            it.Country,
 	}
 	if it.TTL != 0 {
 		r.PurgeAt = time.Unix(it.TTL, 0).UTC()
@@ -153,6 +161,7 @@ func (it item) toRecord() (notify.Record, error) {
 		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
 		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
 		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
+		{tables.AttrConvertedAt, it.ConvertedAt, &r.ConvertedAt},
 	} {
 		t, err := tables.ParseTime(f.in)
 		if err != nil {

@@ -28,7 +28,8 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrSealed, tables.AttrDestinationFP, tables.AttrProvider, tables.AttrProviderMessageID,
 		tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
 		tables.AttrTTL, tables.AttrLeaseToken, tables.AttrWriteToken, tables.AttrActor, tables.AttrEarlyReceipt,
-		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID,
+		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID, tables.AttrPrefixFP, tables.AttrCountry,
+		tables.AttrConvertedAt,
 	}
 	var got []string
 	typ := reflect.TypeFor[item]()
@@ -87,6 +88,11 @@ func TestItemRoundTrip(t *testing.T) {
 		{"sent", func(r *notify.Record) {
 			r.State, r.Reason, r.ProviderMessageID = notify.StateSent, notify.ReasonProviderAccepted, "pm-1"
 			r.Sealed, r.LeaseUntil, r.NextActionAt = nil, time.Time{}, time.Time{}
+		}},
+		{"converted, with prefix and country", func(r *notify.Record) {
+			r.State, r.Reason, r.ProviderMessageID = notify.StateSent, notify.ReasonConverted, "pm-1"
+			r.Sealed, r.LeaseUntil, r.NextActionAt = nil, time.Time{}, time.Time{}
+			r.PrefixFP, r.Country, r.ConvertedAt = "beef", "1", r.UpdatedAt
 		}},
 	}
 	for _, tc := range cases {

@@ -65,6 +65,7 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		optional{tables.AttrEarlyReceipt, it.EarlyReceipt != "", it.EarlyReceipt},
 		optional{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
 		optional{tables.AttrAttemptedNotificationID, it.AttemptedNotificationID != "", it.AttemptedNotificationID},
+		optional{tables.AttrConvertedAt, it.ConvertedAt != "", it.ConvertedAt},
 	)
 
 	cond := name(tables.AttrVersion).Equal(expression.Value(prev.Version))

@@ -48,6 +48,12 @@ const (
 	// on: the key of the sparse by_notification index, so that admission writes no entry there
 	// (no receipt can name a notification that was never attempted).
 	AttrAttemptedNotificationID = "attempted_notification_id"
+	// AttrPrefixFP and AttrCountry say where the number is, for the conversion counters: the
+	// keyed fingerprint of its prefix (never its digits) and its country. Set at admission.
+	AttrPrefixFP = "prefix_fp"
+	AttrCountry  = "country"
+	// AttrConvertedAt is when the caller reported the code or link used.
+	AttrConvertedAt = "converted_at"
 )
 
 // Indexes of the notifications table.

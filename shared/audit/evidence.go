@@ -154,6 +154,7 @@ var descriptions = map[notify.Reason]string{
 	notify.ReasonSuperseded:            "a newer request superseded it",
 	notify.ReasonReceiptDelivered:      "the carrier reported it delivered",
 	notify.ReasonReceiptFailed:         "the carrier reported it undelivered",
+	notify.ReasonConverted:             "the caller reported its code or link used",
 	ReasonPurgedTTL:                    "DynamoDB TTL removed the record after its status grace period",
 	ReasonPurgedManual:                 "the record was removed other than by TTL",
 	ReasonRecordsLost:                  "the transitions were lost with a stream batch that could no longer be replayed; recorded from the notification's record",

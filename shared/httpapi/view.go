@@ -27,6 +27,8 @@ type StatusView struct {
 	SafetyMarginMS    int64         `json:"safety_margin_ms"`
 	Provider          string        `json:"provider,omitempty"`
 	ProviderMessageID string        `json:"provider_message_id,omitempty"`
+	// ConvertedAt is when the caller reported the code or link used.
+	ConvertedAt string `json:"converted_at,omitempty"`
 }
 
 // NewStatusView returns the public view of rec. Times are RFC 3339 in UTC.
@@ -49,6 +51,7 @@ func NewStatusView(rec notify.Record) StatusView {
 		SafetyMarginMS:    rec.SafetyMargin.Milliseconds(),
 		Provider:          rec.Provider,
 		ProviderMessageID: rec.ProviderMessageID,
+		ConvertedAt:       timestamp(rec.ConvertedAt),
 	}
 }
 

@@ -185,4 +185,6 @@ type Names struct {
 	Receipts string
 	// Guard is optional: when empty, tablesetup.Create makes no guard table.
 	Guard string
+	// Conversions is optional: when empty, tablesetup.Create makes no conversion table.
+	Conversions string
 }

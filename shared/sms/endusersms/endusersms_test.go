@@ -37,6 +37,7 @@ type wireInput struct {
 	ConfigurationSetName   string
 	Context                map[string]string
 	TimeToLive             int
+	MessageFeedbackEnabled bool
 }
 
 // answer answers as the service does: an AWS JSON body and a request ID, and header.
@@ -111,6 +112,7 @@ func TestSendClassifies(t *testing.T) {
 				ConfigurationSetName:   "resetnotify-events",
 				Context:                map[string]string{"attempt_ref": ref},
 				TimeToLive:             89,
+				MessageFeedbackEnabled: true,
 			}
 			smstest.CheckBody(t, r, want)
 		},

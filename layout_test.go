@@ -71,8 +71,8 @@ func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 		function     string
 		links, never []string
 	}{
-		{"intake", []string{"shared/wire/intake", "shared/httpapi", "shared/seal", "shared/guardstore"}, smsAdapters},
-		{"dispatch", []string{"shared/wire/dispatch", "shared/sms/provider", "shared/seal"}, []string{"shared/httpapi", "shared/guardstore", "shared/receipts"}},
+		{"intake", []string{"shared/wire/intake", "shared/httpapi", "shared/seal", "shared/guardstore", "shared/convstore", "shared/smsfeedback"}, smsAdapters},
+		{"dispatch", []string{"shared/wire/dispatch", "shared/sms/provider", "shared/seal", "shared/convstore"}, []string{"shared/httpapi", "shared/guardstore", "shared/receipts", "shared/smsfeedback"}},
 		{"reconcile", []string{"shared/wire/reconcile", "shared/sms/provider", "shared/receipts"}, []string{"shared/httpapi", "shared/seal", "shared/guardstore"}},
 		{"sweeper", []string{"shared/wire/sweeper"}, append([]string{"shared/httpapi", "shared/seal", "shared/guardstore", "shared/receipts"}, smsAdapters...)},
 		{"audit", []string{"shared/wire/audit", "shared/audit"}, append(append([]string{"shared/worker", "shared/receipts"}, intakeOnly...), smsAdapters...)},

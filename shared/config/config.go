@@ -154,6 +154,8 @@ type Config struct {
 	// AllowedCallingCodes is ALLOWED_CALLING_CODES, comma-separated calling codes such as
 	// "1,44", each checked by notify.NewCountries; empty allows every code.
 	AllowedCallingCodes []string
+	// Conversion holds the conversion guard's settings (intake and dispatch).
+	Conversion Conversion
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
@@ -177,6 +179,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	r.keysDiffer(c)
 	c.Worker = r.worker()
 	c.GuardTable, c.Guard, c.AllowedCallingCodes = r.guard()
+	c.Conversion = r.conversion()
 	c.LogLevel = r.logLevel()
 	if need&NeedAuditTable != 0 {
 		c.AuditRetention = r.auditRetention()
@@ -463,6 +466,13 @@ func (c Config) LogValue() slog.Value {
 			slog.Int("prefix_digits", c.Guard.PrefixDigits),
 			slog.Int("prefix_per_minute", c.Guard.PrefixPerMinute),
 			slog.Any("allowed_calling_codes", c.AllowedCallingCodes)),
+		slog.Group("conversion",
+			slog.String("table", c.Conversion.Table),
+			slog.Int64("window_ms", c.Conversion.Policy.Window.Milliseconds()),
+			slog.Int("min_sends", c.Conversion.Policy.MinSends),
+			slog.Float64("block_below", c.Conversion.Policy.BlockBelow),
+			slog.Int64("block_for_ms", c.Conversion.Policy.BlockFor.Milliseconds()),
+			slog.Int64("refresh_ms", c.Conversion.Policy.Refresh.Milliseconds())),
 	)
 }
 

@@ -22,10 +22,32 @@ var (
 	intakeOnly    = []string{"intake"}
 	digestOnly    = []string{"digest"}
 	receiptsOnly  = []string{"provider-events"}
+	// conversionUsers count sends and conversions; intake also reports conversions to the
+	// provider (feedback), so it reads the provider's name and address too.
+	conversionUsers       = []string{"intake", "dispatch"}
+	feedbackUsers         = []string{"intake", "dispatch", "reconcile", "sweeper"}
+	feedbackProviderUsers = []string{"intake", "dispatch", "reconcile"}
 )
 
 // Vars lists every environment variable the functions read, in the README's order.
 func Vars() []Var {
+	return append(baseVars(), conversionVars()...)
+}
+
+// conversionVars are the conversion guard's variables, last in the README's table.
+func conversionVars() []Var {
+	return []Var{
+		{EnvConversionTable, conversionUsers, "", "the conversion counters and prefix decisions; unset turns the conversion guard off"},
+		{EnvConversionWindowHours, conversionUsers, "24", "how far back a prefix's sends and conversions are summed"},
+		{EnvConversionMinSends, conversionUsers, "20", "sends in the window before a prefix can be judged"},
+		{EnvConversionBlockBelowPercent, conversionUsers, "20", "conversion share (percent) under which a prefix is blocked (0: off)"},
+		{EnvConversionBlockHours, conversionUsers, "12", "how long an automatic prefix block lasts"},
+		{EnvConversionRefreshSeconds, conversionUsers, "5", "how old intake's cached list of prefix decisions may grow"},
+	}
+}
+
+// baseVars are the variables before the conversion guard's.
+func baseVars() []Var {
 	return []Var{
 		{EnvNotificationsTable, []string{"intake", "dispatch", "reconcile", "sweeper", "audit-replay", "provider-events"}, "", "the notifications table"},
 		{EnvAuditTable, auditWriters, "", "the audit table"},
@@ -56,14 +78,14 @@ func Vars() []Var {
 		{EnvGuardPrefixDigits, intakeOnly, "6", "digits of the number, calling code included, that form its prefix"},
 		{EnvGuardPrefixPerMinute, intakeOnly, "20", "new destinations a prefix may admit per UTC minute (0: off)"},
 		{EnvAllowedCallingCodes, intakeOnly, "", "calling codes intake accepts, e.g. `1,44,49,33`; unset allows every code (template: `1`)"},
-		{EnvSMSProvider, workers, "", "`simulator`, `endusersms` or `sinch`"},
+		{EnvSMSProvider, feedbackUsers, "", "`simulator`, `endusersms` or `sinch` (intake: whom to report conversions to)"},
 		{EnvSMSTimeout, workers, DefaultSMSTimeout.String(), "bound on one provider call, a Go duration such as `5s` or `800ms`"},
 		{EnvSMSVisibilitySeconds, workers, "simulator 0, endusersms 300, sinch 60", "how long after an attempt a lookup waits before \"not found\" counts; the reconcile queue's delay must be at least this"},
-		{EnvSMSSimulatorURL, providerUsers, "", "base URL of the simulator (`simulator`)"},
+		{EnvSMSSimulatorURL, feedbackProviderUsers, "", "base URL of the simulator (`simulator`)"},
 		{EnvSMSSimulatorToken, providerUsers, "", "the simulator's bearer token, when it requires one (a secret)"},
 		{EnvSMSOriginationIdentity, providerUsers, "", "phone number, sender ID or pool, ID or ARN (`endusersms`)"},
 		{EnvSMSConfigurationSet, providerUsers, "", "configuration set whose event destination feeds provider-events (`endusersms`)"},
-		{EnvSMSEndpoint, providerUsers, "", "End User Messaging SMS endpoint override (tests and emulators)"},
+		{EnvSMSEndpoint, feedbackProviderUsers, "", "End User Messaging SMS endpoint override (tests and emulators)"},
 		{EnvSinchBaseURL, providerUsers, DefaultSinchBaseURL, "Sinch's regional API root (`sinch`)"},
 		{EnvSinchServicePlanID, providerUsers, "", "Sinch service plan (`sinch`)"},
 		{EnvSinchAPITokenParam, providerUsers, "", "the SSM SecureString holding the Sinch API token (AWS)"},

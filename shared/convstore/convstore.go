@@ -48,6 +48,12 @@ func New(client API, table string, window time.Duration) *Store {
 	return &Store{client: client, table: table, keep: window + time.Hour}
 }
 
+// Guard returns the conversion guard on the table named table under policy: the counters and
+// the decisions in this store, the decisions cached as policy.Refresh says.
+func Guard(client API, table string, policy notify.ConversionPolicy, clock notify.Clock) *notify.Conversions {
+	return &notify.Conversions{Store: New(client, table, policy.Window), Policy: policy, Clock: clock}
+}
+
 // Prefix, country and hour keys.
 func prefixPK(fp string) string      { return "p#" + fp }
 func countryPK(code string) string   { return "c#" + code }

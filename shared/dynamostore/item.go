@@ -141,8 +141,7 @@ func (it item) toRecord() (notify.Record, error) {
 		LeaseToken:         it.LeaseToken,
 		Actor:              notify.ParseActor(it.Actor),
 		EarlyReceipt:       notify.State(it.EarlyReceipt),
-		PrefixFP:           it.PrefixFP,
-		Country:            it.Country,
+		PrefixFP:           it.PrefixFP, Country: it.Country,
 	}
 	if it.TTL != 0 {
 		r.PurgeAt = time.Unix(it.TTL, 0).UTC()

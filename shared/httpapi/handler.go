@@ -288,6 +288,7 @@ func (h *Handler) convert(ctx context.Context, rawKey string) result {
 		res.headers = map[string]string{HeaderIdempotentReplayed: "true"}
 	} else {
 		h.metrics.Transition(string(conv.Record.State), string(conv.Record.Reason))
+		h.metrics.Conversion(obs.MetricConversions, conv.Record.Country)
 	}
 	res.status, res.body = http.StatusOK, NewStatusView(conv.Record)
 	return res

@@ -11,12 +11,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/convstore"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
@@ -25,6 +27,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/secretparam"
+	"github.com/resetnotify/resetnotify/shared/smsfeedback"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/wire"
 )
@@ -80,7 +83,36 @@ func newIntake(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*noti
 	if cfg.GuardTable != "" {
 		in.Guard = guardstore.New(awsclient.DynamoDB(awsCfg, ""), cfg.GuardTable, cfg.Guard)
 	}
+	in.Conversions = Conversions(cfg, awsCfg)
+	in.Feedback = Feedback(cfg.Conversion, awsCfg)
 	return in, nil
+}
+
+// Conversions returns the conversion guard on CONVERSION_TABLE, or nil when it is unset.
+func Conversions(cfg config.Config, awsCfg aws.Config) *notify.Conversions {
+	c := cfg.Conversion
+	if c.Table == "" {
+		return nil
+	}
+	return convstore.Guard(awsclient.DynamoDB(awsCfg, ""), c.Table, c.Policy, notify.SystemClock{})
+}
+
+// Feedback returns the provider feedback for SMS_PROVIDER: PutMessageFeedback for
+// endusersms, the simulator's feedback endpoint for simulator, none for another provider.
+func Feedback(c config.Conversion, awsCfg aws.Config) notify.Feedback {
+	switch c.FeedbackProvider {
+	case config.SMSEndUserSMS:
+		return smsfeedback.EndUserSMS{API: pinpointsmsvoicev2.NewFromConfig(awsCfg, func(o *pinpointsmsvoicev2.Options) {
+			if c.FeedbackEndpoint != "" {
+				o.BaseEndpoint = aws.String(c.FeedbackEndpoint)
+			}
+		})}
+	case config.SMSSimulator:
+		if c.FeedbackSimulatorURL != "" {
+			return smsfeedback.Simulator{URL: c.FeedbackSimulatorURL}
+		}
+	}
+	return nil
 }
 
 // fingerprinters builds the destination fingerprinter (keyed by the pepper) and the request

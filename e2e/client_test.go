@@ -110,6 +110,9 @@ type status struct {
 	Attempt          int    `json:"attempt"`
 	DispatchDeadline string `json:"dispatch_deadline"`
 	SafetyMarginMS   int64  `json:"safety_margin_ms"`
+	// ProviderMessageID and ConvertedAt are set once sent and once converted.
+	ProviderMessageID string `json:"provider_message_id"`
+	ConvertedAt       string `json:"converted_at"`
 }
 
 // response is one API answer.

@@ -243,6 +243,15 @@ func contractCases() []contractCase {
 		{name: "429 prefix blocked for low conversion", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixBlocked, RetryAfter: 12 * time.Hour}
 		}, method: "POST", path: coll, headers: withKey("b1"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemPrefixBlocked},
+		{name: "429 repeat of a refused key", setup: func(f *contractFixture) {
+			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationDay, RetryAfter: 3 * time.Hour}
+			f.serve(http.MethodPost, "/v1/notifications", map[string]string{"Content-Type": "application/json", "Idempotency-Key": "r2"}, resetBody(nil))
+			f.guard.Refuse = nil
+		}, method: "POST", path: coll, headers: withKey("r2"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemRateLimited},
+		{name: "200 status of a refused key", setup: func(f *contractFixture) {
+			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 20 * time.Second}
+			f.serve(http.MethodPost, "/v1/notifications", map[string]string{"Content-Type": "application/json", "Idempotency-Key": "r3"}, resetBody(nil))
+		}, method: "GET", path: coll + "/r3", specValid: true, status: 200},
 		{name: "503 dispatch queue down", setup: func(f *contractFixture) { f.queue.Err = errors.New("queue down") },
 			method: "POST", path: coll, headers: withKey("q1"), body: resetBody(nil), specValid: true, status: 503, problem: httpapi.ProblemQueueUnavailable},
 		{name: "500 POST, store down", setup: func(f *contractFixture) { f.store.fail = true },

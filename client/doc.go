@@ -21,8 +21,9 @@
 // ErrForbidden (403), ErrNotFound (404), ErrNotCancellable (409), ErrPayloadTooLarge (413),
 // ErrUnsupportedMediaType (415), ErrKeyReused (422 idempotency-key-reused),
 // ErrDestinationNotAllowed (422 destination-not-allowed) and ErrRateLimited (429 rate-limited
-// or prefix-rate-limited: an abuse guard's refusal, which stores nothing and holds for
-// minutes to a day; APIError.RetryAfter says when the same key may be sent). When retries run out, the error wraps
+// or prefix-rate-limited: an abuse guard's refusal, recorded under the key (state refused),
+// so the key keeps getting it; APIError.RetryAfter says when a new request, with a new key,
+// may pass). When retries run out, the error wraps
 // the last answer (ErrThrottled for 429, ErrUnavailable for a 5xx) or the last network error.
 //
 // No error of this package holds a phone number, a param or a request body: the API never

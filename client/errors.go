@@ -62,8 +62,9 @@ var (
 	// code is outside the stack's allow-list. Repeating it cannot help.
 	ErrDestinationNotAllowed = errors.New("destination not allowed")
 	// ErrRateLimited is a 429 rate-limited, prefix-rate-limited or prefix-blocked: an abuse guard refused the
-	// request and stored nothing. The client does not retry it (the window is minutes to a day
-	// long); APIError.RetryAfter says when the same key may be sent again.
+	// request and recorded the refusal under its key (state refused), so repeating the key
+	// gets it again. The client does not retry it; APIError.RetryAfter says when a new request,
+	// with a new key, may pass.
 	ErrRateLimited = errors.New("rate limited")
 	// ErrThrottled is a 429 that was still the answer when retries ran out: API Gateway's
 	// throttling, which the client retries (never a guard's refusal, ErrRateLimited).

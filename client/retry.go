@@ -34,7 +34,7 @@ func (c *Client) do(ctx context.Context, req request, decode decodeFunc) (int, e
 		case retryableStatus(resp.status):
 			ae := apiError(resp)
 			if errors.Is(ae, ErrRateLimited) {
-				// A guard's refusal stored nothing and holds for its window: final.
+				// A guard's refusal is recorded under the key: final.
 				return n, fmt.Errorf("%s: %w", req.op, ae)
 			}
 			retryAfter = ae.RetryAfter

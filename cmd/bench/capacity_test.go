@@ -109,3 +109,30 @@ func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 		rec = next
 	}
 }
+
+// TestDeployedAdmissionBudget holds admission as deployed (the guard on) to its budget: a
+// number's first admission of the day at most 3 requests and 4 write units, a repeat at most
+// 3 write units, and no read.
+func TestDeployedAdmissionBudget(t *testing.T) {
+	testenv.DynamoDB(t) // skips or fails as the package documents when there is no emulator
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, drop, err := newUnitsMeter(ctx, os.Getenv(emulator.EnvDynamoDBEndpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	for _, step := range []struct {
+		kind               string
+		requests, writeMax float64
+	}{{"", 3, 4}, {"_repeat", 2, 3}} {
+		u, err := m.admit(ctx, step.kind, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.requests > step.requests || u.writes > step.writeMax || u.writes == 0 || u.reads != 0 {
+			t.Errorf("admission%s: %.2f requests (%s), %.2f write units, %.2f read units; want at most %.0f, at most %.0f, none",
+				step.kind, u.requests, u.breakdown, u.writes, u.reads, step.requests, step.writeMax)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -162,6 +163,7 @@ func TestMakeLocal(t *testing.T) {
 	if got := post(t, base+"/v1/notifications", reset(1)); got.StatusCode != http.StatusOK {
 		t.Errorf("replay of an admitted reset after the limit = %d, want 200", got.StatusCode)
 	}
+	duplicatesGetOneAnswer(t, base, expires)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -227,6 +229,45 @@ func readUntilReady(t *testing.T, r io.Reader, stderr *strings.Builder) ([]strin
 		t.Fatalf("no ready line within 3 minutes\n%s", tail(stderr.String()))
 	}
 	return nil, ""
+}
+
+// duplicatesGetOneAnswer admits four resets for one number, then sends 64 identical requests
+// with a new key at once: one 202 and 63 replays (200), no 429, whatever order the stack
+// serves them in.
+func duplicatesGetOneAnswer(t *testing.T, base, expires string) {
+	t.Helper()
+	const to = "+15555550178"
+	reset := func(i int) string {
+		return `{"event_id":"evt-dup-` + strconv.Itoa(i) + `","channel":"sms","purpose":"password_reset","to":"` + to +
+			`","params":{"code":"482913"},"expires_at":"` + expires + `"}`
+	}
+	for i := 1; i <= 4; i++ {
+		if got := post(t, base+"/v1/notifications", reset(i)); got.StatusCode != http.StatusAccepted {
+			t.Fatalf("reset %d for one number = %d, want 202", i, got.StatusCode)
+		}
+	}
+	statuses := make([]int, 64)
+	var wg sync.WaitGroup
+	for i := range statuses {
+		wg.Go(func() {
+			resp, err := http.Post(base+"/v1/notifications", "application/json", strings.NewReader(reset(5)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		})
+	}
+	wg.Wait()
+	tally := map[int]int{}
+	for _, s := range statuses {
+		tally[s]++
+	}
+	if tally[http.StatusAccepted] != 1 || tally[http.StatusOK] != 63 {
+		t.Errorf("64 identical requests, the number one short of its hourly limit: %v, want 1×202 and 63×200", tally)
+	}
 }
 
 func post(t *testing.T, url, body string) *http.Response {

@@ -58,6 +58,7 @@ const (
 	EnvGuardPerDay          = "GUARD_PER_DAY"
 	EnvGuardPrefixDigits    = "GUARD_PREFIX_DIGITS"
 	EnvGuardPrefixPerMinute = "GUARD_PREFIX_PER_MINUTE"
+	EnvGuardDecisionMS      = "GUARD_DECISION_MS"
 	EnvAllowedCallingCodes  = "ALLOWED_CALLING_CODES"
 )
 
@@ -151,6 +152,10 @@ type Config struct {
 	// Guard is notify.DefaultGuardLimits with GUARD_PER_HOUR, GUARD_PER_DAY,
 	// GUARD_PREFIX_DIGITS and GUARD_PREFIX_PER_MINUTE applied (0 turns a limit off).
 	Guard notify.GuardLimits
+	// GuardDecision is GUARD_DECISION_MS: how long after admission the request that created a
+	// record may still refuse it, and so how long its duplicates wait at most for the decision
+	// (notify.Intake.DecisionBound).
+	GuardDecision time.Duration
 	// AllowedCallingCodes is ALLOWED_CALLING_CODES, comma-separated calling codes such as
 	// "1,44", each checked by notify.NewCountries; empty allows every code.
 	AllowedCallingCodes []string
@@ -180,6 +185,8 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.Worker = r.worker()
 	c.GuardTable, c.Guard, c.AllowedCallingCodes = r.guard()
 	c.Conversion = r.conversion()
+	c.GuardDecision = notify.DefaultDecisionBound
+	r.positiveDuration(EnvGuardDecisionMS, time.Millisecond, &c.GuardDecision, "must be a whole number of milliseconds, 1 or more")
 	c.LogLevel = r.logLevel()
 	if need&NeedAuditTable != 0 {
 		c.AuditRetention = r.auditRetention()
@@ -465,6 +472,7 @@ func (c Config) LogValue() slog.Value {
 			slog.Int("per_day", c.Guard.PerDay),
 			slog.Int("prefix_digits", c.Guard.PrefixDigits),
 			slog.Int("prefix_per_minute", c.Guard.PrefixPerMinute),
+			slog.Int64("decision_ms", c.GuardDecision.Milliseconds()),
 			slog.Any("allowed_calling_codes", c.AllowedCallingCodes)),
 		slog.Group("conversion",
 			slog.String("table", c.Conversion.Table),

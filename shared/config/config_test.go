@@ -48,6 +48,7 @@ func TestLoadDefaults(t *testing.T) {
 		FingerprintKey:     []byte(fpKey),
 		Guard:              notify.DefaultGuardLimits(),
 		Conversion:         config.Conversion{Policy: notify.DefaultConversionPolicy()},
+		GuardDecision:      notify.DefaultDecisionBound,
 		LogLevel:           slog.LevelInfo,
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -73,6 +74,7 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvGuardPerDay:          "0",
 		config.EnvGuardPrefixDigits:    "7",
 		config.EnvGuardPrefixPerMinute: "40",
+		config.EnvGuardDecisionMS:      "250",
 		config.EnvAllowedCallingCodes:  " 1, 44,353 ",
 		config.EnvAuditRetentionDays:   "30",
 
@@ -97,6 +99,7 @@ func TestLoadEverything(t *testing.T) {
 		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
 		FingerprintKeyParam: "/resetnotify/request-fingerprint-key",
 		GuardTable:          "g", Guard: notify.GuardLimits{PerHour: 3, PerDay: 0, PrefixDigits: 7, PrefixPerMinute: 40},
+		GuardDecision:       250 * time.Millisecond,
 		AllowedCallingCodes: []string{"1", "44", "353"},
 		Conversion: config.Conversion{Table: "c", Policy: notify.ConversionPolicy{
 			Window: 48 * time.Hour, MinSends: 30, BlockBelow: 0, BlockFor: 6 * time.Hour, Refresh: 2 * time.Second}},

@@ -163,6 +163,7 @@ func TestOperatorDecisionsAndHistory(t *testing.T) {
 	if ok, err := f.store.Decide(ctx, notify.PrefixBlock{PrefixFP: fp, Until: f.clock.Now().Add(time.Hour), By: notify.BlockedByConversion, At: f.clock.Now()}); ok || err != nil {
 		t.Fatalf("automatic decision over an allow: written %v, %v", ok, err)
 	}
+	f.clock.Advance(time.Minute)
 	if _, err := f.conv.Override(ctx, fp, false, time.Hour, "arn:aws:iam::123456789012:user/ops", "pumping after all"); err != nil {
 		t.Fatal(err)
 	}

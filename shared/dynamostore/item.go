@@ -54,6 +54,11 @@ type item struct {
 	PrefixFP                string `dynamodbav:"prefix_fp,omitempty"`
 	Country                 string `dynamodbav:"country,omitempty"`
 	ConvertedAt             string `dynamodbav:"converted_at,omitempty"`
+	// DecideBy, DecidedAt and RetryAt are the abuse guard's decision (notify.Record); absent
+	// on records admitted without the guard and on those written before it decided per key.
+	DecideBy  string `dynamodbav:"decide_by,omitempty"`
+	DecidedAt string `dynamodbav:"decided_at,omitempty"`
+	RetryAt   string `dynamodbav:"retry_at,omitempty"`
 }
 
 // toItem converts a record to its stored form.
@@ -91,6 +96,9 @@ func toItem(r notify.Record) item {
 		PrefixFP:           r.PrefixFP,
 		Country:            r.Country,
 		ConvertedAt:        tables.FormatTime(r.ConvertedAt),
+		DecideBy:           tables.FormatTime(r.DecideBy),
+		DecidedAt:          tables.FormatTime(r.DecidedAt),
+		RetryAt:            tables.FormatTime(r.RetryAt),
 	}
 	if r.Attempt > 0 {
 		it.AttemptedNotificationID = r.NotificationID
@@ -146,28 +154,7 @@ func (it item) toRecord() (notify.Record, error) {
 	if it.TTL != 0 {
 		r.PurgeAt = time.Unix(it.TTL, 0).UTC()
 	}
-	var errs []error
-	for _, f := range []struct {
-		name string
-		in   string
-		out  *time.Time
-	}{
-		{tables.AttrCreatedAt, it.CreatedAt, &r.CreatedAt},
-		{tables.AttrUpdatedAt, it.UpdatedAt, &r.UpdatedAt},
-		{tables.AttrExpiresAt, it.ExpiresAt, &r.ExpiresAt},
-		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
-		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
-		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
-		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
-		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
-		{tables.AttrConvertedAt, it.ConvertedAt, &r.ConvertedAt},
-	} {
-		t, err := tables.ParseTime(f.in)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
-		}
-		*f.out = t
-	}
+	errs := it.parseTimes(&r)
 	if !r.State.Valid() {
 		errs = append(errs, fmt.Errorf("%s: unknown state %q", tables.AttrState, it.State))
 	}
@@ -208,4 +195,34 @@ func decodeItem(av map[string]ddbtypes.AttributeValue) (notify.Record, string, e
 		return notify.Record{}, "", fmt.Errorf("dynamostore.record: %w", err)
 	}
 	return r, it.WriteToken, nil
+}
+
+// parseTimes sets r's times from it's stored strings and returns a problem per bad one.
+func (it item) parseTimes(r *notify.Record) []error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		in   string
+		out  *time.Time
+	}{
+		{tables.AttrCreatedAt, it.CreatedAt, &r.CreatedAt},
+		{tables.AttrUpdatedAt, it.UpdatedAt, &r.UpdatedAt},
+		{tables.AttrExpiresAt, it.ExpiresAt, &r.ExpiresAt},
+		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
+		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
+		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
+		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
+		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
+		{tables.AttrDecideBy, it.DecideBy, &r.DecideBy},
+		{tables.AttrDecidedAt, it.DecidedAt, &r.DecidedAt},
+		{tables.AttrRetryAt, it.RetryAt, &r.RetryAt},
+		{tables.AttrConvertedAt, it.ConvertedAt, &r.ConvertedAt},
+	} {
+		t, err := tables.ParseTime(f.in)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+		}
+		*f.out = t
+	}
+	return errs
 }

@@ -28,8 +28,8 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrSealed, tables.AttrDestinationFP, tables.AttrProvider, tables.AttrProviderMessageID,
 		tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
 		tables.AttrTTL, tables.AttrLeaseToken, tables.AttrWriteToken, tables.AttrActor, tables.AttrEarlyReceipt,
-		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID, tables.AttrPrefixFP, tables.AttrCountry,
-		tables.AttrConvertedAt,
+		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID, tables.AttrDecideBy, tables.AttrDecidedAt, tables.AttrRetryAt,
+		tables.AttrPrefixFP, tables.AttrCountry, tables.AttrConvertedAt,
 	}
 	var got []string
 	typ := reflect.TypeFor[item]()

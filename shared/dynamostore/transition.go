@@ -18,7 +18,8 @@ import (
 //
 // The write is conditioned on the stored version being prev.Version and, when next takes the
 // lease (state dispatching), on dispatch_deadline being after next.UpdatedAt, so a slow worker
-// cannot lease late. From dispatching it is also conditioned on no early receipt having
+// cannot lease late; a refusal (state refused) also on the record not being settled
+// (decided_at absent). From dispatching it is also conditioned on no early receipt having
 // arrived since prev was read, so the caller learns of one and can apply it. A failed
 // condition returns a *notify.ConflictError with the stored record (ALL_OLD), unless that
 // record is this very write, committed by an earlier try of the SDK's retryer: then
@@ -67,10 +68,17 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		optional{tables.AttrAttemptedNotificationID, it.AttemptedNotificationID != "", it.AttemptedNotificationID},
 		optional{tables.AttrConvertedAt, it.ConvertedAt != "", it.ConvertedAt},
 	)
+	if it.RetryAt != "" {
+		update = update.Set(name(tables.AttrRetryAt), expression.Value(it.RetryAt))
+	}
 
 	cond := name(tables.AttrVersion).Equal(expression.Value(prev.Version))
 	if next.State == notify.StateDispatching {
 		cond = cond.And(name(tables.AttrDispatchDeadline).GreaterThan(expression.Value(it.UpdatedAt)))
+	}
+	if next.State == notify.StateRefused {
+		// The creator's refusal loses to a duplicate's settle after the decision bound.
+		cond = cond.And(expression.AttributeNotExists(name(tables.AttrDecidedAt)))
 	}
 	if prev.State == notify.StateDispatching && prev.EarlyReceipt == notify.StateNone {
 		cond = cond.And(expression.AttributeNotExists(name(tables.AttrEarlyReceipt)))

@@ -1,17 +1,19 @@
-// Package guardstore implements notify.Guard on the DynamoDB guard table: small counter items,
-// each changed only by one conditional UpdateItem (ADD under a "still below the limit"
-// condition), so concurrent admissions never exceed a limit and nothing is read and then
-// written. Windows are fixed UTC clock windows: a destination's hour and day live in one item
-// per destination and day ("d#<fp>#<yyyymmdd>", an attribute per hour), so counting an
-// admission is one write of an item far below 1 KB; a prefix's new destinations are counted
-// per minute ("p#<prefix fp>#<yyyymmddhhmm>"), written only for a destination's first
-// admission of the day. Every item carries a TTL shortly after its window ends.
+// Package guardstore implements notify.Guard on the DynamoDB guard table: small items, each
+// changed only by one conditional UpdateItem, so concurrent admissions never exceed a limit
+// and nothing is read and then written. Windows are fixed UTC clock windows. A destination's
+// hour and day live in one item per destination and day ("d#<fp>#<yyyymmdd>", an attribute per
+// hour; ADD under "each count still below its limit"). A prefix's minute is one item
+// ("p#<prefix fp>#<yyyymmddhhmm>") holding the set of destination fingerprints admitted in it;
+// a destination joins it only while the set is below the ceiling or already holds it, so the
+// ceiling counts distinct destinations exactly under any concurrency. The two updates of an
+// admission run concurrently. Every item carries a TTL shortly after its window ends.
 package guardstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,39 +41,48 @@ type Store struct {
 	client API
 	table  string
 	limits notify.GuardLimits
+	seen   *seenToday
 }
 
 var _ notify.Guard = (*Store)(nil)
 
 // New returns a guard over the table named table that applies limits.
 func New(client API, table string, limits notify.GuardLimits) *Store {
-	return &Store{client: client, table: table, limits: limits}
+	return &Store{client: client, table: table, limits: limits, seen: newSeenToday(maxSeen)}
 }
 
-// Admit counts one admission of d at now in d's destination item and, when it is d's first
-// admission of the day, in its prefix's minute item. A refusal is a *notify.RefusedError and
-// leaves every count as it was.
+// Admit counts one admission of d at now: in d's destination item and, unless this instance
+// admitted d earlier today (it is then no new destination of the prefix), in its prefix's
+// minute set, the two updates concurrently. A refusal is a *notify.RefusedError. A destination
+// refusal leaves the prefix's set as the concurrent update made it (it may hold d: the ceiling
+// over-counts, never under-counts); a prefix refusal after the destination was counted sets
+// DestinationCounted, and the caller releases the count.
 func (s *Store) Admit(ctx context.Context, d notify.Destination, now time.Time) error {
 	now = now.UTC()
-	dayCount, err := s.countDestination(ctx, d, now)
-	if err != nil {
-		return err
+	var prefixErr error
+	var wg sync.WaitGroup
+	if s.limits.PrefixPerMinute > 0 && !s.seen.has(d.FP, now) {
+		wg.Go(func() { prefixErr = s.countPrefix(ctx, d, now) })
 	}
-	if dayCount != 1 || s.limits.PrefixPerMinute == 0 {
-		return nil
-	}
-	err = s.countPrefix(ctx, d, now)
+	destErr := s.countDestination(ctx, d, now)
+	wg.Wait()
 	var refused *notify.RefusedError
-	if errors.As(err, &refused) {
-		if rerr := s.Release(ctx, d, now); rerr != nil {
-			return fmt.Errorf("guard.admit %s: release after prefix refusal: %w", d.FP, rerr)
-		}
+	switch {
+	case destErr != nil:
+		return destErr
+	case errors.As(prefixErr, &refused):
+		refused.DestinationCounted = true
+		return refused
+	case prefixErr != nil:
+		// The destination's count stays: it refuses early, never sends more.
+		return prefixErr
 	}
-	return err
+	s.seen.add(d.FP, now)
+	return nil
 }
 
-// Release takes one admission at now back from d's destination item. The prefix's count, if
-// any, stays: a race of one key's first requests may cost the prefix one count.
+// Release takes one admission at now back from d's destination item, after the prefix refused
+// it. The prefix's set is left as it is.
 func (s *Store) Release(ctx context.Context, d notify.Destination, now time.Time) error {
 	now = now.UTC()
 	expr, err := expression.NewBuilder().
@@ -96,9 +107,8 @@ func (s *Store) Release(ctx context.Context, d notify.Destination, now time.Time
 	return nil
 }
 
-// countDestination adds one to d's day and hour counts if both are below their limits, and
-// returns the new day count.
-func (s *Store) countDestination(ctx context.Context, d notify.Destination, now time.Time) (int, error) {
+// countDestination adds one to d's day and hour counts if both are below their limits.
+func (s *Store) countDestination(ctx context.Context, d notify.Destination, now time.Time) error {
 	day, hour := expression.Name(tables.GuardDayCount), expression.Name(hourAttr(now))
 	update := expression.Add(day, expression.Value(1)).Add(hour, expression.Value(1)).
 		Set(expression.Name(tables.GuardTTL), expression.Value(ttlAt(nextDay(now))))
@@ -108,29 +118,24 @@ func (s *Store) countDestination(ctx context.Context, d notify.Destination, now 
 	}
 	expr, err := b.Build()
 	if err != nil {
-		return 0, fmt.Errorf("guard.admit %s: build: %w", d.FP, err)
+		return fmt.Errorf("guard.admit %s: build: %w", d.FP, err)
 	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 key(destinationKey(d.FP, now)),
 		UpdateExpression:                    expr.Update(),
 		ConditionExpression:                 expr.Condition(),
 		ExpressionAttributeNames:            expr.Names(),
 		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        ddbtypes.ReturnValueUpdatedNew,
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if isConditionFailed(err) {
-		return 0, s.destinationRefusal(err, d, now)
+		return s.destinationRefusal(err, d, now)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("guard.admit %s: %w", d.FP, err)
+		return fmt.Errorf("guard.admit %s: %w", d.FP, err)
 	}
-	n, err := number(out.Attributes, tables.GuardDayCount)
-	if err != nil {
-		return 0, fmt.Errorf("guard.admit %s: %w", d.FP, err)
-	}
-	return n, nil
+	return nil
 }
 
 // destinationRefusal names the limit a failed destination update hit, from the item it
@@ -147,23 +152,23 @@ func (s *Store) destinationRefusal(err error, d notify.Destination, now time.Tim
 	return refused
 }
 
-// countPrefix adds one to the new destinations of d's prefix this minute, if still below the
-// ceiling.
+// countPrefix adds d to its prefix's set of destinations this minute, if the set holds it
+// already or is still below the ceiling.
 func (s *Store) countPrefix(ctx context.Context, d notify.Destination, now time.Time) error {
-	count := expression.Name(tables.GuardCount)
+	fps := expression.Name(tables.GuardDestinations)
 	end := now.Truncate(time.Minute).Add(time.Minute)
 	expr, err := expression.NewBuilder().
-		WithUpdate(expression.Add(count, expression.Value(1)).
+		WithUpdate(expression.Add(fps, expression.Value(stringSet{d.FP})).
 			Set(expression.Name(tables.GuardTTL), expression.Value(ttlAt(end)))).
-		WithCondition(expression.Or(expression.AttributeNotExists(count),
-			count.LessThan(expression.Value(s.limits.PrefixPerMinute)))).
+		WithCondition(expression.Or(expression.AttributeNotExists(fps), expression.Contains(fps, d.FP),
+			fps.Size().LessThan(expression.Value(s.limits.PrefixPerMinute)))).
 		Build()
 	if err != nil {
 		return fmt.Errorf("guard.prefix %s: build: %w", d.PrefixFP, err)
 	}
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key("p#" + d.PrefixFP + "#" + now.Format("200601021504")),
+		Key:                       key(prefixKey(d.PrefixFP, now)),
 		UpdateExpression:          expr.Update(),
 		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
@@ -177,6 +182,14 @@ func (s *Store) countPrefix(ctx context.Context, d notify.Destination, now time.
 		return fmt.Errorf("guard.prefix %s: %w", d.PrefixFP, err)
 	}
 	return nil
+}
+
+// stringSet marshals as a DynamoDB string set (SS), which ADD merges into a stored set.
+type stringSet []string
+
+// MarshalDynamoDBAttributeValue returns the set.
+func (s stringSet) MarshalDynamoDBAttributeValue() (ddbtypes.AttributeValue, error) {
+	return &ddbtypes.AttributeValueMemberSS{Value: s}, nil
 }
 
 // below is the condition "each set limit is not reached yet"; ok is false when no limit is
@@ -201,6 +214,10 @@ func below(dayLimit int, day expression.NameBuilder, hourLimit int, hour express
 }
 
 func destinationKey(fp string, now time.Time) string { return "d#" + fp + "#" + now.Format("20060102") }
+
+func prefixKey(prefixFP string, now time.Time) string {
+	return "p#" + prefixFP + "#" + now.Format("200601021504")
+}
 
 func hourAttr(now time.Time) string { return tables.GuardHourPrefix + now.Format("15") }
 

@@ -45,8 +45,28 @@ func TestGuardRefusals(t *testing.T) {
 			if got := resp.Headers[httpapi.HeaderRetryAfter]; got != tc.retryAfter {
 				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
 			}
-			if _, err := f.intake.Status(t.Context(), "order-1"); !errors.Is(err, notify.ErrNotFound) {
-				t.Errorf("a refused request left a record: %v", err)
+			answers := resp.Body + headerText(resp.Headers)
+			rec, err := f.intake.Status(t.Context(), "order-1")
+			if tc.refuse == nil && !errors.Is(err, notify.ErrNotFound) {
+				t.Errorf("a request outside the allow-list left a record: %v", err)
+			}
+			if tc.refuse != nil {
+				if rec.State != notify.StateRefused {
+					t.Errorf("stored %s, want the refusal recorded (refused)", rec.State)
+				}
+				if p := decodeProblem(t, resp); p.State != notify.StateRefused || p.Reason != rec.Reason {
+					t.Errorf("problem state %q reason %q, want refused %s", p.State, p.Reason, rec.Reason)
+				}
+				// A repeat of the key: the same answer, marked as a replay, counted once.
+				again := f.do(t, post(body(nil), "idempotency-key", "order-1"))
+				answers += again.Body + headerText(again.Headers)
+				if again.StatusCode != tc.status || again.Headers[httpapi.HeaderRetryAfter] != tc.retryAfter ||
+					again.Headers[httpapi.HeaderIdempotentReplayed] != "true" || decodeProblem(t, again).Type != tc.problem.URI() {
+					t.Errorf("repeat: %d %v %s, want the same %d with Idempotent-Replayed", again.StatusCode, again.Headers, again.Body, tc.status)
+				}
+				if n := strings.Count(f.metrics.String(), `"`+obs.MetricRefusals+`":1`); n != 1 {
+					t.Errorf("%d Refusals metric lines for one refusal and its repeat, want 1", n)
+				}
 			}
 			reason := string(notify.RefusedCountry)
 			if tc.refuse != nil {
@@ -62,7 +82,7 @@ func TestGuardRefusals(t *testing.T) {
 			if !strings.Contains(metrics, `"`+obs.MetricRefusals+`":1`) || !strings.Contains(metrics, `"Reason":"`+reason+`"`) {
 				t.Errorf("no Refusals metric for %s: %s", reason, metrics)
 			}
-			for name, text := range map[string]string{"response": resp.Body + headerText(resp.Headers), "log": logs, "metric": metrics} {
+			for name, text := range map[string]string{"responses": answers, "log": logs, "metric": metrics} {
 				for _, n := range needles() {
 					if strings.Contains(text, n) {
 						t.Errorf("%s holds %q", name, n)

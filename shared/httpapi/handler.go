@@ -164,7 +164,7 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	case errors.As(err, new(*notify.ValidationError)):
 		return validationResult(route, err)
 	case errors.As(err, &refused):
-		return refusalResult(route, sub.Key, refused)
+		return refusalResult(route, sub, refused)
 	case errors.Is(err, notify.ErrKeyReuse):
 		res.status = http.StatusUnprocessableEntity
 		res.problem = newProblem(ProblemKeyReused, res.status,
@@ -191,6 +191,9 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	res.status = http.StatusAccepted
 	res.headers = map[string]string{HeaderLocation: CollectionPath + "/" + url.PathEscape(sub.Record.IdempotencyKey)}
 	h.metrics.Transition(string(sub.Record.State), string(sub.Record.Reason))
+	if sub.LateDecision {
+		h.metrics.GuardDecisionLate()
+	}
 	return res
 }
 
@@ -342,7 +345,13 @@ func (h *Handler) record(ctx context.Context, log *slog.Logger, ev events.APIGat
 		// The fingerprint and the calling code only: never the number.
 		attrs = append(attrs, slog.String("refusal", string(r.Reason)),
 			slog.String("destination_fp", r.DestinationFP), slog.String("country_code", r.CountryCode))
-		h.metrics.Refusal(string(r.Reason), r.CountryCode)
+		if !res.replayed {
+			// A repeat of a refused key is the same refusal, counted once.
+			h.metrics.Refusal(string(r.Reason), r.CountryCode)
+		}
+	}
+	if res.route == RouteSubmit && res.status == http.StatusTooManyRequests {
+		attrs = append(attrs, slog.Bool("replayed", res.replayed))
 	}
 	if (res.route == RouteSubmit || res.route == RouteConvert) && res.status < 300 {
 		attrs = append(attrs, slog.Bool("replayed", res.replayed))
@@ -366,9 +375,12 @@ func internalError(route string, cause error) result {
 }
 
 // refusalResult answers an admission the guards refused: 422 for a destination outside the
-// allow-list, else 429 with Retry-After in whole seconds, rounded up.
-func refusalResult(route, key string, r *notify.RefusedError) result {
+// allow-list (nothing stored), else 429 with Retry-After in whole seconds, rounded up (0 once
+// the window has passed, for a repeat of a refused key), the refused record's state and reason,
+// and Idempotent-Replayed on a repeat.
+func refusalResult(route string, sub notify.Submitted, r *notify.RefusedError) result {
 	var res result
+	const retry = " The refusal is recorded under this idempotency key: repeating it gets this answer again; after Retry-After seconds, send a new request with a new key."
 	switch r.Reason {
 	case notify.RefusedCountry:
 		res = problemResult(route, http.StatusUnprocessableEntity, ProblemDestinationNotAllowed,
@@ -378,16 +390,23 @@ func refusalResult(route, key string, r *notify.RefusedError) result {
 			"Messages to this number range are blocked for now: they are not being used. Nothing was stored; repeat the request after Retry-After seconds.")
 	case notify.RefusedPrefixVelocity:
 		res = problemResult(route, http.StatusTooManyRequests, ProblemPrefixRateLimited,
-			"Too many new destinations in this number range right now. Nothing was stored; repeat the request after Retry-After seconds.")
+			"Too many new destinations in this number range right now."+retry)
 	default:
 		res = problemResult(route, http.StatusTooManyRequests, ProblemRateLimited,
-			"Too many notifications for this destination in this window. Nothing was stored; repeat the request after Retry-After seconds.")
+			"Too many notifications for this destination in this window."+retry)
 	}
 	if res.status == http.StatusTooManyRequests {
-		secs := max(1, int((r.RetryAfter+time.Second-1)/time.Second))
+		secs := max(0, int((r.RetryAfter+time.Second-1)/time.Second))
 		res.headers = map[string]string{HeaderRetryAfter: strconv.Itoa(secs)}
+		if sub.Record.State == notify.StateRefused {
+			res.problem.State, res.problem.Reason = sub.Record.State, sub.Record.Reason
+			res.notifID = sub.Record.NotificationID
+		}
+		if sub.Replayed {
+			res.headers[HeaderIdempotentReplayed] = "true"
+		}
 	}
-	res.key, res.refusal = key, r
+	res.key, res.refusal, res.replayed = sub.Key, r, sub.Replayed
 	return res
 }
 

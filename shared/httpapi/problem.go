@@ -45,11 +45,13 @@ const (
 	// the dispatch queue; repeat the same request after Retry-After seconds and it is queued
 	// again.
 	ProblemQueueUnavailable ProblemType = "dispatch-queue-unavailable"
-	// ProblemRateLimited (429): the destination reached its admissions per hour or per day;
-	// nothing was stored, so the same request is admitted after Retry-After seconds.
+	// ProblemRateLimited (429): the destination reached its admissions per hour or per day.
+	// The refusal is stored under the key (state refused): a repeat gets it again; a new
+	// request with a new key may pass after Retry-After seconds.
 	ProblemRateLimited ProblemType = "rate-limited"
-	// ProblemPrefixRateLimited (429): the number's prefix is admitting too many new
-	// destinations this minute (suspected SMS pumping); repeat after Retry-After seconds.
+	// ProblemPrefixRateLimited (429): the number's prefix admitted too many distinct
+	// destinations this minute (suspected SMS pumping). Stored under the key as
+	// ProblemRateLimited is.
 	ProblemPrefixRateLimited ProblemType = "prefix-rate-limited"
 	// ProblemDestinationNotAllowed (422): the number's country calling code is not on the
 	// allow-list. Nothing was stored; repeating the request will not help.

@@ -19,6 +19,7 @@
 //	accepted | retry_scheduled ──EXPIRED_BEFORE_DISPATCH──▶ expired
 //	dispatch_unknown ──EXPIRED_UNRESOLVED (or EXPIRED_BEFORE_DISPATCH once reconciled as not sent)──▶ expired
 //	accepted | retry_scheduled ──CANCELLED | SUPERSEDED──▶ cancelled
+//	accepted ──REFUSED_DESTINATION_HOUR | REFUSED_DESTINATION_DAY | REFUSED_PREFIX_VELOCITY──▶ refused
 //	sent ──RECEIPT_DELIVERED──▶ delivered        sent ──RECEIPT_FAILED──▶ undelivered
 //	sent | delivered | undelivered ──CONVERTED──▶ the same state   (the code or link was used)
 //

@@ -10,9 +10,10 @@ import (
 // Abuse guards. A password-reset endpoint is the favourite target of SMS pumping: an attacker
 // triggers resets for many premium or sequential numbers and the sender pays per message.
 // Intake refuses, before any record is written, a destination outside the allowed calling
-// codes (Countries), a destination already admitted too often in its windows, and a new
-// destination in a number range that is admitting new destinations too fast (Guard). A replay
-// of an admitted key is never counted and never refused.
+// codes (Countries). The counters (Guard) decide after the record's conditional put, once per
+// key: only the request that created the record counts it, a refusal is written onto the
+// record (StateRefused), and every other request with the key gets the creator's decision
+// (see decide.go). A replay of an admitted key is never counted and never refused.
 
 // RefusalReason names why the guard refused an admission. It is a metric dimension and a log
 // field: it never holds a number.
@@ -41,8 +42,9 @@ var (
 	ErrDestinationNotAllowed = errors.New("destination not allowed")
 )
 
-// RefusedError is a refused admission. Nothing was stored for it: the same request may be
-// repeated once RetryAfter has passed (never, for RefusedCountry).
+// RefusedError is a refused admission. A country refusal stores nothing. A counter's refusal
+// is stored on the record (StateRefused): a repeat of the key gets it again, and a new request
+// needs a new key once RetryAfter has passed.
 type RefusedError struct {
 	Reason RefusalReason
 	// RetryAfter is how long until the window that refused it ends (0 for RefusedCountry).
@@ -51,6 +53,9 @@ type RefusedError struct {
 	// fingerprint and a calling code. The number itself is never held here.
 	DestinationFP string
 	CountryCode   string
+	// DestinationCounted is set by a Guard whose prefix refused after the destination's count
+	// was taken: Guard.Release gives that count back.
+	DestinationCounted bool
 }
 
 // Error names the reason, never the number.
@@ -81,10 +86,11 @@ type Destination struct {
 
 // Guard counts admissions per destination and per prefix, atomically, in shared storage.
 type Guard interface {
-	// Admit counts one admission of d at now, or returns a *RefusedError and counts nothing.
+	// Admit counts one admission of d at now, or returns a *RefusedError. A refusal counts
+	// nothing in the window that refused; when DestinationCounted is set, the destination's
+	// count was taken (the prefix refused) and Release gives it back.
 	Admit(ctx context.Context, d Destination, now time.Time) error
-	// Release takes back an admission Admit counted at now whose record turned out to exist
-	// already (a concurrent request with the same key won the conditional put).
+	// Release takes back the destination count of a refusal that Admit counted at now.
 	Release(ctx context.Context, d Destination, now time.Time) error
 }
 
@@ -96,8 +102,8 @@ type GuardLimits struct {
 	// PrefixDigits is how many digits of the E.164 number, calling code included, make its
 	// prefix.
 	PrefixDigits int
-	// PrefixPerMinute bounds the new destinations (first admission of the UTC day) per
-	// prefix in a UTC clock minute.
+	// PrefixPerMinute bounds the distinct destinations admitted per prefix in a UTC clock
+	// minute.
 	PrefixPerMinute int
 }
 
@@ -144,44 +150,6 @@ func (in *Intake) destinationOf(req Request, fp string) Destination {
 		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(req.To, digits)),
 		CountryCode: CallingCode(req.To),
 	}
-}
-
-// admit stores rec for req once the guards allow it. Without a Guard it is the store's
-// conditional put. With one, an existing record is read first (a replay is never counted and
-// never refused), then the admission is counted, then put; if the put finds that a
-// concurrent request with the same key won, the count is released.
-func (in *Intake) admit(ctx context.Context, req Request, rec Record, now time.Time) (Record, bool, error) {
-	if in.Guard == nil || rec.State != StateAccepted {
-		// An admission that is expired already sends nothing: it is not counted.
-		return in.Store.Admit(ctx, rec)
-	}
-	existing, err := in.Store.Get(ctx, rec.IdempotencyKey)
-	if err == nil {
-		return existing, false, nil
-	}
-	if !errors.Is(err, ErrNotFound) {
-		return Record{}, false, err
-	}
-	d := Destination{FP: rec.DestinationFP, PrefixFP: rec.PrefixFP, CountryCode: rec.Country}
-	if err := in.checkBlocked(ctx, d, now); err != nil {
-		return Record{}, false, err
-	}
-	if err := in.Guard.Admit(ctx, d, now); err != nil {
-		var refused *RefusedError
-		if errors.As(err, &refused) {
-			// The first request with this key may have been admitted since the read above.
-			if existing, gerr := in.Store.Get(ctx, rec.IdempotencyKey); gerr == nil {
-				return existing, false, nil
-			}
-		}
-		return Record{}, false, err
-	}
-	stored, created, err := in.Store.Admit(ctx, rec)
-	if err == nil && !created {
-		// Best effort: a count left behind refuses too early, never sends too much.
-		_ = in.Guard.Release(ctx, d, now)
-	}
-	return stored, created, err
 }
 
 // checkBlocked refuses d when its prefix is blocked (see Conversions.Blocked): a lookup in a

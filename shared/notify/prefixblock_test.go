@@ -63,8 +63,15 @@ func TestPrefixBlockedAfterUnconvertedSendsAndOpenAfterThePeriod(t *testing.T) {
 	if !errors.As(err, &refused) || !errors.Is(err, notify.ErrPrefixBlocked) || refused.RetryAfter <= 11*time.Hour {
 		t.Fatalf("admission in a blocked prefix: %v, want prefix_blocked for about 12 h", err)
 	}
-	if _, err := f.store.Get(ctx, "new"); !errors.Is(err, notify.ErrNotFound) {
-		t.Errorf("a blocked admission stored a record: %v", err)
+	// The refusal is recorded on the key, audited as accepted → refused, and a repeat of the
+	// key gets the same answer.
+	rec, err := f.store.Get(ctx, "new")
+	if err != nil || rec.State != notify.StateRefused || rec.Reason != notify.ReasonRefusedPrefixBlocked || !rec.RetryAt.Equal(b.Until) {
+		t.Fatalf("refused record %+v %v, want refused / REFUSED_PREFIX_BLOCKED until %s", rec, err, b.Until)
+	}
+	_, err = f.in.Submit(ctx, parseAt(t, f, "+14155559999", "new"))
+	if !errors.As(err, &refused) || refused.Reason != notify.RefusedPrefixBlocked {
+		t.Errorf("repeat of the refused key: %v, want the same prefix_blocked refusal", err)
 	}
 	// Another range is not touched.
 	if _, err := f.in.Submit(ctx, parseAt(t, f, "+14165550100", "other")); err != nil {

@@ -60,6 +60,23 @@ type Record struct {
 	// ConvertedAt is when the caller reported the code or link used (reason CONVERTED); zero
 	// until then. No later transition clears it.
 	ConvertedAt time.Time
+	// DecideBy is set at admission when the abuse guard is on: until then the request that
+	// created the record may still refuse it, and a duplicate waits for its decision. Zero on
+	// records admitted without the guard or before it existed: they are decided.
+	DecideBy time.Time
+	// DecidedAt is when a duplicate, finding the record still accepted after DecideBy, settled
+	// it as admitted (no transition, no version change); a refusal can no longer be written.
+	DecidedAt time.Time
+	// RetryAt is, on a refused record, when the window that refused it ends: a new request
+	// (with a new key) may pass from then on.
+	RetryAt time.Time
+}
+
+// Undecided reports whether r's admission may still be refused: it is accepted, with a
+// decision bound, and no duplicate has settled it yet. Only its creator's refusal or a settle
+// after DecideBy ends that; a creator that admitted writes nothing more.
+func (r Record) Undecided() bool {
+	return r.State == StateAccepted && !r.DecideBy.IsZero() && r.DecidedAt.IsZero()
 }
 
 // Admission is everything needed to admit a request besides the request itself. Sealing and
@@ -126,6 +143,8 @@ type Change struct {
 	// NextActionAt is when the record is due again (a retry or reconciliation time). It is
 	// ignored for terminal states and capped at the dispatch deadline before sending is done.
 	NextActionAt time.Time
+	// RetryAt is, for a refusal (StateRefused), when the window that refused it ends.
+	RetryAt time.Time
 }
 
 // Apply returns the next version of r after ch at now, or an error wrapping
@@ -159,6 +178,9 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 		if ch.Reason == ReasonReconcileInconclusive {
 			next.ReconcileCount = r.ReconcileCount + 1
 		}
+	case StateRefused:
+		next.RetryAt = ch.RetryAt
+		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
 	default:
 		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
 	}

@@ -33,8 +33,8 @@ type Intake struct {
 	// Countries, when not empty, refuses a number whose calling code it does not list.
 	Countries Countries
 	// Guard, when set, counts each new admission per destination and per prefix and refuses
-	// one over its limits (see admit). PrefixDigits is the prefix length it counts by (0: the
-	// default).
+	// one over its limits, once per key (see decide.go). PrefixDigits is the prefix length it
+	// counts by (0: the default).
 	Guard        Guard
 	PrefixDigits int
 	// Conversions, when set, counts conversions per prefix and country (see Convert) and
@@ -42,6 +42,11 @@ type Intake struct {
 	Conversions *Conversions
 	// Feedback, when set, reports a conversion to the provider.
 	Feedback Feedback
+	// DecisionBound is how long after admission the creator of a record may still refuse it,
+	// and so how long a duplicate waits at most for that decision (0: DefaultDecisionBound).
+	DecisionBound time.Duration
+	// Sleep, when set, replaces the timer a waiting duplicate sleeps on (tests).
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Submitted is the result of Submit.
@@ -52,6 +57,9 @@ type Submitted struct {
 	// Key is the request's idempotency key (set by SubmitJSON, also when it fails after
 	// parsing).
 	Key string
+	// LateDecision is set when this request created the record but a duplicate settled it
+	// as admitted before the guard's refusal could be written: it is admitted.
+	LateDecision bool
 }
 
 // SubmitJSON parses a request body with ParseRequest, at the intake's clock and under its
@@ -74,59 +82,87 @@ func (in *Intake) SubmitJSON(ctx context.Context, body []byte, headerKey string)
 // record stays stored, is marked due at once, and the error wraps ErrEnqueue. A replay of a
 // record still accepted sends the dispatch message again only when the first one can be
 // presumed lost (see redispatch); otherwise a replay is the one conditional put. A request
-// whose message cannot be rendered returns a *ValidationError, and one the guards refuse a
-// *RefusedError; neither stores anything.
+// whose message cannot be rendered returns a *ValidationError and one outside the country
+// allow-list a *RefusedError; neither stores anything. With a Guard, the request that created
+// the record counts it and may refuse it, and every request with the key answers the same
+// decision, a refusal as a *RefusedError with the refused record (see decide.go).
 func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
+	rec, err := in.prepare(ctx, req)
+	if err != nil {
+		return Submitted{}, err
+	}
+	now := rec.CreatedAt
+	stored, created, err := in.Store.Admit(ctx, rec)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
+	}
+	if !created && !in.Fingerprints.SameRequest(stored.RequestFingerprint, req.Canonical()) {
+		return Submitted{Record: stored, Replayed: true}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, ErrKeyReuse)
+	}
+	out := Submitted{Record: stored, Replayed: !created}
+	switch {
+	case created && stored.Undecided():
+		out.Record, out.LateDecision, err = in.decide(ctx, req, stored, now)
+	case !created:
+		out.Record, err = in.awaitDecision(ctx, stored)
+	}
+	if refused, ok := RefusalOf(out.Record, CallingCode(req.To), in.Clock.Now()); ok {
+		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, refused)
+	}
+	if err != nil {
+		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
+	}
+	if out.Record.State != StateAccepted {
+		return out, nil
+	}
+	queued := out.Record
+	if !created {
+		var send bool
+		if queued, send, err = in.redispatch(ctx, out.Record, in.Clock.Now()); !send {
+			return out, err
+		}
+	}
+	if err := in.Queue.Enqueue(ctx, DispatchQueue, MessageOf(queued), 0); err != nil {
+		in.markDue(ctx, queued, in.Clock.Now())
+		return out, fmt.Errorf("intake.submit %s: %w: %w", req.IdempotencyKey, ErrEnqueue, err)
+	}
+	return out, nil
+}
+
+// prepare checks req (renderable, allowed country), seals its secret and returns its first
+// record, with a decision bound when the guard is on and the record is accepted.
+func (in *Intake) prepare(ctx context.Context, req Request) (Record, error) {
 	if in.Messages != nil {
 		if err := in.Messages.Check(req.Purpose, req.Locale, req.Params); err != nil {
 			// The renderer's error may quote the params; the request's never does.
-			return Submitted{}, &ValidationError{Kind: ProblemInvalid, Fields: []FieldError{{
+			return Record{}, &ValidationError{Kind: ProblemInvalid, Fields: []FieldError{{
 				Field: "params", Detail: "the message would not fit the SMS segment budget, or cannot be rendered",
 			}}}
 		}
 	}
 	if err := in.checkCountry(req); err != nil {
-		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
+		return Record{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
 	now := in.Clock.Now()
 	sealed, err := in.Sealer.Seal(ctx, req.IdempotencyKey, req.Secret())
 	if err != nil {
-		return Submitted{}, fmt.Errorf("intake.submit seal: %w", err)
+		return Record{}, fmt.Errorf("intake.submit seal: %w", err)
 	}
-	canonical := req.Canonical()
 	d := in.destinationOf(req, in.Hasher.DestinationFP(req.To))
 	rec := NewRecord(req, Admission{
 		NotificationID:     in.NewID(),
 		Sealed:             sealed,
 		DestinationFP:      d.FP,
-		RequestFingerprint: in.Fingerprints.RequestFP(canonical),
+		RequestFingerprint: in.Fingerprints.RequestFP(req.Canonical()),
 		PrefixFP:           d.PrefixFP,
 		Country:            d.CountryCode,
 	}, now, in.Policy)
 	rec.Actor = in.actor(ctx)
-	stored, created, err := in.admit(ctx, req, rec, now)
-	if err != nil {
-		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
+	if in.Guard != nil && rec.State == StateAccepted {
+		// An admission that is expired already sends nothing: it is not counted.
+		rec.DecideBy = now.Add(in.decisionBound())
 	}
-	if !created && !in.Fingerprints.SameRequest(stored.RequestFingerprint, canonical) {
-		return Submitted{Record: stored, Replayed: true}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, ErrKeyReuse)
-	}
-	out := Submitted{Record: stored, Replayed: !created}
-	if stored.State != StateAccepted {
-		return out, nil
-	}
-	queued := stored
-	if !created {
-		var send bool
-		if queued, send, err = in.redispatch(ctx, stored, now); !send {
-			return out, err
-		}
-	}
-	if err := in.Queue.Enqueue(ctx, DispatchQueue, MessageOf(queued), 0); err != nil {
-		in.markDue(ctx, queued, now)
-		return out, fmt.Errorf("intake.submit %s: %w: %w", req.IdempotencyKey, ErrEnqueue, err)
-	}
-	return out, nil
+	return rec, nil
 }
 
 // redispatch decides whether a replay of the accepted record rec sends the dispatch message

@@ -16,12 +16,16 @@ const (
 	StateFailed          State = "failed"
 	StateExpired         State = "expired"
 	StateCancelled       State = "cancelled"
+	// StateRefused is an admission the abuse guard refused after its record was written: the
+	// record keeps the refusal (its reason and RetryAt), so a repeat of the key gets the same
+	// answer and an auditor sees why it stopped. Nothing is ever sent for it.
+	StateRefused State = "refused"
 )
 
 // States lists every state a record can be in, in the order of DESIGN.md.
 var States = []State{
 	StateAccepted, StateDispatching, StateDispatchUnknown, StateRetryScheduled, StateSent,
-	StateDelivered, StateUndelivered, StateFailed, StateExpired, StateCancelled,
+	StateDelivered, StateUndelivered, StateFailed, StateExpired, StateCancelled, StateRefused,
 }
 
 // Terminal reports whether no further transition can start from s. Sent is not terminal
@@ -29,7 +33,7 @@ var States = []State{
 // for sending: see SendingDone.
 func (s State) Terminal() bool {
 	switch s {
-	case StateDelivered, StateUndelivered, StateFailed, StateExpired, StateCancelled:
+	case StateDelivered, StateUndelivered, StateFailed, StateExpired, StateCancelled, StateRefused:
 		return true
 	}
 	return false

@@ -34,6 +34,10 @@ var allowed = map[edge][]Reason{
 	{StateAccepted, StateCancelled}:       {ReasonCancelled, ReasonSuperseded},
 	{StateRetryScheduled, StateCancelled}: {ReasonCancelled, ReasonSuperseded},
 
+	// Only the request that created the record, once the guard refused it, and only before
+	// any duplicate settled the record as admitted (see Intake.decide).
+	{StateAccepted, StateRefused}: {ReasonRefusedDestinationHour, ReasonRefusedDestinationDay, ReasonRefusedPrefixVelocity, ReasonRefusedPrefixBlocked},
+
 	{StateSent, StateDelivered}:   {ReasonReceiptDelivered},
 	{StateSent, StateUndelivered}: {ReasonReceiptFailed},
 

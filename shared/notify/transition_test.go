@@ -10,7 +10,8 @@ import (
 
 // designTransitions is the "Allowed transitions" paragraph of DESIGN.md, written out as
 // "from -> to : REASON" lines, independently of the table in transition.go, with the edges
-// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT).
+// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT) and
+// those issue 19 adds for the abuse guard's refusal of an admission it had not decided yet.
 const designTransitions = `
 none -> accepted : ADMITTED
 none -> expired : EXPIRED_AT_ADMISSION
@@ -44,6 +45,10 @@ sent -> undelivered : RECEIPT_FAILED
 sent -> sent : CONVERTED
 delivered -> delivered : CONVERTED
 undelivered -> undelivered : CONVERTED
+accepted -> refused : REFUSED_DESTINATION_HOUR
+accepted -> refused : REFUSED_DESTINATION_DAY
+accepted -> refused : REFUSED_PREFIX_VELOCITY
+accepted -> refused : REFUSED_PREFIX_BLOCKED
 `
 
 var allReasons = []notify.Reason{
@@ -56,6 +61,8 @@ var allReasons = []notify.Reason{
 	notify.ReasonExpiredBeforeDispatch, notify.ReasonExpiredUnresolved, notify.ReasonCancelled,
 	notify.ReasonSuperseded, notify.ReasonReceiptDelivered, notify.ReasonReceiptFailed,
 	notify.ReasonConverted,
+	notify.ReasonRefusedDestinationHour, notify.ReasonRefusedDestinationDay, notify.ReasonRefusedPrefixVelocity,
+	notify.ReasonRefusedPrefixBlocked,
 }
 
 func TestEveryPairAgainstDesignTable(t *testing.T) {

@@ -83,6 +83,9 @@ const (
 	// MetricRefusals counts admissions the abuse guards refused, by DimReason and
 	// DimCountryCode, and by DimReason alone (see Refusal).
 	MetricRefusals = "Refusals"
+	// MetricGuardDecisionLate counts admissions whose creator decided after the decision
+	// bound and lost to a duplicate's settle: admitted whatever the guard said.
+	MetricGuardDecisionLate = "GuardDecisionLate"
 
 	// DimFunction is on every metric: the function that emitted it (Metrics.Function).
 	DimFunction = "Function"
@@ -99,6 +102,12 @@ const (
 func (m *Metrics) Refusal(reason, countryCode string) {
 	m.EmitRollup(map[string]string{DimReason: reason, DimCountryCode: countryCode}, [][]string{{DimReason}, {}},
 		Metric{Name: MetricRefusals, Unit: UnitCount, Value: 1})
+}
+
+// GuardDecisionLate records one admission decided too late to refuse (see
+// MetricGuardDecisionLate).
+func (m *Metrics) GuardDecisionLate() {
+	m.Emit(nil, Metric{Name: MetricGuardDecisionLate, Unit: UnitCount, Value: 1})
 }
 
 // Request records one HTTP request: a Requests count and its Latency, by route and status.

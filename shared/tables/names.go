@@ -54,6 +54,13 @@ const (
 	AttrCountry  = "country"
 	// AttrConvertedAt is when the caller reported the code or link used.
 	AttrConvertedAt = "converted_at"
+	// AttrDecideBy is, on a record admitted with the abuse guard on, until when its creator
+	// may still refuse it; AttrDecidedAt is when a duplicate settled it as admitted after that
+	// (a refusal can no longer be written); AttrRetryAt is, on a refused record, when the
+	// window that refused it ends.
+	AttrDecideBy  = "decide_by"
+	AttrDecidedAt = "decided_at"
+	AttrRetryAt   = "retry_at"
 )
 
 // Indexes of the notifications table.
@@ -166,14 +173,15 @@ const (
 // Attributes of the guard table: small counter items of the abuse guard, each removed by TTL
 // once its window is over. The key is GuardKey: "d#<destination_fp>#<yyyymmdd>" for a
 // destination's day (GuardDayCount, and GuardHourPrefix+"<hh>" per UTC hour) or
-// "p#<prefix fingerprint>#<yyyymmddhhmm>" for a prefix's minute (GuardCount). No item holds a
-// number or a prefix's digits.
+// "p#<prefix fingerprint>#<yyyymmddhhmm>" for a prefix's minute (GuardDestinations, the string
+// set of the destination fingerprints admitted in it). No item holds a number or a prefix's
+// digits.
 const (
-	GuardKey        = "counter_key"
-	GuardDayCount   = "day_count"
-	GuardHourPrefix = "h"
-	GuardCount      = "count"
-	GuardTTL        = "ttl"
+	GuardKey          = "counter_key"
+	GuardDayCount     = "day_count"
+	GuardHourPrefix   = "h"
+	GuardDestinations = "fps"
+	GuardTTL          = "ttl"
 )
 
 // Names are the physical names of the tables. In AWS they come from the template (the

@@ -500,3 +500,27 @@ func TestNoAttemptWithoutTimeForIt(t *testing.T) {
 		t.Errorf("record %s v%d after %d sends", got.State, got.Version, f.sender.Calls())
 	}
 }
+
+// TestMessageForARefusedRecordIsANoOp: a dispatch message that names a record the guard
+// refused (none should ever be sent, but the first version's message could be) sends nothing,
+// changes nothing, and the sweeper finds nothing due.
+func TestMessageForARefusedRecordIsANoOp(t *testing.T) {
+	f := newFixture(t)
+	rec := f.admitKey(t, "k")
+	refused, err := rec.Refuse(&notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: time.Minute}, f.clock.Now(), f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Transition(context.Background(), rec, refused); err != nil {
+		t.Fatal(err)
+	}
+	f.dispatch(t, notify.MessageOf(rec))
+	f.dispatch(t, notify.MessageOf(refused))
+	f.clock.Advance(time.Hour)
+	if rep := f.sweep(t); rep.Seen != 0 {
+		t.Errorf("sweep found a refused record due: %+v", rep)
+	}
+	if got := f.get(t, "k"); f.sender.Calls() != 0 || got.State != notify.StateRefused || got.Version != 2 || got.Sealed != nil {
+		t.Errorf("%d sends; record %s v%d; want no send and the refusal untouched, without its sealed payload", f.sender.Calls(), got.State, got.Version)
+	}
+}

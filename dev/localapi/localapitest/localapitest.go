@@ -45,8 +45,13 @@ func FakeIntake(store notify.Store, queue notify.Queue, clock notify.Clock) *not
 	if clock == nil {
 		clock = notify.SystemClock{}
 	}
-	return &notify.Intake{
+	in := &notify.Intake{
 		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: queue,
 		Clock: clock, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
 	}
+	if fake, ok := clock.(*notifytest.Clock); ok {
+		// A duplicate waiting for a guarded admission's decision moves the fake clock instead.
+		in.Sleep = notifytest.SleepOn(fake)
+	}
+	return in
 }

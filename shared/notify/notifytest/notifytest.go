@@ -106,6 +106,9 @@ func (s *Store) Transition(_ context.Context, prev, next notify.Record) error {
 	if next.State == notify.StateDispatching && !next.UpdatedAt.Before(cur.DispatchDeadline) {
 		return fmt.Errorf("notifytest.transition %s: deadline: %w", prev.IdempotencyKey, notify.ErrConflict)
 	}
+	if next.State == notify.StateRefused && !cur.DecidedAt.IsZero() {
+		return fmt.Errorf("notifytest.transition %s: settled: %w", prev.IdempotencyKey, &notify.ConflictError{Current: cur})
+	}
 	s.records[prev.IdempotencyKey] = next
 	return nil
 }
@@ -126,6 +129,23 @@ func (s *Store) Reschedule(_ context.Context, prev, next notify.Record) error {
 	s.records[prev.IdempotencyKey] = cur
 	s.Reschedules++
 	return nil
+}
+
+// Settle sets DecidedAt on rec if the stored record is still rec's version, accepted and not
+// settled.
+func (s *Store) Settle(_ context.Context, rec notify.Record, at time.Time) (notify.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return notify.Record{}, s.Err
+	}
+	cur, ok := s.records[rec.IdempotencyKey]
+	if !ok || cur.Version != rec.Version || cur.State != notify.StateAccepted || !cur.DecidedAt.IsZero() {
+		return notify.Record{}, fmt.Errorf("notifytest.settle %s: %w", rec.IdempotencyKey, &notify.ConflictError{Current: cur})
+	}
+	cur.DecidedAt = at
+	s.records[rec.IdempotencyKey] = cur
+	return cur, nil
 }
 
 // HoldReceipt keeps receipt on the record if it is still rec's version, dispatching, and holds
@@ -289,21 +309,31 @@ func IDs(prefix string) func() string {
 // counting the calls.
 type Guard struct {
 	mu sync.Mutex
-	// Refuse, when set, is returned by every Admit.
+	// Refuse, when set, is returned by every Admit (and then Admit counts nothing, unless
+	// Refuse.DestinationCounted is set).
 	Refuse *notify.RefusedError
 	// Admitted and Released list the destinations Admit counted and Release took back.
 	Admitted, Released []notify.Destination
+	// Before, when set, is called at the start of every Admit (a test's hook to act while the
+	// creator is deciding).
+	Before func()
 }
 
 var _ notify.Guard = (*Guard)(nil)
 
 // Admit refuses with g.Refuse, or records d.
 func (g *Guard) Admit(_ context.Context, d notify.Destination, _ time.Time) error {
+	if g.Before != nil {
+		g.Before()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.Refuse != nil {
 		r := *g.Refuse
 		r.DestinationFP, r.CountryCode = d.FP, d.CountryCode
+		if r.DestinationCounted {
+			g.Admitted = append(g.Admitted, d)
+		}
 		return &r
 	}
 	g.Admitted = append(g.Admitted, d)
@@ -323,4 +353,13 @@ func (g *Guard) Counts() (admitted, released int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.Admitted), len(g.Released)
+}
+
+// SleepOn returns a sleep for notify.Intake.Sleep that only moves clock forward by the time
+// asked, so a waiting duplicate's loop runs in no real time.
+func SleepOn(clock *Clock) func(context.Context, time.Duration) error {
+	return func(ctx context.Context, d time.Duration) error {
+		clock.Advance(d)
+		return ctx.Err()
+	}
 }

@@ -41,7 +41,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	in, err := newIntake(ctx, cfg, awsCfg)
+	in, err := Service(ctx, cfg, awsCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -50,8 +50,9 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	return httpapi.New(in, log, &obs.Metrics{W: out, Function: "intake"}), nil
 }
 
-// newIntake wires the admission service.
-func newIntake(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify.Intake, error) {
+// Service wires the admission service from cfg: what New puts behind the handler, also used
+// by the benchmark to measure admission as deployed.
+func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify.Intake, error) {
 	keys, err := seal.Source(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID, cfg.SealLocalKey)
 	if err != nil {
 		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvSealLocalKey, err)
@@ -77,8 +78,9 @@ func newIntake(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*noti
 		Messages: render.New(cfg.Worker.MaxSegments),
 		Actor:    actor.For("intake"),
 		// The abuse guards: the allow-list always, the counters when GUARD_TABLE is set.
-		Countries:    countries,
-		PrefixDigits: cfg.Guard.PrefixDigits,
+		Countries:     countries,
+		PrefixDigits:  cfg.Guard.PrefixDigits,
+		DecisionBound: cfg.GuardDecision,
 	}
 	if cfg.GuardTable != "" {
 		in.Guard = guardstore.New(awsclient.DynamoDB(awsCfg, ""), cfg.GuardTable, cfg.Guard)

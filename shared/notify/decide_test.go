@@ -1,0 +1,274 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+)
+
+// countingStore counts the store calls a submission makes.
+type countingStore struct {
+	*notifytest.Store
+	mu    sync.Mutex
+	calls storeCalls
+}
+
+type storeCalls struct{ admits, gets, transits, settles int }
+
+func (s *countingStore) count(n *int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	*n++
+}
+
+func (s *countingStore) snapshot() storeCalls {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+func (s *countingStore) Admit(ctx context.Context, rec notify.Record) (notify.Record, bool, error) {
+	s.count(&s.calls.admits)
+	return s.Store.Admit(ctx, rec)
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) (notify.Record, error) {
+	s.count(&s.calls.gets)
+	return s.Store.Get(ctx, key)
+}
+
+func (s *countingStore) Transition(ctx context.Context, prev, next notify.Record) error {
+	s.count(&s.calls.transits)
+	return s.Store.Transition(ctx, prev, next)
+}
+
+func (s *countingStore) Settle(ctx context.Context, rec notify.Record, at time.Time) (notify.Record, error) {
+	s.count(&s.calls.settles)
+	return s.Store.Settle(ctx, rec, at)
+}
+
+// guardedIntake is newIntake with a fake guard, a counting store and a sleep that only moves
+// the fake clock.
+func guardedIntake() (intakeFixture, *notifytest.Guard, *countingStore) {
+	f := newIntake()
+	guard := &notifytest.Guard{}
+	store := &countingStore{Store: f.store}
+	f.in.Guard, f.in.Store, f.in.Sleep = guard, store, notifytest.SleepOn(f.clock)
+	return f, guard, store
+}
+
+func TestGuardCountsOnlyTheCreatorAndReplaysWaitForTheBound(t *testing.T) {
+	ctx := context.Background()
+	f, guard, store := guardedIntake()
+	req := parse(t, body(nil), "k")
+	first, err := f.in.Submit(ctx, req)
+	if err != nil || first.Replayed || first.Record.State != notify.StateAccepted {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	if want := t0.Add(notify.DefaultDecisionBound); !first.Record.DecideBy.Equal(want) {
+		t.Errorf("DecideBy %s, want %s", first.Record.DecideBy, want)
+	}
+	if c := store.snapshot(); c.gets != 0 || c.admits != 1 {
+		t.Errorf("first admission: %d reads, %d puts; want no read and one put", c.gets, c.admits)
+	}
+	// A replay within the bound waits for it, never settling before it, and then settles.
+	again, err := f.in.Submit(ctx, req)
+	if err != nil || !again.Replayed || again.Record.State != notify.StateAccepted {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	if again.Record.DecidedAt.Before(first.Record.DecideBy) {
+		t.Errorf("settled at %s, before the bound %s", again.Record.DecidedAt, first.Record.DecideBy)
+	}
+	if c := store.snapshot(); c.settles != 1 || c.gets == 0 {
+		t.Errorf("replay within the bound: %d settles, %d reads; want 1 settle after polling", c.settles, c.gets)
+	}
+	// Once settled, a replay is the one put, and is never refused or counted.
+	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
+	before := store.snapshot()
+	again, err = f.in.Submit(ctx, req)
+	if err != nil || !again.Replayed {
+		t.Fatalf("replay under a full window: %+v %v", again, err)
+	}
+	want := before
+	want.admits++
+	if c := store.snapshot(); c != want {
+		t.Errorf("settled replay: store calls %+v -> %+v, want only the put", before, c)
+	}
+	if n, _ := guard.Counts(); n != 1 {
+		t.Errorf("counted %d admissions for one key, want 1", n)
+	}
+	if n := len(f.queue.Sent()); n != 1 {
+		t.Errorf("%d dispatch messages, want 1", n)
+	}
+}
+
+func TestGuardRefusalIsStoredAndAnsweredToEveryRepeat(t *testing.T) {
+	ctx := context.Background()
+	f, guard, store := guardedIntake()
+	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: 50 * time.Minute}
+	req := parse(t, body(nil), "k")
+	sub, err := f.in.Submit(ctx, req)
+	var refused *notify.RefusedError
+	if !errors.As(err, &refused) || !errors.Is(err, notify.ErrRateLimited) || refused.RetryAfter != 50*time.Minute || refused.CountryCode != "1" {
+		t.Fatalf("err = %v, want a destination_hour refusal of 50m for code 1", err)
+	}
+	rec, err := f.in.Status(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != notify.StateRefused || rec.Reason != notify.ReasonRefusedDestinationHour || rec.Version != 2 ||
+		!rec.RetryAt.Equal(t0.Add(50*time.Minute)) || rec.Sealed != nil || !rec.NextActionAt.IsZero() || sub.Record.State != notify.StateRefused {
+		t.Errorf("stored %+v, want refused v2, REFUSED_DESTINATION_HOUR, retry at +50m, no sealed payload, nothing due", rec)
+	}
+	if len(f.queue.Sent()) != 0 {
+		t.Error("a refused admission was queued for dispatch")
+	}
+	// A repeat of the key, later: the same refusal, its Retry-After counting down, no new count.
+	guard.Refuse = nil
+	f.clock.Advance(10 * time.Minute)
+	again, err := f.in.Submit(ctx, req)
+	if !errors.As(err, &refused) || refused.Reason != notify.RefusedDestinationHour || refused.RetryAfter != 40*time.Minute || !again.Replayed {
+		t.Fatalf("repeat: %+v %v, want the same refusal with 40m left", again, err)
+	}
+	f.clock.Advance(time.Hour)
+	if _, err := f.in.Submit(ctx, req); !errors.As(err, &refused) || refused.RetryAfter != 0 {
+		t.Fatalf("repeat after the window: %v, want the refusal with Retry-After 0 (a refused key stays refused)", err)
+	}
+	if n, _ := guard.Counts(); n != 0 || store.snapshot().settles != 0 {
+		t.Errorf("refused key: %d counts, %d settles; want none", n, store.snapshot().settles)
+	}
+}
+
+func TestPrefixRefusalReleasesTheDestinationCount(t *testing.T) {
+	f, guard, _ := guardedIntake()
+	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 30 * time.Second, DestinationCounted: true}
+	_, err := f.in.Submit(context.Background(), parse(t, body(nil), "k"))
+	if !errors.Is(err, notify.ErrPrefixRateLimited) {
+		t.Fatalf("err = %v, want a prefix refusal", err)
+	}
+	if admitted, released := guard.Counts(); admitted != 1 || released != 1 {
+		t.Errorf("counted %d, released %d; want the prefix refusal's destination count released", admitted, released)
+	}
+	rec, _ := f.in.Status(context.Background(), "k")
+	if rec.Reason != notify.ReasonRefusedPrefixVelocity {
+		t.Errorf("reason %s, want %s", rec.Reason, notify.ReasonRefusedPrefixVelocity)
+	}
+}
+
+// TestDuplicateWaitsForTheCreatorsRefusal holds the creator inside the guard until a duplicate
+// is waiting, and holds the duplicate's sleep until the creator has answered: the duplicate
+// must answer the creator's refusal, not an admission of its own.
+func TestDuplicateWaitsForTheCreatorsRefusal(t *testing.T) {
+	ctx := context.Background()
+	f, guard, store := guardedIntake()
+	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationDay, RetryAfter: 3 * time.Hour}
+	req := parse(t, body(nil), "k")
+	waiting, creatorDone := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f.in.Sleep = func(ctx context.Context, d time.Duration) error {
+		once.Do(func() { close(waiting) })
+		<-creatorDone
+		f.clock.Advance(d)
+		return nil
+	}
+	type answer struct {
+		sub notify.Submitted
+		err error
+	}
+	dup := make(chan answer, 1)
+	var early *answer
+	guard.Before = func() {
+		guard.Before = nil
+		go func() {
+			sub, err := f.in.Submit(ctx, req)
+			dup <- answer{sub, err}
+		}()
+		select {
+		case <-waiting:
+		case a := <-dup:
+			early = &a // answered without waiting for the creator: wrong, reported below
+		}
+	}
+	_, err := f.in.Submit(ctx, req)
+	close(creatorDone)
+	d := early
+	if d == nil {
+		a := <-dup
+		d = &a
+	}
+	if !errors.Is(err, notify.ErrRateLimited) || !errors.Is(d.err, notify.ErrRateLimited) {
+		t.Fatalf("creator %v, duplicate %v; want the same destination_day refusal", err, d.err)
+	}
+	if !d.sub.Replayed || store.snapshot().settles != 0 {
+		t.Errorf("duplicate replayed=%v, settles %d; want a replay that never settled", d.sub.Replayed, store.snapshot().settles)
+	}
+}
+
+// TestLateCreatorLosesToTheSettle lets a duplicate arrive after the bound while the creator is
+// still in the guard: the duplicate settles the record as admitted, the creator's refusal
+// loses, and both answer admitted, with one dispatch message.
+func TestLateCreatorLosesToTheSettle(t *testing.T) {
+	ctx := context.Background()
+	f, guard, _ := guardedIntake()
+	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
+	req := parse(t, body(nil), "k")
+	var dup notify.Submitted
+	var dupErr error
+	guard.Before = func() {
+		guard.Before = nil
+		f.clock.Advance(notify.DefaultDecisionBound)
+		dup, dupErr = f.in.Submit(ctx, req)
+	}
+	sub, err := f.in.Submit(ctx, req)
+	if err != nil || dupErr != nil {
+		t.Fatalf("creator %v, duplicate %v; want both admitted", err, dupErr)
+	}
+	if !sub.LateDecision || sub.Replayed || !dup.Replayed || sub.Record.State != notify.StateAccepted || sub.Record.DecidedAt.IsZero() {
+		t.Errorf("creator %+v, duplicate replayed=%v; want a late, settled admission", sub, dup.Replayed)
+	}
+	if n := len(f.queue.Sent()); n != 1 {
+		t.Errorf("%d dispatch messages, want 1 (the creator's)", n)
+	}
+}
+
+// TestRecordWithoutDecisionBoundIsDecided: a record written before the guard decided per key
+// (or with the guard off) has no DecideBy; its replays neither wait nor settle.
+func TestRecordWithoutDecisionBoundIsDecided(t *testing.T) {
+	ctx := context.Background()
+	f := newIntake()
+	req := parse(t, body(nil), "k")
+	if _, err := f.in.Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	guard, store := &notifytest.Guard{}, &countingStore{Store: f.store}
+	f.in.Guard, f.in.Store = guard, store
+	again, err := f.in.Submit(ctx, req)
+	if err != nil || !again.Replayed {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	if c := store.snapshot(); c != (storeCalls{admits: 1}) {
+		t.Errorf("replay of an old record: store calls %+v, want the one put", c)
+	}
+	if n, _ := guard.Counts(); n != 0 {
+		t.Errorf("replay counted %d", n)
+	}
+}
+
+func TestRefuseOnlyWithAGuardReason(t *testing.T) {
+	rec := notify.NewRecord(parse(t, body(nil), "k"), notify.Admission{NotificationID: "n", Sealed: []byte("s")}, t0, notify.DefaultPolicy())
+	if _, err := rec.Refuse(&notify.RefusedError{Reason: notify.RefusedCountry}, t0, t0); !errors.Is(err, notify.ErrInvalidTransition) {
+		t.Errorf("a country refusal stored on a record: %v", err)
+	}
+	dispatching, err := rec.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseToken: "t", LeaseUntil: t0.Add(time.Minute)}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dispatching.Refuse(&notify.RefusedError{Reason: notify.RefusedDestinationHour}, t0, t0); !errors.Is(err, notify.ErrInvalidTransition) {
+		t.Errorf("a leased record refused: %v", err)
+	}
+}

@@ -22,7 +22,9 @@
 // per-operation _breakdown line each). The replay benchmark (replay.go) counts the AWS requests
 // of one replay (requests_per_replay, goal 1) and the dispatch messages that 64 concurrent
 // duplicates of one request put on the queue (dispatch_messages_per_64_duplicates, goal at
-// most 2). -mode admission, dispatch, replay, floor, cost or coldstart runs one of them.
+// most 2). The conversion benchmark (conversion.go) replays a day of traffic with pumping bursts
+// and prints what the conversion guard blocked. -mode admission, dispatch, replay, floor, cost,
+// conversion or coldstart runs one of them.
 //
 // It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
@@ -59,6 +61,7 @@ type benchFlags struct {
 	happy, fault, pollers, replays int
 	floorN, floorBatches           int
 	templatePath, jsonPath         string
+	tracePath                      string
 	costN, coldRuns                int
 }
 
@@ -79,7 +82,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 func parseFlags(args []string) (benchFlags, error) {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, floor, cost or coldstart")
+	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, floor, cost, conversion or coldstart")
 	fs.IntVar(&f.ops, "ops", 2000, "admission: operations per measured phase (at concurrency 16; a quarter at 1)")
 	fs.IntVar(&f.workers, "concurrency", 8, "admission: concurrent callers of the guard-off benchmark")
 	fs.IntVar(&f.happy, "dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -91,6 +94,7 @@ func parseFlags(args []string) (benchFlags, error) {
 	fs.StringVar(&f.templatePath, "template", "template.yaml", "cost: the SAM template (memory size, architecture)")
 	fs.IntVar(&f.costN, "cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
 	fs.IntVar(&f.coldRuns, "coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
+	fs.StringVar(&f.tracePath, "trace", "", "conversion: replay this trace (JSON lines of dev/trace); default: generate the default day and write it to bin/conversion-trace.jsonl")
 	fs.StringVar(&f.jsonPath, "json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
 	err := fs.Parse(args)
 	return f, err
@@ -112,8 +116,8 @@ func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
 		// Builds and starts the bootstraps; needs no emulator.
 		return coldStartBench(ctx, f.coldRuns, out)
 	}
-	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor"}, f.runs) {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, floor, cost or coldstart", f.mode)
+	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "conversion"}, f.runs) {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, floor, cost, conversion or coldstart", f.mode)
 	}
 	endpoint, err := endpointFromEnv("RESETNOTIFY_DYNAMODB_ENDPOINT")
 	if err != nil {
@@ -152,7 +156,12 @@ func runDynamoDBModes(ctx context.Context, f benchFlags, endpoint string, out io
 		}
 	}
 	if f.runs("floor") {
-		return dispatchFloorBench(ctx, endpoint, f.floorN, f.floorBatches, out)
+		if err := dispatchFloorBench(ctx, endpoint, f.floorN, f.floorBatches, out); err != nil {
+			return err
+		}
+	}
+	if f.runs("conversion") {
+		return conversionBench(ctx, endpoint, f.tracePath, out)
 	}
 	return nil
 }

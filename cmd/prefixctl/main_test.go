@@ -39,12 +39,12 @@ func TestOverrideIsAuditedAndRefusesAdmissions(t *testing.T) {
 		caller: func(context.Context) (string, error) { return "arn:aws:sts::123456789012:assumed-role/ops/alice", nil },
 		clock:  clock,
 	}
-	cli := func(args ...string) (error, string, string) {
+	cli := func(args ...string) (string, string, error) {
 		var out, errOut bytes.Buffer
 		err := run(t.Context(), args, &out, &errOut, d)
-		return err, out.String(), errOut.String()
+		return out.String(), errOut.String(), err
 	}
-	if err, out, errOut := cli("block", "--table", names.Conversions, "--prefix-fp", "fp-1", "--for", "2h", "--note", "pumping"); err != nil || !strings.Contains(out, "fp-1") {
+	if out, errOut, err := cli("block", "--table", names.Conversions, "--prefix-fp", "fp-1", "--for", "2h", "--note", "pumping"); err != nil || !strings.Contains(out, "fp-1") {
 		t.Fatalf("block: %v\n%s%s", err, out, errOut)
 	}
 	guard := &notify.Conversions{Store: store, Policy: notify.DefaultConversionPolicy(), Clock: clock}
@@ -53,18 +53,18 @@ func TestOverrideIsAuditedAndRefusesAdmissions(t *testing.T) {
 		t.Fatalf("the intake's guard sees %+v blocked=%v %v", b, blocked, err)
 	}
 	clock.Advance(time.Minute)
-	if err, _, errOut := cli("allow", "--table", names.Conversions, "--prefix-fp", "fp-1", "--for", "24h", "--note", "false alarm", "--by", "bob"); err != nil {
+	if _, errOut, err := cli("allow", "--table", names.Conversions, "--prefix-fp", "fp-1", "--for", "24h", "--note", "false alarm", "--by", "bob"); err != nil {
 		t.Fatalf("allow: %v %s", err, errOut)
 	}
 	other := &notify.Conversions{Store: store, Policy: notify.DefaultConversionPolicy(), Clock: clock}
 	if _, blocked, _ := other.Blocked(t.Context(), "fp-1", clock.Now()); blocked {
 		t.Error("still blocked after the operator's allow")
 	}
-	err, out, _ := cli("history", "--table", names.Conversions, "--prefix-fp", "fp-1")
+	out, _, err := cli("history", "--table", names.Conversions, "--prefix-fp", "fp-1")
 	if err != nil || !strings.Contains(out, "pumping") || !strings.Contains(out, "false alarm") || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") {
 		t.Errorf("history: %v\n%s", err, out)
 	}
-	if err, out, _ := cli("list", "--table", names.Conversions); err != nil || strings.Count(out, "fp-1") != 1 || !strings.Contains(out, "allow") {
+	if out, _, err := cli("list", "--table", names.Conversions); err != nil || strings.Count(out, "fp-1") != 1 || !strings.Contains(out, "allow") {
 		t.Errorf("list: %v\n%s", err, out)
 	}
 	for _, args := range [][]string{
@@ -74,7 +74,7 @@ func TestOverrideIsAuditedAndRefusesAdmissions(t *testing.T) {
 		{"purge", "--table", "t"},
 		{},
 	} {
-		if err, _, errOut := cli(args...); err != errUsage || !strings.Contains(errOut, "usage:") {
+		if _, errOut, err := cli(args...); err != errUsage || !strings.Contains(errOut, "usage:") {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}

@@ -271,6 +271,10 @@ func (h *Handler) convert(ctx context.Context, rawKey string) result {
 		res.problem.State, res.problem.Reason = conv.Record.State, conv.Record.Reason
 		return res
 	case errors.Is(err, notify.ErrFeedback):
+		if !conv.Replayed {
+			h.metrics.Transition(string(conv.Record.State), string(conv.Record.Reason))
+			h.metrics.Conversion(obs.MetricConversions, conv.Record.Country)
+		}
 		res.status = http.StatusServiceUnavailable
 		res.problem = newProblem(ProblemFeedbackUnavailable, res.status,
 			"The conversion is recorded but the provider could not be told. Repeat the request after Retry-After seconds.")

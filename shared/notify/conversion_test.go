@@ -95,7 +95,7 @@ func TestConvertRefusesWhatWasNeverSent(t *testing.T) {
 		t.Errorf("invalid key: %v, want a ValidationError", err)
 	}
 	for _, st := range []notify.State{notify.StateFailed, notify.StateExpired, notify.StateCancelled,
-		notify.StateDispatching, notify.StateDispatchUnknown, notify.StateRetryScheduled} {
+		notify.StateDispatching, notify.StateDispatchUnknown, notify.StateRetryScheduled, notify.StateRefused} {
 		if _, err := (notify.Record{State: st}).Convert(t0); !errors.Is(err, notify.ErrNotSent) {
 			t.Errorf("%s: %v, want ErrNotSent", st, err)
 		}

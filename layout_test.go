@@ -74,8 +74,8 @@ func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 		function     string
 		links, never []string
 	}{
-		{"intake", append([]string{"shared/wire/intake", "shared/httpapi", "shared/seal", "shared/guardstore"}, phoneMetadata...), smsAdapters},
-		{"dispatch", []string{"shared/wire/dispatch", "shared/sms/provider", "shared/seal"}, append([]string{"shared/httpapi", "shared/guardstore", "shared/receipts"}, phoneMetadata...)},
+		{"intake", append([]string{"shared/wire/intake", "shared/httpapi", "shared/seal", "shared/guardstore", "shared/convstore", "shared/smsfeedback"}, phoneMetadata...), smsAdapters},
+		{"dispatch", []string{"shared/wire/dispatch", "shared/sms/provider", "shared/seal", "shared/convstore"}, append([]string{"shared/httpapi", "shared/guardstore", "shared/receipts", "shared/smsfeedback"}, phoneMetadata...)},
 		{"reconcile", []string{"shared/wire/reconcile", "shared/sms/provider", "shared/receipts"}, append([]string{"shared/httpapi", "shared/seal", "shared/guardstore"}, phoneMetadata...)},
 		{"sweeper", []string{"shared/wire/sweeper"}, append(append([]string{"shared/httpapi", "shared/seal", "shared/guardstore", "shared/receipts"}, smsAdapters...), phoneMetadata...)},
 		{"audit", []string{"shared/wire/audit", "shared/audit"}, append(append([]string{"shared/worker", "shared/receipts"}, intakeOnly...), smsAdapters...)},

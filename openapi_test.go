@@ -74,8 +74,9 @@ type contractFixture struct {
 	queue *notifytest.Queue
 	// intake is the service behind srv, and guard its abuse guard, admitting until told to
 	// refuse.
-	intake *notify.Intake
-	guard  *notifytest.Guard
+	intake   *notify.Intake
+	guard    *notifytest.Guard
+	feedback *notifytest.Feedback
 }
 
 // switchStore is the fake store with two switches: fail makes every call fail (a 500), and
@@ -152,6 +153,28 @@ func resetBody(edit func(map[string]any)) string {
 	return requestBody(notify.PurposePasswordReset, map[string]any{"reset_url": "https://shop.example/reset/Zk3q"}, 15*time.Minute, edit)
 }
 
+// sentK1 is a setup that admits resetBody under key k1 and moves it to sent, as dispatch
+// does, with a provider message ID the feedback fake records.
+func sentK1(f *contractFixture) {
+	admitted(f)
+	ctx := context.Background()
+	rec, err := f.store.Store.Get(ctx, "k1")
+	if err != nil {
+		panic(err)
+	}
+	now := rec.UpdatedAt
+	leased, _ := rec.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(time.Minute), LeaseToken: "lt"}, now)
+	sent, _ := leased.Apply(notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, Provider: "simulator", ProviderMessageID: "pm-1"}, now)
+	if err := f.store.Store.Transition(ctx, rec, leased); err != nil {
+		panic(err)
+	}
+	if err := f.store.Store.Transition(ctx, leased, sent); err != nil {
+		panic(err)
+	}
+	f.feedback = &notifytest.Feedback{}
+	f.intake.Feedback = f.feedback
+}
+
 // admitted is a setup that admits resetBody under key k1.
 func admitted(f *contractFixture) {
 	f.serve(http.MethodPost, "/v1/notifications", map[string]string{"Content-Type": "application/json", "Idempotency-Key": "k1"}, resetBody(nil))
@@ -220,6 +243,9 @@ func contractCases() []contractCase {
 		{name: "429 prefix over its velocity ceiling", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 20 * time.Second}
 		}, method: "POST", path: coll, headers: withKey("p1"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemPrefixRateLimited},
+		{name: "429 prefix blocked for low conversion", setup: func(f *contractFixture) {
+			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixBlocked, RetryAfter: 12 * time.Hour}
+		}, method: "POST", path: coll, headers: withKey("b1"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemPrefixBlocked},
 		{name: "429 repeat of a refused key", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationDay, RetryAfter: 3 * time.Hour}
 			f.serve(http.MethodPost, "/v1/notifications", map[string]string{"Content-Type": "application/json", "Idempotency-Key": "r2"}, resetBody(nil))
@@ -253,6 +279,20 @@ func contractCases() []contractCase {
 		{name: "DELETE 404", method: "DELETE", path: coll + "/nope", specValid: true, status: 404, problem: httpapi.ProblemNotificationNotFound},
 		{name: "DELETE 500 store down", setup: func(f *contractFixture) { f.store.fail = true }, method: "DELETE", path: coll + "/k1",
 			specValid: true, status: 500, problem: httpapi.ProblemInternal},
+
+		{name: "conversion 200", setup: sentK1, method: "POST", path: coll + "/k1/conversion", specValid: true, status: 200},
+		{name: "conversion 200 repeated", setup: func(f *contractFixture) { sentK1(f); f.serve("POST", coll+"/k1/conversion", nil, "") },
+			method: "POST", path: coll + "/k1/conversion", specValid: true, status: 200},
+		{name: "conversion 409 never sent", setup: admitted, method: "POST", path: coll + "/k1/conversion", specValid: true,
+			status: 409, problem: httpapi.ProblemNotSent},
+		{name: "conversion 409 concurrent change", setup: func(f *contractFixture) { sentK1(f); f.store.conflict = true },
+			method: "POST", path: coll + "/k1/conversion", specValid: true, status: 409, problem: httpapi.ProblemConcurrentChange},
+		{name: "conversion 400 invalid key", method: "POST", path: coll + "/bad%20key%21/conversion", status: 400, problem: httpapi.ProblemInvalidRequest},
+		{name: "conversion 404", method: "POST", path: coll + "/nope/conversion", specValid: true, status: 404, problem: httpapi.ProblemNotificationNotFound},
+		{name: "conversion 500 store down", setup: func(f *contractFixture) { f.store.fail = true }, method: "POST", path: coll + "/k1/conversion",
+			specValid: true, status: 500, problem: httpapi.ProblemInternal},
+		{name: "conversion 503 provider feedback down", setup: func(f *contractFixture) { sentK1(f); f.feedback.Err = errors.New("down") },
+			method: "POST", path: coll + "/k1/conversion", specValid: true, status: 503, problem: httpapi.ProblemFeedbackUnavailable},
 	}
 }
 
@@ -524,7 +564,7 @@ func TestSpecOperationsAreTheTemplateRoutes(t *testing.T) {
 			tpl = append(tpl, r.RouteKey())
 		}
 	}
-	handler := []string{httpapi.RouteSubmit, httpapi.RouteStatus, httpapi.RouteCancel}
+	handler := []string{httpapi.RouteSubmit, httpapi.RouteStatus, httpapi.RouteCancel, httpapi.RouteConvert}
 	if diff := cmp.Diff(sortedSet(tpl), sortedSet(spec)); diff != "" {
 		t.Errorf("template routes (-) and spec operations (+) differ:\n%s", diff)
 	}

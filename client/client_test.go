@@ -694,10 +694,12 @@ func TestWireTypesAreTheAPIs(t *testing.T) {
 	}
 }
 
+// jsonFields returns the JSON tags of typ's fields. omitzero counts as omitempty: the client
+// decodes times into time.Time, where only omitzero leaves a zero one out.
 func jsonFields(typ reflect.Type) []string {
 	var out []string
 	for i := range typ.NumField() {
-		out = append(out, typ.Field(i).Tag.Get("json"))
+		out = append(out, strings.Replace(typ.Field(i).Tag.Get("json"), ",omitzero", ",omitempty", 1))
 	}
 	sort.Strings(out)
 	return out
@@ -716,5 +718,40 @@ func TestVocabularyIsTheAPIs(t *testing.T) {
 		if got != want {
 			t.Errorf("client has %q, the API %q", got, want)
 		}
+	}
+}
+
+func TestConvertAnswers(t *testing.T) {
+	converted := strings.Replace(statusJSON("k1", "sent"), `"safety_margin_ms":60000}`, `"safety_margin_ms":60000,"converted_at":"2026-11-01T12:01:00Z"}`, 1)
+	ok := answer(200, map[string]string{"Content-Type": "application/json"}, converted)
+	again := withHeader(ok, "Idempotent-Replayed", "true")
+	for _, tc := range []struct {
+		name     string
+		answers  []http.HandlerFunc
+		want     error
+		replayed bool
+		requests int
+	}{
+		{"first", []http.HandlerFunc{ok}, nil, false, 1},
+		{"feedback unavailable is repeated; the repeat replays", []http.HandlerFunc{
+			withHeader(problem(503, "feedback-unavailable", ""), "Retry-After", "0"), again}, nil, true, 2},
+		{"concurrent change is repeated", []http.HandlerFunc{problem(409, "concurrent-change", ""), ok}, nil, false, 2},
+		{"never sent is final", []http.HandlerFunc{problem(409, "not-sent", `,"state":"dispatching","reason":"LEASE_ACQUIRED"`)}, client.ErrNotSent, false, 1},
+		{"not found", []http.HandlerFunc{problem(404, "notification-not-found", "")}, client.ErrNotFound, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScripted(t, tc.answers...)
+			conv, err := newClient(t, fast(s.srv.URL)).Convert(t.Context(), "k1")
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Convert = %+v, %v; want error %v", conv, err, tc.want)
+			}
+			if err == nil && (conv.ConvertedAt.IsZero() || conv.Replayed != tc.replayed) {
+				t.Errorf("Convert = %+v, want converted_at and replayed %v", conv, tc.replayed)
+			}
+			reqs := s.requests()
+			if len(reqs) != tc.requests || reqs[0].method != "POST" || reqs[0].path != "/v1/notifications/k1/conversion" {
+				t.Errorf("%d requests (%s %s), want %d POST .../k1/conversion", len(reqs), reqs[0].method, reqs[0].path, tc.requests)
+			}
+		})
 	}
 }

@@ -25,10 +25,14 @@ const (
 	ProblemConcurrentChange     = ProblemBase + "concurrent-change"
 	ProblemQueueUnavailable     = ProblemBase + "dispatch-queue-unavailable"
 	ProblemInternal             = ProblemBase + "internal-error"
+	// The conversion's answers (POST .../conversion).
+	ProblemNotSent             = ProblemBase + "not-sent"
+	ProblemFeedbackUnavailable = ProblemBase + "feedback-unavailable"
 	// The abuse guards' refusals (README "Abuse guards").
 	ProblemRateLimited           = ProblemBase + "rate-limited"
 	ProblemPrefixRateLimited     = ProblemBase + "prefix-rate-limited"
 	ProblemDestinationNotAllowed = ProblemBase + "destination-not-allowed"
+	ProblemPrefixBlocked         = ProblemBase + "prefix-blocked"
 )
 
 // The sentinel errors an *APIError matches with errors.Is, one per kind of answer.
@@ -44,6 +48,9 @@ var (
 	// ErrNotCancellable is a 409 not-cancellable: the notification has left accepted and
 	// retry_scheduled; APIError.Problem.State tells where it stands.
 	ErrNotCancellable = errors.New("notification not cancellable")
+	// ErrNotSent is a 409 not-sent: a conversion reported for a notification that was never
+	// sent; APIError.Problem.State tells where it stands (it may still be on its way).
+	ErrNotSent = errors.New("notification never sent")
 	// ErrPayloadTooLarge is a 413: the body is over the API's limit (8 KiB).
 	ErrPayloadTooLarge = errors.New("payload too large")
 	// ErrUnsupportedMediaType is a 415: the body was not sent as application/json.
@@ -54,7 +61,7 @@ var (
 	// ErrDestinationNotAllowed is a 422 destination-not-allowed: the number's country calling
 	// code is outside the stack's allow-list. Repeating it cannot help.
 	ErrDestinationNotAllowed = errors.New("destination not allowed")
-	// ErrRateLimited is a 429 rate-limited or prefix-rate-limited: an abuse guard refused the
+	// ErrRateLimited is a 429 rate-limited, prefix-rate-limited or prefix-blocked: an abuse guard refused the
 	// request and recorded the refusal under its key (state refused), so repeating the key
 	// gets it again. The client does not retry it; APIError.RetryAfter says when a new request,
 	// with a new key, may pass.
@@ -137,6 +144,8 @@ func (e *APIError) Is(target error) bool {
 		return e.StatusCode == http.StatusNotFound
 	case ErrNotCancellable:
 		return e.StatusCode == http.StatusConflict && e.Problem.Type == ProblemNotCancellable
+	case ErrNotSent:
+		return e.StatusCode == http.StatusConflict && e.Problem.Type == ProblemNotSent
 	case ErrPayloadTooLarge:
 		return e.StatusCode == http.StatusRequestEntityTooLarge
 	case ErrUnsupportedMediaType:
@@ -158,7 +167,11 @@ func (e *APIError) Is(target error) bool {
 // guardRefusal reports whether the answer is an abuse guard's refusal rather than API
 // Gateway's throttling.
 func (e *APIError) guardRefusal() bool {
-	return e.Problem.Type == ProblemRateLimited || e.Problem.Type == ProblemPrefixRateLimited
+	switch e.Problem.Type {
+	case ProblemRateLimited, ProblemPrefixRateLimited, ProblemPrefixBlocked:
+		return true
+	}
+	return false
 }
 
 // FieldErrors returns the invalid fields of a 400 invalid-request, or nil.

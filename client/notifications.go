@@ -93,6 +93,8 @@ type Status struct {
 	SafetyMarginMS    int64     `json:"safety_margin_ms"`
 	Provider          string    `json:"provider,omitempty"`
 	ProviderMessageID string    `json:"provider_message_id,omitempty"`
+	// ConvertedAt is when the code or link was reported used (Convert); zero until then.
+	ConvertedAt time.Time `json:"converted_at,omitzero"`
 	// Attempts lists each attempt so far with the provider it went to, in order.
 	Attempts []Attempt `json:"attempts,omitempty"`
 }
@@ -198,4 +200,42 @@ func (c *Client) keyed(ctx context.Context, op, method, key string) (*Status, er
 		return nil, err
 	}
 	return st, nil
+}
+
+// Conversion is the outcome of Convert.
+type Conversion struct {
+	Status
+	// Replayed is true when the conversion had been recorded already (by an earlier try of
+	// this call or an earlier call).
+	Replayed bool `json:"replayed"`
+}
+
+// Convert reports that the notification's code or link was used. It is idempotent: every call
+// for a key ends with the same converted status. A notification never sent returns an error
+// matching ErrNotSent (its Problem.State says where it stands). A 503 feedback-unavailable
+// (recorded, but the SMS provider not told) and a 409 concurrent-change are repeated like
+// every 5xx.
+func (c *Client) Convert(ctx context.Context, key string) (*Conversion, error) {
+	if key == "" {
+		return nil, errors.New("client.convert: empty key")
+	}
+	req := request{op: "client.convert " + key, method: http.MethodPost, path: collectionPath + "/" + url.PathEscape(key) + "/conversion",
+		header: http.Header{"Accept": {"application/json, application/problem+json"}}}
+	conv := &Conversion{}
+	_, err := c.do(ctx, req, func(resp *response) (bool, error) {
+		if resp.status == http.StatusOK {
+			if err := json.Unmarshal(resp.body, &conv.Status); err != nil || conv.NotificationID == "" {
+				return true, fmt.Errorf("%d answer without a notification", resp.status)
+			}
+			// A try whose answer was lost may have recorded it: a later try then replays.
+			conv.Replayed = resp.header.Get("Idempotent-Replayed") == "true"
+			return false, nil
+		}
+		ae := apiError(resp)
+		return ae.Problem.Type == ProblemConcurrentChange, ae
+	})
+	if err != nil {
+		return nil, err
+	}
+	return conv, nil
 }

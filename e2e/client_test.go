@@ -123,6 +123,9 @@ type status struct {
 		Attempt  int    `json:"attempt"`
 		Provider string `json:"provider"`
 	} `json:"attempts"`
+	// ProviderMessageID and ConvertedAt are set once sent and once converted.
+	ProviderMessageID string `json:"provider_message_id"`
+	ConvertedAt       string `json:"converted_at"`
 }
 
 // response is one API answer.

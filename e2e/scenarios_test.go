@@ -232,3 +232,32 @@ func TestLookupOutage(t *testing.T) {
 		t.Errorf("evidence does not say how the unknown outcome was settled:\n%s", ev)
 	}
 }
+
+// TestConversionReachesTheProvider: the caller reports the code used; the record stays
+// delivered with CONVERTED, a repeat changes nothing, the simulator records the feedback on
+// the message, and the audit trail tells it.
+func TestConversionReachesTheProvider(t *testing.T) {
+	s := getStack(t)
+	to := number(t)
+	n := s.newNotification(t, "converted", to, 10*time.Minute)
+	if r := s.submit(t, n); r.Code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.Code, r.Body)
+	}
+	st := s.waitState(t, n.key(), settle, "delivered")
+	path := "/v1/notifications/" + n.key() + "/conversion"
+	r := s.call(t, http.MethodPost, path, nil, nil)
+	conv := r.status(t)
+	if r.Code != http.StatusOK || conv.State != "delivered" || conv.Reason != "CONVERTED" || conv.ConvertedAt == "" {
+		t.Fatalf("conversion: %d %s", r.Code, r.Body)
+	}
+	again := s.call(t, http.MethodPost, path, nil, nil)
+	if again.Code != http.StatusOK || again.Header.Get("Idempotent-Replayed") != "true" || again.status(t).ConvertedAt != conv.ConvertedAt {
+		t.Errorf("repeated conversion: %d %v %s", again.Code, again.Header, again.Body)
+	}
+	var msg simapi.Message
+	s.simDo(t, http.MethodGet, "/messages/"+st.ProviderMessageID, nil, &msg)
+	if msg.Feedback != simapi.FeedbackReceived {
+		t.Errorf("the simulator holds feedback %q for %s, want %s", msg.Feedback, st.ProviderMessageID, simapi.FeedbackReceived)
+	}
+	s.audited(t, n.EventID, "(RECEIPT_DELIVERED)", "(CONVERTED)")
+}

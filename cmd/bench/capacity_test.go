@@ -112,7 +112,8 @@ func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 
 // TestDeployedAdmissionBudget holds admission as deployed (the guard on) to its budget: a
 // number's first admission of the day at most 3 requests and 4 write units, a repeat at most
-// 3 write units, and no read.
+// 3 write units, and no read but the conversion guard's one Query of its cached block list
+// per refresh.
 func TestDeployedAdmissionBudget(t *testing.T) {
 	testenv.DynamoDB(t) // skips or fails as the package documents when there is no emulator
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -126,11 +127,14 @@ func TestDeployedAdmissionBudget(t *testing.T) {
 		kind               string
 		requests, writeMax float64
 	}{{"", 3, 4}, {"_repeat", 2, 3}} {
-		u, err := m.admit(ctx, step.kind, 5)
+		const n = 5
+		u, err := m.admit(ctx, step.kind, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.requests > step.requests || u.writes > step.writeMax || u.writes == 0 || u.reads != 0 {
+		// Besides: the conversion guard's cached list of prefix decisions, one Query per
+		// CONVERSION_REFRESH_SECONDS (5 s) per instance, so at most one over these n.
+		if u.requests > step.requests+1.0/n || u.writes > step.writeMax || u.writes == 0 || u.reads > 0.5/n {
 			t.Errorf("admission%s: %.2f requests (%s), %.2f write units, %.2f read units; want at most %.0f, at most %.0f, none",
 				step.kind, u.requests, u.breakdown, u.writes, u.reads, step.requests, step.writeMax)
 		}

@@ -47,6 +47,8 @@ func newDeployed(ctx context.Context, awsCfg aws.Config, names tables.Names) (*d
 		config.EnvDestinationPepper:  base64.StdEncoding.EncodeToString(randomKey()),
 		config.EnvFingerprintKey:     base64.StdEncoding.EncodeToString(randomKey()),
 		config.EnvGuardTable:         names.Guard,
+		// The template sets CONVERSION_TABLE too: the prefix block check is part of admission.
+		config.EnvConversionTable: names.Conversions,
 		// The template's default allow-list; every other guard setting is at its default.
 		config.EnvAllowedCountries: "US,CA",
 	}
@@ -208,7 +210,7 @@ func deployedBench(ctx context.Context, endpoint string, ops int, out io.Writer)
 func deployedTables(ctx context.Context, cfg aws.Config, label string) (*dynamodb.Client, tables.Names, func(), error) {
 	db := awsclient.DynamoDB(cfg, "")
 	name, names := benchNames(label)
-	names.Guard = name + "-guard"
+	names.Guard, names.Conversions = name+"-guard", name+"-conversion"
 	drop, err := createTables(ctx, db, names)
 	return db, names, drop, err
 }

@@ -27,9 +27,10 @@
 // hottest partition key value took and the notification rate at which that value reaches a
 // partition's 1,000 write units a second (audit_max_notifications_per_s). The digest benchmark
 // (digest.go) digests and verifies one audit period of 100,000 entries
-// (digest_seconds_per_100k_entries, digest_peak_heap_mb, verify_seconds_per_100k_entries).
-// -mode admission, dispatch, replay, audit, digest, floor, cost, country or coldstart runs one
-// of them.
+// (digest_seconds_per_100k_entries, digest_peak_heap_mb, verify_seconds_per_100k_entries). The
+// conversion benchmark (conversion.go) replays a day of traffic with pumping bursts and prints
+// what the conversion guard blocked. -mode admission, dispatch, replay, audit, digest, floor,
+// cost, conversion, country or coldstart runs one of them.
 //
 // It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
@@ -67,6 +68,7 @@ type benchFlags struct {
 	floorN, floorBatches           int
 	auditN                         int
 	templatePath, jsonPath         string
+	tracePath                      string
 	costN, coldRuns                int
 	digestN                        int
 }
@@ -88,7 +90,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 func parseFlags(args []string) (benchFlags, error) {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, audit, digest, floor, cost, country or coldstart")
+	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, audit, digest, floor, cost, conversion, country or coldstart")
 	fs.IntVar(&f.ops, "ops", 2000, "admission: operations per measured phase (at concurrency 16; a quarter at 1)")
 	fs.IntVar(&f.workers, "concurrency", 8, "admission: concurrent callers of the guard-off benchmark")
 	fs.IntVar(&f.happy, "dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -102,6 +104,7 @@ func parseFlags(args []string) (benchFlags, error) {
 	fs.IntVar(&f.costN, "cost-n", 200, "cost: notifications taken from admission to delivered for capacity, logs and cost")
 	fs.IntVar(&f.digestN, "digest-n", 100000, "digest: audit entries written in the one period digested and verified")
 	fs.IntVar(&f.coldRuns, "coldstart-runs", 5, "coldstart: process starts per function (the median is reported)")
+	fs.StringVar(&f.tracePath, "trace", "", "conversion: replay this trace (JSON lines of dev/trace); default: generate the default day and write it to bin/conversion-trace.jsonl")
 	fs.StringVar(&f.jsonPath, "json", "bin/bench.json", "write every name=value figure as JSON here too (empty: do not)")
 	err := fs.Parse(args)
 	return f, err
@@ -129,8 +132,8 @@ func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
 			return err
 		}
 	}
-	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "audit", "digest"}, f.runs) {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, audit, digest, floor, cost, country or coldstart", f.mode)
+	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "audit", "digest", "conversion"}, f.runs) {
+		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, audit, digest, floor, cost, conversion, country or coldstart", f.mode)
 	}
 	if f.digestN < 1 {
 		return errors.New("need -digest-n >= 1")
@@ -182,7 +185,12 @@ func runDynamoDBModes(ctx context.Context, f benchFlags, endpoint string, out io
 		}
 	}
 	if f.runs("floor") {
-		return dispatchFloorBench(ctx, endpoint, f.floorN, f.floorBatches, out)
+		if err := dispatchFloorBench(ctx, endpoint, f.floorN, f.floorBatches, out); err != nil {
+			return err
+		}
+	}
+	if f.runs("conversion") {
+		return conversionBench(ctx, endpoint, f.tracePath, out)
 	}
 	return nil
 }

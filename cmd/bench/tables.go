@@ -31,7 +31,7 @@ func createTables(ctx context.Context, db *dynamodb.Client, names tables.Names) 
 // dropTables deletes every table names holds, ignoring errors: a benchmark cleans up as best
 // it can.
 func dropTables(ctx context.Context, db *dynamodb.Client, names tables.Names) {
-	for _, t := range []string{names.Notifications, names.Audit, names.Receipts, names.Guard} {
+	for _, t := range []string{names.Notifications, names.Audit, names.Receipts, names.Guard, names.Conversions} {
 		if t != "" {
 			_, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
 		}

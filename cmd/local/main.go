@@ -64,6 +64,7 @@ const (
 	auditTable         = "resetnotify-audit"
 	receiptsTable      = "resetnotify-receipts"
 	guardTable         = "resetnotify-guard"
+	conversionTable    = "resetnotify-conversion"
 	defaultPort        = "3000"
 )
 
@@ -150,7 +151,7 @@ func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, 
 		return local{}, fmt.Errorf("aws config: %w", err)
 	}
 	db := awsclient.DynamoDB(l.awsCfg, "")
-	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable}); err != nil {
+	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable, Conversions: conversionTable}); err != nil {
 		return local{}, err
 	}
 	if l.queues, err = createQueues(ctx, awsclient.SQS(l.awsCfg, ""), st.queues); err != nil {
@@ -331,6 +332,7 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	set(config.EnvReceiptsTable, receiptsTable)
 	set(config.EnvGuardTable, guardTable)
 	set(config.EnvAllowedCountries, st.allowedCountries)
+	set(config.EnvConversionTable, conversionTable)
 	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
@@ -367,4 +369,5 @@ func printExports(w io.Writer, stack *emulator.Stack, q queueURLs) {
 	fmt.Fprintf(w, "export %s=%s %s=%s %s=%s\n", config.EnvAuditDigestPublicKey, os.Getenv(config.EnvAuditDigestPublicKey),
 		config.EnvAuditDigestPeriodMinutes, os.Getenv(config.EnvAuditDigestPeriodMinutes), config.EnvAuditDigestGraceSeconds, os.Getenv(config.EnvAuditDigestGraceSeconds))
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvGuardTable, guardTable)
+	fmt.Fprintf(w, "export %s=%s\n", config.EnvConversionTable, conversionTable)
 }

@@ -222,6 +222,13 @@ func runKeyed(ctx context.Context, cmd string, args []string, getenv func(string
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	if cmd == "convert" {
+		conv, err := cl.Convert(ctx, key)
+		if err != nil {
+			return report(c.output, stdout, err)
+		}
+		return printResult(c.output, stdout, conv.Status, conv)
+	}
 	call := cl.Status
 	if cmd == "cancel" {
 		call = cl.Cancel

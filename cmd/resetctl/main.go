@@ -6,6 +6,7 @@
 //	resetctl send   [flags] --event-id E --purpose one_time_code --to-file to.txt --param-file params.txt --expires-in 10m
 //	resetctl status [flags] KEY
 //	resetctl cancel [flags] KEY
+//	resetctl convert [flags] KEY   (the code or link was used: POST .../conversion)
 //
 // Common flags: --endpoint (else $RESETNOTIFY_ENDPOINT), --output text|json, --timeout (the
 // whole call, retries included, default 30s), --region, --sign. Requests are signed with SigV4
@@ -52,6 +53,7 @@ const usage = `usage:
   resetctl send   [flags] --event-id E --purpose one_time_code --to-file FILE --param-file FILE --expires-in 10m
   resetctl status [flags] KEY
   resetctl cancel [flags] KEY
+  resetctl convert [flags] KEY
 send reads the number and the params from files ("-" for stdin), never from the command line.
 Run "resetctl <command> -h" for the flags of a command.`
 
@@ -64,13 +66,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch cmd {
 	case "send":
 		return runSend(ctx, rest, getenv, stdin, stdout, stderr)
-	case "status", "cancel":
+	case "status", "cancel", "convert":
 		return runKeyed(ctx, cmd, rest, getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
 	}
-	fmt.Fprintln(stderr, "resetctl: unknown command (want send, status or cancel)")
+	fmt.Fprintln(stderr, "resetctl: unknown command (want send, status, cancel or convert)")
 	fmt.Fprintln(stderr, usage)
 	return errUsage
 }

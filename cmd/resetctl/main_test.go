@@ -12,8 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
+	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
@@ -350,5 +352,47 @@ func TestParseParams(t *testing.T) {
 		if err != nil || !maps.Equal(got, tc.want) {
 			t.Errorf("parseParams(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+func TestConvert(t *testing.T) {
+	store := notifytest.NewStore()
+	api := localapitest.Server(t, "../../template.yaml", localapitest.FakeIntake(store, &notifytest.Queue{}, nil), nil).URL
+	if status, _, errOut := cli(t, nil, sendArgs(t, api, "--key", "order-1")...); status != 0 {
+		t.Fatalf("send: exit %d: %s", status, errOut)
+	}
+	env := map[string]string{EnvEndpoint: api}
+	status, out, errOut := cli(t, env, "convert", "order-1", "--output", "json")
+	if status != 1 || !strings.Contains(errOut, "not-sent") || !strings.Contains(out, `"state": "accepted"`) {
+		t.Fatalf("convert before the send: exit %d\n%s%s", status, out, errOut)
+	}
+	rec, err := store.Get(t.Context(), "order-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := rec.UpdatedAt
+	leased, _ := rec.Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(time.Minute), LeaseToken: "lt"}, now)
+	sent, _ := leased.Apply(notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "pm-1"}, now)
+	if err := store.Transition(t.Context(), rec, leased); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Transition(t.Context(), leased, sent); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut = cli(t, env, "convert", "order-1")
+	if status != 0 || !strings.Contains(out, "sent (CONVERTED)") || !strings.Contains(out, "converted_at") || !strings.Contains(out, "replayed             false") {
+		t.Fatalf("convert: exit %d\n%s%s", status, out, errOut)
+	}
+	status, out, errOut = cli(t, env, "convert", "--output", "json", "--key", "order-1")
+	var conv struct {
+		State    string
+		Replayed bool
+	}
+	if err := json.Unmarshal([]byte(out), &conv); err != nil || status != 0 || conv.State != "sent" || !conv.Replayed {
+		t.Fatalf("repeated convert: exit %d, %+v, %v\n%s", status, conv, err, errOut)
+	}
+	assertNoSecret(t, out)
+	if status, _, errOut := cli(t, env, "convert", "nope"); status != 1 || !strings.Contains(errOut, "notification-not-found") {
+		t.Errorf("convert of an unknown key: exit %d\n%s", status, errOut)
 	}
 }

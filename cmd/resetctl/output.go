@@ -30,6 +30,9 @@ func printResult(output string, w io.Writer, st client.Status, v any) error {
 		row("replayed", strconv.FormatBool(res.Replayed))
 		row("tries", strconv.Itoa(res.Tries))
 	}
+	if conv, ok := v.(*client.Conversion); ok {
+		row("replayed", strconv.FormatBool(conv.Replayed))
+	}
 	row("event_id", st.EventID)
 	row("purpose", st.Purpose)
 	row("attempt", strconv.Itoa(st.Attempt))
@@ -38,6 +41,7 @@ func printResult(output string, w io.Writer, st client.Status, v any) error {
 	row("updated_at", timeText(st.UpdatedAt))
 	row("provider", st.Provider)
 	row("provider_message_id", st.ProviderMessageID)
+	row("converted_at", timeText(st.ConvertedAt))
 	return tw.Flush()
 }
 

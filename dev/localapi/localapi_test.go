@@ -143,6 +143,7 @@ func TestRoutesSameInEveryForm(t *testing.T) {
 		{Function: "IntakeFunction", Method: "DELETE", Path: "/v1/notifications/{key}"},
 		{Function: "IntakeFunction", Method: "GET", Path: "/v1/notifications/{key}"},
 		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications"},
+		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications/{key}/conversion"},
 		{Function: "SimulatorWebhookFunction", Method: "POST", Path: "/v1/provider-events/simulator"},
 	}
 	written, err := RoutesFromTemplate(tpl)

@@ -31,6 +31,9 @@ var variants = map[string][]string{
 var starAllowed = map[string]string{
 	"xray:PutTraceSegments":    "X-Ray has no resource-level permissions (Tracing: Active)",
 	"xray:PutTelemetryRecords": "X-Ray has no resource-level permissions (Tracing: Active)",
+	// Intake's conversion feedback: the action names no resource type (a message ID is not
+	// an ARN), and it cannot send; the role also denies every send action.
+	"sms-voice:PutMessageFeedback": "End User Messaging SMS's feedback has no resource-level permissions",
 	// Not here: cloudwatch:PutMetricData. Metrics are EMF lines in the logs, so no function
 	// needs it.
 }

@@ -394,3 +394,25 @@ func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
 	s.Reset()
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// handleFeedback records that a message's code was used, as End User Messaging SMS's
+// PutMessageFeedback does. It needs no bearer token: it names a message already sent and
+// cannot send one, so the function reporting it holds no sending credential.
+func (s *Server) handleFeedback(w http.ResponseWriter, r *http.Request) {
+	var fb simapi.Feedback
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1024)).Decode(&fb); err != nil || fb.Status != simapi.FeedbackReceived {
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "status must be "+simapi.FeedbackReceived)
+		return
+	}
+	s.mu.Lock()
+	m, ok := s.byID[r.PathValue("id")]
+	if ok {
+		m.Feedback = fb.Status
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, simapi.CodeNotFound, "no such message")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

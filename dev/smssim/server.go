@@ -102,6 +102,9 @@ type Message struct {
 	Lapsed bool
 	// Receipt is the final status the message reaches at DeliverAt.
 	Receipt simapi.Status
+	// Feedback is the last feedback reported for the message (simapi.FeedbackReceived): its
+	// code or link was used.
+	Feedback string
 }
 
 // ValidUntil is when the message's validity period ends.
@@ -175,6 +178,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /messages", s.handleSend)
 	s.mux.HandleFunc("GET /messages", s.handleList)
 	s.mux.HandleFunc("GET /messages/{id}", s.handleGet)
+	s.mux.HandleFunc("POST /messages/{id}/feedback", s.handleFeedback)
 	s.mux.HandleFunc("GET /inbox", s.handleInbox)
 	s.mux.HandleFunc("GET /requests", s.handleRequests)
 	s.mux.HandleFunc("POST /control/faults", s.handleSetFault)
@@ -503,6 +507,7 @@ func view(m Message, now time.Time) simapi.Message {
 		Status:          simapi.StatusAccepted,
 		AcceptedAt:      m.AcceptedAt,
 		ValiditySeconds: int64(m.Validity / time.Second),
+		Feedback:        m.Feedback,
 	}
 	if !now.Before(m.DeliverAt) {
 		rc := receiptOf(m, "")

@@ -45,6 +45,9 @@ func Create(ctx context.Context, client API, names tables.Names) error {
 	if names.Guard != "" {
 		specs = append(specs, spec{tables.Guard(names.Guard), tables.GuardTTLAttribute})
 	}
+	if names.Conversions != "" {
+		specs = append(specs, spec{tables.Conversion(names.Conversions), tables.ConversionTTLAttribute})
+	}
 	for _, s := range specs {
 		if _, err := client.CreateTable(ctx, s.in); err != nil {
 			var inUse *ddbtypes.ResourceInUseException

@@ -163,6 +163,8 @@ type Config struct {
 	// intake function checks each against its phone-number metadata when it starts
 	// (notify.NewCountries), so that no other function links that metadata.
 	AllowedCountries []string
+	// Conversion holds the conversion guard's settings (intake and dispatch).
+	Conversion Conversion
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
@@ -186,6 +188,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	r.keysDiffer(c)
 	c.Worker = r.worker()
 	c.GuardTable, c.Guard, c.AllowedCountries = r.guard()
+	c.Conversion = r.conversion()
 	c.GuardDecision = notify.DefaultDecisionBound
 	r.positiveDuration(EnvGuardDecisionMS, time.Millisecond, &c.GuardDecision, "must be a whole number of milliseconds, 1 or more")
 	c.LogLevel = r.logLevel()
@@ -485,6 +488,13 @@ func (c Config) LogValue() slog.Value {
 			slog.Int("prefix_per_minute", c.Guard.PrefixPerMinute),
 			slog.Int64("decision_ms", c.GuardDecision.Milliseconds()),
 			slog.Any("allowed_countries", c.AllowedCountries)),
+		slog.Group("conversion",
+			slog.String("table", c.Conversion.Table),
+			slog.Int64("window_ms", c.Conversion.Policy.Window.Milliseconds()),
+			slog.Int("min_sends", c.Conversion.Policy.MinSends),
+			slog.Float64("block_below", c.Conversion.Policy.BlockBelow),
+			slog.Int64("block_for_ms", c.Conversion.Policy.BlockFor.Milliseconds()),
+			slog.Int64("refresh_ms", c.Conversion.Policy.Refresh.Milliseconds())),
 	)
 }
 

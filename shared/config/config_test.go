@@ -47,6 +47,7 @@ func TestLoadDefaults(t *testing.T) {
 		DestinationPepper:  []byte(pepper),
 		FingerprintKey:     []byte(fpKey),
 		Guard:              notify.DefaultGuardLimits(),
+		Conversion:         config.Conversion{Policy: notify.DefaultConversionPolicy()},
 		GuardDecision:      notify.DefaultDecisionBound,
 		LogLevel:           slog.LevelInfo,
 	}
@@ -76,6 +77,13 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvGuardDecisionMS:      "250",
 		config.EnvAllowedCountries:     " us, CA,gb ",
 		config.EnvAuditRetentionDays:   "30",
+
+		config.EnvConversionTable:             "c",
+		config.EnvConversionWindowHours:       "48",
+		config.EnvConversionMinSends:          "30",
+		config.EnvConversionBlockBelowPercent: "0",
+		config.EnvConversionBlockHours:        "6",
+		config.EnvConversionRefreshSeconds:    "2",
 	}
 	got, err := config.Load(env(e), config.NeedIntake|config.NeedAuditTable)
 	if err != nil {
@@ -93,7 +101,9 @@ func TestLoadEverything(t *testing.T) {
 		GuardTable:          "g", Guard: notify.GuardLimits{PerHour: 3, PerDay: 0, PrefixDigits: 7, PrefixPerMinute: 40},
 		GuardDecision:    250 * time.Millisecond,
 		AllowedCountries: []string{"US", "CA", "GB"},
-		LogLevel:         slog.LevelDebug,
+		Conversion: config.Conversion{Table: "c", Policy: notify.ConversionPolicy{
+			Window: 48 * time.Hour, MinSends: 30, BlockBelow: 0, BlockFor: 6 * time.Hour, Refresh: 2 * time.Second}},
+		LogLevel: slog.LevelDebug,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Load (-want +got):\n%s", d)
@@ -166,6 +176,9 @@ func TestLoadErrors(t *testing.T) {
 		{"alpha-3, not alpha-2", func(e map[string]string) { e[config.EnvAllowedCountries] = "USA" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
 		{"a country twice", func(e map[string]string) { e[config.EnvAllowedCountries] = "US,CA,us" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
 		{"bad log level", func(e map[string]string) { e[config.EnvLogLevel] = "loud" }, config.NeedIntake, []string{config.EnvLogLevel}},
+		{"conversion share over 100", func(e map[string]string) { e[config.EnvConversionBlockBelowPercent] = "120" }, config.NeedIntake, []string{config.EnvConversionBlockBelowPercent}},
+		{"conversion min sends zero", func(e map[string]string) { e[config.EnvConversionMinSends] = "0" }, config.NeedIntake, []string{config.EnvConversionMinSends}},
+		{"conversion block hours not a number", func(e map[string]string) { e[config.EnvConversionBlockHours] = "12h" }, config.NeedIntake, []string{config.EnvConversionBlockHours}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

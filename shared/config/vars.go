@@ -24,6 +24,11 @@ var (
 	intakeOnly    = []string{"intake"}
 	digestOnly    = []string{"digest"}
 	receiptsOnly  = []string{"provider-events"}
+	// conversionUsers count sends and conversions; intake also reports conversions to the
+	// provider (feedback), so it reads the provider's name and address too.
+	conversionUsers       = []string{"intake", "dispatch"}
+	feedbackUsers         = []string{"intake", "dispatch", "reconcile", "sweeper"}
+	feedbackProviderUsers = []string{"intake", "dispatch", "reconcile"}
 )
 
 // Vars lists every environment variable the functions read, in the README's order. The caller
@@ -62,17 +67,17 @@ var vars = []Var{
 	{EnvGuardPrefixPerMinute, intakeOnly, "20", "distinct destinations a prefix may admit per UTC minute (0: off)"},
 	{EnvGuardDecisionMS, intakeOnly, "500", "how long, in ms, the request that created a record may still refuse it, and its duplicates wait at most for that decision"},
 	{EnvAllowedCountries, intakeOnly, "", "ISO 3166-1 alpha-2 countries intake accepts, e.g. `US,CA,GB`; a number is in the country its digits belong to (+1 876 is JM); unset allows every number (template: `US,CA`)"},
-	{EnvSMSProviders, workers, "", "the ordered provider chain, e.g. `endusersms,sinch`: `simulator`, `simulator2`, `endusersms`, `sinch`; the first is tried first"},
-	{EnvSMSProvider, workers, "", "the single provider of earlier versions, read as a chain of one when `SMS_PROVIDERS` is unset"},
+	{EnvSMSProviders, feedbackUsers, "", "the ordered provider chain, e.g. `endusersms,sinch`: `simulator`, `simulator2`, `endusersms`, `sinch`; the first is tried first (intake: whom to report conversions to)"},
+	{EnvSMSProvider, feedbackUsers, "", "the single provider of earlier versions, read as a chain of one when `SMS_PROVIDERS` is unset"},
 	{EnvSMSTimeout, workers, DefaultSMSTimeout.String(), "bound on one provider call, a Go duration such as `5s` or `800ms`"},
 	{EnvSMSVisibilitySeconds, workers, "simulator 0, endusersms 300, sinch 60", "how long after an attempt a lookup waits before \"not found\" counts; the reconcile queue's delay must be at least this"},
-	{EnvSMSSimulatorURL, providerUsers, "", "base URL of the simulator (`simulator`)"},
-	{EnvSMSSimulator2URL, providerUsers, "", "base URL of the second simulated provider (`simulator2`)"},
+	{EnvSMSSimulatorURL, feedbackProviderUsers, "", "base URL of the simulator (`simulator`)"},
+	{EnvSMSSimulator2URL, feedbackProviderUsers, "", "base URL of the second simulated provider (`simulator2`)"},
 	{EnvSMSSimulatorToken, providerUsers, "", "the simulator's bearer token, when it requires one (a secret)"},
 	{EnvSMSOriginationIdentity, providerUsers, "", "phone number, sender ID or pool, ID or ARN (`endusersms`)"},
 	{EnvSMSConfigurationSet, []string{"dispatch", "reconcile", "provider-events"}, "", "configuration set whose event destination feeds provider-events (`endusersms`); provider-events applies only its events"},
 	{EnvSMSProtectConfiguration, []string{"dispatch"}, "", "protect configuration every send names, whose country rules End User Messaging enforces (`endusersms`; the template sets it)"},
-	{EnvSMSEndpoint, providerUsers, "", "End User Messaging SMS endpoint override (tests and emulators)"},
+	{EnvSMSEndpoint, feedbackProviderUsers, "", "End User Messaging SMS endpoint override (tests and emulators)"},
 	{EnvSinchBaseURL, providerUsers, DefaultSinchBaseURL, "Sinch's regional API root (`sinch`)"},
 	{EnvSinchServicePlanID, providerUsers, "", "Sinch service plan (`sinch`)"},
 	{EnvSinchAPITokenParam, providerUsers, "", "the SSM SecureString holding the Sinch API token (AWS)"},
@@ -92,4 +97,10 @@ var vars = []Var{
 	{EnvAuditDigestPublicKey, []string{"auditctl"}, "", "PEM file of the digests' public key; no function reads it, the local stack prints it"},
 	{EnvLambdaFunctionName, []string{"audit", "audit-replay"}, "", "set by Lambda: the actor recorded on audit entries"},
 	{EnvLambdaFunctionVersion, []string{"audit", "audit-replay"}, "", "set by Lambda: the actor's version"},
+	{EnvConversionTable, conversionUsers, "", "the conversion counters and prefix decisions; unset turns the conversion guard off"},
+	{EnvConversionWindowHours, conversionUsers, "24", "how far back a prefix's sends and conversions are summed"},
+	{EnvConversionMinSends, conversionUsers, "20", "sends in the window before a prefix can be judged"},
+	{EnvConversionBlockBelowPercent, conversionUsers, "20", "conversion share (percent) under which a prefix is blocked (0: off)"},
+	{EnvConversionBlockHours, conversionUsers, "12", "how long an automatic prefix block lasts"},
+	{EnvConversionRefreshSeconds, conversionUsers, "5", "how old intake's cached list of prefix decisions may grow"},
 }

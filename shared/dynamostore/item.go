@@ -54,6 +54,9 @@ type item struct {
 	// key of the sparse by_notification index. It never changes afterwards, so no later write
 	// touches the index.
 	AttemptedNotificationID string `dynamodbav:"attempted_notification_id,omitempty"`
+	PrefixFP                string `dynamodbav:"prefix_fp,omitempty"`
+	Country                 string `dynamodbav:"country,omitempty"`
+	ConvertedAt             string `dynamodbav:"converted_at,omitempty"`
 	// DecideBy, DecidedAt and RetryAt are the abuse guard's decision (notify.Record); absent
 	// on records admitted without the guard and on those written before it decided per key.
 	DecideBy  string `dynamodbav:"decide_by,omitempty"`
@@ -94,6 +97,9 @@ func toItem(r notify.Record) item {
 		Actor:              r.Actor.String(),
 		EarlyReceipt:       string(r.EarlyReceipt),
 		RequeuedAt:         tables.FormatTime(r.RequeuedAt),
+		PrefixFP:           r.PrefixFP,
+		Country:            r.Country,
+		ConvertedAt:        tables.FormatTime(r.ConvertedAt),
 		DecideBy:           tables.FormatTime(r.DecideBy),
 		DecidedAt:          tables.FormatTime(r.DecidedAt),
 		RetryAt:            tables.FormatTime(r.RetryAt),
@@ -148,6 +154,7 @@ func (it item) toRecord() (notify.Record, error) {
 		LeaseToken:         it.LeaseToken,
 		Actor:              notify.ParseActor(it.Actor),
 		EarlyReceipt:       notify.State(it.EarlyReceipt),
+		PrefixFP:           it.PrefixFP, Country: it.Country,
 	}
 	if it.TTL != 0 {
 		r.PurgeAt = time.Unix(it.TTL, 0).UTC()
@@ -214,6 +221,7 @@ func (it item) parseTimes(r *notify.Record) []error {
 		{tables.AttrDecideBy, it.DecideBy, &r.DecideBy},
 		{tables.AttrDecidedAt, it.DecidedAt, &r.DecidedAt},
 		{tables.AttrRetryAt, it.RetryAt, &r.RetryAt},
+		{tables.AttrConvertedAt, it.ConvertedAt, &r.ConvertedAt},
 	} {
 		t, err := tables.ParseTime(f.in)
 		if err != nil {

@@ -29,6 +29,7 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrAttemptProviders, tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
 		tables.AttrTTL, tables.AttrLeaseToken, tables.AttrWriteToken, tables.AttrActor, tables.AttrEarlyReceipt,
 		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID, tables.AttrDecideBy, tables.AttrDecidedAt, tables.AttrRetryAt,
+		tables.AttrPrefixFP, tables.AttrCountry, tables.AttrConvertedAt,
 	}
 	var got []string
 	typ := reflect.TypeFor[item]()
@@ -88,6 +89,11 @@ func TestItemRoundTrip(t *testing.T) {
 		{"sent", func(r *notify.Record) {
 			r.State, r.Reason, r.ProviderMessageID = notify.StateSent, notify.ReasonProviderAccepted, "pm-1"
 			r.Sealed, r.LeaseUntil, r.NextActionAt = nil, time.Time{}, time.Time{}
+		}},
+		{"converted, with prefix and country", func(r *notify.Record) {
+			r.State, r.Reason, r.ProviderMessageID = notify.StateSent, notify.ReasonConverted, "pm-1"
+			r.Sealed, r.LeaseUntil, r.NextActionAt = nil, time.Time{}, time.Time{}
+			r.PrefixFP, r.Country, r.ConvertedAt = "beef", "1", r.UpdatedAt
 		}},
 	}
 	for _, tc := range cases {

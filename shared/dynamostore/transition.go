@@ -67,6 +67,7 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		optional{tables.AttrEarlyReceipt, it.EarlyReceipt != "", it.EarlyReceipt},
 		optional{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
 		optional{tables.AttrAttemptedNotificationID, it.AttemptedNotificationID != "", it.AttemptedNotificationID},
+		optional{tables.AttrConvertedAt, it.ConvertedAt != "", it.ConvertedAt},
 	)
 	if it.RetryAt != "" {
 		update = update.Set(name(tables.AttrRetryAt), expression.Value(it.RetryAt))

@@ -27,6 +27,8 @@ func TestGuardRefusals(t *testing.T) {
 			http.StatusTooManyRequests, httpapi.ProblemRateLimited, "36000"},
 		{"prefix", &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 300 * time.Millisecond},
 			http.StatusTooManyRequests, httpapi.ProblemPrefixRateLimited, "1"},
+		{"blocked", &notify.RefusedError{Reason: notify.RefusedPrefixBlocked, RetryAfter: 12 * time.Hour},
+			http.StatusTooManyRequests, httpapi.ProblemPrefixBlocked, "43200"},
 		{"country", nil, http.StatusUnprocessableEntity, httpapi.ProblemDestinationNotAllowed, ""},
 	}
 	for _, tc := range cases {

@@ -26,6 +26,8 @@ const (
 	RouteSubmit = "POST /v1/notifications"
 	RouteStatus = "GET /v1/notifications/{key}"
 	RouteCancel = "DELETE /v1/notifications/{key}"
+	// RouteConvert reports that the notification's code or link was used.
+	RouteConvert = "POST /v1/notifications/{key}/conversion"
 )
 
 // CollectionPath is the path of the notifications collection.
@@ -116,7 +118,7 @@ func (h *Handler) dispatch(ctx context.Context, ev events.APIGatewayV2HTTPReques
 }
 
 // route picks the operation from the route key, once. template.yaml declares exactly
-// RouteSubmit, RouteStatus and RouteCancel, with the key as the path parameter PathParamKey,
+// RouteSubmit, RouteStatus, RouteCancel and RouteConvert, with the key as the path parameter PathParamKey,
 // and the local gateway (dev/localapi) routes by the same template, so every caller sets them
 // as API Gateway does. Any other route key is answered 404 route-not-found; API Gateway itself
 // never delivers one.
@@ -128,6 +130,8 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 		return h.status(ctx, ev.PathParameters[PathParamKey])
 	case RouteCancel:
 		return h.cancel(ctx, ev.PathParameters[PathParamKey])
+	case RouteConvert:
+		return h.convert(ctx, ev.PathParameters[PathParamKey])
 	}
 	return result{status: http.StatusNotFound, route: routeUnmatched,
 		problem: newProblem(ProblemRouteNotFound, http.StatusNotFound, "No resource has this path.")}
@@ -245,6 +249,58 @@ func (h *Handler) cancel(ctx context.Context, rawKey string) result {
 	return res
 }
 
+// convert records a conversion: 200 with the status (Idempotent-Replayed on a repeat), 409
+// not-sent for a notification never sent, 503 feedback-unavailable when the provider was not
+// told (the conversion is recorded; a repeat tells it).
+func (h *Handler) convert(ctx context.Context, rawKey string) result {
+	const route = RouteConvert
+	key := unescapeKey(rawKey)
+	conv, err := h.intake.Convert(ctx, key)
+	res := result{route: route, key: key, notifID: conv.Record.NotificationID, replayed: conv.Replayed}
+	switch {
+	case errors.As(err, new(*notify.ValidationError)):
+		return validationResult(route, err)
+	case errors.Is(err, notify.ErrNotFound):
+		r := notFound(route)
+		r.key = key
+		return r
+	case errors.Is(err, notify.ErrNotSent):
+		res.status = http.StatusConflict
+		res.problem = newProblem(ProblemNotSent, res.status,
+			"Only a notification that was sent can be converted; this one is "+string(conv.Record.State)+".")
+		res.problem.State, res.problem.Reason = conv.Record.State, conv.Record.Reason
+		return res
+	case errors.Is(err, notify.ErrFeedback):
+		if !conv.Replayed {
+			h.metrics.Transition(string(conv.Record.State), string(conv.Record.Reason))
+			h.metrics.Conversion(obs.MetricConversions, conv.Record.Country)
+		}
+		res.status = http.StatusServiceUnavailable
+		res.problem = newProblem(ProblemFeedbackUnavailable, res.status,
+			"The conversion is recorded but the provider could not be told. Repeat the request after Retry-After seconds.")
+		res.headers = map[string]string{HeaderRetryAfter: strconv.Itoa(RetryAfterSeconds)}
+		res.cause = err
+		return res
+	case errors.Is(err, notify.ErrConflict):
+		res.status = http.StatusConflict
+		res.problem = newProblem(ProblemConcurrentChange, res.status,
+			"The notification kept changing while the conversion was recorded. Repeat the request.")
+		return res
+	case err != nil:
+		r := internalError(route, err)
+		r.key = key
+		return r
+	}
+	if conv.Replayed {
+		res.headers = map[string]string{HeaderIdempotentReplayed: "true"}
+	} else {
+		h.metrics.Transition(string(conv.Record.State), string(conv.Record.Reason))
+		h.metrics.Conversion(obs.MetricConversions, conv.Record.Country)
+	}
+	res.status, res.body = http.StatusOK, NewStatusView(conv.Record)
+	return res
+}
+
 // respond builds the API Gateway response: the body, Content-Type, the request ID and
 // Cache-Control on every response.
 func (h *Handler) respond(res result, requestID string) events.APIGatewayV2HTTPResponse {
@@ -301,7 +357,7 @@ func (h *Handler) record(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if res.route == RouteSubmit && res.status == http.StatusTooManyRequests {
 		attrs = append(attrs, slog.Bool("replayed", res.replayed))
 	}
-	if res.route == RouteSubmit && res.status < 300 {
+	if (res.route == RouteSubmit || res.route == RouteConvert) && res.status < 300 {
 		attrs = append(attrs, slog.Bool("replayed", res.replayed))
 	}
 	level := slog.LevelInfo
@@ -333,6 +389,9 @@ func refusalResult(route string, sub notify.Submitted, r *notify.RefusedError) r
 	case notify.RefusedCountry:
 		res = problemResult(route, http.StatusUnprocessableEntity, ProblemDestinationNotAllowed,
 			"Notifications to this country calling code are not allowed.")
+	case notify.RefusedPrefixBlocked:
+		res = problemResult(route, http.StatusTooManyRequests, ProblemPrefixBlocked,
+			"Messages to this number range are blocked for now: they are not being used. Nothing was stored; repeat the request after Retry-After seconds.")
 	case notify.RefusedPrefixVelocity:
 		res = problemResult(route, http.StatusTooManyRequests, ProblemPrefixRateLimited,
 			"Too many new destinations in this number range right now."+retry)
@@ -409,7 +468,7 @@ func routeKey(ev events.APIGatewayV2HTTPRequest) string {
 // routeOf names the route of ev for logs, from the route key when it is one of ours.
 func routeOf(ev events.APIGatewayV2HTTPRequest) string {
 	switch k := routeKey(ev); k {
-	case RouteSubmit, RouteStatus, RouteCancel:
+	case RouteSubmit, RouteStatus, RouteCancel, RouteConvert:
 		return k
 	}
 	return routeUnmatched

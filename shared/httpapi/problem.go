@@ -56,6 +56,15 @@ const (
 	// ProblemDestinationNotAllowed (422): the number's country calling code is not on the
 	// allow-list. Nothing was stored; repeating the request will not help.
 	ProblemDestinationNotAllowed ProblemType = "destination-not-allowed"
+	// ProblemNotSent (409): a conversion was reported for a notification that was never sent;
+	// "state" and "reason" tell where it stands.
+	ProblemNotSent ProblemType = "not-sent"
+	// ProblemFeedbackUnavailable (503): the conversion is recorded but the provider could not
+	// be told; repeat the same request after Retry-After seconds.
+	ProblemFeedbackUnavailable ProblemType = "feedback-unavailable"
+	// ProblemPrefixBlocked (429): the number's prefix is blocked because its messages are not
+	// used (suspected SMS pumping); repeat after Retry-After seconds.
+	ProblemPrefixBlocked ProblemType = "prefix-blocked"
 	// ProblemInternal (500): anything else. The detail never carries the cause.
 	ProblemInternal ProblemType = "internal-error"
 )
@@ -79,6 +88,9 @@ var problemTitles = map[ProblemType]string{
 	ProblemRateLimited:           "Too many notifications for this destination",
 	ProblemPrefixRateLimited:     "Too many new destinations in this number range",
 	ProblemDestinationNotAllowed: "Destination not allowed",
+	ProblemNotSent:               "Notification was never sent",
+	ProblemFeedbackUnavailable:   "Provider feedback unavailable",
+	ProblemPrefixBlocked:         "Number range blocked",
 	ProblemInternal:              "Internal error",
 }
 
@@ -93,7 +105,7 @@ type Problem struct {
 	Instance string `json:"instance,omitempty"`
 	// Errors lists the invalid fields of an invalid-request problem.
 	Errors []notify.FieldError `json:"errors,omitempty"`
-	// State and Reason tell where a not-cancellable notification stands.
+	// State and Reason tell where a not-cancellable (or not-sent) notification stands.
 	State  notify.State  `json:"state,omitempty"`
 	Reason notify.Reason `json:"reason,omitempty"`
 }

@@ -27,6 +27,8 @@ type StatusView struct {
 	SafetyMarginMS    int64         `json:"safety_margin_ms"`
 	Provider          string        `json:"provider,omitempty"`
 	ProviderMessageID string        `json:"provider_message_id,omitempty"`
+	// ConvertedAt is when the caller reported the code or link used.
+	ConvertedAt string `json:"converted_at,omitempty"`
 	// Attempts lists each attempt with the provider it went to, in order.
 	Attempts []AttemptView `json:"attempts,omitempty"`
 }
@@ -58,6 +60,7 @@ func NewStatusView(rec notify.Record) StatusView {
 		Provider:          rec.Provider,
 		ProviderMessageID: rec.ProviderMessageID,
 		Attempts:          attemptsOf(rec),
+		ConvertedAt:       timestamp(rec.ConvertedAt),
 	}
 }
 

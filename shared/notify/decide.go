@@ -45,6 +45,7 @@ var refusalReasons = map[RefusalReason]Reason{
 	RefusedDestinationHour: ReasonRefusedDestinationHour,
 	RefusedDestinationDay:  ReasonRefusedDestinationDay,
 	RefusedPrefixVelocity:  ReasonRefusedPrefixVelocity,
+	RefusedPrefixBlocked:   ReasonRefusedPrefixBlocked,
 }
 
 // Refuse returns the next version of r refused by the guard at now: state refused with the
@@ -80,7 +81,11 @@ func RefusalOf(rec Record, countryCode string, now time.Time) (*RefusedError, bo
 // admitted).
 func (in *Intake) decide(ctx context.Context, req Request, rec Record, now time.Time) (Record, bool, error) {
 	d := in.destinationOf(req, rec.DestinationFP)
-	err := in.Guard.Admit(ctx, d, now)
+	// A blocked prefix is refused before anything is counted: the lookup reads nothing.
+	err := in.checkBlocked(ctx, d, now)
+	if err == nil {
+		err = in.Guard.Admit(ctx, d, now)
+	}
 	var refused *RefusedError
 	if !errors.As(err, &refused) {
 		return rec, false, err

@@ -22,6 +22,7 @@
 //	accepted | retry_scheduled ──CANCELLED | SUPERSEDED──▶ cancelled
 //	accepted ──REFUSED_DESTINATION_HOUR | REFUSED_DESTINATION_DAY | REFUSED_PREFIX_VELOCITY──▶ refused
 //	sent ──RECEIPT_DELIVERED──▶ delivered        sent ──RECEIPT_FAILED──▶ undelivered
+//	sent | delivered | undelivered ──CONVERTED──▶ the same state   (the code or link was used)
 //
 // Every other (from, to, reason) triple is refused with ErrInvalidTransition. A transition
 // always increments the record's version and is applied by the store as one conditional write

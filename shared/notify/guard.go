@@ -71,6 +71,8 @@ func (e *RefusedError) Unwrap() error {
 		return ErrPrefixRateLimited
 	case RefusedCountry:
 		return ErrDestinationNotAllowed
+	case RefusedPrefixBlocked:
+		return ErrPrefixBlocked
 	}
 	return ErrRateLimited
 }
@@ -150,4 +152,17 @@ func (in *Intake) destinationOf(req Request, fp string) Destination {
 		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(req.To, digits)),
 		CountryCode: in.Countries.Of(req.To),
 	}
+}
+
+// checkBlocked refuses d when its prefix is blocked (see Conversions.Blocked): a lookup in a
+// cached list of decisions, no read of its own. A failed refresh of the list is not a refusal.
+func (in *Intake) checkBlocked(ctx context.Context, d Destination, now time.Time) error {
+	if in.Conversions == nil {
+		return nil
+	}
+	b, blocked, _ := in.Conversions.Blocked(ctx, d.PrefixFP, now)
+	if !blocked {
+		return nil
+	}
+	return &RefusedError{Reason: RefusedPrefixBlocked, RetryAfter: b.Until.Sub(now), DestinationFP: d.FP, CountryCode: d.CountryCode}
 }

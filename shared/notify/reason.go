@@ -31,10 +31,16 @@ const (
 	ReasonSuperseded            Reason = "SUPERSEDED"
 	ReasonReceiptDelivered      Reason = "RECEIPT_DELIVERED"
 	ReasonReceiptFailed         Reason = "RECEIPT_FAILED"
+	// ReasonConverted records the caller's report that the code or link was used. The state
+	// stays what it was (sent, delivered or undelivered); the record gains converted_at.
+	ReasonConverted Reason = "CONVERTED"
 	// The abuse guard's refusals of a record it had not decided yet (accepted → refused): the
 	// destination reached its admissions per UTC hour or per UTC day, or its prefix reached
 	// its distinct destinations per minute.
 	ReasonRefusedDestinationHour Reason = "REFUSED_DESTINATION_HOUR"
 	ReasonRefusedDestinationDay  Reason = "REFUSED_DESTINATION_DAY"
 	ReasonRefusedPrefixVelocity  Reason = "REFUSED_PREFIX_VELOCITY"
+	// ReasonRefusedPrefixBlocked: the number's prefix is blocked because the codes sent to it
+	// are not used (its conversion share fell under the threshold, or an operator blocked it).
+	ReasonRefusedPrefixBlocked Reason = "REFUSED_PREFIX_BLOCKED"
 )

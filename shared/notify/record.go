@@ -57,6 +57,13 @@ type Record struct {
 	NextActionAt time.Time
 	// PurgeAt is when the store may delete the record (expires_at plus the status grace).
 	PurgeAt time.Time
+	// PrefixFP and Country say where the number is, safely, for the conversion counters: the
+	// keyed fingerprint of its prefix (the guard's) and its country. Set at admission.
+	PrefixFP string
+	Country  string
+	// ConvertedAt is when the caller reported the code or link used (reason CONVERTED); zero
+	// until then. No later transition clears it.
+	ConvertedAt time.Time
 	// DecideBy is set at admission when the abuse guard is on: until then the request that
 	// created the record may still refuse it, and a duplicate waits for its decision. Zero on
 	// records admitted without the guard or before it existed: they are decided.
@@ -84,6 +91,9 @@ type Admission struct {
 	Sealed             []byte
 	DestinationFP      string
 	RequestFingerprint string
+	// PrefixFP and Country are the number's prefix fingerprint and country (Record.PrefixFP).
+	PrefixFP string
+	Country  string
 }
 
 // NewRecord returns the first version of the record for req, admitted at now. A request whose
@@ -109,6 +119,8 @@ func NewRecord(req Request, a Admission, now time.Time, p Policy) Record {
 		RequestFingerprint: a.RequestFingerprint,
 		Sealed:             a.Sealed,
 		DestinationFP:      a.DestinationFP,
+		PrefixFP:           a.PrefixFP,
+		Country:            a.Country,
 		NextActionAt:       earliest(now.Add(p.SweepAfter), deadline),
 		PurgeAt:            req.ExpiresAt.Add(p.StatusGrace),
 	}

@@ -37,6 +37,11 @@ type Intake struct {
 	// counts by (0: the default).
 	Guard        Guard
 	PrefixDigits int
+	// Conversions, when set, counts conversions per prefix and country (see Convert) and
+	// holds the blocked prefixes (see Blocks).
+	Conversions *Conversions
+	// Feedback, when set, reports a conversion to the provider.
+	Feedback Feedback
 	// DecisionBound is how long after admission the creator of a record may still refuse it,
 	// and so how long a duplicate waits at most for that decision (0: DefaultDecisionBound).
 	DecisionBound time.Duration
@@ -143,11 +148,14 @@ func (in *Intake) prepare(ctx context.Context, req Request) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("intake.submit seal: %w", err)
 	}
+	d := in.destinationOf(req, in.Hasher.DestinationFP(req.To))
 	rec := NewRecord(req, Admission{
 		NotificationID:     in.NewID(),
 		Sealed:             sealed,
-		DestinationFP:      in.Hasher.DestinationFP(req.To),
+		DestinationFP:      d.FP,
 		RequestFingerprint: in.Fingerprints.RequestFP(req.Canonical()),
+		PrefixFP:           d.PrefixFP,
+		Country:            d.CountryCode,
 	}, now, in.Policy)
 	rec.Actor = in.actor(ctx)
 	if in.Guard != nil && rec.State == StateAccepted {

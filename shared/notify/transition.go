@@ -38,10 +38,16 @@ var allowed = map[edge][]Reason{
 
 	// Only the request that created the record, once the guard refused it, and only before
 	// any duplicate settled the record as admitted (see Intake.decide).
-	{StateAccepted, StateRefused}: {ReasonRefusedDestinationHour, ReasonRefusedDestinationDay, ReasonRefusedPrefixVelocity},
+	{StateAccepted, StateRefused}: {ReasonRefusedDestinationHour, ReasonRefusedDestinationDay, ReasonRefusedPrefixVelocity, ReasonRefusedPrefixBlocked},
 
 	{StateSent, StateDelivered}:   {ReasonReceiptDelivered},
 	{StateSent, StateUndelivered}: {ReasonReceiptFailed},
+
+	// A conversion is evidence on a record the provider accepted: the state stays (see
+	// Record.Convert). Undelivered is included because a used code proves the receipt wrong.
+	{StateSent, StateSent}:               {ReasonConverted},
+	{StateDelivered, StateDelivered}:     {ReasonConverted},
+	{StateUndelivered, StateUndelivered}: {ReasonConverted},
 }
 
 // Allowed reports whether the domain permits moving from one state to another for reason.

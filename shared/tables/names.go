@@ -50,6 +50,12 @@ const (
 	// on: the key of the sparse by_notification index, so that admission writes no entry there
 	// (no receipt can name a notification that was never attempted).
 	AttrAttemptedNotificationID = "attempted_notification_id"
+	// AttrPrefixFP and AttrCountry say where the number is, for the conversion counters: the
+	// keyed fingerprint of its prefix (never its digits) and its country. Set at admission.
+	AttrPrefixFP = "prefix_fp"
+	AttrCountry  = "country"
+	// AttrConvertedAt is when the caller reported the code or link used.
+	AttrConvertedAt = "converted_at"
 	// AttrDecideBy is, on a record admitted with the abuse guard on, until when its creator
 	// may still refuse it; AttrDecidedAt is when a duplicate settled it as admitted after that
 	// (a refusal can no longer be written); AttrRetryAt is, on a refused record, when the
@@ -197,4 +203,6 @@ type Names struct {
 	Receipts string
 	// Guard is optional: when empty, tablesetup.Create makes no guard table.
 	Guard string
+	// Conversions is optional: when empty, tablesetup.Create makes no conversion table.
+	Conversions string
 }

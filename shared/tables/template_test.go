@@ -43,6 +43,7 @@ func TestTemplateMatchesDefinitions(t *testing.T) {
 		{"NotificationsTable", Notifications("n"), TTLAttribute},
 		{"AuditTable", Audit("a"), AuditTTLAttribute},
 		{"GuardTable", Guard("g"), GuardTTLAttribute},
+		{"ConversionTable", Conversion("c"), ConversionTTLAttribute},
 		{"ReceiptsTable", Receipts("r"), ReceiptsTTLAttribute},
 	}
 	for _, tc := range cases {

@@ -30,6 +30,10 @@ type Dispatcher struct {
 	Chain []Route
 	// Health is the providers' circuit breaker; nil skips no provider.
 	Health *Health
+	// Conversions, when set, counts each send recorded here per prefix and country and blocks
+	// a prefix whose conversion share is low (see notify.Conversions.Sent). A failure there
+	// never fails the send.
+	Conversions *notify.Conversions
 	Base
 }
 
@@ -329,6 +333,9 @@ func (d *Dispatcher) record(ctx context.Context, c core, leased notify.Record, r
 		return nil
 	}
 	log.Info("attempt recorded", "new_state", string(next.State), "reason", string(next.Reason))
+	if next.State == notify.StateSent {
+		d.countSent(ctx, next)
+	}
 	switch next.State {
 	case notify.StateRetryScheduled:
 		c.scheduleDispatch(ctx, next, next.NextActionAt.Sub(now))
@@ -337,4 +344,23 @@ func (d *Dispatcher) record(ctx context.Context, c core, leased notify.Record, r
 	}
 	c.count(OutcomeTransitioned)
 	return nil
+}
+
+// countSent counts rec's send for the conversion guard, logging and counting what went wrong
+// or was blocked: the prefix fingerprint and the country only.
+func (d *Dispatcher) countSent(ctx context.Context, rec notify.Record) {
+	if d.Conversions == nil {
+		return
+	}
+	d.Metrics.Conversion(obs.MetricConversionSends, rec.Country)
+	b, blocked, err := d.Conversions.Sent(ctx, rec)
+	switch {
+	case err != nil:
+		d.Metrics.Emit(nil, obs.Metric{Name: obs.MetricConversionErrors, Unit: obs.UnitCount, Value: 1})
+		d.Log.Warn("conversion counters not updated", "notification_id", rec.NotificationID, "error", err)
+	case blocked:
+		d.Metrics.Emit(nil, obs.Metric{Name: obs.MetricPrefixBlocks, Unit: obs.UnitCount, Value: 1})
+		d.Log.Warn("prefix blocked for low conversion", "prefix_fp", b.PrefixFP, "country", rec.Country,
+			"sent", b.Counts.Sent, "converted", b.Counts.Converted, "until", b.Until)
+	}
 }

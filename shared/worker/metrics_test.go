@@ -229,6 +229,10 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Request("POST /v1/notifications", 202, time.Millisecond)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Refusal(string(notify.RefusedPrefixVelocity), "44")
 	(&audit.Digester{Period: time.Minute, Metrics: &obs.Metrics{W: f.metrics, Function: "digest"}}).Report(context.Background(), 1, t0, t0)
+	// The conversion guard's metrics, as Dispatcher.countSent and the intake handler emit them.
+	(&obs.Metrics{W: f.metrics, Function: "dispatch"}).Conversion(obs.MetricConversionSends, "44")
+	(&obs.Metrics{W: f.metrics, Function: "intake"}).Conversion(obs.MetricConversions, "44")
+	(&obs.Metrics{W: f.metrics, Function: "dispatch"}).Emit(nil, obs.Metric{Name: obs.MetricPrefixBlocks, Unit: obs.UnitCount, Value: 1})
 
 	got := map[string]map[string]bool{}
 	for _, l := range parseEMF(t, f.metrics.String()) {

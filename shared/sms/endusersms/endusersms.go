@@ -156,6 +156,9 @@ func (s *Sender) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 		MessageType:            types.MessageTypeTransactional,
 		Context:                map[string]string{ContextAttemptRef: req.AttemptRef},
 		TimeToLive:             aws.Int32(int32(ttl)),
+		// Conversions are reported with PutMessageFeedback (package smsfeedback), which only a
+		// message sent with feedback enabled accepts.
+		MessageFeedbackEnabled: aws.Bool(true),
 	}
 	if s.cfg.ConfigurationSetName != "" {
 		in.ConfigurationSetName = aws.String(s.cfg.ConfigurationSetName)

@@ -38,6 +38,7 @@ type wireInput struct {
 	ProtectConfigurationId string
 	Context                map[string]string
 	TimeToLive             int
+	MessageFeedbackEnabled bool
 }
 
 // answer answers as the service does: an AWS JSON body and a request ID, and header.
@@ -118,6 +119,7 @@ func TestSendClassifies(t *testing.T) {
 				ProtectConfigurationId: "protect-0123456789abcdef",
 				Context:                map[string]string{"attempt_ref": ref, "configuration_set": "resetnotify-events"},
 				TimeToLive:             89,
+				MessageFeedbackEnabled: true,
 			}
 			smstest.CheckBody(t, r, want)
 		},

@@ -7,6 +7,8 @@
 //	POST   /messages            SendRequest → 201 SendResponse; errors are Error with a Code
 //	GET    /messages/{id}       → 200 Message, or 404 Error{Code: "not_found"}
 //	GET    /messages?client_ref=R → 200 MessageList (empty when nothing is visible)
+//	POST   /messages/{id}/feedback  Feedback → 204, or 404: the message's code was used (no
+//	                            bearer token: feedback cannot send)
 //	GET    /inbox[?include=body]  → 200 Inbox: every accepted message, per destination
 //	GET    /requests            → 200 RequestLog: every send request and what the simulator did
 //	POST   /control/faults      Fault → 204: script the modes for one destination
@@ -39,6 +41,15 @@ type SendRequest struct {
 	ClientRef       string `json:"client_ref"`
 	ValiditySeconds int64  `json:"validity_seconds"`
 }
+
+// Feedback is the body of POST /messages/{id}/feedback, the simulator's stand-in for End User
+// Messaging SMS's PutMessageFeedback.
+type Feedback struct {
+	Status string `json:"status"`
+}
+
+// FeedbackReceived is the one feedback status: the message's code or link was used.
+const FeedbackReceived = "RECEIVED"
 
 // SendResponse is the body of a 201 to POST /messages.
 type SendResponse struct {
@@ -103,6 +114,8 @@ type Message struct {
 	ValiditySeconds int64     `json:"validity_seconds"`
 	// FinalAt is when the final status was reached; absent while accepted.
 	FinalAt *time.Time `json:"final_at,omitempty"`
+	// Feedback is the last feedback status reported for the message (FeedbackReceived).
+	Feedback string `json:"feedback,omitempty"`
 }
 
 // MessageList is the body of GET /messages?client_ref=.

@@ -13,7 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/convstore"
+	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
@@ -60,6 +63,16 @@ func Build(ctx context.Context, w workers.Wiring) (*worker.Dispatcher, error) {
 	return &worker.Dispatcher{
 		Store: p.Store, Opener: seal.New(keys), Renderer: render.New(w.Config.Worker.MaxSegments),
 		Sender: provs[0].Sender, Provider: provs[0].Name, Chain: chain, Health: worker.NewHealth(),
-		Base: worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
+		Conversions: conversions(w, p.Clock),
+		Base:        worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
+}
+
+// conversions returns the conversion guard that counts sends, or nil without CONVERSION_TABLE.
+func conversions(w workers.Wiring, clock notify.Clock) *notify.Conversions {
+	c := w.Config.Conversion
+	if c.Table == "" {
+		return nil
+	}
+	return convstore.Guard(awsclient.DynamoDB(w.AWS, ""), c.Table, c.Policy, clock)
 }

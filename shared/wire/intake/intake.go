@@ -11,12 +11,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/convstore"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
@@ -26,6 +28,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/secretparam"
+	"github.com/resetnotify/resetnotify/shared/smsfeedback"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/wire"
 )
@@ -83,7 +86,43 @@ func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify
 	if cfg.GuardTable != "" {
 		in.Guard = guardstore.New(awsclient.DynamoDB(awsCfg, ""), cfg.GuardTable, cfg.Guard)
 	}
+	in.Conversions = Conversions(cfg, awsCfg)
+	in.Feedback = Feedback(cfg.Conversion, awsCfg)
 	return in, nil
+}
+
+// Conversions returns the conversion guard on CONVERSION_TABLE, or nil when it is unset.
+func Conversions(cfg config.Config, awsCfg aws.Config) *notify.Conversions {
+	c := cfg.Conversion
+	if c.Table == "" {
+		return nil
+	}
+	return convstore.Guard(awsclient.DynamoDB(awsCfg, ""), c.Table, c.Policy, notify.SystemClock{})
+}
+
+// Feedback returns the provider feedback of the chain: PutMessageFeedback for endusersms, the
+// simulator's feedback endpoint for simulator and simulator2, none for another provider; nil
+// when no provider of the chain takes feedback.
+func Feedback(c config.Conversion, awsCfg aws.Config) notify.Feedback {
+	var chain smsfeedback.Chain
+	for _, p := range c.FeedbackProviders {
+		switch {
+		case p == config.SMSEndUserSMS:
+			chain = append(chain, smsfeedback.EndUserSMS{API: pinpointsmsvoicev2.NewFromConfig(awsCfg, func(o *pinpointsmsvoicev2.Options) {
+				if c.FeedbackEndpoint != "" {
+					o.BaseEndpoint = aws.String(c.FeedbackEndpoint)
+				}
+			})})
+		case p == config.SMSSimulator && c.FeedbackSimulatorURL != "":
+			chain = append(chain, smsfeedback.Simulator{URL: c.FeedbackSimulatorURL})
+		case p == config.SMSSimulator2 && c.FeedbackSimulator2URL != "":
+			chain = append(chain, smsfeedback.Simulator{Name: config.SMSSimulator2, URL: c.FeedbackSimulator2URL})
+		}
+	}
+	if len(chain) == 0 {
+		return nil
+	}
+	return chain
 }
 
 // fingerprinters builds the destination fingerprinter (keyed by the pepper) and the request

@@ -12,7 +12,7 @@ var (
 	mdLink    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	mdHeading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
 	// slugDrop is what GitHub drops from a heading to make its anchor.
-	slugDrop = regexp.MustCompile("[^\\p{L}\\p{N} _-]")
+	slugDrop = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
 )
 
 // TestMarkdownLinksResolve checks every relative link in README.md and docs/: the file it names

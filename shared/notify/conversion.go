@@ -73,7 +73,7 @@ func (in *Intake) Convert(ctx context.Context, key string) (Conversion, error) {
 		return out, err
 	}
 	if !out.Replayed && in.Conversions != nil {
-		_ = in.Conversions.Converted(ctx, out.Record)
+		in.Conversions.failed("count", in.Conversions.Converted(ctx, out.Record))
 	}
 	if in.Feedback != nil && out.Record.ProviderMessageID != "" {
 		if err := in.Feedback.Converted(ctx, out.Record.Provider, out.Record.ProviderMessageID); err != nil {

@@ -155,12 +155,14 @@ func (in *Intake) destinationOf(req Request, fp string) Destination {
 }
 
 // checkBlocked refuses d when its prefix is blocked (see Conversions.Blocked): a lookup in a
-// cached list of decisions, no read of its own. A failed refresh of the list is not a refusal.
+// cached list of decisions, no read of its own. A failed refresh of the list is not a refusal:
+// it answers from the list it had, and OnError hears of it.
 func (in *Intake) checkBlocked(ctx context.Context, d Destination, now time.Time) error {
 	if in.Conversions == nil {
 		return nil
 	}
-	b, blocked, _ := in.Conversions.Blocked(ctx, d.PrefixFP, now)
+	b, blocked, err := in.Conversions.Blocked(ctx, d.PrefixFP, now)
+	in.Conversions.failed("refresh", err)
 	if !blocked {
 		return nil
 	}

@@ -114,6 +114,10 @@ type Conversions struct {
 	Store  ConversionStore
 	Policy ConversionPolicy
 	Clock  Clock
+	// OnError, when set, hears of each failure that intake does not let fail a request: a
+	// conversion's counters not updated ("count"), the list of prefix decisions not refreshed
+	// ("refresh"; admission then answers from the list it had). The wiring logs and counts it.
+	OnError func(op string, err error)
 
 	mu     sync.Mutex
 	cache  map[string]PrefixBlock
@@ -226,4 +230,11 @@ func sentAt(rec Record, fallback time.Time) time.Time {
 		return rec.AttemptedAt
 	}
 	return fallback
+}
+
+// failed passes err, when not nil, to OnError.
+func (c *Conversions) failed(op string, err error) {
+	if err != nil && c.OnError != nil {
+		c.OnError(op, err)
+	}
 }

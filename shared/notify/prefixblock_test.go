@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,5 +168,27 @@ func TestConversionPolicyValidate(t *testing.T) {
 		if p.Validate() == nil {
 			t.Errorf("%+v validated", p)
 		}
+	}
+}
+
+// TestConversionGuardFailuresAreHeard checks the two failures intake lets pass are not silent:
+// a conversion whose counters were not updated, and a list of decisions not refreshed, each
+// reach OnError, while the conversion and the admission still succeed.
+func TestConversionGuardFailuresAreHeard(t *testing.T) {
+	ctx := context.Background()
+	f, conv, store := blockFixture()
+	var heard []string
+	conv.OnError = func(op string, err error) { heard = append(heard, op) }
+	rec := sendRecord(t, f, "k-heard", "+14155550100")
+	store.Err = errors.New("table unavailable")
+	if _, err := f.in.Convert(ctx, rec.IdempotencyKey); err != nil {
+		t.Fatalf("a conversion failed with its counters: %v", err)
+	}
+	f.clock.Advance(2 * conv.Policy.Refresh)
+	if _, err := f.in.Submit(ctx, parseAt(t, f, "+14155550101", "k-heard-2")); err != nil {
+		t.Fatalf("an admission failed with the list's refresh: %v", err)
+	}
+	if !slices.Equal(heard, []string{"count", "refresh"}) {
+		t.Errorf("OnError heard %v, want [count refresh]", heard)
 	}
 }

@@ -48,7 +48,14 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	}
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("intake ready", "config", cfg)
-	return httpapi.New(in, log, &obs.Metrics{W: out, Function: "intake"}), nil
+	metrics := &obs.Metrics{W: out, Function: "intake"}
+	if in.Conversions != nil {
+		in.Conversions.OnError = func(op string, err error) {
+			log.Warn("conversion guard: "+op+" failed", "error", err)
+			metrics.Emit(nil, obs.Metric{Name: obs.MetricConversionErrors, Unit: obs.UnitCount, Value: 1})
+		}
+	}
+	return httpapi.New(in, log, metrics), nil
 }
 
 // Service wires the admission service from cfg: what New puts behind the handler, also used

@@ -17,6 +17,7 @@ import (
 func blockFixture() (intakeFixture, *notify.Conversions, *notifytest.ConversionStore) {
 	f := newIntake()
 	f.in.Guard = &notifytest.Guard{}
+	f.in.Countries = notifytest.Regions{"+1": "US"}.Countries("US")
 	store := notifytest.NewConversionStore()
 	p := notify.DefaultConversionPolicy()
 	p.MinSends, p.BlockBelow = 5, 0.4
@@ -86,8 +87,8 @@ func TestPrefixBlockedAfterUnconvertedSendsAndOpenAfterThePeriod(t *testing.T) {
 	if _, blocked := pump(t, f, conv, "c", 1, func(int) bool { return false }); blocked {
 		t.Error("blocked again at once after the period, on the old sends")
 	}
-	if got := store.Counts("c#1"); got.Sent != 6 {
-		t.Errorf("country 1 counted %d sends, want 6", got.Sent)
+	if got := store.Counts("c#US"); got.Sent != 6 {
+		t.Errorf("country US counted %d sends, want 6", got.Sent)
 	}
 }
 

@@ -23,10 +23,10 @@ import (
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
-	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/receipts"
@@ -257,7 +257,7 @@ func (s *Stack) buildIntake(t testing.TB, policy notify.Policy, key []byte) {
 		Queue: sqsqueue.New(s.SQS, s.DispatchURL, ""),
 		Clock: notify.SystemClock{}, Policy: policy,
 		NewID: func() string { return ulid.Make().String() },
-		Actor: actor.For("intake"),
+		Actor: invocation.For("intake"),
 	}
 }
 

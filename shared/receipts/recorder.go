@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
@@ -189,7 +189,7 @@ func (r *Recorder) applyOnce(ctx context.Context, stored, in Receipt, key, id st
 		}
 		return true, nil
 	}
-	ch.Actor = actor.Of(ctx, Component)
+	ch.Actor = invocation.Of(ctx, Component)
 	next, err := rec.Apply(ch, r.clock().Now())
 	if err != nil {
 		return false, err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/resetnotify/resetnotify/shared/actor"
+	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
@@ -214,7 +214,7 @@ func (c core) load(ctx context.Context, m notify.Message) (notify.Record, bool, 
 // not a rival: the change is applied again over the record that holds it, and once the record
 // is sent the receipt is applied too (sent → delivered or undelivered).
 func (c core) transition(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, error) {
-	ch.Actor = actor.Of(ctx, c.function)
+	ch.Actor = invocation.Of(ctx, c.function)
 	next, err := c.write(ctx, rec, ch, now)
 	if cur, ok := notify.CurrentOf(err); ok && heldSince(rec, cur) {
 		next, err = c.write(ctx, cur, ch, now)

@@ -15,13 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/resetnotify/resetnotify/shared/actor"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/convstore"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/phoneregion"
@@ -84,7 +84,7 @@ func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify
 		NewID:        func() string { return ulid.Make().String() },
 		// The same renderer and budget as dispatch: refuse at once what could never be sent.
 		Messages: render.New(cfg.Worker.MaxSegments),
-		Actor:    actor.For("intake"),
+		Actor:    invocation.For("intake"),
 		// The abuse guards: the allow-list always, the counters when GUARD_TABLE is set.
 		Countries:     countries,
 		PrefixDigits:  cfg.Guard.PrefixDigits,

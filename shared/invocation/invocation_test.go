@@ -1,4 +1,4 @@
-package actor
+package invocation
 
 import (
 	"context"

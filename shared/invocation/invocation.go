@@ -6,7 +6,7 @@
 // the request ID is the invocation's, from the context. Outside Lambda (unit tests, the local
 // stack's in-process runtime) there is no function name, and the component's own name
 // ("intake", "dispatch", ...) stands in for it.
-package actor
+package invocation
 
 import (
 	"context"

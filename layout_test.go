@@ -69,15 +69,15 @@ func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 	// The phone-number metadata (shared/phoneregion) costs every function that links it
 	// megabytes and milliseconds of init: only intake, which places numbers, may.
 	phoneMetadata := []string{"shared/phoneregion", "github.com/nyaruka/phonenumbers"}
-	intakeOnly := append([]string{"shared/httpapi", "shared/seal", "shared/render", "shared/guardstore"}, phoneMetadata...)
+	intakeOnly := append([]string{"shared/intake", "shared/seal", "shared/render", "shared/guardstore"}, phoneMetadata...)
 	tests := []struct {
 		function     string
 		links, never []string
 	}{
-		{"intake", append([]string{"shared/wire/intake", "shared/httpapi", "shared/seal", "shared/guardstore", "shared/convstore", "shared/smsfeedback"}, phoneMetadata...), smsAdapters},
-		{"dispatch", []string{"shared/wire/dispatch", "shared/sms/provider", "shared/seal", "shared/convstore"}, append([]string{"shared/httpapi", "shared/guardstore", "shared/receipts", "shared/smsfeedback"}, phoneMetadata...)},
-		{"reconcile", []string{"shared/wire/reconcile", "shared/sms/provider", "shared/receipts"}, append([]string{"shared/httpapi", "shared/seal", "shared/guardstore"}, phoneMetadata...)},
-		{"sweeper", []string{"shared/wire/sweeper"}, append(append([]string{"shared/httpapi", "shared/seal", "shared/guardstore", "shared/receipts"}, smsAdapters...), phoneMetadata...)},
+		{"intake", append([]string{"shared/wire/intake", "shared/intake", "shared/seal", "shared/guardstore", "shared/convstore", "shared/smsfeedback"}, phoneMetadata...), smsAdapters},
+		{"dispatch", []string{"shared/wire/dispatch", "shared/sms/provider", "shared/seal", "shared/convstore"}, append([]string{"shared/intake", "shared/guardstore", "shared/receipts", "shared/smsfeedback"}, phoneMetadata...)},
+		{"reconcile", []string{"shared/wire/reconcile", "shared/sms/provider", "shared/receipts"}, append([]string{"shared/intake", "shared/seal", "shared/guardstore"}, phoneMetadata...)},
+		{"sweeper", []string{"shared/wire/sweeper"}, append(append([]string{"shared/intake", "shared/seal", "shared/guardstore", "shared/receipts"}, smsAdapters...), phoneMetadata...)},
 		{"audit", []string{"shared/wire/audit", "shared/audit"}, append(append([]string{"shared/worker", "shared/receipts"}, intakeOnly...), smsAdapters...)},
 		{"audit-replay", []string{"shared/wire/auditreplay", "shared/audit"}, append(append([]string{"shared/worker", "shared/receipts"}, intakeOnly...), smsAdapters...)},
 		{"digest", []string{"shared/wire/digest", "shared/audit"}, append(append([]string{"shared/worker", "shared/receipts"}, intakeOnly...), smsAdapters...)},

@@ -26,7 +26,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/phoneregion"
@@ -129,7 +129,7 @@ type contractCase struct {
 	body      string
 	specValid bool
 	status    int
-	problem   httpapi.ProblemType
+	problem   intake.ProblemType
 }
 
 // requestBody returns a valid request of purpose with params, expiring in at from contractT0,
@@ -217,82 +217,82 @@ func contractCases() []contractCase {
 		{name: "202 admitted as expired", method: "POST", path: coll, headers: withKey("late"), specValid: true, status: 202,
 			body: requestBody(notify.PurposeOneTimeCode, map[string]any{"code": "482913"}, -time.Minute, nil)},
 		{name: "200 replay", setup: admitted, method: "POST", path: coll, headers: withKey("k1"), body: resetBody(nil), specValid: true, status: 200},
-		{name: "400 malformed body", method: "POST", path: coll, headers: js, body: `{"event_id":`, status: 400, problem: httpapi.ProblemMalformedRequest},
-		{name: "400 invalid phone number", method: "POST", path: coll, headers: js, status: 400, problem: httpapi.ProblemInvalidRequest,
+		{name: "400 malformed body", method: "POST", path: coll, headers: js, body: `{"event_id":`, status: 400, problem: intake.ProblemMalformedRequest},
+		{name: "400 invalid phone number", method: "POST", path: coll, headers: js, status: 400, problem: intake.ProblemInvalidRequest,
 			body: resetBody(func(m map[string]any) { m["to"] = "555-0100" })},
 		{name: "400 expiry too far ahead (a rule no schema can state)", method: "POST", path: coll, headers: js, specValid: true,
-			status: 400, problem: httpapi.ProblemInvalidRequest,
+			status: 400, problem: intake.ProblemInvalidRequest,
 			body: resetBody(func(m map[string]any) { m["expires_at"] = contractT0.Add(72 * time.Hour).Format(time.RFC3339) })},
 		{name: "400 header and body keys differ", method: "POST", path: coll, headers: withKey("k-header"), specValid: true,
-			status: 400, problem: httpapi.ProblemKeyMismatch,
+			status: 400, problem: intake.ProblemKeyMismatch,
 			body: resetBody(func(m map[string]any) { m["idempotency_key"] = "k-body" })},
-		{name: "413 over 8 KiB", method: "POST", path: coll, headers: js, status: 413, problem: httpapi.ProblemPayloadTooLarge,
-			body: resetBody(func(m map[string]any) { m["pad"] = strings.Repeat("x", httpapi.MaxBodyBytes) })},
+		{name: "413 over 8 KiB", method: "POST", path: coll, headers: js, status: 413, problem: intake.ProblemPayloadTooLarge,
+			body: resetBody(func(m map[string]any) { m["pad"] = strings.Repeat("x", intake.MaxBodyBytes) })},
 		{name: "415 text/plain", method: "POST", path: coll, headers: map[string]string{"Content-Type": "text/plain"},
-			body: resetBody(nil), status: 415, problem: httpapi.ProblemUnsupportedMediaType},
+			body: resetBody(nil), status: 415, problem: intake.ProblemUnsupportedMediaType},
 		{name: "422 key reused with another request", setup: admitted, method: "POST", path: coll, headers: withKey("k1"), specValid: true,
-			status: 422, problem: httpapi.ProblemKeyReused,
+			status: 422, problem: intake.ProblemKeyReused,
 			body: resetBody(func(m map[string]any) { m["to"] = "+15555550199" })},
 		{name: "422 country not allowed", setup: func(f *contractFixture) {
 			f.intake.Countries, _ = notify.NewCountries([]string{"GB"}, phoneregion.Regions{})
 		},
-			method: "POST", path: coll, headers: withKey("c1"), body: resetBody(nil), specValid: true, status: 422, problem: httpapi.ProblemDestinationNotAllowed},
+			method: "POST", path: coll, headers: withKey("c1"), body: resetBody(nil), specValid: true, status: 422, problem: intake.ProblemDestinationNotAllowed},
 		{name: "429 destination over its hourly limit", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: 30 * time.Minute}
-		}, method: "POST", path: coll, headers: withKey("r1"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemRateLimited},
+		}, method: "POST", path: coll, headers: withKey("r1"), body: resetBody(nil), specValid: true, status: 429, problem: intake.ProblemRateLimited},
 		{name: "429 prefix over its velocity ceiling", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 20 * time.Second}
-		}, method: "POST", path: coll, headers: withKey("p1"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemPrefixRateLimited},
+		}, method: "POST", path: coll, headers: withKey("p1"), body: resetBody(nil), specValid: true, status: 429, problem: intake.ProblemPrefixRateLimited},
 		{name: "429 prefix blocked for low conversion", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixBlocked, RetryAfter: 12 * time.Hour}
-		}, method: "POST", path: coll, headers: withKey("b1"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemPrefixBlocked},
+		}, method: "POST", path: coll, headers: withKey("b1"), body: resetBody(nil), specValid: true, status: 429, problem: intake.ProblemPrefixBlocked},
 		{name: "429 repeat of a refused key", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationDay, RetryAfter: 3 * time.Hour}
 			f.serve(http.MethodPost, "/v1/notifications", map[string]string{"Content-Type": "application/json", "Idempotency-Key": "r2"}, resetBody(nil))
 			f.guard.Refuse = nil
-		}, method: "POST", path: coll, headers: withKey("r2"), body: resetBody(nil), specValid: true, status: 429, problem: httpapi.ProblemRateLimited},
+		}, method: "POST", path: coll, headers: withKey("r2"), body: resetBody(nil), specValid: true, status: 429, problem: intake.ProblemRateLimited},
 		{name: "200 status of a refused key", setup: func(f *contractFixture) {
 			f.guard.Refuse = &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 20 * time.Second}
 			f.serve(http.MethodPost, "/v1/notifications", map[string]string{"Content-Type": "application/json", "Idempotency-Key": "r3"}, resetBody(nil))
 		}, method: "GET", path: coll + "/r3", specValid: true, status: 200},
 		{name: "503 dispatch queue down", setup: func(f *contractFixture) { f.queue.Err = errors.New("queue down") },
-			method: "POST", path: coll, headers: withKey("q1"), body: resetBody(nil), specValid: true, status: 503, problem: httpapi.ProblemQueueUnavailable},
+			method: "POST", path: coll, headers: withKey("q1"), body: resetBody(nil), specValid: true, status: 503, problem: intake.ProblemQueueUnavailable},
 		{name: "500 POST, store down", setup: func(f *contractFixture) { f.store.fail = true },
-			method: "POST", path: coll, headers: withKey("s1"), body: resetBody(nil), specValid: true, status: 500, problem: httpapi.ProblemInternal},
+			method: "POST", path: coll, headers: withKey("s1"), body: resetBody(nil), specValid: true, status: 500, problem: intake.ProblemInternal},
 
 		{name: "GET 200", setup: admitted, method: "GET", path: coll + "/k1", specValid: true, status: 200},
 		{name: "GET 200 derived key", method: "GET", path: coll + "/evt-one_time_code:sms:one_time_code", specValid: true, status: 200,
 			setup: func(f *contractFixture) {
 				f.serve("POST", coll, js, requestBody(notify.PurposeOneTimeCode, map[string]any{"code": "482913"}, 10*time.Minute, nil))
 			}},
-		{name: "GET 400 invalid key", method: "GET", path: coll + "/bad%20key%21", status: 400, problem: httpapi.ProblemInvalidRequest},
-		{name: "GET 404", method: "GET", path: coll + "/nope", specValid: true, status: 404, problem: httpapi.ProblemNotificationNotFound},
+		{name: "GET 400 invalid key", method: "GET", path: coll + "/bad%20key%21", status: 400, problem: intake.ProblemInvalidRequest},
+		{name: "GET 404", method: "GET", path: coll + "/nope", specValid: true, status: 404, problem: intake.ProblemNotificationNotFound},
 		{name: "GET 500 store down", setup: func(f *contractFixture) { f.store.fail = true }, method: "GET", path: coll + "/k1",
-			specValid: true, status: 500, problem: httpapi.ProblemInternal},
+			specValid: true, status: 500, problem: intake.ProblemInternal},
 
 		{name: "DELETE 200", setup: admitted, method: "DELETE", path: coll + "/k1", specValid: true, status: 200},
-		{name: "DELETE 409 already cancelled", method: "DELETE", path: coll + "/k1", specValid: true, status: 409, problem: httpapi.ProblemNotCancellable,
+		{name: "DELETE 409 already cancelled", method: "DELETE", path: coll + "/k1", specValid: true, status: 409, problem: intake.ProblemNotCancellable,
 			setup: func(f *contractFixture) { admitted(f); f.serve("DELETE", coll+"/k1", nil, "") }},
 		{name: "DELETE 409 concurrent change", setup: func(f *contractFixture) { admitted(f); f.store.conflict = true },
-			method: "DELETE", path: coll + "/k1", specValid: true, status: 409, problem: httpapi.ProblemConcurrentChange},
-		{name: "DELETE 400 invalid key", method: "DELETE", path: coll + "/" + strings.Repeat("k", notify.MaxKeyLen+1), status: 400, problem: httpapi.ProblemInvalidRequest},
-		{name: "DELETE 404", method: "DELETE", path: coll + "/nope", specValid: true, status: 404, problem: httpapi.ProblemNotificationNotFound},
+			method: "DELETE", path: coll + "/k1", specValid: true, status: 409, problem: intake.ProblemConcurrentChange},
+		{name: "DELETE 400 invalid key", method: "DELETE", path: coll + "/" + strings.Repeat("k", notify.MaxKeyLen+1), status: 400, problem: intake.ProblemInvalidRequest},
+		{name: "DELETE 404", method: "DELETE", path: coll + "/nope", specValid: true, status: 404, problem: intake.ProblemNotificationNotFound},
 		{name: "DELETE 500 store down", setup: func(f *contractFixture) { f.store.fail = true }, method: "DELETE", path: coll + "/k1",
-			specValid: true, status: 500, problem: httpapi.ProblemInternal},
+			specValid: true, status: 500, problem: intake.ProblemInternal},
 
 		{name: "conversion 200", setup: sentK1, method: "POST", path: coll + "/k1/conversion", specValid: true, status: 200},
 		{name: "conversion 200 repeated", setup: func(f *contractFixture) { sentK1(f); f.serve("POST", coll+"/k1/conversion", nil, "") },
 			method: "POST", path: coll + "/k1/conversion", specValid: true, status: 200},
 		{name: "conversion 409 never sent", setup: admitted, method: "POST", path: coll + "/k1/conversion", specValid: true,
-			status: 409, problem: httpapi.ProblemNotSent},
+			status: 409, problem: intake.ProblemNotSent},
 		{name: "conversion 409 concurrent change", setup: func(f *contractFixture) { sentK1(f); f.store.conflict = true },
-			method: "POST", path: coll + "/k1/conversion", specValid: true, status: 409, problem: httpapi.ProblemConcurrentChange},
-		{name: "conversion 400 invalid key", method: "POST", path: coll + "/bad%20key%21/conversion", status: 400, problem: httpapi.ProblemInvalidRequest},
-		{name: "conversion 404", method: "POST", path: coll + "/nope/conversion", specValid: true, status: 404, problem: httpapi.ProblemNotificationNotFound},
+			method: "POST", path: coll + "/k1/conversion", specValid: true, status: 409, problem: intake.ProblemConcurrentChange},
+		{name: "conversion 400 invalid key", method: "POST", path: coll + "/bad%20key%21/conversion", status: 400, problem: intake.ProblemInvalidRequest},
+		{name: "conversion 404", method: "POST", path: coll + "/nope/conversion", specValid: true, status: 404, problem: intake.ProblemNotificationNotFound},
 		{name: "conversion 500 store down", setup: func(f *contractFixture) { f.store.fail = true }, method: "POST", path: coll + "/k1/conversion",
-			specValid: true, status: 500, problem: httpapi.ProblemInternal},
+			specValid: true, status: 500, problem: intake.ProblemInternal},
 		{name: "conversion 503 provider feedback down", setup: func(f *contractFixture) { sentK1(f); f.feedback.Err = errors.New("down") },
-			method: "POST", path: coll + "/k1/conversion", specValid: true, status: 503, problem: httpapi.ProblemFeedbackUnavailable},
+			method: "POST", path: coll + "/k1/conversion", specValid: true, status: 503, problem: intake.ProblemFeedbackUnavailable},
 	}
 }
 
@@ -371,7 +371,7 @@ func checkStatus(t *testing.T, resp *http.Response, body []byte, tc contractCase
 	if tc.problem == "" {
 		return ""
 	}
-	var p httpapi.Problem
+	var p intake.Problem
 	if err := decodeStrict(body, &p); err != nil {
 		t.Fatalf("problem body %s: %v", body, err)
 	}
@@ -399,7 +399,7 @@ func documented(t *testing.T, doc *openapi3.T) map[reached]bool {
 					t.Fatalf("%s %s: response %q is not a status", method, path, code)
 				}
 				r := reached{op: method + " " + path, status: status}
-				if mt := resp.Content.Get(httpapi.ContentTypeProblem); mt != nil {
+				if mt := resp.Content.Get(intake.ContentTypeProblem); mt != nil {
 					for _, typ := range problemTypes(mt.Schema) {
 						r.problem = typ
 						out[r] = true
@@ -449,7 +449,7 @@ func sortedReached(m map[reached]bool) []string {
 // unroutedProblems are the handler's problem types that no caller can meet through API
 // Gateway: the template declares explicit routes, so another path or method is refused by the
 // gateway (404 {"message": "Not Found"}) before the function runs.
-var unroutedProblems = []string{string(httpapi.ProblemRouteNotFound)}
+var unroutedProblems = []string{string(intake.ProblemRouteNotFound)}
 
 // TestSpecProblemTypesAreTheCodes checks that the spec's problem types are exactly the
 // handler's, read from the constants of type ProblemType in shared/httpapi, less those no
@@ -459,11 +459,11 @@ func TestSpecProblemTypesAreTheCodes(t *testing.T) {
 	inSpec := map[string]bool{}
 	for r := range documented(t, doc) {
 		if r.problem != "" {
-			inSpec[strings.TrimPrefix(r.problem, httpapi.ProblemBase)] = true
+			inSpec[strings.TrimPrefix(r.problem, intake.ProblemBase)] = true
 		}
 	}
 	var code []string
-	for _, v := range stringConsts(t, "shared/httpapi/problem.go", "ProblemType") {
+	for _, v := range stringConsts(t, "shared/intake/problem.go", "ProblemType") {
 		if !slices.Contains(unroutedProblems, v) {
 			code = append(code, v)
 		}
@@ -513,8 +513,8 @@ func TestSpecBodiesAreTheCodes(t *testing.T) {
 		schema string
 		typ    reflect.Type
 	}{
-		{"Notification", reflect.TypeFor[httpapi.StatusView]()},
-		{"Problem", reflect.TypeFor[httpapi.Problem]()},
+		{"Notification", reflect.TypeFor[intake.StatusView]()},
+		{"Problem", reflect.TypeFor[intake.Problem]()},
 		{"FieldError", reflect.TypeFor[notify.FieldError]()},
 	} {
 		s := doc.Components.Schemas[tc.schema].Value
@@ -564,7 +564,7 @@ func TestSpecOperationsAreTheTemplateRoutes(t *testing.T) {
 			tpl = append(tpl, r.RouteKey())
 		}
 	}
-	handler := []string{httpapi.RouteSubmit, httpapi.RouteStatus, httpapi.RouteCancel, httpapi.RouteConvert}
+	handler := []string{intake.RouteSubmit, intake.RouteStatus, intake.RouteCancel, intake.RouteConvert}
 	if diff := cmp.Diff(sortedSet(tpl), sortedSet(spec)); diff != "" {
 		t.Errorf("template routes (-) and spec operations (+) differ:\n%s", diff)
 	}

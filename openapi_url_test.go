@@ -14,7 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -168,8 +168,8 @@ func handlerAdmits(t *testing.T, body, param, rawURL string) bool {
 	if resp.StatusCode == http.StatusAccepted {
 		return true
 	}
-	var p httpapi.Problem
-	if err := json.Unmarshal(b, &p); err != nil || resp.StatusCode != http.StatusBadRequest || p.Type != httpapi.ProblemInvalidRequest.URI() {
+	var p intake.Problem
+	if err := json.Unmarshal(b, &p); err != nil || resp.StatusCode != http.StatusBadRequest || p.Type != intake.ProblemInvalidRequest.URI() {
 		t.Fatalf("status %d, body %s, want 202 or 400 invalid-request", resp.StatusCode, b)
 	}
 	if len(p.Errors) != 1 || p.Errors[0].Field != "params."+param {

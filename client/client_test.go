@@ -25,7 +25,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/resetnotify/resetnotify/client"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -628,18 +628,18 @@ func TestEndpointBasePath(t *testing.T) {
 
 // TestProblemTypesAreTheAPIs checks the client's problem type constants against the handler's.
 func TestProblemTypesAreTheAPIs(t *testing.T) {
-	for got, want := range map[string]httpapi.ProblemType{
-		client.ProblemMalformedRequest:     httpapi.ProblemMalformedRequest,
-		client.ProblemInvalidRequest:       httpapi.ProblemInvalidRequest,
-		client.ProblemKeyMismatch:          httpapi.ProblemKeyMismatch,
-		client.ProblemKeyReused:            httpapi.ProblemKeyReused,
-		client.ProblemPayloadTooLarge:      httpapi.ProblemPayloadTooLarge,
-		client.ProblemUnsupportedMediaType: httpapi.ProblemUnsupportedMediaType,
-		client.ProblemNotificationNotFound: httpapi.ProblemNotificationNotFound,
-		client.ProblemNotCancellable:       httpapi.ProblemNotCancellable,
-		client.ProblemConcurrentChange:     httpapi.ProblemConcurrentChange,
-		client.ProblemQueueUnavailable:     httpapi.ProblemQueueUnavailable,
-		client.ProblemInternal:             httpapi.ProblemInternal,
+	for got, want := range map[string]intake.ProblemType{
+		client.ProblemMalformedRequest:     intake.ProblemMalformedRequest,
+		client.ProblemInvalidRequest:       intake.ProblemInvalidRequest,
+		client.ProblemKeyMismatch:          intake.ProblemKeyMismatch,
+		client.ProblemKeyReused:            intake.ProblemKeyReused,
+		client.ProblemPayloadTooLarge:      intake.ProblemPayloadTooLarge,
+		client.ProblemUnsupportedMediaType: intake.ProblemUnsupportedMediaType,
+		client.ProblemNotificationNotFound: intake.ProblemNotificationNotFound,
+		client.ProblemNotCancellable:       intake.ProblemNotCancellable,
+		client.ProblemConcurrentChange:     intake.ProblemConcurrentChange,
+		client.ProblemQueueUnavailable:     intake.ProblemQueueUnavailable,
+		client.ProblemInternal:             intake.ProblemInternal,
 	} {
 		if got != want.URI() {
 			t.Errorf("client has %q, the API %q", got, want.URI())
@@ -683,9 +683,9 @@ func TestImportsNothingOfShared(t *testing.T) {
 // so a field the API adds or renames fails here first.
 func TestWireTypesAreTheAPIs(t *testing.T) {
 	for _, tc := range []struct{ client, api reflect.Type }{
-		{reflect.TypeFor[client.Status](), reflect.TypeFor[httpapi.StatusView]()},
-		{reflect.TypeFor[client.Attempt](), reflect.TypeFor[httpapi.AttemptView]()},
-		{reflect.TypeFor[client.Problem](), reflect.TypeFor[httpapi.Problem]()},
+		{reflect.TypeFor[client.Status](), reflect.TypeFor[intake.StatusView]()},
+		{reflect.TypeFor[client.Attempt](), reflect.TypeFor[intake.AttemptView]()},
+		{reflect.TypeFor[client.Problem](), reflect.TypeFor[intake.Problem]()},
 		{reflect.TypeFor[client.FieldError](), reflect.TypeFor[notify.FieldError]()},
 	} {
 		if diff := cmp.Diff(jsonFields(tc.api), jsonFields(tc.client)); diff != "" {

@@ -21,7 +21,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -85,7 +85,7 @@ func admitCall(db *dynamodb.Client, table string) (func(context.Context, int) er
 		Policy:       notify.DefaultPolicy(),
 		NewID:        func() string { return ulid.Make().String() },
 	}
-	h := httpapi.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
+	h := intake.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
 	expires := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
 	return func(ctx context.Context, i int) error {
 		body := fmt.Sprintf(`{"event_id":"bench-%d","channel":"sms","purpose":"password_reset","to":"+1555555%04d","locale":"en","params":{"code":"%06d"},"expires_at":"%s"}`,

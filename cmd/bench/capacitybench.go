@@ -24,7 +24,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/receipts"
@@ -219,7 +219,7 @@ func (p *pipeline) measureStorage(ctx context.Context, receiptsTable string, n i
 // admitHTTP admits n notifications through the intake function's HTTP handler, eight at a
 // time, logging to log.
 func (p *pipeline) admitHTTP(ctx context.Context, n int, log io.Writer, lc *lifecycle) error {
-	h := httpapi.New(p.intake, obs.NewLogger(log, slog.LevelInfo), &obs.Metrics{W: log, Function: "intake"})
+	h := intake.New(p.intake, obs.NewLogger(log, slog.LevelInfo), &obs.Metrics{W: log, Function: "intake"})
 	expires := time.Now().UTC().Add(10 * time.Minute).Format(time.RFC3339)
 	p.keys = make([]string, n)
 	var busy atomic.Int64

@@ -20,7 +20,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/convstore"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -86,7 +86,7 @@ func loadTrace(path string) ([]trace.Event, trace.Params, error) {
 
 // convReplay is the replay's intake, its dispatch stand-in and what they saw.
 type convReplay struct {
-	h        *httpapi.Handler
+	h        *intake.Handler
 	records  *dynamostore.Store
 	sender   *notify.Conversions
 	clock    *notifytest.Clock
@@ -132,7 +132,7 @@ func newConvReplay(ctx context.Context, endpoint string, params trace.Params) (*
 	r.start = r.clock.Now()
 	in.Queue, in.Clock, in.Conversions.Clock = &countingQueue{}, r.clock, r.clock
 	r.sender = convstore.Guard(awsclient.DynamoDB(cfg, ""), names.Conversions, c.Conversion.Policy, r.clock)
-	r.h = httpapi.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
+	r.h = intake.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
 	return r, drop, nil
 }
 
@@ -143,7 +143,7 @@ func (r *convReplay) event(ctx context.Context, e trace.Event) error {
 			return nil
 		}
 		before := r.writes()
-		resp, err := r.call(ctx, httpapi.RouteConvert, httpapi.CollectionPath+"/"+e.Key+"/conversion", e.Key, "")
+		resp, err := r.call(ctx, intake.RouteConvert, intake.CollectionPath+"/"+e.Key+"/conversion", e.Key, "")
 		if err != nil || resp.StatusCode != 200 {
 			return fmt.Errorf("conversion %s: %d %v %s", e.Key, resp.StatusCode, err, resp.Body)
 		}
@@ -153,7 +153,7 @@ func (r *convReplay) event(ctx context.Context, e trace.Event) error {
 	}
 	body := `{"event_id":"` + e.Key + `","channel":"sms","purpose":"one_time_code","to":"` + e.To +
 		`","locale":"en","params":{"code":"482913"},"expires_at":"` + r.clock.Now().Add(15*time.Minute).Format(time.RFC3339) + `"}`
-	resp, err := r.call(ctx, httpapi.RouteSubmit, httpapi.CollectionPath, e.Key, body)
+	resp, err := r.call(ctx, intake.RouteSubmit, intake.CollectionPath, e.Key, body)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (r *convReplay) sendAdmitted(ctx context.Context, e trace.Event) error {
 func (r *convReplay) call(ctx context.Context, route, path, key, body string) (events.APIGatewayV2HTTPResponse, error) {
 	method, _, _ := strings.Cut(route, " ")
 	return r.h.Handle(ctx, events.APIGatewayV2HTTPRequest{
-		RouteKey: route, RawPath: path, Body: body, PathParameters: map[string]string{httpapi.PathParamKey: key},
+		RouteKey: route, RawPath: path, Body: body, PathParameters: map[string]string{intake.PathParamKey: key},
 		Headers:        map[string]string{"content-type": "application/json", "idempotency-key": key},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}},
 	})
@@ -261,7 +261,7 @@ func (s *convStats) sent(e trace.Event, _ string, n int) {
 }
 
 func (s *convStats) refused(e trace.Event, body string, n int) {
-	byConversion := strings.Contains(body, string(httpapi.ProblemPrefixBlocked))
+	byConversion := strings.Contains(body, string(intake.ProblemPrefixBlocked))
 	if !s.try(e, n) {
 		if e.Burst < 0 {
 			s.legitBlocked++

@@ -19,7 +19,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/phoneregion"
@@ -33,7 +33,7 @@ import (
 // KMS, and with an in-memory queue instead of SQS so that the figures compare our code with
 // the database alone.
 type deployed struct {
-	handler *httpapi.Handler
+	handler *intake.Handler
 	queue   *countingQueue
 	expires string
 }
@@ -62,7 +62,7 @@ func newDeployed(ctx context.Context, awsCfg aws.Config, names tables.Names) (*d
 	}
 	q := &countingQueue{}
 	in.Queue = q
-	h := httpapi.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
+	h := intake.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
 	return &deployed{handler: h, queue: q, expires: time.Now().UTC().Add(time.Hour).Format(time.RFC3339)}, nil
 }
 
@@ -96,9 +96,9 @@ func (d *deployed) post(ctx context.Context, key, number string) (int, error) {
 	body := `{"event_id":"` + key + `","channel":"sms","purpose":"password_reset","to":"` + number +
 		`","locale":"en","params":{"code":"482913"},"expires_at":"` + d.expires + `"}`
 	resp, err := d.handler.Handle(ctx, events.APIGatewayV2HTTPRequest{
-		RouteKey: httpapi.RouteSubmit, RawPath: httpapi.CollectionPath, Body: body,
+		RouteKey: intake.RouteSubmit, RawPath: intake.CollectionPath, Body: body,
 		Headers:        map[string]string{"content-type": "application/json", "idempotency-key": key},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: httpapi.CollectionPath}},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: intake.CollectionPath}},
 	})
 	return resp.StatusCode, err
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/sms"
@@ -92,7 +92,7 @@ func TestFaultMatrix(t *testing.T) {
 	// what is only a little overdue: a delayed message is about to arrive for it.
 	st.Sweeper.Settings.SweepGrace = 10 * time.Second
 	maxAttempts := st.Dispatcher.Settings.MaxAttempts
-	h := httpapi.New(st.Intake, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "intake"})
+	h := intake.New(st.Intake, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "intake"})
 
 	// The workers start first: admissions and dispatch overlap, as they do in AWS.
 	workers := startCrew(st, crewOptions{Dispatchers: 2, Reconcilers: 1, SweepEvery: 2 * time.Second, Visibility: 20 * time.Second})
@@ -180,7 +180,7 @@ func TestFaultMatrix(t *testing.T) {
 
 // submitThrice posts each event's body three times at once through h, a few events at a time,
 // and returns each event's statuses, sorted.
-func submitThrice(t *testing.T, h *httpapi.Handler, evs []matrixEvent, margin time.Duration) [][]int {
+func submitThrice(t *testing.T, h *intake.Handler, evs []matrixEvent, margin time.Duration) [][]int {
 	t.Helper()
 	statuses := make([][]int, len(evs))
 	var (
@@ -226,11 +226,11 @@ func submitThrice(t *testing.T, h *httpapi.Handler, evs []matrixEvent, margin ti
 // submitEvent is the API Gateway event of a POST of body under key.
 func submitEvent(key, body string) events.APIGatewayV2HTTPRequest {
 	return events.APIGatewayV2HTTPRequest{
-		RouteKey: httpapi.RouteSubmit, RawPath: httpapi.CollectionPath, Body: body,
+		RouteKey: intake.RouteSubmit, RawPath: intake.CollectionPath, Body: body,
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: "req-" + key, RouteKey: httpapi.RouteSubmit,
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: httpapi.CollectionPath},
+			RequestID: "req-" + key, RouteKey: intake.RouteSubmit,
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: intake.CollectionPath},
 		},
 	}
 }

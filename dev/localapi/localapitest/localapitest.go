@@ -12,7 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/localapi"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
@@ -28,7 +28,7 @@ func Handler(t testing.TB, templatePath string, in *notify.Intake, log *slog.Log
 	if err != nil {
 		t.Fatal(err)
 	}
-	return localapi.NewServer(routes, map[string]localapi.HandlerFunc{IntakeFunction: httpapi.New(in, log, nil).Handle})
+	return localapi.NewServer(routes, map[string]localapi.HandlerFunc{IntakeFunction: intake.New(in, log, nil).Handle})
 }
 
 // Server serves Handler on a loopback port until the test ends.

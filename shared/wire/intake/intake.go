@@ -20,7 +20,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/convstore"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/guardstore"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -34,10 +34,10 @@ import (
 )
 
 // Function is the intake function.
-var Function = wire.Function[*httpapi.Handler]{Name: "intake", New: New, Handler: func(h *httpapi.Handler) any { return h.Handle }}
+var Function = wire.Function[*intake.Handler]{Name: "intake", New: New, Handler: func(h *intake.Handler) any { return h.Handle }}
 
 // New builds the intake handler from the configuration env holds.
-func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*httpapi.Handler, error) {
+func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*intake.Handler, error) {
 	cfg, err := config.Load(env, config.NeedIntake)
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 			metrics.Emit(nil, obs.Metric{Name: obs.MetricConversionErrors, Unit: obs.UnitCount, Value: 1})
 		}
 	}
-	return httpapi.New(in, log, metrics), nil
+	return intake.New(in, log, metrics), nil
 }
 
 // Service wires the admission service from cfg: what New puts behind the handler, also used

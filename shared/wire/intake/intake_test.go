@@ -20,12 +20,12 @@ import (
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/wire"
-	"github.com/resetnotify/resetnotify/shared/wire/intake"
+	intakewire "github.com/resetnotify/resetnotify/shared/wire/intake"
 )
 
 func TestBuildRefusesIncompleteConfig(t *testing.T) {
@@ -33,7 +33,7 @@ func TestBuildRefusesIncompleteConfig(t *testing.T) {
 		config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvDestinationPepperParam} {
 		t.Setenv(name, "")
 	}
-	_, err := wire.Build(t.Context(), intake.Function, os.Getenv, io.Discard)
+	_, err := wire.Build(t.Context(), intakewire.Function, os.Getenv, io.Discard)
 	if err == nil {
 		t.Fatal("built without configuration")
 	}
@@ -54,7 +54,7 @@ func TestBuildRefusesUnknownCountries(t *testing.T) {
 	}
 	for list, ok := range map[string]bool{"US,CA": true, "US,AA": false, "UK": false, "ZZ": false} {
 		env[config.EnvAllowedCountries] = list
-		_, err := wire.Build(t.Context(), intake.Function, func(k string) string { return env[k] }, io.Discard)
+		_, err := wire.Build(t.Context(), intakewire.Function, func(k string) string { return env[k] }, io.Discard)
 		if ok && err != nil {
 			t.Errorf("%s: %v", list, err)
 		}
@@ -85,7 +85,7 @@ func TestWiring(t *testing.T) {
 		config.EnvAllowedCountries:   "US,CA",
 	}
 	var out bytes.Buffer
-	h, err := wire.Build(ctx, intake.Function, func(k string) string { return env[k] }, &out)
+	h, err := wire.Build(ctx, intakewire.Function, func(k string) string { return env[k] }, &out)
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
@@ -99,7 +99,7 @@ func TestWiring(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST: %d %s (%v)", resp.StatusCode, resp.Body, err)
 	}
-	var view httpapi.StatusView
+	var view intake.StatusView
 	if err := json.Unmarshal([]byte(resp.Body), &view); err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +151,12 @@ func submitEvent(t *testing.T, key, to string) events.APIGatewayV2HTTPRequest {
 		t.Fatal(err)
 	}
 	return events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: httpapi.RouteSubmit, RawPath: httpapi.CollectionPath,
+		Version: "2.0", RouteKey: intake.RouteSubmit, RawPath: intake.CollectionPath,
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
 		Body:    string(body),
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: "wiring-req-1", RouteKey: httpapi.RouteSubmit, Stage: "$default",
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: httpapi.CollectionPath},
+			RequestID: "wiring-req-1", RouteKey: intake.RouteSubmit, Stage: "$default",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: intake.CollectionPath},
 		},
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi_test
+package intake_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -19,13 +19,13 @@ func TestSubmitFirstAdmission(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("status = %d, want 202; body %s", resp.StatusCode, resp.Body)
 	}
-	if got, want := resp.Headers[httpapi.HeaderLocation], "/v1/notifications/"+derived; got != want {
+	if got, want := resp.Headers[intake.HeaderLocation], "/v1/notifications/"+derived; got != want {
 		t.Errorf("Location = %q, want %q", got, want)
 	}
-	if _, ok := resp.Headers[httpapi.HeaderIdempotentReplayed]; ok {
-		t.Errorf("first admission carries %s", httpapi.HeaderIdempotentReplayed)
+	if _, ok := resp.Headers[intake.HeaderIdempotentReplayed]; ok {
+		t.Errorf("first admission carries %s", intake.HeaderIdempotentReplayed)
 	}
-	want := httpapi.StatusView{
+	want := intake.StatusView{
 		IdempotencyKey: derived, NotificationID: "n-0001", EventID: eventID, Channel: "sms",
 		Purpose: "password_reset", State: notify.StateAccepted, Reason: notify.ReasonAdmitted, Version: 1,
 		CreatedAt: "2026-11-01T12:00:00Z", UpdatedAt: "2026-11-01T12:00:00Z",
@@ -79,7 +79,7 @@ func TestSubmitKeyFromHeaderOrBody(t *testing.T) {
 			if got := decodeView(t, resp).IdempotencyKey; got != tc.wantKey {
 				t.Errorf("key = %q, want %q", got, tc.wantKey)
 			}
-			if got := resp.Headers[httpapi.HeaderLocation]; got != "/v1/notifications/"+tc.wantKey {
+			if got := resp.Headers[intake.HeaderLocation]; got != "/v1/notifications/"+tc.wantKey {
 				t.Errorf("Location = %q", got)
 			}
 		})
@@ -94,10 +94,10 @@ func TestSubmitReplay(t *testing.T) {
 	if replay.StatusCode != http.StatusOK {
 		t.Fatalf("replay status = %d; body %s", replay.StatusCode, replay.Body)
 	}
-	if got := replay.Headers[httpapi.HeaderIdempotentReplayed]; got != "true" {
-		t.Errorf("%s = %q, want true", httpapi.HeaderIdempotentReplayed, got)
+	if got := replay.Headers[intake.HeaderIdempotentReplayed]; got != "true" {
+		t.Errorf("%s = %q, want true", intake.HeaderIdempotentReplayed, got)
 	}
-	if _, ok := replay.Headers[httpapi.HeaderLocation]; ok {
+	if _, ok := replay.Headers[intake.HeaderLocation]; ok {
 		t.Error("replay carries Location")
 	}
 	if d := cmp.Diff(decodeView(t, first), decodeView(t, replay)); d != "" {
@@ -141,7 +141,7 @@ func TestSubmitKeyReuse(t *testing.T) {
 		func(m map[string]any) { m["locale"] = "fr" },
 	} {
 		resp := f.do(t, post(body(edit)))
-		p := wantProblem(t, resp, http.StatusUnprocessableEntity, httpapi.ProblemKeyReused)
+		p := wantProblem(t, resp, http.StatusUnprocessableEntity, intake.ProblemKeyReused)
 		if len(p.Errors) != 0 || p.State != "" {
 			t.Errorf("422 tells more than it should: %s", resp.Body)
 		}
@@ -158,8 +158,8 @@ func TestSubmitQueueUnavailable(t *testing.T) {
 	f := newFixture(t)
 	f.queue.Err = errors.New("sqs: connection refused")
 	resp := f.do(t, post(body(nil)))
-	p := wantProblem(t, resp, http.StatusServiceUnavailable, httpapi.ProblemQueueUnavailable)
-	if got := resp.Headers[httpapi.HeaderRetryAfter]; got != "2" {
+	p := wantProblem(t, resp, http.StatusServiceUnavailable, intake.ProblemQueueUnavailable)
+	if got := resp.Headers[intake.HeaderRetryAfter]; got != "2" {
 		t.Errorf("Retry-After = %q, want 2", got)
 	}
 	if strings.Contains(resp.Body, "connection refused") || strings.Contains(p.Detail, "sqs") {
@@ -172,7 +172,7 @@ func TestSubmitQueueUnavailable(t *testing.T) {
 
 	f.queue.Err = nil
 	replay := f.do(t, post(body(nil)))
-	if replay.StatusCode != http.StatusOK || replay.Headers[httpapi.HeaderIdempotentReplayed] != "true" {
+	if replay.StatusCode != http.StatusOK || replay.Headers[intake.HeaderIdempotentReplayed] != "true" {
 		t.Fatalf("replay: status %d, headers %v", replay.StatusCode, replay.Headers)
 	}
 	want := []notify.Message{notify.MessageOf(recs[0])}
@@ -218,7 +218,7 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	f.store.Err = errors.New("dynamodb: ValidationException near +447700900123")
 	for _, ev := range []eventT{post(body(nil)), get(derived), del(derived)} {
 		resp := f.do(t, ev)
-		wantProblem(t, resp, http.StatusInternalServerError, httpapi.ProblemInternal)
+		wantProblem(t, resp, http.StatusInternalServerError, intake.ProblemInternal)
 		if strings.Contains(resp.Body, "dynamodb") || strings.Contains(resp.Body, "Validation") {
 			t.Errorf("500 leaks the cause: %s", resp.Body)
 		}
@@ -253,12 +253,12 @@ func TestStatus(t *testing.T) {
 		t.Errorf("encoded key: status = %d; body %s", resp.StatusCode, resp.Body)
 	}
 
-	wantProblem(t, f.do(t, get("order-404")), http.StatusNotFound, httpapi.ProblemNotificationNotFound)
-	p := wantProblem(t, f.do(t, get("bad%20key")), http.StatusBadRequest, httpapi.ProblemInvalidRequest)
-	if len(p.Errors) != 1 || p.Errors[0].Field != httpapi.PathParamKey {
-		t.Errorf("errors = %+v, want one for %q", p.Errors, httpapi.PathParamKey)
+	wantProblem(t, f.do(t, get("order-404")), http.StatusNotFound, intake.ProblemNotificationNotFound)
+	p := wantProblem(t, f.do(t, get("bad%20key")), http.StatusBadRequest, intake.ProblemInvalidRequest)
+	if len(p.Errors) != 1 || p.Errors[0].Field != intake.PathParamKey {
+		t.Errorf("errors = %+v, want one for %q", p.Errors, intake.PathParamKey)
 	}
-	wantProblem(t, f.do(t, get(strings.Repeat("k", notify.MaxKeyLen+1))), http.StatusBadRequest, httpapi.ProblemInvalidRequest)
+	wantProblem(t, f.do(t, get(strings.Repeat("k", notify.MaxKeyLen+1))), http.StatusBadRequest, intake.ProblemInvalidRequest)
 }
 
 func TestCancel(t *testing.T) {
@@ -276,7 +276,7 @@ func TestCancel(t *testing.T) {
 	}
 
 	again := f.do(t, del("order-1"))
-	p := wantProblem(t, again, http.StatusConflict, httpapi.ProblemNotCancellable)
+	p := wantProblem(t, again, http.StatusConflict, intake.ProblemNotCancellable)
 	if p.State != notify.StateCancelled || p.Reason != notify.ReasonCancelled || !strings.Contains(p.Detail, "cancelled") {
 		t.Errorf("409 does not tell the current state: %s", again.Body)
 	}
@@ -294,13 +294,13 @@ func TestCancel(t *testing.T) {
 	if err := f.store.Transition(t.Context(), rec, next); err != nil {
 		t.Fatal(err)
 	}
-	p = wantProblem(t, f.do(t, del("order-2")), http.StatusConflict, httpapi.ProblemNotCancellable)
+	p = wantProblem(t, f.do(t, del("order-2")), http.StatusConflict, intake.ProblemNotCancellable)
 	if p.State != notify.StateDispatching {
 		t.Errorf("state = %q, want dispatching", p.State)
 	}
 
-	wantProblem(t, f.do(t, del("order-404")), http.StatusNotFound, httpapi.ProblemNotificationNotFound)
-	wantProblem(t, f.do(t, del("a+b")), http.StatusBadRequest, httpapi.ProblemInvalidRequest)
+	wantProblem(t, f.do(t, del("order-404")), http.StatusNotFound, intake.ProblemNotificationNotFound)
+	wantProblem(t, f.do(t, del("a+b")), http.StatusBadRequest, intake.ProblemInvalidRequest)
 }
 
 func TestRouting(t *testing.T) {
@@ -309,42 +309,42 @@ func TestRouting(t *testing.T) {
 		name    string
 		ev      eventT
 		status  int
-		problem httpapi.ProblemType
+		problem intake.ProblemType
 	}{
 		{"route key POST", post(body(nil)), http.StatusAccepted, ""},
-		{"route key GET", get("order-404"), http.StatusNotFound, httpapi.ProblemNotificationNotFound},
-		{"route key DELETE", del("order-404"), http.StatusNotFound, httpapi.ProblemNotificationNotFound},
+		{"route key GET", get("order-404"), http.StatusNotFound, intake.ProblemNotificationNotFound},
+		{"route key DELETE", del("order-404"), http.StatusNotFound, intake.ProblemNotificationNotFound},
 		{"route key only in the request context", func() eventT {
 			ev := get("order-404")
 			ev.RouteKey = ""
 			return ev
-		}(), http.StatusNotFound, httpapi.ProblemNotificationNotFound},
+		}(), http.StatusNotFound, intake.ProblemNotificationNotFound},
 		{"named stage prefix", func() eventT {
 			ev := get("order-404")
 			ev.RawPath, ev.RequestContext.HTTP.Path, ev.RequestContext.Stage = "/prod/v1/notifications/order-404", "/prod/v1/notifications/order-404", "prod"
 			return ev
-		}(), http.StatusNotFound, httpapi.ProblemNotificationNotFound},
+		}(), http.StatusNotFound, intake.ProblemNotificationNotFound},
 		{"the key comes from the path parameter, not the path", func() eventT {
 			ev := get("order-404")
 			ev.RawPath = "/v1/notifications/order-1"
 			ev.PathParameters = nil
 			return ev
-		}(), http.StatusBadRequest, httpapi.ProblemInvalidRequest},
+		}(), http.StatusBadRequest, intake.ProblemInvalidRequest},
 		// Routed once, on the route key: a path alone routes nothing.
-		{"default route POST", raw("POST", "/v1/notifications", body(nil), json), http.StatusNotFound, httpapi.ProblemRouteNotFound},
-		{"default route GET", raw("GET", "/v1/notifications/order-404", "", nil), http.StatusNotFound, httpapi.ProblemRouteNotFound},
+		{"default route POST", raw("POST", "/v1/notifications", body(nil), json), http.StatusNotFound, intake.ProblemRouteNotFound},
+		{"default route GET", raw("GET", "/v1/notifications/order-404", "", nil), http.StatusNotFound, intake.ProblemRouteNotFound},
 		{"no route key at all", func() eventT {
 			ev := raw("GET", "/v1/notifications/order-404", "", nil)
 			ev.RouteKey, ev.RequestContext.RouteKey = "", ""
 			return ev
-		}(), http.StatusNotFound, httpapi.ProblemRouteNotFound},
+		}(), http.StatusNotFound, intake.ProblemRouteNotFound},
 		{"ANY route", func() eventT {
 			ev := raw("GET", "/v1/notifications/order-404", "", nil)
 			ev.RouteKey = "ANY /v1/notifications/{key}"
 			return ev
-		}(), http.StatusNotFound, httpapi.ProblemRouteNotFound},
-		{"another method's route key", event("PUT /v1/notifications", "/v1/notifications", body(nil), json), http.StatusNotFound, httpapi.ProblemRouteNotFound},
-		{"unknown path", raw("GET", "/v2/notifications", "", nil), http.StatusNotFound, httpapi.ProblemRouteNotFound},
+		}(), http.StatusNotFound, intake.ProblemRouteNotFound},
+		{"another method's route key", event("PUT /v1/notifications", "/v1/notifications", body(nil), json), http.StatusNotFound, intake.ProblemRouteNotFound},
+		{"unknown path", raw("GET", "/v2/notifications", "", nil), http.StatusNotFound, intake.ProblemRouteNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -392,7 +392,7 @@ func TestContentTypes(t *testing.T) {
 				}
 				return
 			}
-			wantProblem(t, resp, http.StatusUnsupportedMediaType, httpapi.ProblemUnsupportedMediaType)
+			wantProblem(t, resp, http.StatusUnsupportedMediaType, intake.ProblemUnsupportedMediaType)
 		})
 	}
 }
@@ -407,15 +407,15 @@ func TestBase64Body(t *testing.T) {
 
 	// The limit applies to the decoded body: one of exactly MaxBodyBytes is about 11 KiB in
 	// base64 and is not refused for its size (only for its padding field).
-	full := padTo(body(nil), httpapi.MaxBodyBytes)
+	full := padTo(body(nil), intake.MaxBodyBytes)
 	ev = post(encodeBase64(full))
 	ev.IsBase64Encoded = true
-	wantProblem(t, f.do(t, ev), http.StatusBadRequest, httpapi.ProblemInvalidRequest)
+	wantProblem(t, f.do(t, ev), http.StatusBadRequest, intake.ProblemInvalidRequest)
 
-	over := padTo(body(nil), httpapi.MaxBodyBytes+1)
+	over := padTo(body(nil), intake.MaxBodyBytes+1)
 	ev = post(encodeBase64(over))
 	ev.IsBase64Encoded = true
-	wantProblem(t, f.do(t, ev), http.StatusRequestEntityTooLarge, httpapi.ProblemPayloadTooLarge)
+	wantProblem(t, f.do(t, ev), http.StatusRequestEntityTooLarge, intake.ProblemPayloadTooLarge)
 }
 
 func TestOneLogLinePerRequest(t *testing.T) {
@@ -443,9 +443,9 @@ func TestOneLogLinePerRequest(t *testing.T) {
 		got = append(got, line{l["method"].(string), l["route"].(string), l["key"].(string), l["notification_id"].(string), l["status"].(float64), l["replayed"]})
 	}
 	want := []line{
-		{"POST", httpapi.RouteSubmit, "order-9", "n-0001", 202, false},
-		{"POST", httpapi.RouteSubmit, "order-9", "n-0001", 200, true},
-		{"GET", httpapi.RouteStatus, "order-9", "n-0001", 200, nil},
+		{"POST", intake.RouteSubmit, "order-9", "n-0001", 202, false},
+		{"POST", intake.RouteSubmit, "order-9", "n-0001", 200, true},
+		{"GET", intake.RouteStatus, "order-9", "n-0001", 200, nil},
 		{"PUT", "unmatched", "", "", 404, nil},
 	}
 	if d := cmp.Diff(want, got); d != "" {

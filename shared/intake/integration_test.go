@@ -1,4 +1,4 @@
-package httpapi_test
+package intake_test
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -37,7 +37,7 @@ import (
 // local key, and an SQS queue on moto_server (sqsqueue), with a fake clock standing at the
 // wall-clock time of the test so that TTL never removes what the test reads.
 type realFixture struct {
-	h        *httpapi.Handler
+	h        *intake.Handler
 	ddb      *dynamodb.Client
 	sqs      *sqs.Client
 	table    string
@@ -96,7 +96,7 @@ func newRealFixture(t *testing.T) *realFixture {
 		Policy:       notify.DefaultPolicy(),
 		NewID:        func() string { return ulid.Make().String() },
 	}
-	f.h = httpapi.New(in, obs.NewLogger(f.logs, nil), nil)
+	f.h = intake.New(in, obs.NewLogger(f.logs, nil), nil)
 	return f
 }
 
@@ -240,9 +240,9 @@ func TestIntegrationConvergence(t *testing.T) {
 	ids := map[string]int{}
 	for i, r := range resps {
 		switch {
-		case r.StatusCode == http.StatusAccepted && r.Headers[httpapi.HeaderIdempotentReplayed] == "":
+		case r.StatusCode == http.StatusAccepted && r.Headers[intake.HeaderIdempotentReplayed] == "":
 			accepted++
-		case r.StatusCode == http.StatusOK && r.Headers[httpapi.HeaderIdempotentReplayed] == "true":
+		case r.StatusCode == http.StatusOK && r.Headers[intake.HeaderIdempotentReplayed] == "true":
 			replayed++
 		default:
 			t.Errorf("response %d: status %d headers %v body %s", i, r.StatusCode, r.Headers, r.Body)
@@ -285,7 +285,7 @@ func TestIntegrationConvergence(t *testing.T) {
 	// The same key with another destination is refused and changes nothing.
 	before := f.rawItem(t, key)
 	reuse := f.do(t, post(bodyAt(f.clock.Now(), func(m map[string]any) { m["to"] = "+447700900999" }), "idempotency-key", key))
-	wantProblem(t, reuse, http.StatusUnprocessableEntity, httpapi.ProblemKeyReused)
+	wantProblem(t, reuse, http.StatusUnprocessableEntity, intake.ProblemKeyReused)
 	if d := cmp.Diff(before, f.rawItem(t, key)); d != "" {
 		t.Errorf("key reuse changed the stored item (-before +after):\n%s", d)
 	}
@@ -343,12 +343,12 @@ func TestIntegrationLifecycle(t *testing.T) {
 	if cancelled.StatusCode != http.StatusOK || decodeView(t, cancelled).State != notify.StateCancelled {
 		t.Errorf("delete: %d %s", cancelled.StatusCode, cancelled.Body)
 	}
-	p := wantProblem(t, f.do(t, del("life-1")), http.StatusConflict, httpapi.ProblemNotCancellable)
+	p := wantProblem(t, f.do(t, del("life-1")), http.StatusConflict, intake.ProblemNotCancellable)
 	if p.State != notify.StateCancelled {
 		t.Errorf("409 state = %q", p.State)
 	}
-	wantProblem(t, f.do(t, get("life-404")), http.StatusNotFound, httpapi.ProblemNotificationNotFound)
-	wantProblem(t, f.do(t, del("life-404")), http.StatusNotFound, httpapi.ProblemNotificationNotFound)
+	wantProblem(t, f.do(t, get("life-404")), http.StatusNotFound, intake.ProblemNotificationNotFound)
+	wantProblem(t, f.do(t, del("life-404")), http.StatusNotFound, intake.ProblemNotificationNotFound)
 
 	expired := f.do(t, post(bodyAt(now, func(m map[string]any) {
 		m["event_id"] = "evt-late"

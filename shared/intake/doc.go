@@ -27,4 +27,4 @@
 // Every response carries Content-Type, Cache-Control: no-store and X-Request-Id with the API
 // Gateway request ID. Each request is logged as one line (method, route, status, key,
 // notification_id, latency_ms, request_id, problem) and counted as an EMF metric.
-package httpapi
+package intake

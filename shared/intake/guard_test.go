@@ -1,4 +1,4 @@
-package httpapi_test
+package intake_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -18,18 +18,18 @@ func TestGuardRefusals(t *testing.T) {
 		name       string
 		refuse     *notify.RefusedError // nil: refused by the allow-list
 		status     int
-		problem    httpapi.ProblemType
+		problem    intake.ProblemType
 		retryAfter string
 	}{
 		{"hour", &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: 1500*time.Second + 200*time.Millisecond},
-			http.StatusTooManyRequests, httpapi.ProblemRateLimited, "1501"},
+			http.StatusTooManyRequests, intake.ProblemRateLimited, "1501"},
 		{"day", &notify.RefusedError{Reason: notify.RefusedDestinationDay, RetryAfter: 10 * time.Hour},
-			http.StatusTooManyRequests, httpapi.ProblemRateLimited, "36000"},
+			http.StatusTooManyRequests, intake.ProblemRateLimited, "36000"},
 		{"prefix", &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: 300 * time.Millisecond},
-			http.StatusTooManyRequests, httpapi.ProblemPrefixRateLimited, "1"},
+			http.StatusTooManyRequests, intake.ProblemPrefixRateLimited, "1"},
 		{"blocked", &notify.RefusedError{Reason: notify.RefusedPrefixBlocked, RetryAfter: 12 * time.Hour},
-			http.StatusTooManyRequests, httpapi.ProblemPrefixBlocked, "43200"},
-		{"country", nil, http.StatusUnprocessableEntity, httpapi.ProblemDestinationNotAllowed, ""},
+			http.StatusTooManyRequests, intake.ProblemPrefixBlocked, "43200"},
+		{"country", nil, http.StatusUnprocessableEntity, intake.ProblemDestinationNotAllowed, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestGuardRefusals(t *testing.T) {
 			if resp.StatusCode != tc.status || decodeProblem(t, resp).Type != tc.problem.URI() {
 				t.Fatalf("status %d %s, want %d %s", resp.StatusCode, resp.Body, tc.status, tc.problem)
 			}
-			if got := resp.Headers[httpapi.HeaderRetryAfter]; got != tc.retryAfter {
+			if got := resp.Headers[intake.HeaderRetryAfter]; got != tc.retryAfter {
 				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
 			}
 			answers := resp.Body + headerText(resp.Headers)
@@ -62,8 +62,8 @@ func TestGuardRefusals(t *testing.T) {
 				// A repeat of the key: the same answer, marked as a replay, counted once.
 				again := f.do(t, post(body(nil), "idempotency-key", "order-1"))
 				answers += again.Body + headerText(again.Headers)
-				if again.StatusCode != tc.status || again.Headers[httpapi.HeaderRetryAfter] != tc.retryAfter ||
-					again.Headers[httpapi.HeaderIdempotentReplayed] != "true" || decodeProblem(t, again).Type != tc.problem.URI() {
+				if again.StatusCode != tc.status || again.Headers[intake.HeaderRetryAfter] != tc.retryAfter ||
+					again.Headers[intake.HeaderIdempotentReplayed] != "true" || decodeProblem(t, again).Type != tc.problem.URI() {
 					t.Errorf("repeat: %d %v %s, want the same %d with Idempotent-Replayed", again.StatusCode, again.Headers, again.Body, tc.status)
 				}
 				if n := strings.Count(f.metrics.String(), `"`+obs.MetricRefusals+`":1`); n != 1 {

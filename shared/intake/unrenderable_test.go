@@ -1,4 +1,4 @@
-package httpapi_test
+package intake_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -26,7 +26,7 @@ func TestUnrenderableMessageIsRefused(t *testing.T) {
 		Clock: notifytest.NewClock(t0), Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 		Messages: render.New(2),
 	}
-	h := httpapi.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "intake"})
+	h := intake.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "intake"})
 	longURL := "https://shop.example/reset/" + strings.Repeat("x", 400)
 	body, _ := json.Marshal(map[string]any{
 		"event_id": eventID, "channel": "sms", "purpose": "password_reset", "to": phone,
@@ -36,7 +36,7 @@ func TestUnrenderableMessageIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 400 || !strings.Contains(resp.Body, string(httpapi.ProblemInvalidRequest)) || !strings.Contains(resp.Body, `"params"`) {
+	if resp.StatusCode != 400 || !strings.Contains(resp.Body, string(intake.ProblemInvalidRequest)) || !strings.Contains(resp.Body, `"params"`) {
 		t.Fatalf("status %d body %s, want 400 invalid-request on params", resp.StatusCode, resp.Body)
 	}
 	if strings.Contains(resp.Body, "xxxx") || strings.Contains(resp.Body, phone) {

@@ -1,4 +1,4 @@
-package httpapi_test
+package intake_test
 
 import (
 	"net/http"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 )
 
 // badCase is a malformed request and the answer it must get.
@@ -16,7 +16,7 @@ type badCase struct {
 	name    string
 	ev      eventT
 	status  int
-	problem httpapi.ProblemType
+	problem intake.ProblemType
 	// field, when set, must be named by one of the problem's field errors.
 	field string
 }
@@ -29,8 +29,8 @@ func badInputs(now time.Time) []badCase {
 	drop := func(k string) func(map[string]any) { return func(m map[string]any) { delete(m, k) } }
 	params := func(p map[string]any) func(map[string]any) { return set("params", p) }
 	const (
-		invalid   = httpapi.ProblemInvalidRequest
-		malformed = httpapi.ProblemMalformedRequest
+		invalid   = intake.ProblemInvalidRequest
+		malformed = intake.ProblemMalformedRequest
 		bad       = http.StatusBadRequest
 	)
 	badBase64 := post("eyJldmVudF9pZCI6!!not-base64")
@@ -98,11 +98,11 @@ func badInputs(now time.Time) []badCase {
 			m["params"] = map[string]any{"link": "https://shop.example/m#tok-SECRET-71c3"}
 		})), bad, invalid, "params.link"},
 		{"bad locale", post(b(set("locale", "english"))), bad, invalid, "locale"},
-		{"body over 8 KiB", post(padTo(b(nil), httpapi.MaxBodyBytes+1)), http.StatusRequestEntityTooLarge, httpapi.ProblemPayloadTooLarge, ""},
-		{"wrong content type", post(b(nil), "content-type", "text/plain"), http.StatusUnsupportedMediaType, httpapi.ProblemUnsupportedMediaType, ""},
-		{"form content type", post("to="+phone, "content-type", "application/x-www-form-urlencoded"), http.StatusUnsupportedMediaType, httpapi.ProblemUnsupportedMediaType, ""},
-		{"missing content type", post(b(nil), "content-type", ""), http.StatusUnsupportedMediaType, httpapi.ProblemUnsupportedMediaType, ""},
-		{"header and body keys disagree", post(b(set("idempotency_key", "order-1")), "idempotency-key", "order-2"), bad, httpapi.ProblemKeyMismatch, "idempotency_key"},
+		{"body over 8 KiB", post(padTo(b(nil), intake.MaxBodyBytes+1)), http.StatusRequestEntityTooLarge, intake.ProblemPayloadTooLarge, ""},
+		{"wrong content type", post(b(nil), "content-type", "text/plain"), http.StatusUnsupportedMediaType, intake.ProblemUnsupportedMediaType, ""},
+		{"form content type", post("to="+phone, "content-type", "application/x-www-form-urlencoded"), http.StatusUnsupportedMediaType, intake.ProblemUnsupportedMediaType, ""},
+		{"missing content type", post(b(nil), "content-type", ""), http.StatusUnsupportedMediaType, intake.ProblemUnsupportedMediaType, ""},
+		{"header and body keys disagree", post(b(set("idempotency_key", "order-1")), "idempotency-key", "order-2"), bad, intake.ProblemKeyMismatch, "idempotency_key"},
 		{"invalid base64 body", badBase64, bad, malformed, ""},
 	}
 }
@@ -149,7 +149,7 @@ func checkBadAnswer(t *testing.T, tc badCase, resp eventResponse) {
 			t.Errorf("field errors %v do not name %q", names, tc.field)
 		}
 	}
-	if tc.problem == httpapi.ProblemInvalidRequest && len(p.Errors) == 0 {
+	if tc.problem == intake.ProblemInvalidRequest && len(p.Errors) == 0 {
 		t.Errorf("invalid-request without field errors: %s", resp.Body)
 	}
 	for _, secret := range []string{phone, "447700900123", resetURL, "tok-SECRET", "A7K2Q9", "t0k3n", "Your code"} {

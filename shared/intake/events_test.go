@@ -1,4 +1,4 @@
-package httpapi_test
+package intake_test
 
 import (
 	"encoding/base64"
@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -32,31 +32,31 @@ type sampleExpectation struct {
 	method    string
 	key       string // path parameter, for GET and DELETE
 	status    int
-	problem   httpapi.ProblemType
+	problem   intake.ProblemType
 	state     notify.State // for 2xx
 	replayed  bool
 	wantQueue int // messages in the queue after this sample (a replay adds none within the enqueue grace)
 }
 
 var samples = []sampleExpectation{
-	{file: "intake-post.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 1},
-	{file: "intake-post-replay.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusOK, state: notify.StateAccepted, replayed: true, wantQueue: 1},
-	{file: "intake-post-key-reuse.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusUnprocessableEntity, problem: httpapi.ProblemKeyReused, wantQueue: 1},
-	{file: "intake-post-body-key.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 2},
-	{file: "intake-post-base64.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 3},
-	{file: "intake-post-expired.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateExpired, wantQueue: 3},
-	{file: "intake-get.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order-4711-reset-1", status: http.StatusOK, state: notify.StateAccepted, wantQueue: 3},
-	{file: "intake-get-derived-key.json", routeKey: httpapi.RouteStatus, method: "GET", key: "evt-9001:sms:magic_link", status: http.StatusOK, state: notify.StateAccepted, wantQueue: 3},
-	{file: "intake-get-not-found.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order-0000-unknown", status: http.StatusNotFound, problem: httpapi.ProblemNotificationNotFound, wantQueue: 3},
-	{file: "intake-get-invalid-key.json", routeKey: httpapi.RouteStatus, method: "GET", key: "order 4711", status: http.StatusBadRequest, problem: httpapi.ProblemInvalidRequest, wantQueue: 3},
-	{file: "intake-delete.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-4711-reset-1", status: http.StatusOK, state: notify.StateCancelled, wantQueue: 3},
-	{file: "intake-delete-conflict.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-4711-reset-1", status: http.StatusConflict, problem: httpapi.ProblemNotCancellable, wantQueue: 3},
-	{file: "intake-delete-not-found.json", routeKey: httpapi.RouteCancel, method: "DELETE", key: "order-0000-unknown", status: http.StatusNotFound, problem: httpapi.ProblemNotificationNotFound, wantQueue: 3},
-	{file: "intake-post-bad-json.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemMalformedRequest, wantQueue: 3},
-	{file: "intake-post-invalid.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemInvalidRequest, wantQueue: 3},
-	{file: "intake-post-key-mismatch.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: httpapi.ProblemKeyMismatch, wantQueue: 3},
-	{file: "intake-post-wrong-content-type.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusUnsupportedMediaType, problem: httpapi.ProblemUnsupportedMediaType, wantQueue: 3},
-	{file: "intake-post-too-large.json", routeKey: httpapi.RouteSubmit, method: "POST", status: http.StatusRequestEntityTooLarge, problem: httpapi.ProblemPayloadTooLarge, wantQueue: 3},
+	{file: "intake-post.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 1},
+	{file: "intake-post-replay.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusOK, state: notify.StateAccepted, replayed: true, wantQueue: 1},
+	{file: "intake-post-key-reuse.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusUnprocessableEntity, problem: intake.ProblemKeyReused, wantQueue: 1},
+	{file: "intake-post-body-key.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 2},
+	{file: "intake-post-base64.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateAccepted, wantQueue: 3},
+	{file: "intake-post-expired.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusAccepted, state: notify.StateExpired, wantQueue: 3},
+	{file: "intake-get.json", routeKey: intake.RouteStatus, method: "GET", key: "order-4711-reset-1", status: http.StatusOK, state: notify.StateAccepted, wantQueue: 3},
+	{file: "intake-get-derived-key.json", routeKey: intake.RouteStatus, method: "GET", key: "evt-9001:sms:magic_link", status: http.StatusOK, state: notify.StateAccepted, wantQueue: 3},
+	{file: "intake-get-not-found.json", routeKey: intake.RouteStatus, method: "GET", key: "order-0000-unknown", status: http.StatusNotFound, problem: intake.ProblemNotificationNotFound, wantQueue: 3},
+	{file: "intake-get-invalid-key.json", routeKey: intake.RouteStatus, method: "GET", key: "order 4711", status: http.StatusBadRequest, problem: intake.ProblemInvalidRequest, wantQueue: 3},
+	{file: "intake-delete.json", routeKey: intake.RouteCancel, method: "DELETE", key: "order-4711-reset-1", status: http.StatusOK, state: notify.StateCancelled, wantQueue: 3},
+	{file: "intake-delete-conflict.json", routeKey: intake.RouteCancel, method: "DELETE", key: "order-4711-reset-1", status: http.StatusConflict, problem: intake.ProblemNotCancellable, wantQueue: 3},
+	{file: "intake-delete-not-found.json", routeKey: intake.RouteCancel, method: "DELETE", key: "order-0000-unknown", status: http.StatusNotFound, problem: intake.ProblemNotificationNotFound, wantQueue: 3},
+	{file: "intake-post-bad-json.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: intake.ProblemMalformedRequest, wantQueue: 3},
+	{file: "intake-post-invalid.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: intake.ProblemInvalidRequest, wantQueue: 3},
+	{file: "intake-post-key-mismatch.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusBadRequest, problem: intake.ProblemKeyMismatch, wantQueue: 3},
+	{file: "intake-post-wrong-content-type.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusUnsupportedMediaType, problem: intake.ProblemUnsupportedMediaType, wantQueue: 3},
+	{file: "intake-post-too-large.json", routeKey: intake.RouteSubmit, method: "POST", status: http.StatusRequestEntityTooLarge, problem: intake.ProblemPayloadTooLarge, wantQueue: 3},
 }
 
 // TestSampleEventsAreAllCovered fails when a sample event has no expectation, or an
@@ -105,7 +105,7 @@ func TestSampleEvents(t *testing.T) {
 			} else if v := decodeView(t, resp); v.State != s.state {
 				t.Errorf("state = %q, want %q", v.State, s.state)
 			}
-			if got := resp.Headers[httpapi.HeaderIdempotentReplayed] == "true"; got != s.replayed {
+			if got := resp.Headers[intake.HeaderIdempotentReplayed] == "true"; got != s.replayed {
 				t.Errorf("replayed = %v, want %v", got, s.replayed)
 			}
 			if n := len(f.queue.Sent()); n != s.wantQueue {
@@ -136,8 +136,8 @@ func checkDecodedEvent(t *testing.T, raw []byte, ev events.APIGatewayV2HTTPReque
 			t.Errorf("header %q is not lower case, as HTTP API v2 delivers headers", k)
 		}
 	}
-	if s.key != "" && ev.PathParameters[httpapi.PathParamKey] != s.key {
-		t.Errorf("path parameter %q = %q, want %q", httpapi.PathParamKey, ev.PathParameters[httpapi.PathParamKey], s.key)
+	if s.key != "" && ev.PathParameters[intake.PathParamKey] != s.key {
+		t.Errorf("path parameter %q = %q, want %q", intake.PathParamKey, ev.PathParameters[intake.PathParamKey], s.key)
 	}
 	if cl, ok := ev.Headers["content-length"]; ok {
 		body := []byte(ev.Body)
@@ -214,12 +214,12 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // provider, a record written before the list was kept included.
 func TestStatusViewListsTheProviderOfEachAttempt(t *testing.T) {
 	rec := notify.Record{Attempt: 2, Provider: "sinch", AttemptProviders: []string{"endusersms", "sinch"}}
-	want := []httpapi.AttemptView{{Attempt: 1, Provider: "endusersms"}, {Attempt: 2, Provider: "sinch"}}
-	if diff := cmp.Diff(want, httpapi.NewStatusView(rec).Attempts); diff != "" {
+	want := []intake.AttemptView{{Attempt: 1, Provider: "endusersms"}, {Attempt: 2, Provider: "sinch"}}
+	if diff := cmp.Diff(want, intake.NewStatusView(rec).Attempts); diff != "" {
 		t.Errorf("attempts (-want +got):\n%s", diff)
 	}
 	legacy := notify.Record{Attempt: 1, Provider: "endusersms"}
-	if diff := cmp.Diff([]httpapi.AttemptView{{Attempt: 1, Provider: "endusersms"}}, httpapi.NewStatusView(legacy).Attempts); diff != "" {
+	if diff := cmp.Diff([]intake.AttemptView{{Attempt: 1, Provider: "endusersms"}}, intake.NewStatusView(legacy).Attempts); diff != "" {
 		t.Errorf("legacy attempts (-want +got):\n%s", diff)
 	}
 }

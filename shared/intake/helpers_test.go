@@ -1,4 +1,4 @@
-package httpapi_test
+package intake_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/resetnotify/resetnotify/dev/workertest"
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -31,7 +31,7 @@ const (
 
 // fixture is a handler wired to fakes, with its logs and metrics captured.
 type fixture struct {
-	h       *httpapi.Handler
+	h       *intake.Handler
 	intake  *notify.Intake
 	store   *notifytest.Store
 	queue   *notifytest.Queue
@@ -55,7 +55,7 @@ func newFixture(t testing.TB) *fixture {
 		Clock: f.clock, Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 	}
 	f.intake = in
-	f.h = httpapi.New(in, obs.NewLogger(f.logs, nil), &obs.Metrics{W: f.metrics, Function: "intake", Now: f.clock.Now})
+	f.h = intake.New(in, obs.NewLogger(f.logs, nil), &obs.Metrics{W: f.metrics, Function: "intake", Now: f.clock.Now})
 	return f
 }
 
@@ -76,22 +76,22 @@ func (f *fixture) do(t *testing.T, ev events.APIGatewayV2HTTPRequest) events.API
 // checkCommon asserts the headers and body shape every response has.
 func checkCommon(t *testing.T, ev events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) {
 	t.Helper()
-	if got := resp.Headers[httpapi.HeaderRequestID]; got != ev.RequestContext.RequestID {
-		t.Errorf("%s = %q, want %q", httpapi.HeaderRequestID, got, ev.RequestContext.RequestID)
+	if got := resp.Headers[intake.HeaderRequestID]; got != ev.RequestContext.RequestID {
+		t.Errorf("%s = %q, want %q", intake.HeaderRequestID, got, ev.RequestContext.RequestID)
 	}
-	ct := resp.Headers[httpapi.HeaderContentType]
+	ct := resp.Headers[intake.HeaderContentType]
 	switch {
-	case resp.StatusCode >= 400 && ct != httpapi.ContentTypeProblem:
-		t.Errorf("status %d with Content-Type %q, want %q", resp.StatusCode, ct, httpapi.ContentTypeProblem)
-	case resp.StatusCode < 400 && ct != httpapi.ContentTypeJSON:
-		t.Errorf("status %d with Content-Type %q, want %q", resp.StatusCode, ct, httpapi.ContentTypeJSON)
+	case resp.StatusCode >= 400 && ct != intake.ContentTypeProblem:
+		t.Errorf("status %d with Content-Type %q, want %q", resp.StatusCode, ct, intake.ContentTypeProblem)
+	case resp.StatusCode < 400 && ct != intake.ContentTypeJSON:
+		t.Errorf("status %d with Content-Type %q, want %q", resp.StatusCode, ct, intake.ContentTypeJSON)
 	}
 	if !json.Valid([]byte(resp.Body)) {
 		t.Errorf("body is not JSON: %s", resp.Body)
 	}
 	if resp.StatusCode >= 400 {
 		p := decodeProblem(t, resp)
-		if p.Status != resp.StatusCode || p.Title == "" || p.Detail == "" || !strings.HasPrefix(p.Type, httpapi.ProblemBase) {
+		if p.Status != resp.StatusCode || p.Title == "" || p.Detail == "" || !strings.HasPrefix(p.Type, intake.ProblemBase) {
 			t.Errorf("incomplete problem: %+v", p)
 		}
 		if p.Instance != "urn:resetnotify:request:"+ev.RequestContext.RequestID {
@@ -100,9 +100,9 @@ func checkCommon(t *testing.T, ev events.APIGatewayV2HTTPRequest, resp events.AP
 	}
 }
 
-func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) httpapi.Problem {
+func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) intake.Problem {
 	t.Helper()
-	var p httpapi.Problem
+	var p intake.Problem
 	dec := json.NewDecoder(strings.NewReader(resp.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -111,9 +111,9 @@ func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) httpapi.P
 	return p
 }
 
-func decodeView(t *testing.T, resp events.APIGatewayV2HTTPResponse) httpapi.StatusView {
+func decodeView(t *testing.T, resp events.APIGatewayV2HTTPResponse) intake.StatusView {
 	t.Helper()
-	var v httpapi.StatusView
+	var v intake.StatusView
 	dec := json.NewDecoder(strings.NewReader(resp.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
@@ -122,7 +122,7 @@ func decodeView(t *testing.T, resp events.APIGatewayV2HTTPResponse) httpapi.Stat
 	return v
 }
 
-func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, typ httpapi.ProblemType) httpapi.Problem {
+func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, typ intake.ProblemType) intake.Problem {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("status = %d, want %d; body %s", resp.StatusCode, status, resp.Body)
@@ -204,15 +204,15 @@ func post(body string, headers ...string) events.APIGatewayV2HTTPRequest {
 		}
 		h[headers[i]] = headers[i+1]
 	}
-	return event(httpapi.RouteSubmit, httpapi.CollectionPath, body, h)
+	return event(intake.RouteSubmit, intake.CollectionPath, body, h)
 }
 
 func get(key string) events.APIGatewayV2HTTPRequest {
-	return event(httpapi.RouteStatus, httpapi.CollectionPath+"/"+key, "", nil)
+	return event(intake.RouteStatus, intake.CollectionPath+"/"+key, "", nil)
 }
 
 func del(key string) events.APIGatewayV2HTTPRequest {
-	return event(httpapi.RouteCancel, httpapi.CollectionPath+"/"+key, "", nil)
+	return event(intake.RouteCancel, intake.CollectionPath+"/"+key, "", nil)
 }
 
 // raw returns an event routed only by method and path, as a $default route delivers it.

@@ -1,4 +1,4 @@
-package httpapi_test
+package intake_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/httpapi"
+	"github.com/resetnotify/resetnotify/shared/intake"
 )
 
 // The secrets the no-leak scenario submits, in right and wrong places.
@@ -127,7 +127,7 @@ func TestNoSecretsLeak(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(f.logs.String(), httpapi.RouteSubmit) || !strings.Contains(f.logs.String(), `"level":"ERROR"`) {
+	if !strings.Contains(f.logs.String(), intake.RouteSubmit) || !strings.Contains(f.logs.String(), `"level":"ERROR"`) {
 		t.Error("the scenario did not log what it should have")
 	}
 }

@@ -27,7 +27,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
@@ -146,8 +146,8 @@ func functionLogs() map[string]*countingWriter {
 // receiptsTimed records the delivered receipt of every message the simulator accepted through
 // provider-events' recorder, one invocation each, logging to log.
 func (p *pipeline) receiptsTimed(ctx context.Context, db *dynamodb.Client, receiptsTable string, log io.Writer, lc *lifecycle) error {
-	recorder := &receipts.Recorder{
-		Receipts:      receipts.NewStore(db, receiptsTable, 0, notify.SystemClock{}),
+	recorder := &providerevents.Recorder{
+		Receipts:      providerevents.NewStore(db, receiptsTable, 0, notify.SystemClock{}),
 		Keys:          dynamostore.New(db, p.table),
 		Notifications: dynamostore.New(db, p.table),
 		Clock:         notify.SystemClock{},
@@ -156,7 +156,7 @@ func (p *pipeline) receiptsTimed(ctx context.Context, db *dynamodb.Client, recei
 	}
 	for _, m := range p.sim.Messages() {
 		start := time.Now()
-		res, err := recorder.Record(ctx, receipts.Receipt{
+		res, err := recorder.Record(ctx, providerevents.Receipt{
 			AttemptRef: m.ClientRef, MessageID: m.MessageID, Status: sms.ReceiptDelivered,
 			At: time.Now().UTC(), Provider: "simulator",
 		})

@@ -13,7 +13,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 )
 
 // costOptions shape the cost benchmark.
@@ -255,6 +255,6 @@ func retentionMonths() map[string]float64 {
 	return map[string]float64{
 		"notifications": float64(25*time.Hour) / float64(month),
 		"audit":         float64(audit.DefaultRetention) / float64(month),
-		"receipts":      float64(receipts.DefaultRetention) / float64(month),
+		"receipts":      float64(providerevents.DefaultRetention) / float64(month),
 	}
 }

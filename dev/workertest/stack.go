@@ -29,7 +29,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
@@ -112,8 +112,8 @@ type Stack struct {
 	Sweeper    *worker.Sweeper
 	// Receipts is the receipts table, which the reconcile worker reads, and Recorder is
 	// provider-events' recorder over it and the notifications table.
-	Receipts *receipts.Store
-	Recorder *receipts.Recorder
+	Receipts *providerevents.Store
+	Recorder *providerevents.Recorder
 	// Logs holds the workers' JSON log lines and metric lines.
 	Logs *SyncBuffer
 }
@@ -132,7 +132,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	createTables(t, plainDDB, names)
 	s.Names, s.Table = names, names.Notifications
 	s.Store = dynamostore.New(ddb, s.Table)
-	s.Receipts = receipts.NewStore(ddb, names.Receipts, 0, nil)
+	s.Receipts = providerevents.NewStore(ddb, names.Receipts, 0, nil)
 	s.DispatchURL = testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))
 	s.ReconcileURL = testenv.Queue(t, sqsClient, testenv.UniqueName(t, "reconcile"))
 	s.Sim, s.SimURL = smssimtest.Start(t, o.Sim)
@@ -153,9 +153,9 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	}
 	s.buildWorkers(t, awsCfg, o, policy, key)
 	s.buildIntake(t, policy, key)
-	s.Recorder = &receipts.Recorder{
+	s.Recorder = &providerevents.Recorder{
 		Receipts: s.Receipts, Keys: s.Store, Notifications: s.Store, Clock: notify.SystemClock{},
-		Log: obs.NewLogger(s.Logs, slog.LevelInfo), Metrics: &obs.Metrics{W: s.Logs, Function: receipts.Component},
+		Log: obs.NewLogger(s.Logs, slog.LevelInfo), Metrics: &obs.Metrics{W: s.Logs, Function: providerevents.Component},
 	}
 	return s
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/worker"
 )
@@ -271,8 +271,8 @@ func emitFailoverMetrics(t *testing.T, base *fixture) {
 	f.reconcile(t, notify.MessageOf(rec))
 	// Every receipt outcome is counted by the same dimensions; a dropped event is the one a
 	// recorder without stores can count.
-	rcd := &receipts.Recorder{Metrics: &obs.Metrics{W: base.metrics, Function: receipts.Component}}
-	rcd.Poison(context.Background(), "simulator", receipts.ErrPoison)
+	rcd := &providerevents.Recorder{Metrics: &obs.Metrics{W: base.metrics, Function: providerevents.Component}}
+	rcd.Poison(context.Background(), "simulator", providerevents.ErrPoison)
 }
 
 // schemaKey is a dimension set as "Function,Key,...", Function first and the rest sorted.

@@ -22,7 +22,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/worker"
@@ -49,11 +49,11 @@ func TestCommittedWritesRetriedBySDK(t *testing.T) {
 	}
 	st.RunUntil(t, 30*time.Second, false, func() bool { return st.Get(t, key).State == notify.StateSent })
 	rec := st.Get(t, key)
-	res, err := st.Recorder.Record(ctx, receipts.Receipt{
+	res, err := st.Recorder.Record(ctx, providerevents.Receipt{
 		AttemptRef: sms.AttemptRef(rec.NotificationID, rec.Attempt), MessageID: rec.ProviderMessageID,
 		Status: sms.ReceiptDelivered, At: time.Now().UTC(), Provider: "simulator",
 	})
-	if err != nil || res.Outcome != receipts.OutcomeTransitioned {
+	if err != nil || res.Outcome != providerevents.OutcomeTransitioned {
 		t.Fatalf("receipt: %+v %v", res, err)
 	}
 
@@ -193,7 +193,7 @@ func TestReconcileReadsReceiptsFirst(t *testing.T) {
 				if len(accepted) != 1 {
 					t.Fatalf("simulator accepted %d messages, want 1", len(accepted))
 				}
-				if _, _, err := st.Receipts.Put(ctx, receipts.Receipt{
+				if _, _, err := st.Receipts.Put(ctx, providerevents.Receipt{
 					AttemptRef: sms.AttemptRef(rec.NotificationID, rec.Attempt), MessageID: accepted[0].MessageID,
 					Status: sms.ReceiptDelivered, At: time.Now().UTC(), Provider: "simulator",
 				}); err != nil {
@@ -254,7 +254,7 @@ func TestAuditActorsInOrder(t *testing.T) {
 		}
 	}
 	rec := st.Get(t, key)
-	if _, err := st.Recorder.Record(invocation("req-events"), receipts.Receipt{
+	if _, err := st.Recorder.Record(invocation("req-events"), providerevents.Receipt{
 		AttemptRef: sms.AttemptRef(rec.NotificationID, rec.Attempt), MessageID: rec.ProviderMessageID,
 		Status: sms.ReceiptDelivered, At: time.Now().UTC(), Provider: "simulator",
 	}); err != nil {
@@ -294,10 +294,10 @@ func TestAuditActorsInOrder(t *testing.T) {
 func TestReceiptWhileDispatchingIsHeld(t *testing.T) {
 	st := workertest.NewStack(t, workertest.StackOptions{})
 	ctx := context.Background()
-	var early receipts.Result
+	var early providerevents.Result
 	sender := &workertest.Sender{OnSend: func(ctx context.Context, _ int, req sms.SendRequest) sms.Outcome {
 		var err error
-		early, err = st.Recorder.Record(ctx, receipts.Receipt{
+		early, err = st.Recorder.Record(ctx, providerevents.Receipt{
 			AttemptRef: req.AttemptRef, MessageID: "m-early", Status: sms.ReceiptDelivered, At: time.Now().UTC(), Provider: "simulator",
 		})
 		if err != nil {
@@ -315,7 +315,7 @@ func TestReceiptWhileDispatchingIsHeld(t *testing.T) {
 	if err := d.Dispatch(ctx, notify.MessageOf(rec)); err != nil {
 		t.Fatal(err)
 	}
-	if early.Outcome != receipts.OutcomeEarly || early.State != notify.StateDispatching {
+	if early.Outcome != providerevents.OutcomeEarly || early.State != notify.StateDispatching {
 		t.Errorf("receipt during the call: %s with the record %s, want early while dispatching", early.Outcome, early.State)
 	}
 	got := st.Get(t, key)

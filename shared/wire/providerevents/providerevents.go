@@ -20,20 +20,20 @@ import (
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/secretparam"
 	"github.com/resetnotify/resetnotify/shared/wire"
 )
 
 // Function is the provider-events function.
-var Function = wire.Function[*receipts.Handler]{Name: "provider-events", New: New, Handler: func(h *receipts.Handler) any { return h.Handle }}
+var Function = wire.Function[*providerevents.Handler]{Name: "provider-events", New: New, Handler: func(h *providerevents.Handler) any { return h.Handle }}
 
 // New builds the provider-events handler from env: the receipts table (RECEIPTS_TABLE,
 // RECEIPT_RETENTION_DAYS), the notifications store and its by_notification index
 // (NOTIFICATIONS_TABLE), and the simulator webhook's token (SIMULATOR_WEBHOOK_TOKEN locally,
 // else the SSM SecureString SIMULATOR_WEBHOOK_TOKEN_PARAM, read once here), and the End User
 // Messaging configuration set whose events it applies (SMS_CONFIGURATION_SET).
-func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*receipts.Handler, error) {
+func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*providerevents.Handler, error) {
 	cfg, err := config.Load(env, config.NeedNotificationsTable)
 	rcfg, rerr := config.LoadReceipts(env, true)
 	if err := errors.Join(err, rerr); err != nil {
@@ -50,9 +50,9 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	notifications := dynamostore.New(db, cfg.NotificationsTable)
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("provider-events ready", "notifications_table", cfg.NotificationsTable, "receipts", rcfg.String())
-	return &receipts.Handler{
-		Recorder: &receipts.Recorder{
-			Receipts:      receipts.NewStore(db, rcfg.Table, rcfg.Retention, notify.SystemClock{}),
+	return &providerevents.Handler{
+		Recorder: &providerevents.Recorder{
+			Receipts:      providerevents.NewStore(db, rcfg.Table, rcfg.Retention, notify.SystemClock{}),
 			Keys:          notifications,
 			Notifications: notifications,
 			Clock:         notify.SystemClock{},

@@ -16,7 +16,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/wire"
@@ -78,5 +78,5 @@ func ReceiptReader(awsCfg aws.Config, env func(string) string) (sms.ReceiptReade
 	if rcfg.Table == "" {
 		return nil, nil
 	}
-	return receipts.NewStore(awsclient.DynamoDB(awsCfg, ""), rcfg.Table, rcfg.Retention, notify.SystemClock{}), nil
+	return providerevents.NewStore(awsclient.DynamoDB(awsCfg, ""), rcfg.Table, rcfg.Retention, notify.SystemClock{}), nil
 }

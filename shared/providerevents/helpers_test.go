@@ -1,4 +1,4 @@
-package receipts_test
+package providerevents_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
@@ -28,29 +28,29 @@ var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 // fakeReceipts is an in-memory receipts.Writer with the store's merge rule.
 type fakeReceipts struct {
 	mu   sync.Mutex
-	byID map[string]receipts.Receipt
+	byID map[string]providerevents.Receipt
 	puts int
 	Err  error
 }
 
-func newFakeReceipts() *fakeReceipts { return &fakeReceipts{byID: map[string]receipts.Receipt{}} }
+func newFakeReceipts() *fakeReceipts { return &fakeReceipts{byID: map[string]providerevents.Receipt{}} }
 
-func (f *fakeReceipts) Put(_ context.Context, rc receipts.Receipt) (receipts.Receipt, bool, error) {
+func (f *fakeReceipts) Put(_ context.Context, rc providerevents.Receipt) (providerevents.Receipt, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.puts++
 	if f.Err != nil {
-		return receipts.Receipt{}, false, f.Err
+		return providerevents.Receipt{}, false, f.Err
 	}
 	old, ok := f.byID[rc.AttemptRef]
-	if ok && !receipts.Supersedes(rc, old) {
+	if ok && !providerevents.Supersedes(rc, old) {
 		return old, false, nil
 	}
 	f.byID[rc.AttemptRef] = rc
 	return rc, true, nil
 }
 
-func (f *fakeReceipts) get(ref string) (receipts.Receipt, bool) {
+func (f *fakeReceipts) get(ref string) (providerevents.Receipt, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rc, ok := f.byID[ref]
@@ -101,7 +101,7 @@ func (r *racing) Transition(ctx context.Context, prev, next notify.Record) error
 
 // fixture is a Recorder over fakes, with its log and metric lines captured.
 type fixture struct {
-	rec      *receipts.Recorder
+	rec      *providerevents.Recorder
 	receipts *fakeReceipts
 	store    *notifytest.Store
 	clock    *notifytest.Clock
@@ -111,7 +111,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{receipts: newFakeReceipts(), store: notifytest.NewStore(), clock: notifytest.NewClock(t0), out: &bytes.Buffer{}}
-	f.rec = &receipts.Recorder{
+	f.rec = &providerevents.Recorder{
 		Receipts:      f.receipts,
 		Keys:          keysOf{store: f.store},
 		Notifications: f.store,
@@ -171,15 +171,15 @@ var (
 	undelivered = notify.Change{To: notify.StateUndelivered, Reason: notify.ReasonReceiptFailed}
 )
 
-func receipt(ref string, status sms.ReceiptStatus) receipts.Receipt {
-	return receipts.Receipt{AttemptRef: ref, MessageID: "msg-1", Status: status, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "x"}
+func receipt(ref string, status sms.ReceiptStatus) providerevents.Receipt {
+	return providerevents.Receipt{AttemptRef: ref, MessageID: "msg-1", Status: status, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "x"}
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 // neighbour returns rc as another provider of the chain would report it: its own provider
 // name and message ID, under our attempt reference.
-func neighbour(rc receipts.Receipt) receipts.Receipt {
+func neighbour(rc providerevents.Receipt) providerevents.Receipt {
 	rc.Provider, rc.MessageID = "simulator2", "simulator2-00000001"
 	return rc
 }

@@ -1,4 +1,4 @@
-package receipts_test
+package providerevents_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
@@ -27,8 +27,8 @@ func TestRecord(t *testing.T) {
 		// path moves the record from accepted; nil path means no record at all.
 		path     []notify.Change
 		noRecord bool
-		in       []receipts.Receipt
-		want     []receipts.Outcome
+		in       []providerevents.Receipt
+		want     []providerevents.Outcome
 		// wantState and wantReason describe the record afterwards; wantBump is how many
 		// versions the receipts added.
 		wantState  notify.State
@@ -40,131 +40,135 @@ func TestRecord(t *testing.T) {
 	}{
 		{
 			name: "delivered", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeTransitioned},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "a neighbour's receipt for our attempt is never applied", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{neighbour(receipt(a1, sms.ReceiptUndelivered))},
-			want:      []receipts.Outcome{receipts.OutcomeMismatch},
+			in:        []providerevents.Receipt{neighbour(receipt(a1, sms.ReceiptUndelivered))},
+			want:      []providerevents.Outcome{providerevents.OutcomeMismatch},
 			wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
 			wantRef: a1, wantStored: sms.ReceiptUndelivered,
 		},
 		{
 			name: "another message ID of the same provider is never applied", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{func() receipts.Receipt { r := receipt(a1, sms.ReceiptUndelivered); r.MessageID = "msg-2"; return r }()},
-			want:      []receipts.Outcome{receipts.OutcomeMismatch},
+			in: []providerevents.Receipt{func() providerevents.Receipt {
+				r := receipt(a1, sms.ReceiptUndelivered)
+				r.MessageID = "msg-2"
+				return r
+			}()},
+			want:      []providerevents.Outcome{providerevents.OutcomeMismatch},
 			wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
 			wantRef: a1, wantStored: sms.ReceiptUndelivered,
 		},
 		{
 			name: "a neighbour's receipt stored first does not keep the genuine one out", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{neighbour(receipt(a1, sms.ReceiptUndelivered)), receipt(a1, sms.ReceiptDelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeMismatch, receipts.OutcomeTransitioned},
+			in:        []providerevents.Receipt{neighbour(receipt(a1, sms.ReceiptUndelivered)), receipt(a1, sms.ReceiptDelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeMismatch, providerevents.OutcomeTransitioned},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
 			wantRef: a1, wantStored: sms.ReceiptUndelivered,
 		},
 		{
 			name: "undelivered", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptUndelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeTransitioned},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptUndelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned},
 			wantState: notify.StateUndelivered, wantReason: notify.ReasonReceiptFailed, wantBump: 1,
 			wantRef: a1, wantStored: sms.ReceiptUndelivered,
 		},
 		{
 			name: "intermediate receipt is only recorded", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptNone)},
-			want:      []receipts.Outcome{receipts.OutcomeRecorded},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptNone)},
+			want:      []providerevents.Outcome{providerevents.OutcomeRecorded},
 			wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
 			wantRef: a1, wantStored: sms.ReceiptNone,
 		},
 		{
 			name: "duplicate receipt changes nothing", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered), receipt(a1, sms.ReceiptDelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeTransitioned, receipts.OutcomeDuplicate},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered), receipt(a1, sms.ReceiptDelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeDuplicate},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "intermediate then final", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptNone), receipt(a1, sms.ReceiptDelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeRecorded, receipts.OutcomeTransitioned},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptNone), receipt(a1, sms.ReceiptDelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeRecorded, providerevents.OutcomeTransitioned},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "out of order: final then intermediate", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptUndelivered), receipt(a1, sms.ReceiptNone)},
-			want:      []receipts.Outcome{receipts.OutcomeTransitioned, receipts.OutcomeDuplicate},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptUndelivered), receipt(a1, sms.ReceiptNone)},
+			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeDuplicate},
 			wantState: notify.StateUndelivered, wantReason: notify.ReasonReceiptFailed, wantBump: 1,
 			wantRef: a1, wantStored: sms.ReceiptUndelivered,
 		},
 		{
 			name: "contradicting final keeps the first", path: []notify.Change{lease, accepted},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered), receipt(a1, sms.ReceiptUndelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeTransitioned, receipts.OutcomeDuplicate},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered), receipt(a1, sms.ReceiptUndelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeDuplicate},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "receipt while dispatching is early", path: []notify.Change{lease},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeEarly},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeEarly},
 			wantState: notify.StateDispatching, wantReason: notify.ReasonLeaseAcquired,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "receipt while dispatch_unknown is left to reconciliation", path: []notify.Change{lease, timedOut},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeRecorded},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeRecorded},
 			wantState: notify.StateDispatchUnknown, wantReason: notify.ReasonProviderTimeout,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "receipt for an older attempt of a sent record is stale",
 			path: []notify.Change{lease, throttled, lease, accepted},
-			in:   []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
-			want: []receipts.Outcome{receipts.OutcomeStale}, wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
+			in:   []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want: []providerevents.Outcome{providerevents.OutcomeStale}, wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "receipt contradicting a not-found reconciliation is stale",
 			path: []notify.Change{lease, timedOut, notFound},
-			in:   []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
-			want: []receipts.Outcome{receipts.OutcomeStale}, wantState: notify.StateRetryScheduled, wantReason: notify.ReasonReconciledNotFound,
+			in:   []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want: []providerevents.Outcome{providerevents.OutcomeStale}, wantState: notify.StateRetryScheduled, wantReason: notify.ReasonReconciledNotFound,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "receipt after another final state is stale", path: []notify.Change{lease, accepted, undelivered},
-			in:        []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeStale},
+			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeStale},
 			wantState: notify.StateUndelivered, wantReason: notify.ReasonReceiptFailed,
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "second attempt delivered", path: []notify.Change{lease, throttled, lease, accepted},
-			in:        []receipts.Receipt{receipt(a2, sms.ReceiptDelivered)},
-			want:      []receipts.Outcome{receipts.OutcomeTransitioned},
+			in:        []providerevents.Receipt{receipt(a2, sms.ReceiptDelivered)},
+			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
 			wantRef: a2, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "orphan is recorded and acknowledged", noRecord: true,
-			in:      []receipts.Receipt{receipt(a1, sms.ReceiptDelivered)},
-			want:    []receipts.Outcome{receipts.OutcomeOrphan},
+			in:      []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered)},
+			want:    []providerevents.Outcome{providerevents.OutcomeOrphan},
 			wantRef: a1, wantStored: sms.ReceiptDelivered,
 		},
 		{
 			name: "poison is dropped", path: []notify.Change{lease, accepted},
-			in: []receipts.Receipt{
+			in: []providerevents.Receipt{
 				{AttemptRef: "not-ours", Status: sms.ReceiptDelivered, Provider: "simulator"},
 				{AttemptRef: a1, Status: "read", Provider: "simulator"},
 				{AttemptRef: a1, Status: sms.ReceiptDelivered},
 				{AttemptRef: a1, Status: sms.ReceiptDelivered, Provider: "simulator", Detail: "call " + destination},
 			},
-			want: []receipts.Outcome{receipts.OutcomePoison, receipts.OutcomePoison, receipts.OutcomePoison, receipts.OutcomePoison},
+			want: []providerevents.Outcome{providerevents.OutcomePoison, providerevents.OutcomePoison, providerevents.OutcomePoison, providerevents.OutcomePoison},
 			// Nothing recorded, record untouched.
 			wantState: notify.StateSent, wantReason: notify.ReasonProviderAccepted,
 		},
@@ -177,7 +181,7 @@ func TestRecord(t *testing.T) {
 			if !tc.noRecord {
 				before = f.admit(t, "k", id, tc.path...)
 			}
-			var got []receipts.Outcome
+			var got []providerevents.Outcome
 			for _, rc := range tc.in {
 				res, err := f.rec.Record(ctx, rc)
 				if err != nil {
@@ -217,21 +221,21 @@ func TestRecordConflicts(t *testing.T) {
 		name      string
 		n         int
 		race      func(ctx context.Context, s *notifytest.Store, prev notify.Record)
-		want      receipts.Outcome
+		want      providerevents.Outcome
 		wantErr   bool
 		wantState notify.State
 		wantCalls int
 	}{
-		{name: "conflict then retry", n: 2, want: receipts.OutcomeTransitioned, wantState: notify.StateDelivered, wantCalls: 3},
+		{name: "conflict then retry", n: 2, want: providerevents.OutcomeTransitioned, wantState: notify.StateDelivered, wantCalls: 3},
 		{
 			name: "a concurrent receipt wins the race", n: 1,
 			race: func(ctx context.Context, s *notifytest.Store, prev notify.Record) {
 				next, _ := prev.Apply(delivered, prev.UpdatedAt)
 				_ = s.Transition(ctx, prev, next)
 			},
-			want: receipts.OutcomeDuplicate, wantState: notify.StateDelivered, wantCalls: 1,
+			want: providerevents.OutcomeDuplicate, wantState: notify.StateDelivered, wantCalls: 1,
 		},
-		{name: "bounded", n: 1000, wantErr: true, wantState: notify.StateSent, wantCalls: receipts.DefaultMaxTries},
+		{name: "bounded", n: 1000, wantErr: true, wantState: notify.StateSent, wantCalls: providerevents.DefaultMaxTries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,7 +286,7 @@ func TestRecordTransientFailures(t *testing.T) {
 			t.Fatal("first Record succeeded although the transition failed")
 		}
 		res, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered))
-		if err != nil || res.Outcome != receipts.OutcomeTransitioned || res.Changed {
+		if err != nil || res.Outcome != providerevents.OutcomeTransitioned || res.Changed {
 			t.Fatalf("redelivery: %+v, %v; want transitioned with the receipt unchanged", res, err)
 		}
 	})
@@ -313,7 +317,7 @@ func TestRecordLogsAndMetrics(t *testing.T) {
 	if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.rec.Record(ctx, receipts.Receipt{AttemptRef: destination, Provider: "simulator"}); err != nil {
+	if _, err := f.rec.Record(ctx, providerevents.Receipt{AttemptRef: destination, Provider: "simulator"}); err != nil {
 		t.Fatal(err)
 	}
 	out := f.out.String()
@@ -332,7 +336,7 @@ func TestSupersedes(t *testing.T) {
 	for _, prev := range statuses {
 		for _, next := range statuses {
 			want := prev == sms.ReceiptNone && next != sms.ReceiptNone
-			if got := receipts.Supersedes(receipt(a1, next), receipt(a1, prev)); got != want {
+			if got := providerevents.Supersedes(receipt(a1, next), receipt(a1, prev)); got != want {
 				t.Errorf("Supersedes(%q over %q) = %v, want %v", next, prev, got, want)
 			}
 		}

@@ -1,4 +1,4 @@
-package receipts_test
+package providerevents_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 )
 
 // eventsDir holds the sample events (sam local invoke -e events/provider-events-....json).
@@ -52,19 +52,19 @@ func TestSampleEvents(t *testing.T) {
 		To: notify.StateSent, Reason: notify.ReasonProviderAccepted, Provider: "endusersms",
 		ProviderMessageID: "9539975a-e71f-45f3-b496-8d98dc098a77",
 	})
-	h := &receipts.Handler{Recorder: f.rec, WebhookToken: []byte(sampleToken)}
+	h := &providerevents.Handler{Recorder: f.rec, WebhookToken: []byte(sampleToken)}
 
 	tests := []struct {
 		file string
 		// wantHTTP is the webhook's answer; 0 for SNS events (which answer null).
 		wantHTTP  int
-		wantLog   receipts.Outcome
+		wantLog   providerevents.Outcome
 		wantState notify.State
 	}{
-		{"provider-events-sns-successful.json", 0, receipts.OutcomeRecorded, notify.StateSent},
-		{"provider-events-sns-delivered.json", 0, receipts.OutcomeTransitioned, notify.StateDelivered},
-		{"provider-events-sns-blocked.json", 0, receipts.OutcomeOrphan, notify.StateDelivered},
-		{"provider-events-simulator.json", 200, receipts.OutcomeMismatch, notify.StateDelivered},
+		{"provider-events-sns-successful.json", 0, providerevents.OutcomeRecorded, notify.StateSent},
+		{"provider-events-sns-delivered.json", 0, providerevents.OutcomeTransitioned, notify.StateDelivered},
+		{"provider-events-sns-blocked.json", 0, providerevents.OutcomeOrphan, notify.StateDelivered},
+		{"provider-events-simulator.json", 200, providerevents.OutcomeMismatch, notify.StateDelivered},
 	}
 	matches, err := filepath.Glob(filepath.Join(eventsDir, "provider-events-*.json"))
 	if err != nil || len(matches) != len(tests) {

@@ -1,4 +1,4 @@
-package receipts_test
+package providerevents_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
@@ -49,14 +49,14 @@ func eumEvent(edit func(m map[string]any)) []byte {
 }
 
 func TestParseEndUserSMS(t *testing.T) {
-	want := func(status sms.ReceiptStatus, detail string) receipts.Receipt {
-		return receipts.Receipt{AttemptRef: a1, MessageID: "aws-msg-1", Status: status, At: t0.Add(7 * time.Second), Provider: "endusersms", Detail: detail}
+	want := func(status sms.ReceiptStatus, detail string) providerevents.Receipt {
+		return providerevents.Receipt{AttemptRef: a1, MessageID: "aws-msg-1", Status: status, At: t0.Add(7 * time.Second), Provider: "endusersms", Detail: detail}
 	}
 	set := func(k string, v any) func(map[string]any) { return func(m map[string]any) { m[k] = v } }
 	tests := []struct {
 		name   string
 		edit   func(map[string]any)
-		want   receipts.Receipt
+		want   providerevents.Receipt
 		poison bool
 	}{
 		{name: "delivered", want: want(sms.ReceiptDelivered, "TEXT_DELIVERED")},
@@ -82,9 +82,9 @@ func TestParseEndUserSMS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := receipts.ParseEndUserSMS(eumEvent(tc.edit))
+			got, err := providerevents.ParseEndUserSMS(eumEvent(tc.edit))
 			if tc.poison {
-				if !errors.Is(err, receipts.ErrPoison) {
+				if !errors.Is(err, providerevents.ErrPoison) {
 					t.Fatalf("ParseEndUserSMS = %+v, %v; want ErrPoison", got, err)
 				}
 				if strings.Contains(err.Error(), destination) {
@@ -104,7 +104,7 @@ func TestParseEndUserSMS(t *testing.T) {
 		})
 	}
 	for _, raw := range []string{"", "null", "[]", `{"eventType":`, `"TEXT_DELIVERED"`, strings.Repeat(" ", 9000) + "{}"} {
-		if _, err := receipts.ParseEndUserSMS([]byte(raw)); !errors.Is(err, receipts.ErrPoison) {
+		if _, err := providerevents.ParseEndUserSMS([]byte(raw)); !errors.Is(err, providerevents.ErrPoison) {
 			t.Errorf("ParseEndUserSMS(%.20q) = %v, want ErrPoison", raw, err)
 		}
 	}
@@ -114,38 +114,38 @@ func TestParseSimulator(t *testing.T) {
 	tests := []struct {
 		name   string
 		body   string
-		want   receipts.Receipt
+		want   providerevents.Receipt
 		poison bool
 	}{
 		{
 			name: "delivered",
 			body: `{"message_id":"sim-00000001","client_ref":"` + a1 + `","status":"delivered","at":"2026-11-01T12:00:05Z"}`,
-			want: receipts.Receipt{AttemptRef: a1, MessageID: "sim-00000001", Status: sms.ReceiptDelivered, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "delivered"},
+			want: providerevents.Receipt{AttemptRef: a1, MessageID: "sim-00000001", Status: sms.ReceiptDelivered, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "delivered"},
 		},
 		{
 			name: "validity expired",
 			body: `{"message_id":"sim-00000002","client_ref":"` + a2 + `","status":"undelivered","reason":"validity_expired","at":"2026-11-01T13:00:05+01:00"}`,
-			want: receipts.Receipt{AttemptRef: a2, MessageID: "sim-00000002", Status: sms.ReceiptUndelivered, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "validity_expired"},
+			want: providerevents.Receipt{AttemptRef: a2, MessageID: "sim-00000002", Status: sms.ReceiptUndelivered, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "validity_expired"},
 		},
 		{
 			name: "accepted",
 			body: `{"message_id":"sim-00000003","client_ref":"` + a1 + `","status":"accepted","at":"2026-11-01T12:00:05Z"}`,
-			want: receipts.Receipt{AttemptRef: a1, MessageID: "sim-00000003", Status: sms.ReceiptNone, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "accepted"},
+			want: providerevents.Receipt{AttemptRef: a1, MessageID: "sim-00000003", Status: sms.ReceiptNone, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "accepted"},
 		},
 		{
 			name: "free text in the reason is dropped",
 			body: `{"message_id":"sim-4","client_ref":"` + a1 + `","status":"undelivered","reason":"number ` + destination + ` is off","at":"2026-11-01T12:00:05Z"}`,
-			want: receipts.Receipt{AttemptRef: a1, MessageID: "sim-4", Status: sms.ReceiptUndelivered, At: t0.Add(5 * time.Second), Provider: "simulator"},
+			want: providerevents.Receipt{AttemptRef: a1, MessageID: "sim-4", Status: sms.ReceiptUndelivered, At: t0.Add(5 * time.Second), Provider: "simulator"},
 		},
 		{
 			name: "the second simulated provider",
 			body: `{"message_id":"simulator2-00000001","client_ref":"` + a1 + `","status":"delivered","at":"2026-11-01T12:00:05Z","provider":"simulator2"}`,
-			want: receipts.Receipt{AttemptRef: a1, MessageID: "simulator2-00000001", Status: sms.ReceiptDelivered, At: t0.Add(5 * time.Second), Provider: "simulator2", Detail: "delivered"},
+			want: providerevents.Receipt{AttemptRef: a1, MessageID: "simulator2-00000001", Status: sms.ReceiptDelivered, At: t0.Add(5 * time.Second), Provider: "simulator2", Detail: "delivered"},
 		},
 		{
 			name: "a provider the simulator cannot be is the simulator",
 			body: `{"message_id":"sim-00000009","client_ref":"` + a1 + `","status":"delivered","at":"2026-11-01T12:00:05Z","provider":"sinch"}`,
-			want: receipts.Receipt{AttemptRef: a1, MessageID: "sim-00000009", Status: sms.ReceiptDelivered, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "delivered"},
+			want: providerevents.Receipt{AttemptRef: a1, MessageID: "sim-00000009", Status: sms.ReceiptDelivered, At: t0.Add(5 * time.Second), Provider: "simulator", Detail: "delivered"},
 		},
 		{name: "unknown status", body: `{"message_id":"sim-5","client_ref":"` + a1 + `","status":"read"}`, poison: true},
 		{name: "no reference", body: `{"message_id":"sim-6","status":"delivered"}`, poison: true},
@@ -154,9 +154,9 @@ func TestParseSimulator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := receipts.ParseSimulator([]byte(tc.body))
+			got, err := providerevents.ParseSimulator([]byte(tc.body))
 			if tc.poison {
-				if !errors.Is(err, receipts.ErrPoison) {
+				if !errors.Is(err, providerevents.ErrPoison) {
 					t.Fatalf("ParseSimulator = %+v, %v; want ErrPoison", got, err)
 				}
 				return

@@ -61,4 +61,4 @@
 // the simulator's shared token (simapi.WebhookTokenHeader) in constant time and answers 200 on
 // every acknowledged receipt (an early one included), 400 on poison, 401 on a bad token and 503
 // (Retry-After) when a store failed and the provider should try again.
-package receipts
+package providerevents

@@ -1,4 +1,4 @@
-package receipts_test
+package providerevents_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
@@ -22,7 +22,7 @@ const token = "webhook-token-0123456789"
 func webhookRequest(body string, edit func(*events.APIGatewayV2HTTPRequest)) events.APIGatewayV2HTTPRequest {
 	req := events.APIGatewayV2HTTPRequest{
 		Version:  "2.0",
-		RouteKey: receipts.SimulatorRoute,
+		RouteKey: providerevents.SimulatorRoute,
 		RawPath:  "/v1/provider-events/simulator",
 		Headers:  map[string]string{"content-type": "application/json", strings.ToLower(simapi.WebhookTokenHeader): token},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
@@ -94,7 +94,7 @@ func TestSimulatorWebhook(t *testing.T) {
 			f := newFixture(t)
 			f.admit(t, "k", id, tc.path...)
 			f.receipts.Err = tc.storeErr
-			h := &receipts.Handler{Recorder: f.rec, WebhookToken: []byte(token)}
+			h := &providerevents.Handler{Recorder: f.rec, WebhookToken: []byte(token)}
 			if tc.token == "-" {
 				h.WebhookToken = nil
 			}
@@ -133,7 +133,7 @@ func TestHandleSNS(t *testing.T) {
 	t.Run("poison records are skipped, good ones recorded", func(t *testing.T) {
 		f := newFixture(t)
 		f.admit(t, "k", id, lease, acceptedEUM)
-		h := &receipts.Handler{Recorder: f.rec}
+		h := &providerevents.Handler{Recorder: f.rec}
 		err := h.HandleSNS(ctx, snsEvent([]byte("not json "+destination), eumEvent(func(m map[string]any) { m["eventType"] = "VOICE_COMPLETED" }), eumEvent(nil)))
 		if err != nil {
 			t.Fatalf("HandleSNS: %v", err)
@@ -151,7 +151,7 @@ func TestHandleSNS(t *testing.T) {
 	t.Run("an early receipt is held on the record", func(t *testing.T) {
 		f := newFixture(t)
 		f.admit(t, "k", id, lease)
-		h := &receipts.Handler{Recorder: f.rec}
+		h := &providerevents.Handler{Recorder: f.rec}
 		if err := h.HandleSNS(ctx, snsEvent(eumEvent(nil))); err != nil {
 			t.Fatalf("HandleSNS = %v, want nil: the receipt is held, not retried", err)
 		}
@@ -178,8 +178,8 @@ func TestHandleSNS(t *testing.T) {
 	t.Run("a store failure asks for a retry", func(t *testing.T) {
 		f := newFixture(t)
 		f.receipts.Err = errors.New("dynamodb down")
-		h := &receipts.Handler{Recorder: f.rec}
-		if err := h.HandleSNS(ctx, snsEvent(eumEvent(nil))); !errors.Is(err, receipts.ErrRetryLater) {
+		h := &providerevents.Handler{Recorder: f.rec}
+		if err := h.HandleSNS(ctx, snsEvent(eumEvent(nil))); !errors.Is(err, providerevents.ErrRetryLater) {
 			t.Fatalf("HandleSNS = %v, want ErrRetryLater", err)
 		}
 	})
@@ -190,7 +190,7 @@ func TestHandleSNS(t *testing.T) {
 func TestHandleThroughLambda(t *testing.T) {
 	f := newFixture(t)
 	f.admit(t, "k", id, lease, accepted)
-	h := &receipts.Handler{Recorder: f.rec, WebhookToken: []byte(token)}
+	h := &providerevents.Handler{Recorder: f.rec, WebhookToken: []byte(token)}
 	invoke := lambda.NewHandler(h.Handle)
 	ctx := context.Background()
 
@@ -245,7 +245,7 @@ func TestEndUserEventsOfAnotherConfigurationSet(t *testing.T) {
 			f := newFixture(t)
 			f.rec.ConfigurationSet = "resetnotify-events"
 			f.admit(t, "k", id, lease, acceptedEUM)
-			h := &receipts.Handler{Recorder: f.rec}
+			h := &providerevents.Handler{Recorder: f.rec}
 			ev := eumEvent(func(m map[string]any) {
 				c := map[string]any{"attempt_ref": a1}
 				if tc.set != "" {

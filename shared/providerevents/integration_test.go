@@ -1,4 +1,4 @@
-package receipts_test
+package providerevents_test
 
 import (
 	"context"
@@ -24,13 +24,13 @@ import (
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
-	"github.com/resetnotify/resetnotify/shared/receipts"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/wire/providerevents"
+	providereventswire "github.com/resetnotify/resetnotify/shared/wire/providerevents"
 	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
 )
 
@@ -156,11 +156,11 @@ func TestStorePutOnDynamoDBLocal(t *testing.T) {
 	ctx := context.Background()
 	calls := &countingDB{Client: e.db}
 	clock := notifytest.NewClock(time.Now().UTC().Truncate(time.Second))
-	store := receipts.NewStore(calls, e.names.Receipts, 48*time.Hour, clock)
+	store := providerevents.NewStore(calls, e.names.Receipts, 48*time.Hour, clock)
 
 	steps := []struct {
 		name        string
-		in          receipts.Receipt
+		in          providerevents.Receipt
 		wantStatus  sms.ReceiptStatus
 		wantChanged bool
 	}{
@@ -227,7 +227,7 @@ func TestEndUserSMSLookupReadsReceipts(t *testing.T) {
 	if err != nil || reader == nil {
 		t.Fatalf("NewReceiptReader = %v, %v", reader, err)
 	}
-	h, err := providerevents.New(ctx, awsConfig(t), e.getenv(nil), &strings.Builder{})
+	h, err := providereventswire.New(ctx, awsConfig(t), e.getenv(nil), &strings.Builder{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestSNSSampleEventOnDynamoDBLocal(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	var logs strings.Builder
-	h, err := providerevents.New(ctx, awsConfig(t), e.getenv(nil), &logs)
+	h, err := providereventswire.New(ctx, awsConfig(t), e.getenv(nil), &logs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestSNSSampleEventOnDynamoDBLocal(t *testing.T) {
 	if rec.State != notify.StateDelivered || rec.Reason != notify.ReasonReceiptDelivered || rec.Version != before.Version+1 {
 		t.Errorf("record %s/%s v%d, want delivered/RECEIPT_DELIVERED v%d", rec.State, rec.Reason, rec.Version, before.Version+1)
 	}
-	stored, ok, err := receipts.NewStore(e.db, e.names.Receipts, 0, nil).Get(ctx, a1)
+	stored, ok, err := providerevents.NewStore(e.db, e.names.Receipts, 0, nil).Get(ctx, a1)
 	if err != nil || !ok || stored.Status != sms.ReceiptDelivered || stored.MessageID != "9539975a-e71f-45f3-b496-8d98dc098a77" ||
 		stored.Detail != "TEXT_DELIVERED" || stored.Provider != endusersms.Provider {
 		t.Errorf("stored receipt %+v, %v, %v", stored, ok, err)
@@ -324,7 +324,7 @@ func TestSimulatorWebhookEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	const hookToken = "e2e-webhook-token-0123456789"
 	logs := &lockedBuilder{b: &strings.Builder{}}
-	h, err := providerevents.New(ctx, awsConfig(t), e.getenv(map[string]string{config.EnvSimulatorWebhookToken: hookToken}), logs)
+	h, err := providereventswire.New(ctx, awsConfig(t), e.getenv(map[string]string{config.EnvSimulatorWebhookToken: hookToken}), logs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestSimulatorWebhookEndToEnd(t *testing.T) {
 			if got.Reason != tc.wantReason || got.ProviderMessageID != out.MessageID {
 				t.Errorf("record %s/%s %s, want %s %s", got.State, got.Reason, got.ProviderMessageID, tc.wantReason, out.MessageID)
 			}
-			stored, ok, err := receipts.NewStore(e.db, e.names.Receipts, 0, nil).Get(ctx, ref)
+			stored, ok, err := providerevents.NewStore(e.db, e.names.Receipts, 0, nil).Get(ctx, ref)
 			if err != nil || !ok || stored.MessageID != out.MessageID || stored.Provider != simclient.Provider {
 				t.Errorf("stored receipt %+v, %v, %v", stored, ok, err)
 			}

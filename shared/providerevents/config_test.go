@@ -1,0 +1,32 @@
+package providerevents_test
+
+import (
+	"testing"
+
+	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/providerevents"
+	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/sms/simclient"
+)
+
+// TestDefaultsMatchConfig keeps the retention package config documents and applies equal to
+// the store's fallback.
+func TestDefaultsMatchConfig(t *testing.T) {
+	if providerevents.DefaultRetention != config.DefaultReceiptRetention {
+		t.Errorf("receipts.DefaultRetention %s, config.DefaultReceiptRetention %s", providerevents.DefaultRetention, config.DefaultReceiptRetention)
+	}
+}
+
+// TestNamesMatchTheAdapters keeps the names receipts reads without linking the adapters equal
+// to the adapters' own.
+func TestNamesMatchTheAdapters(t *testing.T) {
+	if providerevents.ContextConfigurationSet != endusersms.ContextConfigurationSet {
+		t.Errorf("receipts reads the context key %q, endusersms writes %q", providerevents.ContextConfigurationSet, endusersms.ContextConfigurationSet)
+	}
+	if providerevents.ContextAttemptRef != endusersms.ContextAttemptRef {
+		t.Errorf("receipts reads the context key %q, endusersms writes %q", providerevents.ContextAttemptRef, endusersms.ContextAttemptRef)
+	}
+	if config.SMSEndUserSMS != endusersms.Provider || config.SMSSimulator != simclient.Provider {
+		t.Errorf("provider names differ from the adapters'")
+	}
+}

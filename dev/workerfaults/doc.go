@@ -23,4 +23,4 @@
 // boundary with a fake clock is tested by worker.TestNoProviderCallAtOrAfterTheDeadline,
 // worker.TestLeaseTakenJustBeforeTheDeadline and worker.TestCallEndsMinValidityBeforeTheDeadline,
 // and a lost dispatch message by worker.TestSweeperFinishesARecordWhoseMessageWasLost.
-package e2e
+package workerfaults

@@ -35,10 +35,10 @@ type Base struct {
 	rnd  *locked
 }
 
-// core returns the worker's view of b for one call, as function over store.
-func (b *Base) core(function string, store notify.Store) core {
+// Core returns the worker's view of b for one call, as function over store.
+func (b *Base) Core(function string, store notify.Store) Core {
 	b.once.Do(func() { b.rnd = &locked{rnd: b.Random} })
-	return core{
+	return Core{
 		function: function, store: store, queue: b.Queue, clock: b.Clock,
 		settings: b.Settings, log: b.Log, metrics: b.Metrics, random: b.rnd,
 	}

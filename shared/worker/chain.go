@@ -41,8 +41,8 @@ func FailoverAllowed(rec notify.Record) bool {
 		slices.Contains(failoverReasons, rec.Reason)
 }
 
-// index returns the position of name in chain, or -1.
-func index(chain []Route, name string) int {
+// RouteIndex returns the position of name in chain, or -1.
+func RouteIndex(chain []Route, name string) int {
 	return slices.IndexFunc(chain, func(r Route) bool { return r.Name == name })
 }
 
@@ -64,7 +64,7 @@ type Choice struct {
 // When every candidate is cooling down, the first candidate is used: the cool-down saves
 // calls, it never stops the chain.
 func Choose(chain []Route, rec notify.Record, health *Health, now time.Time) Choice {
-	last := index(chain, rec.Provider)
+	last := RouteIndex(chain, rec.Provider)
 	start := 0
 	if rec.Attempt > 0 && last >= 0 {
 		if !FailoverAllowed(rec) {

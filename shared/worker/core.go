@@ -101,8 +101,8 @@ const (
 var (
 	// errPoison marks a message that can never be processed; it is acknowledged and counted.
 	errPoison = errors.New("poison message")
-	// errNoTime means the invocation has too little time left to start an attempt.
-	errNoTime = errors.New("not enough time left for an attempt")
+	// ErrNoTime means the invocation has too little time left to start an attempt.
+	ErrNoTime = errors.New("not enough time left for an attempt")
 )
 
 // parseMessage decodes a queue body. Anything but a JSON notify.Message with a valid key, a
@@ -118,10 +118,10 @@ func parseMessage(body string) (notify.Message, error) {
 	return m, nil
 }
 
-// core is one worker's view of its Base for one call: the function it runs as and its store
+// Core is one worker's view of its Base for one call: the function it runs as and its store
 // beside the shared dependencies. Its methods act through notify.Record.Apply and one
 // conditional write.
-type core struct {
+type Core struct {
 	function string
 	store    notify.Store
 	queue    notify.Queue
@@ -132,68 +132,69 @@ type core struct {
 	random   *locked
 }
 
-func (c core) logger() *slog.Logger {
+// Logger is the worker's logger, or one that discards.
+func (c Core) Logger() *slog.Logger {
 	if c.log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.log
 }
 
-// backoff returns the jittered wait after the nth failure.
-func (c core) backoff(n int) time.Duration {
+// Backoff returns the jittered wait after the nth failure.
+func (c Core) Backoff(n int) time.Duration {
 	return backoff(n, c.settings.BackoffBase, c.settings.BackoffMax, c.random.float)
 }
 
-// tooLate reports whether rec has less than MinValidity left before its dispatch deadline at
+// TooLate reports whether rec has less than MinValidity left before its dispatch deadline at
 // now: no send could be useful, so it must not be leased.
-func (c core) tooLate(rec notify.Record, now time.Time) bool {
+func (c Core) TooLate(rec notify.Record, now time.Time) bool {
 	return !now.Add(c.settings.MinValidity).Before(rec.DispatchDeadline)
 }
 
-// attemptEnd is the latest time a request of rec's current attempt can have been written: the
+// AttemptEnd is the latest time a request of rec's current attempt can have been written: the
 // provider call's context ends at attempted_at + ProviderTimeout.
-func (c core) attemptEnd(rec notify.Record) time.Time {
+func (c Core) AttemptEnd(rec notify.Record) time.Time {
 	return rec.AttemptedAt.Add(c.settings.ProviderTimeout)
 }
 
-// reconcileAt is when a lookup of rec's current attempt can first prove "not found": the
+// ReconcileAt is when a lookup of rec's current attempt can first prove "not found": the
 // provider's visibility window after the attempt ended, and never earlier than now plus that
 // window.
-func (c core) reconcileAt(rec notify.Record, now time.Time) time.Time {
-	end := c.attemptEnd(rec)
+func (c Core) ReconcileAt(rec notify.Record, now time.Time) time.Time {
+	end := c.AttemptEnd(rec)
 	if now.After(end) {
 		end = now
 	}
 	return end.Add(c.settings.Visibility)
 }
 
-// attrs are the log attributes of a record; none of them is a secret.
-func attrs(rec notify.Record) []any {
+// Attrs are the log attributes of a record; none of them is a secret.
+func Attrs(rec notify.Record) []any {
 	return []any{
 		"idempotency_key", rec.IdempotencyKey, "notification_id", rec.NotificationID,
 		"state", string(rec.State), "version", rec.Version, "attempt", rec.Attempt,
 	}
 }
 
-// count records what became of one message or record.
-func (c core) count(outcome string) {
+// Count records what became of one message or record.
+func (c Core) Count(outcome string) {
 	c.metrics.Emit(map[string]string{"Outcome": outcome}, obs.Metric{Name: MetricMessages, Unit: obs.UnitCount, Value: 1})
 }
 
-// skip acknowledges without acting, with a debug log and a count.
-func (c core) skip(outcome string, rec notify.Record) {
-	c.count(outcome)
-	c.logger().Debug("acknowledged without action", append(attrs(rec), "outcome", outcome)...)
+// Skip acknowledges without acting, with a debug log and a count.
+func (c Core) Skip(outcome string, rec notify.Record) {
+	c.Count(outcome)
+	c.Logger().Debug("acknowledged without action", append(Attrs(rec), "outcome", outcome)...)
 }
 
-// load returns the record a message points at. ok is false for a poison message (unknown key,
+// Load returns the record a message points at. ok is false for a poison message (unknown key,
 // or a key that now holds another notification), which is counted and must be acknowledged;
 // an error is transient and the message must be retried.
-func (c core) load(ctx context.Context, m notify.Message) (notify.Record, bool, error) {
+func (c Core) Load(ctx context.Context, m notify.Message) (notify.Record, bool, error) {
 	rec, err := c.store.Get(ctx, m.IdempotencyKey)
 	if errors.Is(err, notify.ErrNotFound) {
-		c.count(OutcomePoisonKey)
-		c.logger().Warn("message for an unknown key", "idempotency_key", m.IdempotencyKey, "notification_id", m.NotificationID, "version", m.Version)
+		c.Count(OutcomePoisonKey)
+		c.Logger().Warn("message for an unknown key", "idempotency_key", m.IdempotencyKey, "notification_id", m.NotificationID, "version", m.Version)
 		return notify.Record{}, false, nil
 	}
 	if err != nil {
@@ -201,19 +202,19 @@ func (c core) load(ctx context.Context, m notify.Message) (notify.Record, bool, 
 	}
 	if rec.NotificationID != m.NotificationID {
 		// A key whose record was purged and admitted again: the message is for the old one.
-		c.count(OutcomePoisonMismatch)
-		c.logger().Warn("message for another notification under the key", append(attrs(rec), "message_notification_id", m.NotificationID)...)
+		c.Count(OutcomePoisonMismatch)
+		c.Logger().Warn("message for another notification under the key", append(Attrs(rec), "message_notification_id", m.NotificationID)...)
 		return notify.Record{}, false, nil
 	}
 	return rec, true, nil
 }
 
-// transition applies ch to rec at now and writes it conditioned on rec's version, with this
+// Transition applies ch to rec at now and writes it conditioned on rec's version, with this
 // invocation as its actor. It returns an error wrapping notify.ErrConflict when another writer
 // won. A final receipt that provider-events held on the record while it was dispatching is
 // not a rival: the change is applied again over the record that holds it, and once the record
 // is sent the receipt is applied too (sent → delivered or undelivered).
-func (c core) transition(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, error) {
+func (c Core) Transition(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, error) {
 	ch.Actor = invocation.Of(ctx, c.function)
 	next, err := c.write(ctx, rec, ch, now)
 	if cur, ok := notify.CurrentOf(err); ok && heldSince(rec, cur) {
@@ -227,7 +228,7 @@ func (c core) transition(ctx context.Context, rec notify.Record, ch notify.Chang
 		applied, err := c.write(ctx, next, held, now)
 		if err != nil {
 			// Still held on the record: provider-events' redelivery or a later read applies it.
-			c.logger().Warn("held receipt not applied yet", append(attrs(next), "error", err)...)
+			c.Logger().Warn("held receipt not applied yet", append(Attrs(next), "error", err)...)
 			return next, nil
 		}
 		next = applied
@@ -242,7 +243,7 @@ func heldSince(rec, cur notify.Record) bool {
 }
 
 // write is one Apply and one conditional Transition, logged and counted.
-func (c core) write(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, error) {
+func (c Core) write(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, error) {
 	next, err := rec.Apply(ch, now)
 	if err != nil {
 		return notify.Record{}, fmt.Errorf("%s.apply %s: %w", c.function, rec.IdempotencyKey, err)
@@ -256,19 +257,19 @@ func (c core) write(ctx context.Context, rec notify.Record, ch notify.Change, no
 		// and the sweeper without metric math (intake's EXPIRED_AT_ADMISSION is not counted).
 		c.metrics.EmitRollup(nil, [][]string{{obs.NoDimensions}}, obs.Metric{Name: MetricExpirations, Unit: obs.UnitCount, Value: 1})
 	}
-	c.logger().Info("transition", append(attrs(next), "from_state", string(rec.State), "reason", string(next.Reason))...)
+	c.Logger().Info("transition", append(Attrs(next), "from_state", string(rec.State), "reason", string(next.Reason))...)
 	return next, nil
 }
 
-// requeue moves rec's next_action_at forward by after in one conditional write and reports
+// Requeue moves rec's next_action_at forward by after in one conditional write and reports
 // whether this call won it; only the winner sends the replacement queue message, so a record
 // overdue through several sweeps gets one message, not one per sweep. A lost condition (the
 // record moved on, or another sweep took it) is a skip; another error is returned.
-func (c core) requeue(ctx context.Context, rec notify.Record, now time.Time, after time.Duration) (notify.Record, bool, error) {
+func (c Core) Requeue(ctx context.Context, rec notify.Record, now time.Time, after time.Duration) (notify.Record, bool, error) {
 	next := rec.Requeue(now, after)
 	err := c.store.Reschedule(ctx, rec, next)
 	if errors.Is(err, notify.ErrConflict) {
-		c.skip(OutcomeConflict, rec)
+		c.Skip(OutcomeConflict, rec)
 		return notify.Record{}, false, nil
 	}
 	if err != nil {
@@ -277,12 +278,12 @@ func (c core) requeue(ctx context.Context, rec notify.Record, now time.Time, aft
 	return next, true, nil
 }
 
-// settle writes a transition whose loss to a concurrent writer is fine: the winner moved the
+// Settle writes a transition whose loss to a concurrent writer is fine: the winner moved the
 // record on, so the conflict is acknowledged. Other errors are returned for a retry.
-func (c core) settle(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, bool, error) {
-	next, err := c.transition(ctx, rec, ch, now)
+func (c Core) Settle(ctx context.Context, rec notify.Record, ch notify.Change, now time.Time) (notify.Record, bool, error) {
+	next, err := c.Transition(ctx, rec, ch, now)
 	if errors.Is(err, notify.ErrConflict) {
-		c.skip(OutcomeConflict, rec)
+		c.Skip(OutcomeConflict, rec)
 		return notify.Record{}, false, nil
 	}
 	if err != nil {
@@ -291,54 +292,54 @@ func (c core) settle(ctx context.Context, rec notify.Record, ch notify.Change, n
 	return next, true, nil
 }
 
-// expire moves an accepted, retry_scheduled or dispatch_unknown record to expired.
-func (c core) expire(ctx context.Context, rec notify.Record, reason notify.Reason, now time.Time) error {
-	_, _, err := c.settle(ctx, rec, notify.Change{To: notify.StateExpired, Reason: reason}, now)
+// Expire moves an accepted, retry_scheduled or dispatch_unknown record to expired.
+func (c Core) Expire(ctx context.Context, rec notify.Record, reason notify.Reason, now time.Time) error {
+	_, _, err := c.Settle(ctx, rec, notify.Change{To: notify.StateExpired, Reason: reason}, now)
 	return err
 }
 
-// leaseExpired moves a dispatching record whose lease ran out with no outcome recorded (the
+// LeaseExpired moves a dispatching record whose lease ran out with no outcome recorded (the
 // worker died, or gave up after the deadline) to dispatch_unknown / LEASE_EXPIRED and hands it
 // to reconciliation once the provider's visibility window has passed. The caller has checked
 // that the lease ran out. It reports whether the transition was written.
-func (c core) leaseExpired(ctx context.Context, rec notify.Record, now time.Time) (bool, error) {
-	next, ok, err := c.settle(ctx, rec, notify.Change{
-		To: notify.StateDispatchUnknown, Reason: notify.ReasonLeaseExpired, NextActionAt: c.reconcileAt(rec, now),
+func (c Core) LeaseExpired(ctx context.Context, rec notify.Record, now time.Time) (bool, error) {
+	next, ok, err := c.Settle(ctx, rec, notify.Change{
+		To: notify.StateDispatchUnknown, Reason: notify.ReasonLeaseExpired, NextActionAt: c.ReconcileAt(rec, now),
 	}, now)
 	if !ok {
 		return false, err
 	}
-	c.scheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
+	c.ScheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
 	return true, nil
 }
 
-// scheduleDispatch puts the record's current message on the dispatch queue. A failure is
+// ScheduleDispatch puts the record's current message on the dispatch queue. A failure is
 // logged and counted but not returned: the record carries next_action_at, so the sweeper
 // re-enqueues it, and retrying the queue message that led here would find the record moved on.
-func (c core) scheduleDispatch(ctx context.Context, rec notify.Record, delay time.Duration) {
+func (c Core) ScheduleDispatch(ctx context.Context, rec notify.Record, delay time.Duration) {
 	c.schedule(ctx, notify.DispatchQueue, rec, delay)
 }
 
-// scheduleReconcile puts the record's current message on the reconcile queue; failures are
-// handled as in scheduleDispatch.
-func (c core) scheduleReconcile(ctx context.Context, rec notify.Record, delay time.Duration) {
+// ScheduleReconcile puts the record's current message on the reconcile queue; failures are
+// handled as in ScheduleDispatch.
+func (c Core) ScheduleReconcile(ctx context.Context, rec notify.Record, delay time.Duration) {
 	c.schedule(ctx, notify.ReconcileQueue, rec, delay)
 }
 
 // schedule puts the record's current message on queue after delay, within [0,
 // notify.MaxQueueDelay]; a failure is logged and counted.
-func (c core) schedule(ctx context.Context, queue notify.QueueName, rec notify.Record, delay time.Duration) {
+func (c Core) schedule(ctx context.Context, queue notify.QueueName, rec notify.Record, delay time.Duration) {
 	delay = min(max(delay, 0), notify.MaxQueueDelay)
 	if err := c.queue.Enqueue(ctx, queue, notify.MessageOf(rec), delay); err != nil {
 		c.metrics.Emit(map[string]string{"Queue": string(queue)}, obs.Metric{Name: MetricScheduleFailures, Unit: obs.UnitCount, Value: 1})
-		c.logger().Error("could not schedule; the sweeper will pick the record up", append(attrs(rec), "queue", string(queue), "error", err)...)
+		c.Logger().Error("could not schedule; the sweeper will pick the record up", append(Attrs(rec), "queue", string(queue), "error", err)...)
 	}
 }
 
-// handleBatch runs process for every record of an SQS batch, up to parallelism at a time, and
+// HandleBatch runs process for every record of an SQS batch, up to parallelism at a time, and
 // reports the records to retry. A poison body is acknowledged and counted. It never fails the
 // whole batch: each record succeeds or fails on its own.
-func (c core) handleBatch(ctx context.Context, ev events.SQSEvent, parallelism int, process func(context.Context, notify.Message) error) events.SQSEventResponse {
+func (c Core) HandleBatch(ctx context.Context, ev events.SQSEvent, parallelism int, process func(context.Context, notify.Message) error) events.SQSEventResponse {
 	var (
 		mu sync.Mutex
 		// An empty list, never nil: a batch with no failures must answer
@@ -357,8 +358,8 @@ func (c core) handleBatch(ctx context.Context, ev events.SQSEvent, parallelism i
 		m, err := parseMessage(r.Body)
 		if err != nil {
 			// Never log the body: it is not ours, and it might hold anything.
-			c.count(OutcomePoisonBody)
-			c.logger().Warn("unparseable message acknowledged", "message_id", r.MessageId, "error", err)
+			c.Count(OutcomePoisonBody)
+			c.Logger().Warn("unparseable message acknowledged", "message_id", r.MessageId, "error", err)
 			continue
 		}
 		wg.Add(1)
@@ -368,14 +369,14 @@ func (c core) handleBatch(ctx context.Context, ev events.SQSEvent, parallelism i
 			defer func() { <-sem }()
 			defer func() {
 				if p := recover(); p != nil {
-					c.count(OutcomeFailed)
-					c.logger().Error("panic handling message", "message_id", r.MessageId, "idempotency_key", m.IdempotencyKey, "panic", fmt.Sprint(p))
+					c.Count(OutcomeFailed)
+					c.Logger().Error("panic handling message", "message_id", r.MessageId, "idempotency_key", m.IdempotencyKey, "panic", fmt.Sprint(p))
 					fail(r.MessageId)
 				}
 			}()
 			if err := process(ctx, m); err != nil {
-				c.count(OutcomeFailed)
-				c.logger().Error("message will be retried", "message_id", r.MessageId, "idempotency_key", m.IdempotencyKey, "version", m.Version, "error", err)
+				c.Count(OutcomeFailed)
+				c.Logger().Error("message will be retried", "message_id", r.MessageId, "idempotency_key", m.IdempotencyKey, "version", m.Version, "error", err)
 				fail(r.MessageId)
 			}
 		}()

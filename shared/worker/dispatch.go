@@ -45,13 +45,13 @@ func (d *Dispatcher) chain() []Route {
 	return []Route{{Name: d.Provider, Sender: d.Sender}}
 }
 
-func (d *Dispatcher) core() core { return d.Base.core("dispatch", d.Store) }
+func (d *Dispatcher) core() Core { return d.Base.Core("dispatch", d.Store) }
 
 // Handle is the Lambda handler for the dispatch queue. Each failed record is reported in
 // BatchItemFailures (the function's event source mapping sets ReportBatchItemFailures), so only
 // it is retried; the error is always nil.
 func (d *Dispatcher) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return d.core().handleBatch(ctx, ev, d.Settings.Parallelism, d.Dispatch), nil
+	return d.core().HandleBatch(ctx, ev, d.Settings.Parallelism, d.Dispatch), nil
 }
 
 // Dispatch handles one dispatch message. A nil error means the message is done with and may
@@ -65,37 +65,37 @@ func (d *Dispatcher) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 //   - accepted or retry_scheduled: see attempt.
 func (d *Dispatcher) Dispatch(ctx context.Context, m notify.Message) error {
 	c := d.core()
-	rec, ok, err := c.load(ctx, m)
+	rec, ok, err := c.Load(ctx, m)
 	if !ok {
 		return err
 	}
 	now := d.Clock.Now()
 	switch {
 	case rec.State.SendingDone():
-		c.skip(OutcomeSettled, rec)
+		c.Skip(OutcomeSettled, rec)
 		return nil
 	case rec.State == notify.StateDispatching:
 		if now.Before(rec.LeaseUntil) {
-			c.skip(OutcomeLeaseHeld, rec)
+			c.Skip(OutcomeLeaseHeld, rec)
 			return nil
 		}
-		_, err := c.leaseExpired(ctx, rec, now)
+		_, err := c.LeaseExpired(ctx, rec, now)
 		return err
 	case rec.State == notify.StateDispatchUnknown:
-		c.skip(OutcomeReconciling, rec)
+		c.Skip(OutcomeReconciling, rec)
 		return nil
 	case rec.State == notify.StateAccepted || rec.State == notify.StateRetryScheduled:
 		return d.attempt(ctx, c, m, rec, now)
 	}
-	c.skip(OutcomeSettled, rec)
-	c.logger().Error("record in an unknown state acknowledged", attrs(rec)...)
+	c.Skip(OutcomeSettled, rec)
+	c.Logger().Error("record in an unknown state acknowledged", Attrs(rec)...)
 	return nil
 }
 
 // attempt makes one provider attempt for an accepted or retry_scheduled record, unless it is
 // too late (expired), not due yet (re-scheduled), or out of attempts (left for the deadline).
 // Its steps: guard, unseal and render, lease, re-check the clock, call the provider, record.
-func (d *Dispatcher) attempt(ctx context.Context, c core, m notify.Message, rec notify.Record, now time.Time) error {
+func (d *Dispatcher) attempt(ctx context.Context, c Core, m notify.Message, rec notify.Record, now time.Time) error {
 	if done, err := d.guard(ctx, c, m, rec, now); done {
 		return err
 	}
@@ -128,19 +128,19 @@ func (d *Dispatcher) countChoice(ch Choice) {
 
 // guard decides whether rec may be attempted at now. done is true when it may not: the message
 // is then done with (a nil error) or to be retried (an error).
-func (d *Dispatcher) guard(ctx context.Context, c core, m notify.Message, rec notify.Record, now time.Time) (done bool, err error) {
-	if c.tooLate(rec, now) {
-		return true, c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
+func (d *Dispatcher) guard(ctx context.Context, c Core, m notify.Message, rec notify.Record, now time.Time) (done bool, err error) {
+	if c.TooLate(rec, now) {
+		return true, c.Expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
 	if rec.State == notify.StateRetryScheduled && !rec.Due(now) {
 		// Early: the wait was longer than SQS allows, or this is a duplicate. Only the message
 		// of the current version carries the schedule on, so duplicates do not multiply.
 		if m.Version != rec.Version {
-			c.skip(OutcomeStale, rec)
+			c.Skip(OutcomeStale, rec)
 			return true, nil
 		}
-		c.scheduleDispatch(ctx, rec, rec.NextActionAt.Sub(now))
-		c.skip(OutcomeNotDue, rec)
+		c.ScheduleDispatch(ctx, rec, rec.NextActionAt.Sub(now))
+		c.Skip(OutcomeNotDue, rec)
 		return true, nil
 	}
 	if rec.State == notify.StateRetryScheduled && rec.EarlyReceipt != notify.StateNone {
@@ -148,21 +148,21 @@ func (d *Dispatcher) guard(ctx context.Context, c core, m notify.Message, rec no
 		// did accept. No further attempt, on this provider or another; the record waits for
 		// its deadline and expires, and the receipts table keeps the evidence.
 		d.Metrics.Emit(map[string]string{DimProvider: rec.Provider}, obs.Metric{Name: MetricContradicted, Unit: obs.UnitCount, Value: 1})
-		c.skip(OutcomeReceiptHeld, rec)
-		c.logger().Error("a receipt contradicts the provider's \"not accepted\"; no further attempt", attrs(rec)...)
+		c.Skip(OutcomeReceiptHeld, rec)
+		c.Logger().Error("a receipt contradicts the provider's \"not accepted\"; no further attempt", Attrs(rec)...)
 		return true, nil
 	}
 	if rec.Attempt >= d.Settings.MaxAttempts {
 		// Only a reconciliation that proved the last attempt was not accepted gets here; no
 		// transition leads from retry_scheduled to failed, so the record waits for its deadline
 		// (next_action_at) and expires then, without another send.
-		c.skip(OutcomeNoAttemptsLeft, rec)
+		c.Skip(OutcomeNoAttemptsLeft, rec)
 		return true, nil
 	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.Settings.ProviderTimeout+LeaseMargin {
 		// Not enough of this invocation is left for a whole attempt: leave the record
 		// untouched and let the message come back, rather than lease and be cut off mid-call.
-		return true, fmt.Errorf("dispatch %s: %s left in this invocation: %w", rec.IdempotencyKey, time.Until(dl).Round(time.Millisecond), errNoTime)
+		return true, fmt.Errorf("dispatch %s: %s left in this invocation: %w", rec.IdempotencyKey, time.Until(dl).Round(time.Millisecond), ErrNoTime)
 	}
 	return false, nil
 }
@@ -170,7 +170,7 @@ func (d *Dispatcher) guard(ctx context.Context, c core, m notify.Message, rec no
 // prepare unseals and renders rec's message. It runs before the lease is taken, so a message
 // that can never be rendered costs no attempt and leaves no lease behind. ok is false when
 // there is nothing to send: the error is then transient (retry) or nil (unrenderable, done).
-func (d *Dispatcher) prepare(ctx context.Context, c core, rec notify.Record) (notify.Secret, render.Message, bool, error) {
+func (d *Dispatcher) prepare(ctx context.Context, c Core, rec notify.Record) (notify.Secret, render.Message, bool, error) {
 	secret, err := d.Opener.Open(ctx, rec.IdempotencyKey, rec.Sealed)
 	if err != nil {
 		return notify.Secret{}, render.Message{}, false, fmt.Errorf("dispatch.open %s: %w", rec.IdempotencyKey, err)
@@ -180,8 +180,8 @@ func (d *Dispatcher) prepare(ctx context.Context, c core, rec notify.Record) (no
 		// Permanent: rendering is deterministic. Nothing is sent; the sweeper brings the record
 		// back until its deadline, when it expires with EXPIRED_BEFORE_DISPATCH. Intake should
 		// refuse such a request up front (render.Renderer.Check).
-		c.skip(OutcomeUnrenderable, rec)
-		c.logger().Error("message cannot be rendered; nothing sent", append(attrs(rec), "error", err)...)
+		c.Skip(OutcomeUnrenderable, rec)
+		c.Logger().Error("message cannot be rendered; nothing sent", append(Attrs(rec), "error", err)...)
 		return notify.Secret{}, render.Message{}, false, nil
 	}
 	return secret, msg, true, nil
@@ -190,12 +190,12 @@ func (d *Dispatcher) prepare(ctx context.Context, c core, rec notify.Record) (no
 // lease takes rec's lease for this attempt. Unsealing (a KMS call) and rendering take time:
 // the lease is conditioned on, stamped with and timed from the clock as it is now, and a
 // deadline crossed meanwhile expires the record instead. ok is false when no lease was taken.
-func (d *Dispatcher) lease(ctx context.Context, c core, rec notify.Record, provider string) (notify.Record, bool, error) {
+func (d *Dispatcher) lease(ctx context.Context, c Core, rec notify.Record, provider string) (notify.Record, bool, error) {
 	now := d.Clock.Now()
-	if c.tooLate(rec, now) {
-		return notify.Record{}, false, c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
+	if c.TooLate(rec, now) {
+		return notify.Record{}, false, c.Expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
-	leased, err := c.transition(ctx, rec, notify.Change{
+	leased, err := c.Transition(ctx, rec, notify.Change{
 		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
 		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text(), Provider: provider,
 	}, now)
@@ -212,10 +212,10 @@ func (d *Dispatcher) lease(ctx context.Context, c core, rec notify.Record, provi
 // deadline: with less than MinValidity left the provider is not called. The lease is left to
 // run out; the sweeper then marks the record dispatch_unknown / LEASE_EXPIRED and
 // reconciliation, which finds nothing, settles it as expired.
-func (d *Dispatcher) stillInTime(c core, rec, leased notify.Record) bool {
+func (d *Dispatcher) stillInTime(c Core, rec, leased notify.Record) bool {
 	if rec.DispatchDeadline.Sub(d.Clock.Now()) < d.Settings.MinValidity {
-		c.skip(OutcomeDeadlineLeased, leased)
-		c.logger().Warn("deadline reached after taking the lease; provider not called", attrs(leased)...)
+		c.Skip(OutcomeDeadlineLeased, leased)
+		c.Logger().Warn("deadline reached after taking the lease; provider not called", Attrs(leased)...)
 		return false
 	}
 	return true
@@ -226,9 +226,9 @@ func (d *Dispatcher) stillInTime(c core, rec, leased notify.Record) bool {
 // period from then. So the call ends MinValidity before the deadline at the latest, and the
 // validity period runs from the call's end to the deadline: nothing is accepted at or after
 // the deadline, and nothing accepted stays valid past it.
-func (d *Dispatcher) call(ctx context.Context, c core, rec, leased notify.Record, route Route, secret notify.Secret, msg render.Message) (string, sms.Outcome) {
+func (d *Dispatcher) call(ctx context.Context, c Core, rec, leased notify.Record, route Route, secret notify.Secret, msg render.Message) (string, sms.Outcome) {
 	ref := sms.AttemptRef(leased.NotificationID, leased.Attempt)
-	callEnd := c.attemptEnd(leased)
+	callEnd := c.AttemptEnd(leased)
 	if latest := rec.DispatchDeadline.Add(-d.Settings.MinValidity); latest.Before(callEnd) {
 		callEnd = latest
 	}
@@ -244,7 +244,7 @@ func (d *Dispatcher) call(ctx context.Context, c core, rec, leased notify.Record
 	if d.Health.Observe(route.Name, outcome, d.Clock.Now()) {
 		// Also under Function alone: one alarm covers every provider of the chain.
 		d.Metrics.EmitRollup(map[string]string{DimProvider: route.Name}, [][]string{{}}, obs.Metric{Name: MetricCoolDowns, Unit: obs.UnitCount, Value: 1})
-		c.logger().Warn("provider cooling down after repeated \"not accepted\" answers", "provider", route.Name)
+		c.Logger().Warn("provider cooling down after repeated \"not accepted\" answers", "provider", route.Name)
 	}
 	// Also under Function and Provider alone: the latency alarm reads p99 over every class.
 	d.Metrics.EmitRollup(map[string]string{DimProvider: route.Name, "Class": string(outcome.Class), "Detail": string(outcome.Detail)},
@@ -257,25 +257,25 @@ func (d *Dispatcher) call(ctx context.Context, c core, rec, leased notify.Record
 // lostLease handles a lease write that lost: the record moved on, or the deadline passed
 // between the check and the write. It re-reads the record and expires it if it is still
 // leasable but too late; anything else belongs to whoever won.
-func (d *Dispatcher) lostLease(ctx context.Context, c core, rec notify.Record) error {
+func (d *Dispatcher) lostLease(ctx context.Context, c Core, rec notify.Record) error {
 	cur, err := d.Store.Get(ctx, rec.IdempotencyKey)
 	if err != nil {
 		return fmt.Errorf("dispatch.reread %s: %w", rec.IdempotencyKey, err)
 	}
 	now := d.Clock.Now()
 	leasable := cur.State == notify.StateAccepted || cur.State == notify.StateRetryScheduled
-	if leasable && cur.NotificationID == rec.NotificationID && c.tooLate(cur, now) {
-		return c.expire(ctx, cur, notify.ReasonExpiredBeforeDispatch, now)
+	if leasable && cur.NotificationID == rec.NotificationID && c.TooLate(cur, now) {
+		return c.Expire(ctx, cur, notify.ReasonExpiredBeforeDispatch, now)
 	}
-	c.skip(OutcomeConflict, cur)
+	c.Skip(OutcomeConflict, cur)
 	return nil
 }
 
 // next returns the change that records outcome o of leased's attempt at now (see record).
-func (d *Dispatcher) next(c core, leased notify.Record, o sms.Outcome, now time.Time) notify.Change {
+func (d *Dispatcher) next(c Core, leased notify.Record, o sms.Outcome, now time.Time) notify.Change {
 	ch := notify.Change{To: o.State(), Reason: o.Reason()}
 	chain := d.chain()
-	pos := index(chain, leased.Provider)
+	pos := RouteIndex(chain, leased.Provider)
 	// Another provider comes after this one in the chain: a failover needs no backoff, the
 	// provider that failed is not asked again before the chain has come round.
 	ahead := pos >= 0 && pos+1 < len(chain)
@@ -291,12 +291,12 @@ func (d *Dispatcher) next(c core, leased notify.Record, o sms.Outcome, now time.
 			ch = notify.Change{To: notify.StateFailed, Reason: notify.ReasonAttemptsExhausted}
 			break
 		}
-		ch.NextActionAt = now.Add(max(o.RetryAfter, c.backoff(leased.Attempt)))
+		ch.NextActionAt = now.Add(max(o.RetryAfter, c.Backoff(leased.Attempt)))
 		if ahead && o.FailoverAllowed() {
 			ch.NextActionAt = now
 		}
 	case notify.StateDispatchUnknown:
-		ch.NextActionAt = c.reconcileAt(leased, now)
+		ch.NextActionAt = c.ReconcileAt(leased, now)
 	}
 	return ch
 }
@@ -318,14 +318,14 @@ func (d *Dispatcher) next(c core, leased notify.Record, o sms.Outcome, now time.
 // other worker can lease it, and once the lease runs out the only way on is dispatch_unknown /
 // LEASE_EXPIRED, where reconciliation looks the attempt up by its reference before any new send
 // is authorised.
-func (d *Dispatcher) record(ctx context.Context, c core, leased notify.Record, ref string, o sms.Outcome) error {
+func (d *Dispatcher) record(ctx context.Context, c Core, leased notify.Record, ref string, o sms.Outcome) error {
 	now := d.Clock.Now()
 	ch := d.next(c, leased, o, now)
-	log := c.logger().With(append(attrs(leased), "attempt_ref", ref, "outcome", o.String())...)
+	log := c.Logger().With(append(Attrs(leased), "attempt_ref", ref, "outcome", o.String())...)
 	if o.Err != nil {
 		log = log.With("provider_error", o.Err)
 	}
-	next, err := c.transition(ctx, leased, ch, now)
+	next, err := c.Transition(ctx, leased, ch, now)
 	if err != nil {
 		d.Metrics.Emit(map[string]string{"Reason": string(ch.Reason)}, obs.Metric{Name: MetricUnrecorded, Unit: obs.UnitCount, Value: 1})
 		log.Error("provider outcome not recorded; the lease will run out and reconciliation settles the attempt",
@@ -338,11 +338,11 @@ func (d *Dispatcher) record(ctx context.Context, c core, leased notify.Record, r
 	}
 	switch next.State {
 	case notify.StateRetryScheduled:
-		c.scheduleDispatch(ctx, next, next.NextActionAt.Sub(now))
+		c.ScheduleDispatch(ctx, next, next.NextActionAt.Sub(now))
 	case notify.StateDispatchUnknown:
-		c.scheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
+		c.ScheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
 	}
-	c.count(OutcomeTransitioned)
+	c.Count(OutcomeTransitioned)
 	return nil
 }
 

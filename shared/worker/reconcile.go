@@ -52,11 +52,11 @@ func (r *Reconciler) lookupFor(rec notify.Record) (LookupRoute, bool) {
 	return LookupRoute{Name: rec.Provider}, false
 }
 
-func (r *Reconciler) core() core { return r.Base.core("reconcile", r.Store) }
+func (r *Reconciler) core() Core { return r.Base.Core("reconcile", r.Store) }
 
 // Handle is the Lambda handler for the reconcile queue, with partial batch failures.
 func (r *Reconciler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return r.core().handleBatch(ctx, ev, r.Settings.Parallelism, r.Reconcile), nil
+	return r.core().HandleBatch(ctx, ev, r.Settings.Parallelism, r.Reconcile), nil
 }
 
 // Reconcile handles one reconcile message. Only a dispatch_unknown record is reconciled;
@@ -79,12 +79,12 @@ func (r *Reconciler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 // window (sms.Absent, given the attempt's end).
 func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 	c := r.core()
-	rec, ok, err := c.load(ctx, m)
+	rec, ok, err := c.Load(ctx, m)
 	if !ok {
 		return err
 	}
 	if rec.State != notify.StateDispatchUnknown {
-		c.skip(OutcomeNotUnknown, rec)
+		c.Skip(OutcomeNotUnknown, rec)
 		return nil
 	}
 	now := r.Clock.Now()
@@ -92,11 +92,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 		// Early (a duplicate, or a wait longer than SQS allows): do not spend a lookup, or one of
 		// the bounded inconclusive rounds, before the record is due.
 		if m.Version != rec.Version {
-			c.skip(OutcomeStale, rec)
+			c.Skip(OutcomeStale, rec)
 			return nil
 		}
-		c.scheduleReconcile(ctx, rec, rec.NextActionAt.Sub(now))
-		c.skip(OutcomeNotDue, rec)
+		c.ScheduleReconcile(ctx, rec, rec.NextActionAt.Sub(now))
+		c.Skip(OutcomeNotDue, rec)
 		return nil
 	}
 
@@ -105,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 		return err
 	}
 	if ch.To != notify.StateNone {
-		_, _, err := c.settle(ctx, rec, ch, r.Clock.Now())
+		_, _, err := c.Settle(ctx, rec, ch, r.Clock.Now())
 		return err
 	}
 	res := r.lookup(ctx, c, rec)
@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 // the change that settles rec (To is StateNone when the receipts say nothing conclusive) and
 // whether any receipt was found. A failed read is returned, so the message is retried: a
 // lookup's "not found" must not be trusted while a receipt may be stored.
-func (r *Reconciler) byReceipt(ctx context.Context, c core, rec notify.Record) (notify.Change, bool, error) {
+func (r *Reconciler) byReceipt(ctx context.Context, c Core, rec notify.Record) (notify.Change, bool, error) {
 	ch := notify.Change{Reason: notify.ReasonReconciledByReceipt}
 	if rec.Attempt < 1 {
 		return notify.Change{}, false, nil
@@ -149,12 +149,12 @@ func (r *Reconciler) byReceipt(ctx context.Context, c core, rec notify.Record) (
 	if !ok {
 		return notify.Change{}, false, nil
 	}
-	c.logger().Info("stored receipt", append(attrs(rec), "attempt_ref", ref, "receipt_status", string(rc.Status), "receipt_provider", rc.Provider)...)
+	c.Logger().Info("stored receipt", append(Attrs(rec), "attempt_ref", ref, "receipt_status", string(rc.Status), "receipt_provider", rc.Provider)...)
 	if !rc.Matches(rec.Provider, rec.ProviderMessageID) {
 		// Not from the provider that had the attempt (or for another message): evidence,
 		// never applied. It still counts as seen, so that no "not found" authorises a send.
 		r.Metrics.EmitRollup(map[string]string{DimProvider: rc.Provider}, [][]string{{}}, obs.Metric{Name: MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
-		c.logger().Error("stored receipt names another provider or message; not applied", append(attrs(rec), "attempt_ref", ref, "receipt_provider", rc.Provider)...)
+		c.Logger().Error("stored receipt names another provider or message; not applied", append(Attrs(rec), "attempt_ref", ref, "receipt_provider", rc.Provider)...)
 		return notify.Change{}, true, nil
 	}
 	ch.ProviderMessageID = rc.MessageID
@@ -172,7 +172,7 @@ func (r *Reconciler) byReceipt(ctx context.Context, c core, rec notify.Record) (
 
 // lookup asks the provider about rec's current attempt. A lookup error becomes an inconclusive
 // result.
-func (r *Reconciler) lookup(ctx context.Context, c core, rec notify.Record) sms.LookupResult {
+func (r *Reconciler) lookup(ctx context.Context, c Core, rec notify.Record) sms.LookupResult {
 	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
 	if rec.Attempt < 1 || rec.AttemptedAt.IsZero() {
 		return sms.Inconclusive("attempt_unknown")
@@ -184,26 +184,26 @@ func (r *Reconciler) lookup(ctx context.Context, c core, rec notify.Record) sms.
 	lctx, cancel := context.WithTimeout(ctx, r.Settings.ProviderTimeout)
 	defer cancel()
 	res, err := lr.Lookup.Lookup(lctx, sms.LookupRequest{
-		AttemptRef: ref, MessageID: rec.ProviderMessageID, AttemptedAt: c.attemptEnd(rec),
+		AttemptRef: ref, MessageID: rec.ProviderMessageID, AttemptedAt: c.AttemptEnd(rec),
 	})
 	if err != nil {
-		c.logger().Warn("lookup failed; counted as inconclusive", append(attrs(rec), "attempt_ref", ref, "error", err)...)
+		c.Logger().Warn("lookup failed; counted as inconclusive", append(Attrs(rec), "attempt_ref", ref, "error", err)...)
 		if res.Status != sms.LookupInconclusive {
 			res = sms.Inconclusive("provider_error")
 		}
 	}
 	r.Metrics.Emit(map[string]string{DimProvider: lr.Name, "Status": string(res.Status)},
 		obs.Metric{Name: MetricLookups, Unit: obs.UnitCount, Value: 1})
-	c.logger().Info("lookup", append(attrs(rec), "attempt_ref", ref, "status", string(res.Status), "detail", res.Detail)...)
+	c.Logger().Info("lookup", append(Attrs(rec), "attempt_ref", ref, "status", string(res.Status), "detail", res.Detail)...)
 	return res
 }
 
-func (r *Reconciler) accepted(ctx context.Context, c core, rec notify.Record, res sms.LookupResult, now time.Time) error {
+func (r *Reconciler) accepted(ctx context.Context, c Core, rec notify.Record, res sms.LookupResult, now time.Time) error {
 	if res.Matches > 1 {
 		r.Metrics.Emit(map[string]string{DimProvider: rec.Provider}, obs.Metric{Name: MetricDoubleSend, Unit: obs.UnitCount, Value: 1})
-		c.logger().Error("provider holds more than one accepted message for one attempt", append(attrs(rec), "matches", res.Matches)...)
+		c.Logger().Error("provider holds more than one accepted message for one attempt", append(Attrs(rec), "matches", res.Matches)...)
 	}
-	sent, ok, err := c.settle(ctx, rec, notify.Change{
+	sent, ok, err := c.Settle(ctx, rec, notify.Change{
 		To: notify.StateSent, Reason: notify.ReasonReconciledAccepted, ProviderMessageID: res.MessageID,
 	}, now)
 	if !ok || res.Receipt == sms.ReceiptNone {
@@ -211,14 +211,14 @@ func (r *Reconciler) accepted(ctx context.Context, c core, rec notify.Record, re
 	}
 	// The provider already has the final receipt. A conflict here means provider-events
 	// recorded it first, which is as good.
-	_, _, err = c.settle(ctx, sent, notify.Change{To: res.Receipt.State(), Reason: res.Receipt.Reason()}, now)
+	_, _, err = c.Settle(ctx, sent, notify.Change{To: res.Receipt.State(), Reason: res.Receipt.Reason()}, now)
 	return err
 }
 
-func (r *Reconciler) notFound(ctx context.Context, c core, rec notify.Record, now time.Time) error {
-	if c.tooLate(rec, now) {
+func (r *Reconciler) notFound(ctx context.Context, c Core, rec notify.Record, now time.Time) error {
+	if c.TooLate(rec, now) {
 		// Proven not sent, and too late to send: stopped before dispatch.
-		return c.expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
+		return c.Expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
 	ch := notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonReconciledNotFound, NextActionAt: now}
 	if rec.Attempt >= r.Settings.MaxAttempts {
@@ -226,30 +226,30 @@ func (r *Reconciler) notFound(ctx context.Context, c core, rec notify.Record, no
 		// deadline (the sweeper expires it then) and is not handed to dispatch.
 		ch.NextActionAt = rec.DispatchDeadline
 	}
-	next, ok, err := c.settle(ctx, rec, ch, now)
+	next, ok, err := c.Settle(ctx, rec, ch, now)
 	if !ok {
 		return err
 	}
 	if rec.Attempt < r.Settings.MaxAttempts {
 		// The visibility window already spaced this retry from the last attempt.
-		c.scheduleDispatch(ctx, next, 0)
+		c.ScheduleDispatch(ctx, next, 0)
 	}
 	return nil
 }
 
-func (r *Reconciler) inconclusive(ctx context.Context, c core, m notify.Message, rec notify.Record, res sms.LookupResult, now time.Time) error {
+func (r *Reconciler) inconclusive(ctx context.Context, c Core, m notify.Message, rec notify.Record, res sms.LookupResult, now time.Time) error {
 	if !now.Before(rec.DispatchDeadline) {
-		visible := c.attemptEnd(rec).Add(r.Settings.Visibility)
+		visible := c.AttemptEnd(rec).Add(r.Settings.Visibility)
 		if now.Before(visible) && rec.Attempt >= 1 && !rec.AttemptedAt.IsZero() {
 			// Too late to send, but a lookup after the window can still tell whether the
 			// attempt went out; wait for it rather than close the record as unresolved.
 			if m.Version == rec.Version {
-				c.scheduleReconcile(ctx, rec, visible.Sub(now))
+				c.ScheduleReconcile(ctx, rec, visible.Sub(now))
 			}
-			c.skip(OutcomeNotDue, rec)
+			c.Skip(OutcomeNotDue, rec)
 			return nil
 		}
-		return c.expire(ctx, rec, notify.ReasonExpiredUnresolved, now)
+		return c.Expire(ctx, rec, notify.ReasonExpiredUnresolved, now)
 	}
 	round := rec.ReconcileCount + 1
 	ch := notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonReconcileInconclusive}
@@ -258,12 +258,12 @@ func (r *Reconciler) inconclusive(ctx context.Context, c core, m notify.Message,
 		// back for one last lookup, then it is settled or expired as unresolved.
 		ch.NextActionAt = rec.DispatchDeadline
 	} else {
-		ch.NextActionAt = now.Add(c.backoff(round))
+		ch.NextActionAt = now.Add(c.Backoff(round))
 	}
-	next, ok, err := c.settle(ctx, rec, ch, now)
+	next, ok, err := c.Settle(ctx, rec, ch, now)
 	if !ok || round >= r.Settings.MaxReconciles {
 		return err
 	}
-	c.scheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
+	c.ScheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
 	return nil
 }

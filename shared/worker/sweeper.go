@@ -43,7 +43,7 @@ type SweepReport struct {
 	Unfinished bool
 }
 
-func (s *Sweeper) core() core { return s.Base.core("sweeper", s.Store) }
+func (s *Sweeper) core() Core { return s.Base.Core("sweeper", s.Store) }
 
 // Handle is the Lambda handler for the EventBridge schedule. It returns an error when a shard
 // could not be read or a record could not be moved, so the run counts as a Lambda error (and
@@ -123,8 +123,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 
 // report logs one run and writes its metrics: MetricSwept per action taken, and the
 // MetricOverdue gauge for every state that can be due, zeros included.
-func (s *Sweeper) report(c core, rep SweepReport, overdue map[notify.State]int) {
-	c.logger().Info("sweep done", "seen", rep.Seen, "dispatched", rep.Dispatched, "reconciles", rep.Reconciles,
+func (s *Sweeper) report(c Core, rep SweepReport, overdue map[notify.State]int) {
+	c.Logger().Info("sweep done", "seen", rep.Seen, "dispatched", rep.Dispatched, "reconciles", rep.Reconciles,
 		"expired", rep.Expired, "lease_expired", rep.LeaseExpired, "skipped", rep.Skipped,
 		"truncated_shards", rep.Truncated, "unfinished", rep.Unfinished)
 	for action, n := range map[string]int{
@@ -140,12 +140,12 @@ func (s *Sweeper) report(c core, rep SweepReport, overdue map[notify.State]int) 
 	}
 }
 
-func (s *Sweeper) sweepOne(ctx context.Context, c core, rec notify.Record, rep *SweepReport) error {
+func (s *Sweeper) sweepOne(ctx context.Context, c Core, rec notify.Record, rep *SweepReport) error {
 	now := s.Clock.Now()
 	switch rec.State {
 	case notify.StateAccepted, notify.StateRetryScheduled:
-		if c.tooLate(rec, now) {
-			_, ok, err := c.settle(ctx, rec, notify.Change{To: notify.StateExpired, Reason: notify.ReasonExpiredBeforeDispatch}, now)
+		if c.TooLate(rec, now) {
+			_, ok, err := c.Settle(ctx, rec, notify.Change{To: notify.StateExpired, Reason: notify.ReasonExpiredBeforeDispatch}, now)
 			if ok {
 				rep.Expired++
 			} else {
@@ -158,31 +158,31 @@ func (s *Sweeper) sweepOne(ctx context.Context, c core, rec notify.Record, rep *
 			rep.Skipped++
 			return nil
 		}
-		next, ok, err := c.requeue(ctx, rec, now, s.Settings.RequeueAfter)
+		next, ok, err := c.Requeue(ctx, rec, now, s.Settings.RequeueAfter)
 		if !ok {
 			rep.Skipped++
 			return err
 		}
-		c.scheduleDispatch(ctx, next, 0)
+		c.ScheduleDispatch(ctx, next, 0)
 		rep.Dispatched++
 	case notify.StateDispatching:
 		if now.Before(rec.LeaseUntil) {
 			rep.Skipped++
 			return nil
 		}
-		ok, err := c.leaseExpired(ctx, rec, now)
+		ok, err := c.LeaseExpired(ctx, rec, now)
 		if !ok {
 			rep.Skipped++
 			return err
 		}
 		rep.LeaseExpired++
 	case notify.StateDispatchUnknown:
-		next, ok, err := c.requeue(ctx, rec, now, s.Settings.RequeueAfter)
+		next, ok, err := c.Requeue(ctx, rec, now, s.Settings.RequeueAfter)
 		if !ok {
 			rep.Skipped++
 			return err
 		}
-		c.scheduleReconcile(ctx, next, 0)
+		c.ScheduleReconcile(ctx, next, 0)
 		rep.Reconciles++
 	default:
 		// Sent or terminal: the index had not caught up yet.

@@ -78,10 +78,10 @@ func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 		{"dispatch", []string{"shared/wire/dispatch", "shared/sms/provider", "shared/seal", "shared/convstore"}, append([]string{"shared/intake", "shared/guardstore", "shared/providerevents", "shared/smsfeedback"}, phoneMetadata...)},
 		{"reconcile", []string{"shared/wire/reconcile", "shared/sms/provider", "shared/providerevents"}, append([]string{"shared/intake", "shared/seal", "shared/guardstore"}, phoneMetadata...)},
 		{"sweeper", []string{"shared/wire/sweeper"}, append(append([]string{"shared/intake", "shared/seal", "shared/guardstore", "shared/providerevents"}, smsAdapters...), phoneMetadata...)},
-		{"audit", []string{"shared/wire/audit", "shared/audit"}, append(append([]string{"shared/worker", "shared/providerevents"}, intakeOnly...), smsAdapters...)},
-		{"audit-replay", []string{"shared/wire/auditreplay", "shared/audit"}, append(append([]string{"shared/worker", "shared/providerevents"}, intakeOnly...), smsAdapters...)},
-		{"digest", []string{"shared/wire/digest", "shared/audit"}, append(append([]string{"shared/worker", "shared/providerevents"}, intakeOnly...), smsAdapters...)},
-		{"provider-events", []string{"shared/wire/providerevents", "shared/providerevents"}, append(append([]string{"shared/worker", "shared/audit"}, intakeOnly...), smsAdapters...)},
+		{"audit", []string{"shared/wire/audit", "shared/audit"}, append(append([]string{"shared/workercore", "shared/providerevents"}, intakeOnly...), smsAdapters...)},
+		{"audit-replay", []string{"shared/wire/auditreplay", "shared/audit"}, append(append([]string{"shared/workercore", "shared/providerevents"}, intakeOnly...), smsAdapters...)},
+		{"digest", []string{"shared/wire/digest", "shared/audit"}, append(append([]string{"shared/workercore", "shared/providerevents"}, intakeOnly...), smsAdapters...)},
+		{"provider-events", []string{"shared/wire/providerevents", "shared/providerevents"}, append(append([]string{"shared/workercore", "shared/audit"}, intakeOnly...), smsAdapters...)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.function, func(t *testing.T) {

@@ -20,15 +20,17 @@ import (
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/reconcile"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
-	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
+	dispatchwire "github.com/resetnotify/resetnotify/shared/wire/dispatch"
+	reconcilewire "github.com/resetnotify/resetnotify/shared/wire/reconcile"
 	"github.com/resetnotify/resetnotify/shared/wire/workers"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // dispatchOptions shape the dispatch benchmark.
@@ -121,8 +123,8 @@ type pipeline struct {
 	dispatchURL, reconcileURL string
 	sim                       *smssim.Server
 	intake                    *notify.Intake
-	dispatcher                *worker.Dispatcher
-	reconciler                *worker.Reconciler
+	dispatcher                *dispatch.Dispatcher
+	reconciler                *reconcile.Reconciler
 	counter                   *awsclient.Counter
 	keys                      []string
 	// countedCfg builds more counted clients (the capacity benchmark's audit writer and
@@ -209,7 +211,7 @@ func (p *pipeline) workerWiring(ddbEndpoint, sqsEndpoint, simURL string, visibil
 		Config: config.Config{
 			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
 			Policy: policy, SealLocalKey: key,
-			Worker: config.Worker{Lease: timeout + worker.LeaseMargin + time.Second, BackoffBase: 200 * time.Millisecond, BackoffMax: 2 * time.Second},
+			Worker: config.Worker{Lease: timeout + workercore.LeaseMargin + time.Second, BackoffBase: 200 * time.Millisecond, BackoffMax: 2 * time.Second},
 		},
 		AWS: p.countedCfg, DynamoDBEndpoint: ddbEndpoint, SQSEndpoint: sqsEndpoint,
 		SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: simURL, Timeout: timeout, Visibility: visibility},
@@ -219,10 +221,10 @@ func (p *pipeline) workerWiring(ddbEndpoint, sqsEndpoint, simURL string, visibil
 
 // buildWorkers builds the dispatch and reconcile workers from p.wiring.
 func (p *pipeline) buildWorkers(ctx context.Context) (err error) {
-	if p.dispatcher, err = dispatch.Build(ctx, p.wiring); err != nil {
+	if p.dispatcher, err = dispatchwire.Build(ctx, p.wiring); err != nil {
 		return err
 	}
-	p.reconciler, err = reconcile.Build(ctx, p.wiring)
+	p.reconciler, err = reconcilewire.Build(ctx, p.wiring)
 	return err
 }
 
@@ -305,7 +307,7 @@ func (p *pipeline) runUntilDone(ctx context.Context, pollers int, timeout time.D
 		mu   sync.Mutex
 		errs []error
 	)
-	poll := func(queueURL string, h worker.BatchHandler) {
+	poll := func(queueURL string, h workercore.BatchHandler) {
 		defer wg.Done()
 		for !stop.Load() && ctx.Err() == nil {
 			// Long polling, as Lambda's event source mapping does, so that waiting for delayed

@@ -18,6 +18,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -25,7 +26,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // floorBatch is the dispatch queue's BatchSize in template.yaml: the handler gets batches of
@@ -97,7 +98,7 @@ type floor struct {
 	table       string
 	box         *seal.Box
 	counter     *awsclient.Counter
-	d           *worker.Dispatcher
+	d           *dispatch.Dispatcher
 	batches     int // batches handled at once
 }
 
@@ -125,10 +126,10 @@ func newFloor(ctx context.Context, endpoint string, batches int) (_ *floor, drop
 
 // floorDispatcher is the dispatch handler the floor benchmark measures: a provider that accepts
 // at once and no queue.
-func floorDispatcher(store *dynamostore.Store, box *seal.Box) *worker.Dispatcher {
-	return &worker.Dispatcher{
+func floorDispatcher(store *dynamostore.Store, box *seal.Box) *dispatch.Dispatcher {
+	return &dispatch.Dispatcher{
 		Store: store, Opener: box, Renderer: render.New(2), Sender: acceptAtOnce{}, Provider: "bench",
-		Base: worker.Base{Queue: &countingQueue{}, Clock: notify.SystemClock{}, Settings: worker.DefaultSettings(),
+		Base: workercore.Base{Queue: &countingQueue{}, Clock: notify.SystemClock{}, Settings: workercore.DefaultSettings(),
 			Log: slog.New(slog.DiscardHandler), Metrics: &obs.Metrics{W: io.Discard, Function: "dispatch"}},
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/wire/providerevents"
 	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
 	"github.com/resetnotify/resetnotify/shared/wire/sweeper"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // The two ways the local stack runs a function, chosen with RESETNOTIFY_LOCAL_RUNTIME.
@@ -38,14 +38,14 @@ const (
 // functions are the handlers of template.yaml's functions, whichever runtime runs them.
 type functions struct {
 	intake    func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
-	dispatch  worker.BatchHandler
-	reconcile worker.BatchHandler
+	dispatch  workercore.BatchHandler
+	reconcile workercore.BatchHandler
 	sweeper   func(context.Context, events.EventBridgeEvent) error
 	// digest closes each ended audit period with a signed digest, on its schedule.
 	digest func(context.Context, events.EventBridgeEvent) error
 	audit  streamHandler
 	// auditReplay replays the stream batches the audit poller gave up on.
-	auditReplay worker.BatchHandler
+	auditReplay workercore.BatchHandler
 	// providerEvents takes the simulator's receipts on its HttpApi route.
 	providerEvents func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	stop           func()

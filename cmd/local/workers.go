@@ -15,7 +15,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // startSimulator starts a simulated SMS provider named provider (simulator, or simulator2 for
@@ -47,7 +47,7 @@ func startSimulator(webhookURL, webhookToken, provider string) (*smssim.Server, 
 
 // pumpQueue receives batches from queueURL and hands them to h, as the SQS event source
 // mapping src of template.yaml would (its batch size, partial batch failures), until ctx ends.
-func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, src samtemplate.Source, h worker.BatchHandler, log *slog.Logger) error {
+func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, src samtemplate.Source, h workercore.BatchHandler, log *slog.Logger) error {
 	for ctx.Err() == nil {
 		_, err := pump.Once(ctx, client, queueURL, h, pump.Options{
 			MaxMessages: int32(src.BatchSize), WaitTime: time.Second, Region: emulator.Region,

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // API is the part of the SQS client Once uses; *sqs.Client satisfies it.
@@ -56,7 +56,7 @@ type Result struct {
 // MaxMessages from queueURL, hands them to h as one events.SQSEvent, and deletes the messages
 // that h did not report in BatchItemFailures. When h returns an error, nothing is deleted and
 // the error is returned. Tests and the local stack call it in a loop.
-func Once(ctx context.Context, client API, queueURL string, h worker.BatchHandler, o Options) (Result, error) {
+func Once(ctx context.Context, client API, queueURL string, h workercore.BatchHandler, o Options) (Result, error) {
 	msgs, err := receive(ctx, client, queueURL, o)
 	if err != nil || len(msgs) == 0 {
 		return Result{}, err

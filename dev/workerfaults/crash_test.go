@@ -14,10 +14,11 @@ import (
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // errGone is what a dead worker's store and queues answer.
@@ -117,10 +118,10 @@ func TestWorkerKilledMidCall(t *testing.T) {
 			life, kill := context.WithCancel(context.Background())
 			defer kill()
 			d := st.Dispatcher
-			victim := &worker.Dispatcher{
+			victim := &dispatch.Dispatcher{
 				Store: mortalStore{mortal{life}, d.Store}, Opener: d.Opener, Renderer: d.Renderer,
 				Sender: d.Sender, Provider: d.Provider,
-				Base: worker.Base{Queue: mortalQueue{mortal{life}, d.Queue},
+				Base: workercore.Base{Queue: mortalQueue{mortal{life}, d.Queue},
 					Clock: d.Clock, Settings: d.Settings, Log: d.Log, Metrics: d.Metrics},
 			}
 			done := make(chan error, 1)

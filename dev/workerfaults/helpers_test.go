@@ -15,7 +15,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // code is the one-time code every test request carries; it must never reach a log.
@@ -80,7 +80,7 @@ type crewOptions struct {
 func startCrew(st *workertest.Stack, o crewOptions) *crew {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &crew{cancel: cancel}
-	poll := func(queueURL string, h worker.BatchHandler) {
+	poll := func(queueURL string, h workercore.BatchHandler) {
 		defer c.wg.Done()
 		for ctx.Err() == nil {
 			_, err := pump.Once(ctx, st.SQS, queueURL, h, pump.Options{

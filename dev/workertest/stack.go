@@ -25,20 +25,23 @@ import (
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
+	"github.com/resetnotify/resetnotify/shared/reconcile"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
+	"github.com/resetnotify/resetnotify/shared/sweeper"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
-	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
-	"github.com/resetnotify/resetnotify/shared/wire/sweeper"
+	dispatchwire "github.com/resetnotify/resetnotify/shared/wire/dispatch"
+	reconcilewire "github.com/resetnotify/resetnotify/shared/wire/reconcile"
+	sweeperwire "github.com/resetnotify/resetnotify/shared/wire/sweeper"
 	"github.com/resetnotify/resetnotify/shared/wire/workers"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // SyncBuffer collects log lines from concurrent writers.
@@ -107,9 +110,9 @@ type Stack struct {
 	Sim2       *smssim.Server
 	Sim2URL    string
 	Intake     *notify.Intake
-	Dispatcher *worker.Dispatcher
-	Reconciler *worker.Reconciler
-	Sweeper    *worker.Sweeper
+	Dispatcher *dispatch.Dispatcher
+	Reconciler *reconcile.Reconciler
+	Sweeper    *sweeper.Sweeper
 	// Receipts is the receipts table, which the reconcile worker reads, and Recorder is
 	// provider-events' recorder over it and the notifications table.
 	Receipts *providerevents.Store
@@ -209,13 +212,13 @@ func (s *Stack) buildWorkers(t testing.TB, awsCfg aws.Config, o StackOptions, po
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var err error
-	if s.Dispatcher, err = dispatch.Build(ctx, w); err != nil {
+	if s.Dispatcher, err = dispatchwire.Build(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if s.Reconciler, err = reconcile.Build(ctx, w); err != nil {
+	if s.Reconciler, err = reconcilewire.Build(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if s.Sweeper, err = sweeper.Build(w); err != nil {
+	if s.Sweeper, err = sweeperwire.Build(w); err != nil {
 		t.Fatal(err)
 	}
 	// The schedule runs every minute in AWS; here the test decides when it runs, and acts on
@@ -287,7 +290,7 @@ func (s *Stack) PumpOnce(ctx context.Context) (int, error) {
 	total := 0
 	for _, q := range []struct {
 		url string
-		h   worker.BatchHandler
+		h   workercore.BatchHandler
 	}{{s.DispatchURL, s.Dispatcher.Handle}, {s.ReconcileURL, s.Reconciler.Handle}} {
 		res, err := pump.Once(ctx, s.SQS, q.url, q.h, pump.Options{Region: emulator.Region, VisibilityTimeout: 30 * time.Second})
 		total += res.Received

@@ -16,20 +16,21 @@ import (
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/convstore"
+	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/wire"
 	"github.com/resetnotify/resetnotify/shared/wire/workers"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // Function is the dispatch function.
-var Function = wire.Function[*worker.Dispatcher]{Name: "dispatch", New: New, Handler: func(d *worker.Dispatcher) any { return d.Handle }}
+var Function = wire.Function[*dispatch.Dispatcher]{Name: "dispatch", New: New, Handler: func(d *dispatch.Dispatcher) any { return d.Handle }}
 
 // New builds the dispatch worker from the configuration env holds.
-func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*worker.Dispatcher, error) {
+func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*dispatch.Dispatcher, error) {
 	w, err := workers.FromEnv(awsCfg, env, out, config.NeedDispatch)
 	if err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 }
 
 // Build builds the dispatch worker from w.
-func Build(ctx context.Context, w workers.Wiring) (*worker.Dispatcher, error) {
+func Build(ctx context.Context, w workers.Wiring) (*dispatch.Dispatcher, error) {
 	p, err := w.Parts("dispatch")
 	if err != nil {
 		return nil, err
@@ -56,15 +57,15 @@ func Build(ctx context.Context, w workers.Wiring) (*worker.Dispatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire.dispatch: %w", err)
 	}
-	chain := make([]worker.Route, len(provs))
+	chain := make([]workercore.Route, len(provs))
 	for i, pr := range provs {
-		chain[i] = worker.Route{Name: pr.Name, Sender: pr.Sender}
+		chain[i] = workercore.Route{Name: pr.Name, Sender: pr.Sender}
 	}
-	return &worker.Dispatcher{
+	return &dispatch.Dispatcher{
 		Store: p.Store, Opener: seal.New(keys), Renderer: render.New(w.Config.Worker.MaxSegments),
-		Sender: provs[0].Sender, Provider: provs[0].Name, Chain: chain, Health: worker.NewHealth(),
+		Sender: provs[0].Sender, Provider: provs[0].Name, Chain: chain, Health: workercore.NewHealth(),
 		Conversions: conversions(w, p.Clock),
-		Base:        worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
+		Base:        workercore.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
 }
 

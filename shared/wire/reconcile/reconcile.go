@@ -17,18 +17,19 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
+	"github.com/resetnotify/resetnotify/shared/reconcile"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/wire"
 	"github.com/resetnotify/resetnotify/shared/wire/workers"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // Function is the reconcile function.
-var Function = wire.Function[*worker.Reconciler]{Name: "reconcile", New: New, Handler: func(r *worker.Reconciler) any { return r.Handle }}
+var Function = wire.Function[*reconcile.Reconciler]{Name: "reconcile", New: New, Handler: func(r *reconcile.Reconciler) any { return r.Handle }}
 
 // New builds the reconcile worker from the configuration env holds.
-func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*worker.Reconciler, error) {
+func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*reconcile.Reconciler, error) {
 	w, err := workers.FromEnv(awsCfg, env, out, config.NeedReconcile)
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 // Build builds the reconcile worker from w. It takes only each provider's LookupOnly; the
 // Senders the provider package also builds are dropped here and never reachable from the
 // Reconciler.
-func Build(ctx context.Context, w workers.Wiring) (*worker.Reconciler, error) {
+func Build(ctx context.Context, w workers.Wiring) (*reconcile.Reconciler, error) {
 	p, err := w.Parts("reconcile")
 	if err != nil {
 		return nil, err
@@ -56,13 +57,13 @@ func Build(ctx context.Context, w workers.Wiring) (*worker.Reconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire.reconcile: %w", err)
 	}
-	chain := make([]worker.LookupRoute, len(provs))
+	chain := make([]workercore.LookupRoute, len(provs))
 	for i, pr := range provs {
-		chain[i] = worker.LookupRoute{Name: pr.Name, Lookup: pr.Lookup}
+		chain[i] = workercore.LookupRoute{Name: pr.Name, Lookup: pr.Lookup}
 	}
-	return &worker.Reconciler{
+	return &reconcile.Reconciler{
 		Store: p.Store, Lookup: provs[0].Lookup, Receipts: w.Receipts, Provider: provs[0].Name, Chain: chain,
-		Base: worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
+		Base: workercore.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
 }
 

@@ -11,16 +11,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/sweeper"
 	"github.com/resetnotify/resetnotify/shared/wire"
 	"github.com/resetnotify/resetnotify/shared/wire/workers"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // Function is the sweeper function.
-var Function = wire.Function[*worker.Sweeper]{Name: "sweeper", New: New, Handler: func(s *worker.Sweeper) any { return s.Handle }}
+var Function = wire.Function[*sweeper.Sweeper]{Name: "sweeper", New: New, Handler: func(s *sweeper.Sweeper) any { return s.Handle }}
 
 // New builds the sweeper from the configuration env holds.
-func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*worker.Sweeper, error) {
+func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*sweeper.Sweeper, error) {
 	w, err := workers.FromEnv(awsCfg, env, out, config.NeedSweeper)
 	if err != nil {
 		return nil, err
@@ -34,13 +35,13 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 }
 
 // Build builds the sweeper from w.
-func Build(w workers.Wiring) (*worker.Sweeper, error) {
+func Build(w workers.Wiring) (*sweeper.Sweeper, error) {
 	p, err := w.Parts("sweeper")
 	if err != nil {
 		return nil, err
 	}
-	return &worker.Sweeper{
+	return &sweeper.Sweeper{
 		Store: p.Store,
-		Base:  worker.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
+		Base:  workercore.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // Wiring is what building a worker needs from outside: the functions' configuration, the AWS
@@ -72,7 +72,7 @@ type Parts struct {
 	Store    *dynamostore.Store
 	Queue    *sqsqueue.Queue
 	Clock    notify.Clock
-	Settings worker.Settings
+	Settings workercore.Settings
 	Log      *slog.Logger
 	Metrics  *obs.Metrics
 }
@@ -80,8 +80,8 @@ type Parts struct {
 // Parts builds the pieces of the worker function names, after checking the settings (and
 // that TTL cannot remove a record a worker may still hold).
 func (w Wiring) Parts(function string) (Parts, error) {
-	s := worker.SettingsFromConfig(w.Config, w.SMS)
-	if err := errors.Join(s.Validate(), worker.CheckRetention(w.Config.Policy, s)); err != nil {
+	s := workercore.SettingsFromConfig(w.Config, w.SMS)
+	if err := errors.Join(s.Validate(), workercore.CheckRetention(w.Config.Policy, s)); err != nil {
 		return Parts{}, fmt.Errorf("wire.%s: %w", function, err)
 	}
 	out := w.Out

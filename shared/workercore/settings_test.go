@@ -1,4 +1,4 @@
-package worker_test
+package workercore_test
 
 import (
 	"strconv"
@@ -12,7 +12,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 func TestSettingsFromConfig(t *testing.T) {
@@ -21,8 +21,8 @@ func TestSettingsFromConfig(t *testing.T) {
 		BackoffBase: 250 * time.Millisecond, BackoffMax: time.Minute,
 	}}
 	c.Policy.MaxAttempts = 4
-	got := worker.SettingsFromConfig(c, provider.Config{Kind: provider.Simulator, Timeout: 3 * time.Second, Visibility: 20 * time.Second})
-	want := worker.DefaultSettings()
+	got := workercore.SettingsFromConfig(c, provider.Config{Kind: provider.Simulator, Timeout: 3 * time.Second, Visibility: 20 * time.Second})
+	want := workercore.DefaultSettings()
 	want.MaxAttempts, want.Lease, want.MinValidity, want.MaxReconciles = 4, 45*time.Second, 2*time.Second, 7
 	want.BackoffBase, want.BackoffMax, want.ProviderTimeout, want.Visibility = 250*time.Millisecond, time.Minute, 3*time.Second, 20*time.Second
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -32,8 +32,8 @@ func TestSettingsFromConfig(t *testing.T) {
 		t.Error(err)
 	}
 	// Nothing set: the defaults, with the provider's timeout and window.
-	got = worker.SettingsFromConfig(config.Config{}, provider.Config{Timeout: 5 * time.Second})
-	want = worker.DefaultSettings()
+	got = workercore.SettingsFromConfig(config.Config{}, provider.Config{Timeout: 5 * time.Second})
+	want = workercore.DefaultSettings()
 	want.ProviderTimeout, want.Visibility = 5*time.Second, 0
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -59,7 +59,7 @@ func TestSettingsMinValidityCoversTheProvider(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := config.Config{Policy: notify.DefaultPolicy(), Worker: config.Worker{MinValidity: tc.configured}}
-			got := worker.SettingsFromConfig(c, provider.Config{Kind: tc.kind, Timeout: 5 * time.Second, Visibility: time.Minute})
+			got := workercore.SettingsFromConfig(c, provider.Config{Kind: tc.kind, Timeout: 5 * time.Second, Visibility: time.Minute})
 			if got.MinValidity != tc.want {
 				t.Errorf("MinValidity = %s, want %s", got.MinValidity, tc.want)
 			}
@@ -71,24 +71,24 @@ func TestSettingsMinValidityCoversTheProvider(t *testing.T) {
 }
 
 func TestSettingsValidate(t *testing.T) {
-	if err := worker.DefaultSettings().Validate(); err != nil {
+	if err := workercore.DefaultSettings().Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
 	tests := []struct {
 		name   string
-		change func(*worker.Settings)
+		change func(*workercore.Settings)
 		want   string
 	}{
-		{"lease too short for the provider timeout", func(s *worker.Settings) { s.Lease = s.ProviderTimeout + time.Second }, "lease"},
-		{"no attempts", func(s *worker.Settings) { s.MaxAttempts = 0 }, "max attempts"},
-		{"validity under a second", func(s *worker.Settings) { s.MinValidity = 500 * time.Millisecond }, "min validity"},
-		{"backoff max under base", func(s *worker.Settings) { s.BackoffMax = s.BackoffBase / 2 }, "backoff"},
-		{"no reconciles", func(s *worker.Settings) { s.MaxReconciles = 0 }, "max reconciles"},
-		{"no parallelism", func(s *worker.Settings) { s.Parallelism = 0 }, "parallelism"},
+		{"lease too short for the provider timeout", func(s *workercore.Settings) { s.Lease = s.ProviderTimeout + time.Second }, "lease"},
+		{"no attempts", func(s *workercore.Settings) { s.MaxAttempts = 0 }, "max attempts"},
+		{"validity under a second", func(s *workercore.Settings) { s.MinValidity = 500 * time.Millisecond }, "min validity"},
+		{"backoff max under base", func(s *workercore.Settings) { s.BackoffMax = s.BackoffBase / 2 }, "backoff"},
+		{"no reconciles", func(s *workercore.Settings) { s.MaxReconciles = 0 }, "max reconciles"},
+		{"no parallelism", func(s *workercore.Settings) { s.Parallelism = 0 }, "parallelism"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := worker.DefaultSettings()
+			s := workercore.DefaultSettings()
 			tc.change(&s)
 			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Validate = %v, want an error about %s", err, tc.want)
@@ -98,13 +98,13 @@ func TestSettingsValidate(t *testing.T) {
 }
 
 func TestCheckRetention(t *testing.T) {
-	d := worker.DefaultSettings()
+	d := workercore.DefaultSettings()
 	horizon := d.OpenAfterDeadline()
 	tests := []struct {
 		name    string
 		margin  time.Duration
 		grace   time.Duration
-		change  func(*worker.Settings)
+		change  func(*workercore.Settings)
 		refused bool
 	}{
 		{"defaults", time.Minute, 24 * time.Hour, nil, false},
@@ -112,21 +112,21 @@ func TestCheckRetention(t *testing.T) {
 		{"one second short", time.Minute, horizon - time.Minute - time.Second, nil, true},
 		{"no grace", time.Minute, 0, nil, true},
 		{"an hour's grace and an hour's visibility window", time.Minute, time.Hour,
-			func(s *worker.Settings) { s.Visibility = time.Hour }, true},
+			func(s *workercore.Settings) { s.Visibility = time.Hour }, true},
 		{"an hour's grace and a long lease", time.Minute, time.Hour,
-			func(s *worker.Settings) { s.Lease = 59 * time.Minute }, true},
+			func(s *workercore.Settings) { s.Lease = 59 * time.Minute }, true},
 		{"two hours' grace and an hour's visibility window", time.Minute, 2 * time.Hour,
-			func(s *worker.Settings) { s.Visibility = time.Hour }, false},
+			func(s *workercore.Settings) { s.Visibility = time.Hour }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := worker.DefaultSettings()
+			s := workercore.DefaultSettings()
 			if tc.change != nil {
 				tc.change(&s)
 			}
 			p := notify.DefaultPolicy()
 			p.SafetyMargin, p.StatusGrace = tc.margin, tc.grace
-			err := worker.CheckRetention(p, s)
+			err := workercore.CheckRetention(p, s)
 			if (err != nil) != tc.refused {
 				t.Fatalf("CheckRetention = %v, want refused=%v", err, tc.refused)
 			}
@@ -140,7 +140,7 @@ func TestCheckRetention(t *testing.T) {
 // TestConfigDocumentsTheDefaults checks the defaults config.Vars (and so the README) gives the
 // workers' variables against DefaultSettings and the renderer's budget.
 func TestConfigDocumentsTheDefaults(t *testing.T) {
-	s := worker.DefaultSettings()
+	s := workercore.DefaultSettings()
 	want := map[string]string{
 		config.EnvLeaseSeconds:       strconv.Itoa(int(s.Lease / time.Second)),
 		config.EnvMinValiditySeconds: strconv.Itoa(int(s.MinValidity / time.Second)),

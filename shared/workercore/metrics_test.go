@@ -1,4 +1,4 @@
-package worker_test
+package workercore_test
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // emfLine is one parsed EMF line: its dimension values, its dimension sets, and each metric's
@@ -120,25 +120,25 @@ func TestProviderCallMetrics(t *testing.T) {
 			f.sender.Outcomes = []sms.Outcome{tc.outcome}
 			f.dispatch(t, notify.MessageOf(f.admitKey(t, "k")))
 
-			lines := withMetric(parseEMF(t, f.metrics.String()), worker.MetricProviderLatency)
+			lines := withMetric(parseEMF(t, f.metrics.String()), workercore.MetricProviderLatency)
 			if len(lines) != 1 {
-				t.Fatalf("%d lines with %s, want 1 per provider call", len(lines), worker.MetricProviderLatency)
+				t.Fatalf("%d lines with %s, want 1 per provider call", len(lines), workercore.MetricProviderLatency)
 			}
 			l := lines[0]
-			if !l.has(obs.DimFunction, worker.DimProvider) {
+			if !l.has(obs.DimFunction, workercore.DimProvider) {
 				t.Errorf("dimension sets %v lack [Function Provider], which the latency alarm reads", l.sets)
 			}
-			if !l.has(obs.DimFunction, "Class", "Detail", worker.DimProvider) {
+			if !l.has(obs.DimFunction, "Class", "Detail", workercore.DimProvider) {
 				t.Errorf("dimension sets %v lack [Function Class Detail Provider]", l.sets)
 			}
-			if l.dims[worker.DimProvider] != providerSim || l.dims["Class"] != string(tc.class) {
+			if l.dims[workercore.DimProvider] != providerSim || l.dims["Class"] != string(tc.class) {
 				t.Errorf("dimensions %v, want Provider %s and Class %s", l.dims, providerSim, tc.class)
 			}
-			if l.units[worker.MetricProviderLatency] != string(obs.UnitMilliseconds) || l.values[worker.MetricProviderLatency] < 0 {
-				t.Errorf("latency %v %s", l.values[worker.MetricProviderLatency], l.units[worker.MetricProviderLatency])
+			if l.units[workercore.MetricProviderLatency] != string(obs.UnitMilliseconds) || l.values[workercore.MetricProviderLatency] < 0 {
+				t.Errorf("latency %v %s", l.values[workercore.MetricProviderLatency], l.units[workercore.MetricProviderLatency])
 			}
-			if l.values[worker.MetricProviderCalls] != 1 {
-				t.Errorf("%s = %v, want 1", worker.MetricProviderCalls, l.values[worker.MetricProviderCalls])
+			if l.values[workercore.MetricProviderCalls] != 1 {
+				t.Errorf("%s = %v, want 1", workercore.MetricProviderCalls, l.values[workercore.MetricProviderCalls])
 			}
 		})
 	}
@@ -148,11 +148,11 @@ func TestProviderCallMetrics(t *testing.T) {
 func overdue(t *testing.T, f *fixture) map[string]float64 {
 	t.Helper()
 	got := map[string]float64{}
-	for _, l := range withMetric(parseEMF(t, f.metrics.String()), worker.MetricOverdue) {
-		if !l.has(obs.DimFunction, worker.DimState) {
-			t.Errorf("%s dimension sets %v, want [[Function State]]", worker.MetricOverdue, l.sets)
+	for _, l := range withMetric(parseEMF(t, f.metrics.String()), workercore.MetricOverdue) {
+		if !l.has(obs.DimFunction, workercore.DimState) {
+			t.Errorf("%s dimension sets %v, want [[Function State]]", workercore.MetricOverdue, l.sets)
 		}
-		got[l.dims[worker.DimState]] += l.values[worker.MetricOverdue]
+		got[l.dims[workercore.DimState]] += l.values[workercore.MetricOverdue]
 	}
 	return got
 }
@@ -256,11 +256,11 @@ func emitFailoverMetrics(t *testing.T, base *fixture) {
 	f := newChainFixture(t)
 	f.metrics = base.metrics
 	f.build(t)
-	f.d.Chain = []worker.Route{{Name: primary, Sender: f.sender}, {Name: secondary, Sender: f.sender2}}
-	f.r.Chain = []worker.LookupRoute{{Name: primary, Lookup: sms.OnlyLookup(f.lookup)}, {Name: secondary, Lookup: sms.OnlyLookup(f.lookup2)}}
-	f.d.Health = worker.NewHealth()
+	f.d.Chain = []workercore.Route{{Name: primary, Sender: f.sender}, {Name: secondary, Sender: f.sender2}}
+	f.r.Chain = []workercore.LookupRoute{{Name: primary, Lookup: sms.OnlyLookup(f.lookup)}, {Name: secondary, Lookup: sms.OnlyLookup(f.lookup2)}}
+	f.d.Health = workercore.NewHealth()
 	f.sender.Outcomes = []sms.Outcome{sms.NotAccepted(sms.DetailNotWritten, 0, errors.New("refused"))}
-	for i := range worker.DefaultTripAfter + 1 {
+	for i := range workercore.DefaultTripAfter + 1 {
 		f.dispatch(t, notify.MessageOf(f.admitKey(t, fmt.Sprintf("failover-%d", i))))
 		f.drain(t, 5)
 	}
@@ -413,7 +413,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check, ours)
 		}
 	}
-	for _, name := range []string{worker.MetricProviderLatency, worker.MetricOverdue, audit.MetricDigestLag, worker.MetricExpirations, worker.MetricCoolDowns, worker.MetricReceiptMismatch} {
+	for _, name := range []string{workercore.MetricProviderLatency, workercore.MetricOverdue, audit.MetricDigestLag, workercore.MetricExpirations, workercore.MetricCoolDowns, workercore.MetricReceiptMismatch} {
 		if !alarmed[name] {
 			t.Errorf("no alarm reads %s", name)
 		}

@@ -1,4 +1,4 @@
-package worker
+package reconcile
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // Reconciler is the reconcile worker. It settles dispatch_unknown records by reading the
@@ -30,16 +31,16 @@ type Reconciler struct {
 	// Chain holds the lookups of every provider of the chain, by name; empty means a chain
 	// of one, Provider with its Lookup. An attempt is looked up at the provider recorded for
 	// it (a record written before the chain, with no provider, at the first).
-	Chain []LookupRoute
-	Base
+	Chain []workercore.LookupRoute
+	workercore.Base
 }
 
 // lookupFor returns the lookup of the provider that had rec's current attempt, and its name;
 // ok is false when that provider is not configured here.
-func (r *Reconciler) lookupFor(rec notify.Record) (LookupRoute, bool) {
+func (r *Reconciler) lookupFor(rec notify.Record) (workercore.LookupRoute, bool) {
 	chain := r.Chain
 	if len(chain) == 0 {
-		chain = []LookupRoute{{Name: r.Provider, Lookup: r.Lookup}}
+		chain = []workercore.LookupRoute{{Name: r.Provider, Lookup: r.Lookup}}
 	}
 	if rec.Provider == "" {
 		return chain[0], true
@@ -49,10 +50,10 @@ func (r *Reconciler) lookupFor(rec notify.Record) (LookupRoute, bool) {
 			return lr, true
 		}
 	}
-	return LookupRoute{Name: rec.Provider}, false
+	return workercore.LookupRoute{Name: rec.Provider}, false
 }
 
-func (r *Reconciler) core() Core { return r.Base.Core("reconcile", r.Store) }
+func (r *Reconciler) core() workercore.Core { return r.Base.Core("reconcile", r.Store) }
 
 // Handle is the Lambda handler for the reconcile queue, with partial batch failures.
 func (r *Reconciler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -84,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 		return err
 	}
 	if rec.State != notify.StateDispatchUnknown {
-		c.Skip(OutcomeNotUnknown, rec)
+		c.Skip(workercore.OutcomeNotUnknown, rec)
 		return nil
 	}
 	now := r.Clock.Now()
@@ -92,11 +93,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 		// Early (a duplicate, or a wait longer than SQS allows): do not spend a lookup, or one of
 		// the bounded inconclusive rounds, before the record is due.
 		if m.Version != rec.Version {
-			c.Skip(OutcomeStale, rec)
+			c.Skip(workercore.OutcomeStale, rec)
 			return nil
 		}
 		c.ScheduleReconcile(ctx, rec, rec.NextActionAt.Sub(now))
-		c.Skip(OutcomeNotDue, rec)
+		c.Skip(workercore.OutcomeNotDue, rec)
 		return nil
 	}
 
@@ -129,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 // the change that settles rec (To is StateNone when the receipts say nothing conclusive) and
 // whether any receipt was found. A failed read is returned, so the message is retried: a
 // lookup's "not found" must not be trusted while a receipt may be stored.
-func (r *Reconciler) byReceipt(ctx context.Context, c Core, rec notify.Record) (notify.Change, bool, error) {
+func (r *Reconciler) byReceipt(ctx context.Context, c workercore.Core, rec notify.Record) (notify.Change, bool, error) {
 	ch := notify.Change{Reason: notify.ReasonReconciledByReceipt}
 	if rec.Attempt < 1 {
 		return notify.Change{}, false, nil
@@ -149,12 +150,12 @@ func (r *Reconciler) byReceipt(ctx context.Context, c Core, rec notify.Record) (
 	if !ok {
 		return notify.Change{}, false, nil
 	}
-	c.Logger().Info("stored receipt", append(Attrs(rec), "attempt_ref", ref, "receipt_status", string(rc.Status), "receipt_provider", rc.Provider)...)
+	c.Logger().Info("stored receipt", append(workercore.Attrs(rec), "attempt_ref", ref, "receipt_status", string(rc.Status), "receipt_provider", rc.Provider)...)
 	if !rc.Matches(rec.Provider, rec.ProviderMessageID) {
 		// Not from the provider that had the attempt (or for another message): evidence,
 		// never applied. It still counts as seen, so that no "not found" authorises a send.
-		r.Metrics.EmitRollup(map[string]string{DimProvider: rc.Provider}, [][]string{{}}, obs.Metric{Name: MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
-		c.Logger().Error("stored receipt names another provider or message; not applied", append(Attrs(rec), "attempt_ref", ref, "receipt_provider", rc.Provider)...)
+		r.Metrics.EmitRollup(map[string]string{workercore.DimProvider: rc.Provider}, [][]string{{}}, obs.Metric{Name: workercore.MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
+		c.Logger().Error("stored receipt names another provider or message; not applied", append(workercore.Attrs(rec), "attempt_ref", ref, "receipt_provider", rc.Provider)...)
 		return notify.Change{}, true, nil
 	}
 	ch.ProviderMessageID = rc.MessageID
@@ -172,7 +173,7 @@ func (r *Reconciler) byReceipt(ctx context.Context, c Core, rec notify.Record) (
 
 // lookup asks the provider about rec's current attempt. A lookup error becomes an inconclusive
 // result.
-func (r *Reconciler) lookup(ctx context.Context, c Core, rec notify.Record) sms.LookupResult {
+func (r *Reconciler) lookup(ctx context.Context, c workercore.Core, rec notify.Record) sms.LookupResult {
 	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
 	if rec.Attempt < 1 || rec.AttemptedAt.IsZero() {
 		return sms.Inconclusive("attempt_unknown")
@@ -187,21 +188,21 @@ func (r *Reconciler) lookup(ctx context.Context, c Core, rec notify.Record) sms.
 		AttemptRef: ref, MessageID: rec.ProviderMessageID, AttemptedAt: c.AttemptEnd(rec),
 	})
 	if err != nil {
-		c.Logger().Warn("lookup failed; counted as inconclusive", append(Attrs(rec), "attempt_ref", ref, "error", err)...)
+		c.Logger().Warn("lookup failed; counted as inconclusive", append(workercore.Attrs(rec), "attempt_ref", ref, "error", err)...)
 		if res.Status != sms.LookupInconclusive {
 			res = sms.Inconclusive("provider_error")
 		}
 	}
-	r.Metrics.Emit(map[string]string{DimProvider: lr.Name, "Status": string(res.Status)},
-		obs.Metric{Name: MetricLookups, Unit: obs.UnitCount, Value: 1})
-	c.Logger().Info("lookup", append(Attrs(rec), "attempt_ref", ref, "status", string(res.Status), "detail", res.Detail)...)
+	r.Metrics.Emit(map[string]string{workercore.DimProvider: lr.Name, "Status": string(res.Status)},
+		obs.Metric{Name: workercore.MetricLookups, Unit: obs.UnitCount, Value: 1})
+	c.Logger().Info("lookup", append(workercore.Attrs(rec), "attempt_ref", ref, "status", string(res.Status), "detail", res.Detail)...)
 	return res
 }
 
-func (r *Reconciler) accepted(ctx context.Context, c Core, rec notify.Record, res sms.LookupResult, now time.Time) error {
+func (r *Reconciler) accepted(ctx context.Context, c workercore.Core, rec notify.Record, res sms.LookupResult, now time.Time) error {
 	if res.Matches > 1 {
-		r.Metrics.Emit(map[string]string{DimProvider: rec.Provider}, obs.Metric{Name: MetricDoubleSend, Unit: obs.UnitCount, Value: 1})
-		c.Logger().Error("provider holds more than one accepted message for one attempt", append(Attrs(rec), "matches", res.Matches)...)
+		r.Metrics.Emit(map[string]string{workercore.DimProvider: rec.Provider}, obs.Metric{Name: workercore.MetricDoubleSend, Unit: obs.UnitCount, Value: 1})
+		c.Logger().Error("provider holds more than one accepted message for one attempt", append(workercore.Attrs(rec), "matches", res.Matches)...)
 	}
 	sent, ok, err := c.Settle(ctx, rec, notify.Change{
 		To: notify.StateSent, Reason: notify.ReasonReconciledAccepted, ProviderMessageID: res.MessageID,
@@ -215,7 +216,7 @@ func (r *Reconciler) accepted(ctx context.Context, c Core, rec notify.Record, re
 	return err
 }
 
-func (r *Reconciler) notFound(ctx context.Context, c Core, rec notify.Record, now time.Time) error {
+func (r *Reconciler) notFound(ctx context.Context, c workercore.Core, rec notify.Record, now time.Time) error {
 	if c.TooLate(rec, now) {
 		// Proven not sent, and too late to send: stopped before dispatch.
 		return c.Expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
@@ -237,7 +238,7 @@ func (r *Reconciler) notFound(ctx context.Context, c Core, rec notify.Record, no
 	return nil
 }
 
-func (r *Reconciler) inconclusive(ctx context.Context, c Core, m notify.Message, rec notify.Record, res sms.LookupResult, now time.Time) error {
+func (r *Reconciler) inconclusive(ctx context.Context, c workercore.Core, m notify.Message, rec notify.Record, res sms.LookupResult, now time.Time) error {
 	if !now.Before(rec.DispatchDeadline) {
 		visible := c.AttemptEnd(rec).Add(r.Settings.Visibility)
 		if now.Before(visible) && rec.Attempt >= 1 && !rec.AttemptedAt.IsZero() {
@@ -246,7 +247,7 @@ func (r *Reconciler) inconclusive(ctx context.Context, c Core, m notify.Message,
 			if m.Version == rec.Version {
 				c.ScheduleReconcile(ctx, rec, visible.Sub(now))
 			}
-			c.Skip(OutcomeNotDue, rec)
+			c.Skip(workercore.OutcomeNotDue, rec)
 			return nil
 		}
 		return c.Expire(ctx, rec, notify.ReasonExpiredUnresolved, now)

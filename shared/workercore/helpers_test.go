@@ -1,4 +1,4 @@
-package worker_test
+package workercore_test
 
 import (
 	"context"
@@ -9,12 +9,15 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
+	"github.com/resetnotify/resetnotify/shared/reconcile"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/sweeper"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // t0 is the tests' "now"; the fake clock starts there.
@@ -35,15 +38,15 @@ type fixture struct {
 	sched    *notifytest.Queue
 	logs     *workertest.SyncBuffer
 	metrics  *workertest.SyncBuffer
-	settings worker.Settings
-	d        *worker.Dispatcher
-	r        *worker.Reconciler
-	s        *worker.Sweeper
+	settings workercore.Settings
+	d        *dispatch.Dispatcher
+	r        *reconcile.Reconciler
+	s        *sweeper.Sweeper
 }
 
 // testSettings are DefaultSettings with small bounds, so exhaustion is quick to reach.
-func testSettings() worker.Settings {
-	s := worker.DefaultSettings()
+func testSettings() workercore.Settings {
+	s := workercore.DefaultSettings()
 	s.MaxAttempts = 3
 	s.MaxReconciles = 3
 	s.Parallelism = 4
@@ -76,16 +79,16 @@ func (f *fixture) build(t *testing.T) {
 	}
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	metrics := &obs.Metrics{W: f.metrics, Function: "test", Now: f.clock.Now}
-	f.d = &worker.Dispatcher{
+	f.d = &dispatch.Dispatcher{
 		Store: f.store, Opener: notifytest.Sealer{}, Renderer: render.New(0), Sender: f.sender,
-		Provider: providerSim, Base: worker.Base{Queue: f.sched, Clock: f.clock, Settings: f.settings,
+		Provider: providerSim, Base: workercore.Base{Queue: f.sched, Clock: f.clock, Settings: f.settings,
 			Log: log, Metrics: metrics, Random: rand.New(rand.NewPCG(1, 2)).Float64},
 	}
-	f.r = &worker.Reconciler{
-		Store: f.store, Lookup: sms.OnlyLookup(f.lookup), Provider: providerSim, Base: worker.Base{Queue: f.sched,
+	f.r = &reconcile.Reconciler{
+		Store: f.store, Lookup: sms.OnlyLookup(f.lookup), Provider: providerSim, Base: workercore.Base{Queue: f.sched,
 			Clock: f.clock, Settings: f.settings, Log: log, Metrics: metrics, Random: rand.New(rand.NewPCG(3, 4)).Float64},
 	}
-	f.s = &worker.Sweeper{Store: f.store, Base: worker.Base{Queue: f.sched, Clock: f.clock, Settings: f.settings, Log: log, Metrics: metrics}}
+	f.s = &sweeper.Sweeper{Store: f.store, Base: workercore.Base{Queue: f.sched, Clock: f.clock, Settings: f.settings, Log: log, Metrics: metrics}}
 }
 
 func (f *fixture) noSecrets(t *testing.T) {
@@ -184,7 +187,7 @@ func (f *fixture) reconcile(t *testing.T, m notify.Message) {
 }
 
 // sweep runs the sweeper at the clock's time.
-func (f *fixture) sweep(t *testing.T) worker.SweepReport {
+func (f *fixture) sweep(t *testing.T) sweeper.SweepReport {
 	t.Helper()
 	rep, err := f.s.Sweep(context.Background())
 	if err != nil {

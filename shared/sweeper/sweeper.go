@@ -1,4 +1,4 @@
-package worker
+package sweeper
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // SweepReserve is the time the sweeper keeps in hand before its Lambda deadline: it starts no
@@ -21,8 +22,8 @@ const SweepReserve = 5 * time.Second
 // Settings.SweepGrace ago and moves them on, so a lost or never-sent queue message leaves
 // nothing stuck. Every field but those Base marks optional is required.
 type Sweeper struct {
-	Store DueStore
-	Base
+	Store workercore.DueStore
+	workercore.Base
 }
 
 // SweepReport says what one run did.
@@ -43,7 +44,7 @@ type SweepReport struct {
 	Unfinished bool
 }
 
-func (s *Sweeper) core() Core { return s.Base.Core("sweeper", s.Store) }
+func (s *Sweeper) core() workercore.Core { return s.Base.Core("sweeper", s.Store) }
 
 // Handle is the Lambda handler for the EventBridge schedule. It returns an error when a shard
 // could not be read or a record could not be moved, so the run counts as a Lambda error (and
@@ -123,7 +124,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 
 // report logs one run and writes its metrics: MetricSwept per action taken, and the
 // MetricOverdue gauge for every state that can be due, zeros included.
-func (s *Sweeper) report(c Core, rep SweepReport, overdue map[notify.State]int) {
+func (s *Sweeper) report(c workercore.Core, rep SweepReport, overdue map[notify.State]int) {
 	c.Logger().Info("sweep done", "seen", rep.Seen, "dispatched", rep.Dispatched, "reconciles", rep.Reconciles,
 		"expired", rep.Expired, "lease_expired", rep.LeaseExpired, "skipped", rep.Skipped,
 		"truncated_shards", rep.Truncated, "unfinished", rep.Unfinished)
@@ -132,15 +133,15 @@ func (s *Sweeper) report(c Core, rep SweepReport, overdue map[notify.State]int) 
 		"lease_expired": rep.LeaseExpired, "skip": rep.Skipped,
 	} {
 		if n > 0 {
-			s.Metrics.Emit(map[string]string{"Action": action}, obs.Metric{Name: MetricSwept, Unit: obs.UnitCount, Value: float64(n)})
+			s.Metrics.Emit(map[string]string{"Action": action}, obs.Metric{Name: workercore.MetricSwept, Unit: obs.UnitCount, Value: float64(n)})
 		}
 	}
 	for state, n := range overdue {
-		s.Metrics.Emit(map[string]string{DimState: string(state)}, obs.Metric{Name: MetricOverdue, Unit: obs.UnitCount, Value: float64(n)})
+		s.Metrics.Emit(map[string]string{workercore.DimState: string(state)}, obs.Metric{Name: workercore.MetricOverdue, Unit: obs.UnitCount, Value: float64(n)})
 	}
 }
 
-func (s *Sweeper) sweepOne(ctx context.Context, c Core, rec notify.Record, rep *SweepReport) error {
+func (s *Sweeper) sweepOne(ctx context.Context, c workercore.Core, rec notify.Record, rep *SweepReport) error {
 	now := s.Clock.Now()
 	switch rec.State {
 	case notify.StateAccepted, notify.StateRetryScheduled:

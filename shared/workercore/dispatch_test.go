@@ -1,4 +1,4 @@
-package worker_test
+package workercore_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // TestProviderOutcomeTable drives one attempt per row of docs/design.md's provider-outcome table
@@ -158,7 +158,7 @@ func TestPoisonMessagesAreAcknowledged(t *testing.T) {
 	for name, body := range bodies {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: name, Body: body})
 	}
-	for name, h := range map[string]worker.BatchHandler{"dispatch": f.d.Handle, "reconcile": f.r.Handle} {
+	for name, h := range map[string]workercore.BatchHandler{"dispatch": f.d.Handle, "reconcile": f.r.Handle} {
 		resp, err := h(context.Background(), ev)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Errorf("%s: %+v, %v; want every poison message acknowledged", name, resp, err)
@@ -171,7 +171,7 @@ func TestPoisonMessagesAreAcknowledged(t *testing.T) {
 		t.Errorf("record moved to v%d", got.Version)
 	}
 	metrics := f.metrics.String()
-	for _, outcome := range []string{worker.OutcomePoisonBody, worker.OutcomePoisonKey, worker.OutcomePoisonMismatch} {
+	for _, outcome := range []string{workercore.OutcomePoisonBody, workercore.OutcomePoisonKey, workercore.OutcomePoisonMismatch} {
 		if !strings.Contains(metrics, `"Outcome":"`+outcome+`"`) {
 			t.Errorf("no %s count in the metrics", outcome)
 		}
@@ -400,7 +400,7 @@ func TestScheduleFailureIsLeftToTheSweeper(t *testing.T) {
 	rec := f.admitKey(t, "k")
 	f.dispatch(t, notify.MessageOf(rec)) // acknowledged although scheduling failed
 	got := f.get(t, "k")
-	if got.State != notify.StateDispatchUnknown || !strings.Contains(f.metrics.String(), worker.MetricScheduleFailures) {
+	if got.State != notify.StateDispatchUnknown || !strings.Contains(f.metrics.String(), workercore.MetricScheduleFailures) {
 		t.Fatalf("record %s; schedule failure not counted", got.State)
 	}
 	f.sched.Err = nil
@@ -432,7 +432,7 @@ func TestOutcomeNotRecordedNeverResends(t *testing.T) {
 	rec := f.admitKey(t, "k")
 	f.dispatch(t, notify.MessageOf(rec))
 	got := f.get(t, "k")
-	if got.State != notify.StateDispatching || !strings.Contains(f.metrics.String(), worker.MetricUnrecorded) {
+	if got.State != notify.StateDispatching || !strings.Contains(f.metrics.String(), workercore.MetricUnrecorded) {
 		t.Fatalf("record %s, want dispatching with the outcome counted as not recorded", got.State)
 	}
 	f.dispatch(t, notify.MessageOf(rec)) // redelivered while the lease is held

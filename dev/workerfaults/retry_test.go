@@ -1,4 +1,4 @@
-package worker_test
+package workerfaults_test
 
 import (
 	"context"
@@ -21,11 +21,11 @@ import (
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/sms/simapi"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // TestCommittedWritesRetriedBySDK reports every conditional write to DynamoDB Local as a
@@ -218,17 +218,6 @@ func TestReconcileReadsReceiptsFirst(t *testing.T) {
 	}
 }
 
-// requestsTo returns the simulator's send requests to the number to.
-func requestsTo(all []simapi.RequestEntry, to string) []simapi.RequestEntry {
-	var out []simapi.RequestEntry
-	for _, e := range all {
-		if e.To == to {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // TestAuditActorsInOrder admits a notification, dispatches it and records its delivered
 // receipt, each in an invocation with its own request ID, then runs the audit function over
 // the notifications stream: each entry names the function that made the transition (copied
@@ -306,9 +295,9 @@ func TestReceiptWhileDispatchingIsHeld(t *testing.T) {
 		return sms.Accepted("m-early")
 	}}
 	base := st.Dispatcher
-	d := &worker.Dispatcher{
+	d := &dispatch.Dispatcher{
 		Store: base.Store, Opener: base.Opener, Renderer: base.Renderer, Sender: sender, Provider: base.Provider,
-		Base: worker.Base{Queue: base.Queue, Clock: base.Clock, Settings: base.Settings, Log: base.Log, Metrics: base.Metrics},
+		Base: workercore.Base{Queue: base.Queue, Clock: base.Clock, Settings: base.Settings, Log: base.Log, Metrics: base.Metrics},
 	}
 	const key = "early-receipt"
 	rec := st.Submit(t, liveRequest(key, "+491555000999"))

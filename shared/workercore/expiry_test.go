@@ -1,4 +1,4 @@
-package worker_test
+package workercore_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // TestNoProviderCallAtOrAfterTheDeadline moves the fake clock around the dispatch deadline and
@@ -77,7 +77,7 @@ func TestProviderMinimumValidityExpiresInsteadOfLeasing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.settings = worker.SettingsFromConfig(config.Config{Policy: notify.DefaultPolicy()},
+			f.settings = workercore.SettingsFromConfig(config.Config{Policy: notify.DefaultPolicy()},
 				provider.Config{Kind: provider.EndUserSMS, Timeout: 5 * time.Second, Visibility: 5 * time.Minute})
 			f.build(t)
 			f.sender.OnSend = func(_ context.Context, n int, req sms.SendRequest) sms.Outcome {

@@ -1,4 +1,4 @@
-package worker_test
+package workercore_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/reconcile"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
 // unknownRecord admits a record for key and takes it through one attempt whose outcome was a
@@ -294,7 +294,7 @@ type sendProbe struct{}
 func (sendProbe) Send() {}
 
 type probe struct {
-	worker.Reconciler
+	reconcile.Reconciler
 	sendProbe
 }
 
@@ -331,11 +331,11 @@ func TestReconcilerCannotSend(t *testing.T) {
 			}
 		}
 	}
-	walk("Reconciler", reflect.TypeFor[worker.Reconciler]())
+	walk("Reconciler", reflect.TypeFor[reconcile.Reconciler]())
 	if !seen[reflect.TypeFor[sms.LookupOnly]()] {
 		t.Error("Reconciler no longer holds an sms.LookupOnly")
 	}
-	if reflect.TypeFor[*worker.Reconciler]().Implements(reflect.TypeFor[sms.Sender]()) {
+	if reflect.TypeFor[*reconcile.Reconciler]().Implements(reflect.TypeFor[sms.Sender]()) {
 		t.Error("*Reconciler is an sms.Sender")
 	}
 }

@@ -1,4 +1,4 @@
-package worker_test
+package workercore_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/sweeper"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	"github.com/resetnotify/resetnotify/shared/worker"
 )
 
 func TestSweeperActions(t *testing.T) {
@@ -52,7 +52,7 @@ func TestSweeperActions(t *testing.T) {
 
 	f.clock.Set(t0.Add(3 * time.Minute))
 	rep := f.sweep(t)
-	want := worker.SweepReport{Seen: 5, Dispatched: 2, Reconciles: 1, Expired: 1, LeaseExpired: 1}
+	want := sweeper.SweepReport{Seen: 5, Dispatched: 2, Reconciles: 1, Expired: 1, LeaseExpired: 1}
 	if diff := cmp.Diff(want, rep); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
 	}
@@ -148,7 +148,7 @@ func TestSweeperLimitAndBudget(t *testing.T) {
 	if rep.Truncated == 0 || rep.Seen > 2*tables.DueShards {
 		t.Errorf("report %+v, want at most %d per shard", rep, 2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), worker.SweepReserve/2)
+	ctx, cancel := context.WithTimeout(context.Background(), sweeper.SweepReserve/2)
 	defer cancel()
 	rep, err := f.s.Sweep(ctx)
 	if err != nil || !rep.Unfinished || rep.Seen != 0 {

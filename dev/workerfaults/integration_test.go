@@ -1,4 +1,4 @@
-package worker_test
+package workerfaults_test
 
 import (
 	"context"
@@ -30,15 +30,6 @@ func liveRequest(key, to string) notify.Request {
 		Params:    map[string]string{notify.ParamCode: "K3Y9Z2"},
 		ExpiresAt: time.Now().UTC().Add(10 * time.Minute).Truncate(time.Second),
 	}
-}
-
-func steps(ss ...string) []workertest.Step {
-	out := make([]workertest.Step, 0, len(ss))
-	for _, s := range ss {
-		state, reason, _ := strings.Cut(s, "/")
-		out = append(out, workertest.Step{State: notify.State(state), Reason: notify.Reason(reason)})
-	}
-	return out
 }
 
 // TestProviderOutcomesEndToEnd runs every row of docs/design.md's provider-outcome table through the

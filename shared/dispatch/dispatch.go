@@ -1,4 +1,4 @@
-package worker
+package dispatch
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // Dispatcher is the dispatch worker. Build it with a struct literal; every field but those
@@ -27,25 +28,25 @@ type Dispatcher struct {
 	Provider string
 	// Chain is the ordered provider chain (see Choose). Empty means a chain of one, Provider
 	// with its Sender.
-	Chain []Route
+	Chain []workercore.Route
 	// Health is the providers' circuit breaker; nil skips no provider.
-	Health *Health
+	Health *workercore.Health
 	// Conversions, when set, counts each send recorded here per prefix and country and blocks
 	// a prefix whose conversion share is low (see notify.Conversions.Sent). A failure there
 	// never fails the send.
 	Conversions *notify.Conversions
-	Base
+	workercore.Base
 }
 
 // chain returns d's provider chain.
-func (d *Dispatcher) chain() []Route {
+func (d *Dispatcher) chain() []workercore.Route {
 	if len(d.Chain) > 0 {
 		return d.Chain
 	}
-	return []Route{{Name: d.Provider, Sender: d.Sender}}
+	return []workercore.Route{{Name: d.Provider, Sender: d.Sender}}
 }
 
-func (d *Dispatcher) core() Core { return d.Base.Core("dispatch", d.Store) }
+func (d *Dispatcher) core() workercore.Core { return d.Base.Core("dispatch", d.Store) }
 
 // Handle is the Lambda handler for the dispatch queue. Each failed record is reported in
 // BatchItemFailures (the function's event source mapping sets ReportBatchItemFailures), so only
@@ -72,30 +73,30 @@ func (d *Dispatcher) Dispatch(ctx context.Context, m notify.Message) error {
 	now := d.Clock.Now()
 	switch {
 	case rec.State.SendingDone():
-		c.Skip(OutcomeSettled, rec)
+		c.Skip(workercore.OutcomeSettled, rec)
 		return nil
 	case rec.State == notify.StateDispatching:
 		if now.Before(rec.LeaseUntil) {
-			c.Skip(OutcomeLeaseHeld, rec)
+			c.Skip(workercore.OutcomeLeaseHeld, rec)
 			return nil
 		}
 		_, err := c.LeaseExpired(ctx, rec, now)
 		return err
 	case rec.State == notify.StateDispatchUnknown:
-		c.Skip(OutcomeReconciling, rec)
+		c.Skip(workercore.OutcomeReconciling, rec)
 		return nil
 	case rec.State == notify.StateAccepted || rec.State == notify.StateRetryScheduled:
 		return d.attempt(ctx, c, m, rec, now)
 	}
-	c.Skip(OutcomeSettled, rec)
-	c.Logger().Error("record in an unknown state acknowledged", Attrs(rec)...)
+	c.Skip(workercore.OutcomeSettled, rec)
+	c.Logger().Error("record in an unknown state acknowledged", workercore.Attrs(rec)...)
 	return nil
 }
 
 // attempt makes one provider attempt for an accepted or retry_scheduled record, unless it is
 // too late (expired), not due yet (re-scheduled), or out of attempts (left for the deadline).
 // Its steps: guard, unseal and render, lease, re-check the clock, call the provider, record.
-func (d *Dispatcher) attempt(ctx context.Context, c Core, m notify.Message, rec notify.Record, now time.Time) error {
+func (d *Dispatcher) attempt(ctx context.Context, c workercore.Core, m notify.Message, rec notify.Record, now time.Time) error {
 	if done, err := d.guard(ctx, c, m, rec, now); done {
 		return err
 	}
@@ -103,7 +104,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c Core, m notify.Message, rec 
 	if !ok {
 		return err
 	}
-	choice := Choose(d.chain(), rec, d.Health, d.Clock.Now())
+	choice := workercore.Choose(d.chain(), rec, d.Health, d.Clock.Now())
 	leased, ok, err := d.lease(ctx, c, rec, choice.Route.Name)
 	if !ok {
 		return err
@@ -117,18 +118,18 @@ func (d *Dispatcher) attempt(ctx context.Context, c Core, m notify.Message, rec 
 }
 
 // countChoice counts a failover and the providers skipped for their cool-down.
-func (d *Dispatcher) countChoice(ch Choice) {
+func (d *Dispatcher) countChoice(ch workercore.Choice) {
 	if ch.Failover {
-		d.Metrics.Emit(map[string]string{DimProvider: ch.Route.Name}, obs.Metric{Name: MetricFailovers, Unit: obs.UnitCount, Value: 1})
+		d.Metrics.Emit(map[string]string{workercore.DimProvider: ch.Route.Name}, obs.Metric{Name: workercore.MetricFailovers, Unit: obs.UnitCount, Value: 1})
 	}
 	for _, name := range ch.Skipped {
-		d.Metrics.Emit(map[string]string{DimProvider: name}, obs.Metric{Name: MetricCoolDownSkips, Unit: obs.UnitCount, Value: 1})
+		d.Metrics.Emit(map[string]string{workercore.DimProvider: name}, obs.Metric{Name: workercore.MetricCoolDownSkips, Unit: obs.UnitCount, Value: 1})
 	}
 }
 
 // guard decides whether rec may be attempted at now. done is true when it may not: the message
 // is then done with (a nil error) or to be retried (an error).
-func (d *Dispatcher) guard(ctx context.Context, c Core, m notify.Message, rec notify.Record, now time.Time) (done bool, err error) {
+func (d *Dispatcher) guard(ctx context.Context, c workercore.Core, m notify.Message, rec notify.Record, now time.Time) (done bool, err error) {
 	if c.TooLate(rec, now) {
 		return true, c.Expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
@@ -136,33 +137,33 @@ func (d *Dispatcher) guard(ctx context.Context, c Core, m notify.Message, rec no
 		// Early: the wait was longer than SQS allows, or this is a duplicate. Only the message
 		// of the current version carries the schedule on, so duplicates do not multiply.
 		if m.Version != rec.Version {
-			c.Skip(OutcomeStale, rec)
+			c.Skip(workercore.OutcomeStale, rec)
 			return true, nil
 		}
 		c.ScheduleDispatch(ctx, rec, rec.NextActionAt.Sub(now))
-		c.Skip(OutcomeNotDue, rec)
+		c.Skip(workercore.OutcomeNotDue, rec)
 		return true, nil
 	}
 	if rec.State == notify.StateRetryScheduled && rec.EarlyReceipt != notify.StateNone {
 		// The provider answered "not accepted" and yet reported the attempt's delivery: it
 		// did accept. No further attempt, on this provider or another; the record waits for
 		// its deadline and expires, and the receipts table keeps the evidence.
-		d.Metrics.Emit(map[string]string{DimProvider: rec.Provider}, obs.Metric{Name: MetricContradicted, Unit: obs.UnitCount, Value: 1})
-		c.Skip(OutcomeReceiptHeld, rec)
-		c.Logger().Error("a receipt contradicts the provider's \"not accepted\"; no further attempt", Attrs(rec)...)
+		d.Metrics.Emit(map[string]string{workercore.DimProvider: rec.Provider}, obs.Metric{Name: workercore.MetricContradicted, Unit: obs.UnitCount, Value: 1})
+		c.Skip(workercore.OutcomeReceiptHeld, rec)
+		c.Logger().Error("a receipt contradicts the provider's \"not accepted\"; no further attempt", workercore.Attrs(rec)...)
 		return true, nil
 	}
 	if rec.Attempt >= d.Settings.MaxAttempts {
 		// Only a reconciliation that proved the last attempt was not accepted gets here; no
 		// transition leads from retry_scheduled to failed, so the record waits for its deadline
 		// (next_action_at) and expires then, without another send.
-		c.Skip(OutcomeNoAttemptsLeft, rec)
+		c.Skip(workercore.OutcomeNoAttemptsLeft, rec)
 		return true, nil
 	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.Settings.ProviderTimeout+LeaseMargin {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.Settings.ProviderTimeout+workercore.LeaseMargin {
 		// Not enough of this invocation is left for a whole attempt: leave the record
 		// untouched and let the message come back, rather than lease and be cut off mid-call.
-		return true, fmt.Errorf("dispatch %s: %s left in this invocation: %w", rec.IdempotencyKey, time.Until(dl).Round(time.Millisecond), ErrNoTime)
+		return true, fmt.Errorf("dispatch %s: %s left in this invocation: %w", rec.IdempotencyKey, time.Until(dl).Round(time.Millisecond), workercore.ErrNoTime)
 	}
 	return false, nil
 }
@@ -170,7 +171,7 @@ func (d *Dispatcher) guard(ctx context.Context, c Core, m notify.Message, rec no
 // prepare unseals and renders rec's message. It runs before the lease is taken, so a message
 // that can never be rendered costs no attempt and leaves no lease behind. ok is false when
 // there is nothing to send: the error is then transient (retry) or nil (unrenderable, done).
-func (d *Dispatcher) prepare(ctx context.Context, c Core, rec notify.Record) (notify.Secret, render.Message, bool, error) {
+func (d *Dispatcher) prepare(ctx context.Context, c workercore.Core, rec notify.Record) (notify.Secret, render.Message, bool, error) {
 	secret, err := d.Opener.Open(ctx, rec.IdempotencyKey, rec.Sealed)
 	if err != nil {
 		return notify.Secret{}, render.Message{}, false, fmt.Errorf("dispatch.open %s: %w", rec.IdempotencyKey, err)
@@ -180,8 +181,8 @@ func (d *Dispatcher) prepare(ctx context.Context, c Core, rec notify.Record) (no
 		// Permanent: rendering is deterministic. Nothing is sent; the sweeper brings the record
 		// back until its deadline, when it expires with EXPIRED_BEFORE_DISPATCH. Intake should
 		// refuse such a request up front (render.Renderer.Check).
-		c.Skip(OutcomeUnrenderable, rec)
-		c.Logger().Error("message cannot be rendered; nothing sent", append(Attrs(rec), "error", err)...)
+		c.Skip(workercore.OutcomeUnrenderable, rec)
+		c.Logger().Error("message cannot be rendered; nothing sent", append(workercore.Attrs(rec), "error", err)...)
 		return notify.Secret{}, render.Message{}, false, nil
 	}
 	return secret, msg, true, nil
@@ -190,7 +191,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c Core, rec notify.Record) (no
 // lease takes rec's lease for this attempt. Unsealing (a KMS call) and rendering take time:
 // the lease is conditioned on, stamped with and timed from the clock as it is now, and a
 // deadline crossed meanwhile expires the record instead. ok is false when no lease was taken.
-func (d *Dispatcher) lease(ctx context.Context, c Core, rec notify.Record, provider string) (notify.Record, bool, error) {
+func (d *Dispatcher) lease(ctx context.Context, c workercore.Core, rec notify.Record, provider string) (notify.Record, bool, error) {
 	now := d.Clock.Now()
 	if c.TooLate(rec, now) {
 		return notify.Record{}, false, c.Expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
@@ -212,10 +213,10 @@ func (d *Dispatcher) lease(ctx context.Context, c Core, rec notify.Record, provi
 // deadline: with less than MinValidity left the provider is not called. The lease is left to
 // run out; the sweeper then marks the record dispatch_unknown / LEASE_EXPIRED and
 // reconciliation, which finds nothing, settles it as expired.
-func (d *Dispatcher) stillInTime(c Core, rec, leased notify.Record) bool {
+func (d *Dispatcher) stillInTime(c workercore.Core, rec, leased notify.Record) bool {
 	if rec.DispatchDeadline.Sub(d.Clock.Now()) < d.Settings.MinValidity {
-		c.Skip(OutcomeDeadlineLeased, leased)
-		c.Logger().Warn("deadline reached after taking the lease; provider not called", Attrs(leased)...)
+		c.Skip(workercore.OutcomeDeadlineLeased, leased)
+		c.Logger().Warn("deadline reached after taking the lease; provider not called", workercore.Attrs(leased)...)
 		return false
 	}
 	return true
@@ -226,7 +227,7 @@ func (d *Dispatcher) stillInTime(c Core, rec, leased notify.Record) bool {
 // period from then. So the call ends MinValidity before the deadline at the latest, and the
 // validity period runs from the call's end to the deadline: nothing is accepted at or after
 // the deadline, and nothing accepted stays valid past it.
-func (d *Dispatcher) call(ctx context.Context, c Core, rec, leased notify.Record, route Route, secret notify.Secret, msg render.Message) (string, sms.Outcome) {
+func (d *Dispatcher) call(ctx context.Context, c workercore.Core, rec, leased notify.Record, route workercore.Route, secret notify.Secret, msg render.Message) (string, sms.Outcome) {
 	ref := sms.AttemptRef(leased.NotificationID, leased.Attempt)
 	callEnd := c.AttemptEnd(leased)
 	if latest := rec.DispatchDeadline.Add(-d.Settings.MinValidity); latest.Before(callEnd) {
@@ -243,21 +244,21 @@ func (d *Dispatcher) call(ctx context.Context, c Core, rec, leased notify.Record
 	cancel()
 	if d.Health.Observe(route.Name, outcome, d.Clock.Now()) {
 		// Also under Function alone: one alarm covers every provider of the chain.
-		d.Metrics.EmitRollup(map[string]string{DimProvider: route.Name}, [][]string{{}}, obs.Metric{Name: MetricCoolDowns, Unit: obs.UnitCount, Value: 1})
+		d.Metrics.EmitRollup(map[string]string{workercore.DimProvider: route.Name}, [][]string{{}}, obs.Metric{Name: workercore.MetricCoolDowns, Unit: obs.UnitCount, Value: 1})
 		c.Logger().Warn("provider cooling down after repeated \"not accepted\" answers", "provider", route.Name)
 	}
 	// Also under Function and Provider alone: the latency alarm reads p99 over every class.
-	d.Metrics.EmitRollup(map[string]string{DimProvider: route.Name, "Class": string(outcome.Class), "Detail": string(outcome.Detail)},
-		[][]string{{DimProvider}},
-		obs.Metric{Name: MetricProviderCalls, Unit: obs.UnitCount, Value: 1},
-		obs.Metric{Name: MetricProviderLatency, Unit: obs.UnitMilliseconds, Value: float64(time.Since(started).Microseconds()) / 1000})
+	d.Metrics.EmitRollup(map[string]string{workercore.DimProvider: route.Name, "Class": string(outcome.Class), "Detail": string(outcome.Detail)},
+		[][]string{{workercore.DimProvider}},
+		obs.Metric{Name: workercore.MetricProviderCalls, Unit: obs.UnitCount, Value: 1},
+		obs.Metric{Name: workercore.MetricProviderLatency, Unit: obs.UnitMilliseconds, Value: float64(time.Since(started).Microseconds()) / 1000})
 	return ref, outcome
 }
 
 // lostLease handles a lease write that lost: the record moved on, or the deadline passed
 // between the check and the write. It re-reads the record and expires it if it is still
 // leasable but too late; anything else belongs to whoever won.
-func (d *Dispatcher) lostLease(ctx context.Context, c Core, rec notify.Record) error {
+func (d *Dispatcher) lostLease(ctx context.Context, c workercore.Core, rec notify.Record) error {
 	cur, err := d.Store.Get(ctx, rec.IdempotencyKey)
 	if err != nil {
 		return fmt.Errorf("dispatch.reread %s: %w", rec.IdempotencyKey, err)
@@ -267,15 +268,15 @@ func (d *Dispatcher) lostLease(ctx context.Context, c Core, rec notify.Record) e
 	if leasable && cur.NotificationID == rec.NotificationID && c.TooLate(cur, now) {
 		return c.Expire(ctx, cur, notify.ReasonExpiredBeforeDispatch, now)
 	}
-	c.Skip(OutcomeConflict, cur)
+	c.Skip(workercore.OutcomeConflict, cur)
 	return nil
 }
 
 // next returns the change that records outcome o of leased's attempt at now (see record).
-func (d *Dispatcher) next(c Core, leased notify.Record, o sms.Outcome, now time.Time) notify.Change {
+func (d *Dispatcher) next(c workercore.Core, leased notify.Record, o sms.Outcome, now time.Time) notify.Change {
 	ch := notify.Change{To: o.State(), Reason: o.Reason()}
 	chain := d.chain()
-	pos := RouteIndex(chain, leased.Provider)
+	pos := workercore.RouteIndex(chain, leased.Provider)
 	// Another provider comes after this one in the chain: a failover needs no backoff, the
 	// provider that failed is not asked again before the chain has come round.
 	ahead := pos >= 0 && pos+1 < len(chain)
@@ -318,16 +319,16 @@ func (d *Dispatcher) next(c Core, leased notify.Record, o sms.Outcome, now time.
 // other worker can lease it, and once the lease runs out the only way on is dispatch_unknown /
 // LEASE_EXPIRED, where reconciliation looks the attempt up by its reference before any new send
 // is authorised.
-func (d *Dispatcher) record(ctx context.Context, c Core, leased notify.Record, ref string, o sms.Outcome) error {
+func (d *Dispatcher) record(ctx context.Context, c workercore.Core, leased notify.Record, ref string, o sms.Outcome) error {
 	now := d.Clock.Now()
 	ch := d.next(c, leased, o, now)
-	log := c.Logger().With(append(Attrs(leased), "attempt_ref", ref, "outcome", o.String())...)
+	log := c.Logger().With(append(workercore.Attrs(leased), "attempt_ref", ref, "outcome", o.String())...)
 	if o.Err != nil {
 		log = log.With("provider_error", o.Err)
 	}
 	next, err := c.Transition(ctx, leased, ch, now)
 	if err != nil {
-		d.Metrics.Emit(map[string]string{"Reason": string(ch.Reason)}, obs.Metric{Name: MetricUnrecorded, Unit: obs.UnitCount, Value: 1})
+		d.Metrics.Emit(map[string]string{"Reason": string(ch.Reason)}, obs.Metric{Name: workercore.MetricUnrecorded, Unit: obs.UnitCount, Value: 1})
 		log.Error("provider outcome not recorded; the lease will run out and reconciliation settles the attempt",
 			"wanted_state", string(ch.To), "wanted_reason", string(ch.Reason), "error", err)
 		return nil
@@ -342,7 +343,7 @@ func (d *Dispatcher) record(ctx context.Context, c Core, leased notify.Record, r
 	case notify.StateDispatchUnknown:
 		c.ScheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
 	}
-	c.Count(OutcomeTransitioned)
+	c.Count(workercore.OutcomeTransitioned)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package worker_test
+package workercore_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/worker"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
 // The two providers of the failover tests' chain, in order.
@@ -32,9 +32,9 @@ type chainFixture struct {
 func newChainFixture(t *testing.T) *chainFixture {
 	t.Helper()
 	f := &chainFixture{fixture: newFixture(t), sender2: &workertest.Sender{}, lookup2: &workertest.Lookup{}}
-	f.d.Chain = []worker.Route{{Name: primary, Sender: f.sender}, {Name: secondary, Sender: f.sender2}}
+	f.d.Chain = []workercore.Route{{Name: primary, Sender: f.sender}, {Name: secondary, Sender: f.sender2}}
 	f.d.Provider, f.r.Provider = primary, primary
-	f.r.Chain = []worker.LookupRoute{{Name: primary, Lookup: sms.OnlyLookup(f.lookup)}, {Name: secondary, Lookup: sms.OnlyLookup(f.lookup2)}}
+	f.r.Chain = []workercore.LookupRoute{{Name: primary, Lookup: sms.OnlyLookup(f.lookup)}, {Name: secondary, Lookup: sms.OnlyLookup(f.lookup2)}}
 	return f
 }
 
@@ -247,15 +247,15 @@ func TestReceiptFromAnotherProviderIsNotApplied(t *testing.T) {
 // primary gets a trial call again.
 func TestCoolDownSkipsAFailingProvider(t *testing.T) {
 	f := newChainFixture(t)
-	f.d.Health = worker.NewHealth()
+	f.d.Health = workercore.NewHealth()
 	f.sender.Outcomes = []sms.Outcome{sms.NotAccepted(sms.DetailNotWritten, 0, errors.New("connection refused"))}
 	keys := []string{"k1", "k2", "k3", "k4", "k5"}
 	for _, k := range keys {
 		f.dispatch(t, notify.MessageOf(f.admitKey(t, k)))
 		f.drain(t, 5)
 	}
-	if f.sender.Calls() != worker.DefaultTripAfter {
-		t.Errorf("primary called %d times, want %d: the cool-down did not skip it", f.sender.Calls(), worker.DefaultTripAfter)
+	if f.sender.Calls() != workercore.DefaultTripAfter {
+		t.Errorf("primary called %d times, want %d: the cool-down did not skip it", f.sender.Calls(), workercore.DefaultTripAfter)
 	}
 	for _, k := range keys {
 		if got := f.get(t, k); got.State != notify.StateSent || got.Provider != secondary {
@@ -265,9 +265,9 @@ func TestCoolDownSkipsAFailingProvider(t *testing.T) {
 	if !strings.Contains(f.metrics.String(), `"ProviderCoolDownSkips":1`) {
 		t.Errorf("no ProviderCoolDownSkips metric")
 	}
-	f.clock.Advance(worker.DefaultCoolDown)
+	f.clock.Advance(workercore.DefaultCoolDown)
 	f.dispatch(t, notify.MessageOf(f.admitKey(t, "k6")))
-	if f.sender.Calls() != worker.DefaultTripAfter+1 {
+	if f.sender.Calls() != workercore.DefaultTripAfter+1 {
 		t.Errorf("no trial call to the primary after the cool-down")
 	}
 }
@@ -276,9 +276,9 @@ func TestCoolDownSkipsAFailingProvider(t *testing.T) {
 // whose record holds a receipt for it, stays with the provider of the last attempt, even when
 // that provider is cooling down.
 func TestChooseStaysWithoutProof(t *testing.T) {
-	chain := []worker.Route{{Name: primary, Sender: &workertest.Sender{}}, {Name: secondary, Sender: &workertest.Sender{}}}
-	h := worker.NewHealth()
-	for range worker.DefaultTripAfter {
+	chain := []workercore.Route{{Name: primary, Sender: &workertest.Sender{}}, {Name: secondary, Sender: &workertest.Sender{}}}
+	h := workercore.NewHealth()
+	for range workercore.DefaultTripAfter {
 		h.Observe(primary, sms.NotAccepted(sms.DetailThrottled, 0, nil), t0)
 	}
 	base := notify.Record{State: notify.StateRetryScheduled, Attempt: 1, Provider: primary}
@@ -298,7 +298,7 @@ func TestChooseStaysWithoutProof(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := base
 			tc.edit(&rec)
-			if got := worker.Choose(chain, rec, h, t0).Route.Name; got != tc.want {
+			if got := workercore.Choose(chain, rec, h, t0).Route.Name; got != tc.want {
 				t.Errorf("chose %s, want %s", got, tc.want)
 			}
 		})

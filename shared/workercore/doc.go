@@ -32,4 +32,4 @@
 // a queue message.
 //
 // dev/pump drives a handler from an SQS queue in-process, for tests and for the local stack.
-package worker
+package workercore

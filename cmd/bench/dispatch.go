@@ -29,7 +29,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 	dispatchwire "github.com/resetnotify/resetnotify/shared/wire/dispatch"
 	reconcilewire "github.com/resetnotify/resetnotify/shared/wire/reconcile"
-	"github.com/resetnotify/resetnotify/shared/wire/workers"
+	workercorewire "github.com/resetnotify/resetnotify/shared/wire/workercore"
 	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
@@ -131,7 +131,7 @@ type pipeline struct {
 	// receipts recorder).
 	countedCfg aws.Config
 	// wiring is what the workers were built from.
-	wiring workers.Wiring
+	wiring workercorewire.Wiring
 }
 
 // newPipeline builds a pipeline whose simulator has simCfg and whose provider calls time out
@@ -206,8 +206,8 @@ func (p *pipeline) createStorage(ctx context.Context) error {
 
 // workerWiring is what the pipeline's workers are built from, as the Lambda functions build
 // theirs: the counted clients, the simulator at simURL, and a lease long enough for timeout.
-func (p *pipeline) workerWiring(ddbEndpoint, sqsEndpoint, simURL string, visibility, timeout time.Duration, policy notify.Policy, key []byte) workers.Wiring {
-	return workers.Wiring{
+func (p *pipeline) workerWiring(ddbEndpoint, sqsEndpoint, simURL string, visibility, timeout time.Duration, policy notify.Policy, key []byte) workercorewire.Wiring {
+	return workercorewire.Wiring{
 		Config: config.Config{
 			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
 			Policy: policy, SealLocalKey: key,

@@ -40,7 +40,7 @@ import (
 	dispatchwire "github.com/resetnotify/resetnotify/shared/wire/dispatch"
 	reconcilewire "github.com/resetnotify/resetnotify/shared/wire/reconcile"
 	sweeperwire "github.com/resetnotify/resetnotify/shared/wire/sweeper"
-	"github.com/resetnotify/resetnotify/shared/wire/workers"
+	workercorewire "github.com/resetnotify/resetnotify/shared/wire/workercore"
 	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
@@ -197,7 +197,7 @@ func (s *Stack) buildWorkers(t testing.TB, awsCfg aws.Config, o StackOptions, po
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	w := workers.Wiring{
+	w := workercorewire.Wiring{
 		Config: config.Config{
 			NotificationsTable: s.Table, DispatchQueueURL: s.DispatchURL, ReconcileQueueURL: s.ReconcileURL,
 			Policy: policy, SealLocalKey: key, Worker: wcfg,

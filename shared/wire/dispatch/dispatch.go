@@ -22,7 +22,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/wire"
-	"github.com/resetnotify/resetnotify/shared/wire/workers"
+	workercorewire "github.com/resetnotify/resetnotify/shared/wire/workercore"
 	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
@@ -31,7 +31,7 @@ var Function = wire.Function[*dispatch.Dispatcher]{Name: "dispatch", New: New, H
 
 // New builds the dispatch worker from the configuration env holds.
 func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*dispatch.Dispatcher, error) {
-	w, err := workers.FromEnv(awsCfg, env, out, config.NeedDispatch)
+	w, err := workercorewire.FromEnv(awsCfg, env, out, config.NeedDispatch)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 }
 
 // Build builds the dispatch worker from w.
-func Build(ctx context.Context, w workers.Wiring) (*dispatch.Dispatcher, error) {
+func Build(ctx context.Context, w workercorewire.Wiring) (*dispatch.Dispatcher, error) {
 	p, err := w.Parts("dispatch")
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func Build(ctx context.Context, w workers.Wiring) (*dispatch.Dispatcher, error) 
 }
 
 // conversions returns the conversion guard that counts sends, or nil without CONVERSION_TABLE.
-func conversions(w workers.Wiring, clock notify.Clock) *notify.Conversions {
+func conversions(w workercorewire.Wiring, clock notify.Clock) *notify.Conversions {
 	c := w.Config.Conversion
 	if c.Table == "" {
 		return nil

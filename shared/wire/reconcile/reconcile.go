@@ -21,7 +21,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/wire"
-	"github.com/resetnotify/resetnotify/shared/wire/workers"
+	workercorewire "github.com/resetnotify/resetnotify/shared/wire/workercore"
 	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
@@ -30,7 +30,7 @@ var Function = wire.Function[*reconcile.Reconciler]{Name: "reconcile", New: New,
 
 // New builds the reconcile worker from the configuration env holds.
 func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*reconcile.Reconciler, error) {
-	w, err := workers.FromEnv(awsCfg, env, out, config.NeedReconcile)
+	w, err := workercorewire.FromEnv(awsCfg, env, out, config.NeedReconcile)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 // Build builds the reconcile worker from w. It takes only each provider's LookupOnly; the
 // Senders the provider package also builds are dropped here and never reachable from the
 // Reconciler.
-func Build(ctx context.Context, w workers.Wiring) (*reconcile.Reconciler, error) {
+func Build(ctx context.Context, w workercorewire.Wiring) (*reconcile.Reconciler, error) {
 	p, err := w.Parts("reconcile")
 	if err != nil {
 		return nil, err

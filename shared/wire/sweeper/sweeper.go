@@ -13,7 +13,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/sweeper"
 	"github.com/resetnotify/resetnotify/shared/wire"
-	"github.com/resetnotify/resetnotify/shared/wire/workers"
+	workercorewire "github.com/resetnotify/resetnotify/shared/wire/workercore"
 	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 
@@ -22,7 +22,7 @@ var Function = wire.Function[*sweeper.Sweeper]{Name: "sweeper", New: New, Handle
 
 // New builds the sweeper from the configuration env holds.
 func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*sweeper.Sweeper, error) {
-	w, err := workers.FromEnv(awsCfg, env, out, config.NeedSweeper)
+	w, err := workercorewire.FromEnv(awsCfg, env, out, config.NeedSweeper)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 }
 
 // Build builds the sweeper from w.
-func Build(w workers.Wiring) (*sweeper.Sweeper, error) {
+func Build(w workercorewire.Wiring) (*sweeper.Sweeper, error) {
 	p, err := w.Parts("sweeper")
 	if err != nil {
 		return nil, err

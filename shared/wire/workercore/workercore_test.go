@@ -1,4 +1,4 @@
-package workers_test
+package workercore_test
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
 	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
 	"github.com/resetnotify/resetnotify/shared/wire/sweeper"
-	"github.com/resetnotify/resetnotify/shared/wire/workers"
+	"github.com/resetnotify/resetnotify/shared/wire/workercore"
 )
 
 // TestWorkersRefuseAShortGrace checks that every worker's cold start applies CheckRetention.
@@ -18,7 +18,7 @@ func TestWorkersRefuseAShortGrace(t *testing.T) {
 	c := config.Config{Policy: notify.DefaultPolicy(), NotificationsTable: "n",
 		DispatchQueueURL: "http://127.0.0.1:1/q/d", ReconcileQueueURL: "http://127.0.0.1:1/q/r", SealLocalKey: make([]byte, 32)}
 	c.Policy.StatusGrace = time.Hour
-	w := workers.Wiring{Config: c, SMS: config.SMS{Kind: config.SMSSimulator, SimulatorURL: "http://127.0.0.1:1",
+	w := workercore.Wiring{Config: c, SMS: config.SMS{Kind: config.SMSSimulator, SimulatorURL: "http://127.0.0.1:1",
 		Timeout: 5 * time.Second, Visibility: time.Hour}}
 	build := map[string]func() error{
 		"dispatch":  func() error { _, err := dispatch.Build(t.Context(), w); return err },

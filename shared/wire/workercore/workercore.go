@@ -2,7 +2,7 @@
 // reconcile, sweeper): their configuration, the store, the queues and the settings. It links
 // no SMS adapter: the sweeper needs the provider's timings, not the provider; packages
 // wire/dispatch and wire/reconcile build the provider themselves.
-package workers
+package workercore
 
 import (
 	"errors"

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,26 +42,6 @@ import (
 	workercorewire "github.com/resetnotify/resetnotify/shared/wire/workercore"
 	"github.com/resetnotify/resetnotify/shared/workercore"
 )
-
-// SyncBuffer collects log lines from concurrent writers.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-// Write appends p.
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.WriteString(string(p))
-}
-
-// String returns everything written so far.
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // StackOptions shape a Stack. The zero value is a working pipeline: a simulator that accepts
 // everything, a 1 s provider timeout, no visibility window, and short backoff.

@@ -26,7 +26,6 @@ import (
 	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
-	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -41,7 +40,7 @@ import (
 type backend struct {
 	url   string
 	store notify.Store
-	logs  *workertest.SyncBuffer
+	logs  *testenv.SyncBuffer
 	// created counts the stored records per key that Admit created, when the store can tell.
 	created func() map[string]int
 }
@@ -113,7 +112,7 @@ func newDynamoBackend(t *testing.T) *backend {
 
 func serveBackend(t *testing.T, in *notify.Intake) *backend {
 	t.Helper()
-	logs := &workertest.SyncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	srv := localapitest.Server(t, "../template.yaml", in, obs.NewLogger(logs, nil))
 	return &backend{url: srv.URL, store: in.Store, logs: logs}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/smssim/smssimtest"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
@@ -431,7 +431,7 @@ func TestInvalidAndUnauthorized(t *testing.T) {
 }
 
 func TestLogsHoldNoSecrets(t *testing.T) {
-	logs := &workertest.SyncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	srv, base := smssimtest.Start(t, smssim.Config{Logger: logger, Hang: 20 * time.Millisecond})
 	for _, m := range smssim.Modes {

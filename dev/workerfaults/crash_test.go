@@ -12,7 +12,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/stacktest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -82,7 +82,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 		modes []smssim.Mode
 		// killWhen says when the call is far enough for the kill.
 		killWhen func(simapi.RequestEntry) bool
-		path     []workertest.Step
+		path     []stacktest.Step
 		sends    int
 	}{
 		{
@@ -104,7 +104,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// The call may last 3 s; the lease must outlast it by worker.LeaseMargin.
-			st := workertest.NewStack(t, workertest.StackOptions{
+			st := stacktest.NewStack(t, stacktest.StackOptions{
 				Sim:        smssim.Config{Visibility: time.Second, DeliveryDelay: time.Hour},
 				SMSTimeout: 3 * time.Second,
 				Visibility: time.Second,

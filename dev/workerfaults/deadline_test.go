@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/dev/smssim"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/stacktest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
@@ -27,7 +27,7 @@ import (
 func TestSlowProviderNeverAcceptsAfterTheDeadline(t *testing.T) {
 	policy := notify.DefaultPolicy()
 	policy.SafetyMargin = 2 * time.Second
-	st := workertest.NewStack(t, workertest.StackOptions{
+	st := stacktest.NewStack(t, stacktest.StackOptions{
 		Sim:        smssim.Config{Latency: 6 * time.Second, Visibility: time.Second, DeliveryDelay: time.Hour},
 		SMSTimeout: 7 * time.Second,
 		Visibility: time.Second,

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/dev/smssim"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/stacktest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
@@ -30,10 +30,10 @@ func refusedURL(t *testing.T) string {
 
 // failoverStack is a stack with the chain simulator,simulator2: the primary answers with
 // primary (or is the port at primaryURL), the secondary with secondary.
-func failoverStack(t *testing.T, primary smssim.Config, primaryURL string, secondary smssim.Config, policy *notify.Policy) *workertest.Stack {
+func failoverStack(t *testing.T, primary smssim.Config, primaryURL string, secondary smssim.Config, policy *notify.Policy) *stacktest.Stack {
 	primary.Visibility, secondary.Visibility = time.Second, time.Second
 	primary.DeliveryDelay, secondary.DeliveryDelay = time.Hour, time.Hour
-	return workertest.NewStack(t, workertest.StackOptions{
+	return stacktest.NewStack(t, stacktest.StackOptions{
 		Sim: primary, SMSURL: primaryURL, Sim2: &secondary, Policy: policy,
 		SMSTimeout: 2 * time.Second,
 		Visibility: time.Second,
@@ -48,7 +48,7 @@ func all(m smssim.Mode) smssim.Mix { return smssim.Mix{{Mode: m, Weight: 1}} }
 type failoverEvent struct{ key, to string }
 
 // submitAll submits n events whose numbers start with prefix, dispatch deadline deadlineIn.
-func submitAll(t *testing.T, st *workertest.Stack, name, prefix string, n int, p notify.Policy, deadlineIn time.Duration) []failoverEvent {
+func submitAll(t *testing.T, st *stacktest.Stack, name, prefix string, n int, p notify.Policy, deadlineIn time.Duration) []failoverEvent {
 	t.Helper()
 	evs := make([]failoverEvent, n)
 	for i := range evs {
@@ -67,14 +67,14 @@ func keysOf(evs []failoverEvent) []string {
 }
 
 // accepted returns every message the two providers accepted for to.
-func accepted(st *workertest.Stack, to string) []smssim.Message {
+func accepted(st *stacktest.Stack, to string) []smssim.Message {
 	return append(st.Sim.Accepted(to), st.Sim2.Accepted(to)...)
 }
 
 // checkSentThrough checks that ev's record is sent through provider, as the one message the
 // two providers accepted for its number (no double send), with that message's ID and
 // reference.
-func checkSentThrough(t *testing.T, st *workertest.Stack, ev failoverEvent, provider string, reason notify.Reason) {
+func checkSentThrough(t *testing.T, st *stacktest.Stack, ev failoverEvent, provider string, reason notify.Reason) {
 	t.Helper()
 	rec := st.Get(t, ev.key)
 	msgs := accepted(st, ev.to)

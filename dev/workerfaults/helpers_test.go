@@ -12,7 +12,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/stacktest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/workercore"
@@ -77,7 +77,7 @@ type crewOptions struct {
 }
 
 // startCrew starts the workers of st; stop them with stop.
-func startCrew(st *workertest.Stack, o crewOptions) *crew {
+func startCrew(st *stacktest.Stack, o crewOptions) *crew {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &crew{cancel: cancel}
 	poll := func(queueURL string, h workercore.BatchHandler) {

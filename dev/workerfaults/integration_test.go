@@ -15,7 +15,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/stacktest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
@@ -37,12 +37,12 @@ func liveRequest(key, to string) notify.Request {
 // reconcile queues are pumped until every record is settled, and each record's path and the
 // simulator's inbox are checked.
 func TestProviderOutcomesEndToEnd(t *testing.T) {
-	st := workertest.NewStack(t, workertest.StackOptions{SMSTimeout: 500 * time.Millisecond, Sim: smssim.Config{DeliveryDelay: time.Hour}})
+	st := stacktest.NewStack(t, stacktest.StackOptions{SMSTimeout: 500 * time.Millisecond, Sim: smssim.Config{DeliveryDelay: time.Hour}})
 	lease := "dispatching/LEASE_ACQUIRED"
 	cases := []struct {
 		name   string
 		modes  []smssim.Mode
-		path   []workertest.Step
+		path   []stacktest.Step
 		inbox  int
 		final  int // attempt whose reference the accepted message carries
 		setup  func(t *testing.T, key string)
@@ -146,7 +146,7 @@ func TestNotWrittenEndToEnd(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	st := workertest.NewStack(t, workertest.StackOptions{SMSURL: closed})
+	st := stacktest.NewStack(t, stacktest.StackOptions{SMSURL: closed})
 	st.Submit(t, liveRequest("k", "+491555000001"))
 	st.RunUntil(t, 30*time.Second, false, func() bool { return st.Get(t, "k").State == notify.StateRetryScheduled })
 	if diff := cmp.Diff(steps("dispatching/LEASE_ACQUIRED", "retry_scheduled/PROVIDER_UNAVAILABLE"), st.Transitions("k")); diff != "" {
@@ -157,7 +157,7 @@ func TestNotWrittenEndToEnd(t *testing.T) {
 // TestSweeperFinishesARecordWhoseMessageWasLost admits a record, purges the dispatch queue so
 // its message is gone, and checks that the sweeper and the workers still finish it.
 func TestSweeperFinishesARecordWhoseMessageWasLost(t *testing.T) {
-	st := workertest.NewStack(t, workertest.StackOptions{})
+	st := stacktest.NewStack(t, stacktest.StackOptions{})
 	to := "+491555000002"
 	st.Submit(t, liveRequest("lost", to))
 	if _, err := st.SQS.PurgeQueue(context.Background(), &sqs.PurgeQueueInput{QueueUrl: aws.String(st.DispatchURL)}); err != nil {
@@ -179,7 +179,7 @@ func TestSweeperFinishesARecordWhoseMessageWasLost(t *testing.T) {
 // TestPumpReportsFailuresAndKeepsThem checks Pump against moto: acknowledged messages are
 // deleted, failed ones stay on the queue for redelivery.
 func TestPumpReportsFailuresAndKeepsThem(t *testing.T) {
-	st := workertest.NewStack(t, workertest.StackOptions{})
+	st := stacktest.NewStack(t, stacktest.StackOptions{})
 	queue := sqsqueue.New(st.SQS, st.DispatchURL, st.ReconcileURL)
 	ctx := context.Background()
 	for i := range 3 {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/stacktest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -75,7 +75,7 @@ func TestFaultMatrix(t *testing.T) {
 	// messages are still queued behind the backlog before that, and re-enqueueing a record on
 	// every sweep while its message waits would only add to the backlog.
 	policy.SweepAfter = 30 * time.Second
-	st := workertest.NewStack(t, workertest.StackOptions{
+	st := stacktest.NewStack(t, stacktest.StackOptions{
 		Sim: smssim.Config{
 			Seed: 20261101, Mix: smssim.FaultMix, RetryAfter: time.Second,
 			Visibility: time.Second, DeliveryDelay: time.Hour,
@@ -238,7 +238,7 @@ func submitEvent(key, body string) events.APIGatewayV2HTTPRequest {
 // checkEvent returns what is wrong with one event's outcome, given the send requests to its
 // number (in arrival order), the messages the simulator accepted for it and the transitions
 // the workers logged for it.
-func checkEvent(e matrixEvent, rec notify.Record, reqs []simapi.RequestEntry, inbox []smssim.Message, path []workertest.Step, maxAttempts int) []string {
+func checkEvent(e matrixEvent, rec notify.Record, reqs []simapi.RequestEntry, inbox []smssim.Message, path []stacktest.Step, maxAttempts int) []string {
 	var p []string
 	bad := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
 
@@ -253,7 +253,7 @@ func checkEvent(e matrixEvent, rec notify.Record, reqs []simapi.RequestEntry, in
 	// ran out before it wrote the outcome; the record then went through dispatch_unknown and
 	// reconciliation decided. Only an answer the worker read and recorded can explain a
 	// PROVIDER_ACCEPTED or PROVIDER_REJECTED.
-	timedOut := slices.ContainsFunc(path, func(s workertest.Step) bool {
+	timedOut := slices.ContainsFunc(path, func(s stacktest.Step) bool {
 		return s.State == notify.StateDispatchUnknown && (s.Reason == notify.ReasonProviderTimeout || s.Reason == notify.ReasonLeaseExpired)
 	})
 	for _, m := range inbox {
@@ -335,7 +335,7 @@ func checkEvent(e matrixEvent, rec notify.Record, reqs []simapi.RequestEntry, in
 		}
 	case rec.State == notify.StateExpired && rec.Reason == notify.ReasonExpiredUnresolved:
 		// Honest only after an attempt whose outcome the worker did not learn.
-		if !slices.ContainsFunc(path, func(s workertest.Step) bool { return s.State == notify.StateDispatchUnknown }) {
+		if !slices.ContainsFunc(path, func(s stacktest.Step) bool { return s.State == notify.StateDispatchUnknown }) {
 			bad("expired unresolved without an unknown outcome")
 		}
 	default:

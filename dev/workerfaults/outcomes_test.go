@@ -10,18 +10,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/resetnotify/resetnotify/dev/smssim"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/stacktest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // steps parses "state/REASON" strings.
-func steps(ss ...string) []workertest.Step {
-	out := make([]workertest.Step, 0, len(ss))
+func steps(ss ...string) []stacktest.Step {
+	out := make([]stacktest.Step, 0, len(ss))
 	for _, s := range ss {
 		state, reason, _ := strings.Cut(s, "/")
-		out = append(out, workertest.Step{State: notify.State(state), Reason: notify.Reason(reason)})
+		out = append(out, stacktest.Step{State: notify.State(state), Reason: notify.Reason(reason)})
 	}
 	return out
 }
@@ -31,8 +31,8 @@ const lease = "dispatching/LEASE_ACQUIRED"
 // outcomeStack is a stack with a one-second visibility window on both sides and Retry-After of
 // retryAfter. The provider timeout (2 s) is long enough that only the modes that hang run into
 // it, even on a busy machine.
-func outcomeStack(t *testing.T, retryAfter time.Duration) *workertest.Stack {
-	return workertest.NewStack(t, workertest.StackOptions{
+func outcomeStack(t *testing.T, retryAfter time.Duration) *stacktest.Stack {
+	return stacktest.NewStack(t, stacktest.StackOptions{
 		Sim:        smssim.Config{RetryAfter: retryAfter, Visibility: time.Second, DeliveryDelay: time.Hour},
 		SMSTimeout: 2 * time.Second,
 		Visibility: time.Second,
@@ -53,7 +53,7 @@ func TestAmbiguousAnswersAreReconciled(t *testing.T) {
 	cases := []struct {
 		name   string
 		faults []smssim.Mode
-		path   []workertest.Step
+		path   []stacktest.Step
 		// sends is how many send requests reach the simulator; only the last one is accepted.
 		sends int
 	}{
@@ -166,7 +166,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 }
 
 // allDone reports whether every record of keys is done sending.
-func allDone(st *workertest.Stack, keys []string) bool {
+func allDone(st *stacktest.Stack, keys []string) bool {
 	for _, k := range keys {
 		rec, err := st.Store.Get(context.Background(), k)
 		if err != nil || !rec.State.SendingDone() {
@@ -177,7 +177,7 @@ func allDone(st *workertest.Stack, keys []string) bool {
 }
 
 // noSecrets fails t when the code or a test number reached the workers' logs.
-func noSecrets(t *testing.T, st *workertest.Stack) {
+func noSecrets(t *testing.T, st *stacktest.Stack) {
 	t.Helper()
 	if out := st.Logs.String(); strings.Contains(out, code) || strings.Contains(out, "+1555") {
 		t.Error("a secret reached the workers' logs")

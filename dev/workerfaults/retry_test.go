@@ -18,7 +18,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/stacktest"
 	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dispatch"
@@ -26,6 +26,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/workercore"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 // TestCommittedWritesRetriedBySDK reports every conditional write to DynamoDB Local as a
@@ -36,8 +37,8 @@ import (
 // delivered, instead of the lease being taken for a rival's and the record left to expire.
 func TestCommittedWritesRetriedBySDK(t *testing.T) {
 	ops := []awsclient.Op{{Service: "DynamoDB", Operation: "PutItem"}, {Service: "DynamoDB", Operation: "UpdateItem"}}
-	fault := &workertest.CommitThenFail{Ops: ops}
-	st := workertest.NewStack(t, workertest.StackOptions{
+	fault := &stacktest.CommitThenFail{Ops: ops}
+	st := stacktest.NewStack(t, stacktest.StackOptions{
 		APIOptions: []func(*middleware.Stack) error{fault.Add},
 		Sim:        smssim.Config{DeliveryDelay: time.Hour},
 	})
@@ -79,7 +80,7 @@ func TestCommittedWritesRetriedBySDK(t *testing.T) {
 // sweep that re-enqueues a record moves its next_action_at forward in the same conditional
 // write, so the dispatch queue ends up with one message per record, not one per sweep.
 func TestSweeperBacklogOneMessagePerRecord(t *testing.T) {
-	st := workertest.NewStack(t, workertest.StackOptions{})
+	st := stacktest.NewStack(t, stacktest.StackOptions{})
 	st.Sweeper.Settings.RequeueAfter = 10 * time.Minute
 	ctx := context.Background()
 	const n = 5
@@ -135,7 +136,7 @@ func TestSweeperBacklogOneMessagePerRecord(t *testing.T) {
 
 // receiveAll receives from the stack's dispatch queue until max messages arrived or a long
 // poll comes back empty, and returns their bodies.
-func receiveAll(t *testing.T, st *workertest.Stack, max int) []string {
+func receiveAll(t *testing.T, st *stacktest.Stack, max int) []string {
 	t.Helper()
 	var bodies []string
 	for len(bodies) < max {
@@ -164,14 +165,14 @@ func TestReconcileReadsReceiptsFirst(t *testing.T) {
 	cases := []struct {
 		name    string
 		receipt bool
-		want    workertest.Step
+		want    stacktest.Step
 	}{
-		{"delivered receipt stored", true, workertest.Step{State: notify.StateDelivered, Reason: notify.ReasonReconciledByReceipt}},
-		{"no receipt", false, workertest.Step{State: notify.StateDispatchUnknown, Reason: notify.ReasonReconcileInconclusive}},
+		{"delivered receipt stored", true, stacktest.Step{State: notify.StateDelivered, Reason: notify.ReasonReconciledByReceipt}},
+		{"no receipt", false, stacktest.Step{State: notify.StateDispatchUnknown, Reason: notify.ReasonReconcileInconclusive}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := workertest.NewStack(t, workertest.StackOptions{SMSTimeout: 500 * time.Millisecond, Sim: smssim.Config{DeliveryDelay: time.Hour}})
+			st := stacktest.NewStack(t, stacktest.StackOptions{SMSTimeout: 500 * time.Millisecond, Sim: smssim.Config{DeliveryDelay: time.Hour}})
 			const key, to = "unknown-outcome", "+491555000777"
 			st.Sim.SetFault(to, smssim.ModeAcceptThenTimeout)
 			st.Sim.SetLookupMode(smssim.LookupError)
@@ -205,7 +206,7 @@ func TestReconcileReadsReceiptsFirst(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := st.Get(t, key)
-			if diff := cmp.Diff(tc.want, workertest.Step{State: got.State, Reason: got.Reason}); diff != "" {
+			if diff := cmp.Diff(tc.want, stacktest.Step{State: got.State, Reason: got.Reason}); diff != "" {
 				t.Errorf("after reconciliation (-want +got):\n%s", diff)
 			}
 			if n := len(requestsTo(st.Sim.Requests(), to)); n != 1 {
@@ -224,7 +225,7 @@ func TestReconcileReadsReceiptsFirst(t *testing.T) {
 // from the record, written in the same update), in order intake, dispatch, dispatch,
 // provider-events, and the audit function's own identity separately.
 func TestAuditActorsInOrder(t *testing.T) {
-	st := workertest.NewStack(t, workertest.StackOptions{Sim: smssim.Config{DeliveryDelay: time.Hour}})
+	st := stacktest.NewStack(t, stacktest.StackOptions{Sim: smssim.Config{DeliveryDelay: time.Hour}})
 	env := audittest.Attach(t, st.Names)
 	invocation := func(id string) context.Context {
 		return lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
@@ -281,10 +282,10 @@ func TestAuditActorsInOrder(t *testing.T) {
 // holds it on the dispatching record (no redelivery needed, so none can run out), and the
 // dispatch worker's own transition applies it: sent, then delivered.
 func TestReceiptWhileDispatchingIsHeld(t *testing.T) {
-	st := workertest.NewStack(t, workertest.StackOptions{})
+	st := stacktest.NewStack(t, stacktest.StackOptions{})
 	ctx := context.Background()
 	var early providerevents.Result
-	sender := &workertest.Sender{OnSend: func(ctx context.Context, _ int, req sms.SendRequest) sms.Outcome {
+	sender := &workercoretest.Sender{OnSend: func(ctx context.Context, _ int, req sms.SendRequest) sms.Outcome {
 		var err error
 		early, err = st.Recorder.Record(ctx, providerevents.Receipt{
 			AttemptRef: req.AttemptRef, MessageID: "m-early", Status: sms.ReceiptDelivered, At: time.Now().UTC(), Provider: "simulator",

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -223,7 +223,7 @@ func raw(method, path, body string, headers map[string]string) events.APIGateway
 }
 
 // syncBuffer collects the JSON lines of concurrent writers.
-type syncBuffer struct{ workertest.SyncBuffer }
+type syncBuffer struct{ testenv.SyncBuffer }
 
 // lines returns the JSON lines written so far.
 func (b *syncBuffer) lines(t *testing.T) []map[string]any {

@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/workercore"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 // TestProviderOutcomeTable drives one attempt per row of docs/design.md's provider-outcome table
@@ -204,7 +204,7 @@ func TestBatchReportsOnlyFailedRecords(t *testing.T) {
 
 // failingGet fails Get for one key, as a throttled DynamoDB would.
 type failingGet struct {
-	*workertest.DueStore
+	*workercoretest.DueStore
 	key string
 }
 
@@ -413,7 +413,7 @@ func TestScheduleFailureIsLeftToTheSweeper(t *testing.T) {
 // unrecordingStore refuses the write after the provider call, as if the worker lost
 // DynamoDB at that moment.
 type unrecordingStore struct {
-	*workertest.DueStore
+	*workercoretest.DueStore
 }
 
 func (s *unrecordingStore) Transition(ctx context.Context, prev, next notify.Record) error {
@@ -439,7 +439,7 @@ func TestOutcomeNotRecordedNeverResends(t *testing.T) {
 	f.clock.Set(sweepableAt(got).Add(f.settings.SweepGrace))
 	f.sweep(t)
 	f.dispatch(t, notify.MessageOf(rec)) // and again after: dispatch_unknown belongs to reconcile
-	f.lookup.Answers = []workertest.Answer{{Result: sms.Found("m-1", sms.ReceiptNone, time.Time{})}}
+	f.lookup.Answers = []workercoretest.Answer{{Result: sms.Found("m-1", sms.ReceiptNone, time.Time{})}}
 	f.drain(t, 5)
 	got = f.get(t, "k")
 	if diff := cmp.Diff(state{notify.StateSent, notify.ReasonReconciledAccepted}, stateOf(got)); diff != "" {

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 // The sample events in events/ name this record: the one events/intake-post.json admits.
@@ -112,7 +112,7 @@ func TestReconcileSampleEvent(t *testing.T) {
 		t.Fatalf("sample message %+v does not point at the dispatch_unknown record v%d", m, unknown.Version)
 	}
 	f.clock.Set(unknown.NextActionAt)
-	f.lookup.Answers = []workertest.Answer{{Result: sms.Found("pm-1", sms.ReceiptNone, time.Time{})}}
+	f.lookup.Answers = []workercoretest.Answer{{Result: sms.Found("pm-1", sms.ReceiptNone, time.Time{})}}
 	resp, err := f.r.Handle(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle = %+v, %v", resp, err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -16,6 +15,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/workercore"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 // TestNoProviderCallAtOrAfterTheDeadline moves the fake clock around the dispatch deadline and
@@ -178,7 +178,7 @@ func TestLeaseTakesTheTimeAfterUnsealing(t *testing.T) {
 // deadline). With conflict set, the write is refused instead, as DynamoDB would refuse it if
 // its condition on dispatch_deadline were evaluated after the deadline.
 type slowLeaseStore struct {
-	*workertest.DueStore
+	*workercoretest.DueStore
 	clock    *notifytest.Clock
 	to       time.Time
 	conflict bool
@@ -218,7 +218,7 @@ func TestLeaseTakenJustBeforeTheDeadline(t *testing.T) {
 				t.Fatalf("record %s attempt %d, want the lease left to run out", leased.State, leased.Attempt)
 			}
 
-			f.lookup.Answers = []workertest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
+			f.lookup.Answers = []workercoretest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
 			f.clock.Set(sweepableAt(leased).Add(f.settings.SweepGrace))
 			f.sweep(t)
 			f.drain(t, 5)

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/workercore"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 // The two providers of the failover tests' chain, in order.
@@ -25,13 +25,13 @@ const (
 // fixture's sender and lookup, secondary has its own.
 type chainFixture struct {
 	*fixture
-	sender2 *workertest.Sender
-	lookup2 *workertest.Lookup
+	sender2 *workercoretest.Sender
+	lookup2 *workercoretest.Lookup
 }
 
 func newChainFixture(t *testing.T) *chainFixture {
 	t.Helper()
-	f := &chainFixture{fixture: newFixture(t), sender2: &workertest.Sender{}, lookup2: &workertest.Lookup{}}
+	f := &chainFixture{fixture: newFixture(t), sender2: &workercoretest.Sender{}, lookup2: &workercoretest.Lookup{}}
 	f.d.Chain = []workercore.Route{{Name: primary, Sender: f.sender}, {Name: secondary, Sender: f.sender2}}
 	f.d.Provider, f.r.Provider = primary, primary
 	f.r.Chain = []workercore.LookupRoute{{Name: primary, Lookup: sms.OnlyLookup(f.lookup)}, {Name: secondary, Lookup: sms.OnlyLookup(f.lookup2)}}
@@ -39,7 +39,7 @@ func newChainFixture(t *testing.T) *chainFixture {
 }
 
 // refs returns the attempt references a sender was called with.
-func refs(s *workertest.Sender) []string {
+func refs(s *workercoretest.Sender) []string {
 	var out []string
 	for _, r := range s.Requests() {
 		out = append(out, r.AttemptRef)
@@ -136,8 +136,8 @@ func TestUnknownNeverFailsOverBeforeReconciliation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newChainFixture(t)
 			f.sender.Outcomes = []sms.Outcome{sms.Unknown(sms.DetailTimeout, context.DeadlineExceeded)}
-			f.lookup.Answers = []workertest.Answer{{Result: tc.answer}}
-			f.lookup2.Answers = []workertest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
+			f.lookup.Answers = []workercoretest.Answer{{Result: tc.answer}}
+			f.lookup2.Answers = []workercoretest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
 			rec := f.admitKey(t, "k")
 			f.dispatch(t, notify.MessageOf(rec))
 			// Duplicates of the dispatch message, and a sweep, before reconciliation ran.
@@ -174,8 +174,8 @@ func TestNoFailoverWhileAReceiptSaysAccepted(t *testing.T) {
 		f := newChainFixture(t)
 		rec := f.unknownRecord(t, request("k", 10*time.Minute))
 		ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
-		f.r.Receipts = &workertest.Receipts{ByRef: map[string]sms.Receipt{ref: {AttemptRef: ref, Provider: primary}}}
-		f.lookup.Answers = []workertest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
+		f.r.Receipts = &workercoretest.Receipts{ByRef: map[string]sms.Receipt{ref: {AttemptRef: ref, Provider: primary}}}
+		f.lookup.Answers = []workercoretest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
 		f.reconcile(t, notify.MessageOf(rec))
 		f.drain(t, 10)
 		if got := f.get(t, "k"); got.State != notify.StateDispatchUnknown || f.sender2.Calls() != 0 {
@@ -212,8 +212,8 @@ func TestReconcileAsksTheProviderThatHadTheAttempt(t *testing.T) {
 			rec := f.unknownRecord(t, request("k", 10*time.Minute))
 			rec.Provider = tc.provider
 			f.put(t, rec)
-			f.lookup.Answers = []workertest.Answer{{Result: sms.Found("a-1", sms.ReceiptNone, time.Time{})}}
-			f.lookup2.Answers = []workertest.Answer{{Result: sms.Found("b-1", sms.ReceiptNone, time.Time{})}}
+			f.lookup.Answers = []workercoretest.Answer{{Result: sms.Found("a-1", sms.ReceiptNone, time.Time{})}}
+			f.lookup2.Answers = []workercoretest.Answer{{Result: sms.Found("b-1", sms.ReceiptNone, time.Time{})}}
 			f.reconcile(t, notify.MessageOf(f.get(t, "k")))
 			if len(f.lookup.Requests()) != tc.first || len(f.lookup2.Requests()) != tc.second {
 				t.Errorf("lookups: primary %d, secondary %d; want %d and %d", len(f.lookup.Requests()), len(f.lookup2.Requests()), tc.first, tc.second)
@@ -230,8 +230,8 @@ func TestReceiptFromAnotherProviderIsNotApplied(t *testing.T) {
 	rec.Provider = primary
 	f.put(t, rec)
 	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
-	f.r.Receipts = &workertest.Receipts{ByRef: map[string]sms.Receipt{ref: {AttemptRef: ref, Provider: secondary, MessageID: "b-9", Status: sms.ReceiptDelivered}}}
-	f.lookup.Answers = []workertest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
+	f.r.Receipts = &workercoretest.Receipts{ByRef: map[string]sms.Receipt{ref: {AttemptRef: ref, Provider: secondary, MessageID: "b-9", Status: sms.ReceiptDelivered}}}
+	f.lookup.Answers = []workercoretest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
 	f.reconcile(t, notify.MessageOf(f.get(t, "k")))
 	got := f.get(t, "k")
 	if got.State != notify.StateDispatchUnknown || got.Reason != notify.ReasonReconcileInconclusive {
@@ -276,7 +276,7 @@ func TestCoolDownSkipsAFailingProvider(t *testing.T) {
 // whose record holds a receipt for it, stays with the provider of the last attempt, even when
 // that provider is cooling down.
 func TestChooseStaysWithoutProof(t *testing.T) {
-	chain := []workercore.Route{{Name: primary, Sender: &workertest.Sender{}}, {Name: secondary, Sender: &workertest.Sender{}}}
+	chain := []workercore.Route{{Name: primary, Sender: &workercoretest.Sender{}}, {Name: secondary, Sender: &workercoretest.Sender{}}}
 	h := workercore.NewHealth()
 	for range workercore.DefaultTripAfter {
 		h.Observe(primary, sms.NotAccepted(sms.DetailThrottled, 0, nil), t0)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/dev/workertest"
+	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -18,6 +18,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sweeper"
 	"github.com/resetnotify/resetnotify/shared/workercore"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 // t0 is the tests' "now"; the fake clock starts there.
@@ -31,13 +32,13 @@ const (
 )
 
 type fixture struct {
-	store    *workertest.DueStore
+	store    *workercoretest.DueStore
 	clock    *notifytest.Clock
-	sender   *workertest.Sender
-	lookup   *workertest.Lookup
+	sender   *workercoretest.Sender
+	lookup   *workercoretest.Lookup
 	sched    *notifytest.Queue
-	logs     *workertest.SyncBuffer
-	metrics  *workertest.SyncBuffer
+	logs     *testenv.SyncBuffer
+	metrics  *testenv.SyncBuffer
 	settings workercore.Settings
 	d        *dispatch.Dispatcher
 	r        *reconcile.Reconciler
@@ -56,12 +57,12 @@ func testSettings() workercore.Settings {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{
-		store:    workertest.NewDueStore(),
+		store:    workercoretest.NewDueStore(),
 		clock:    notifytest.NewClock(t0),
-		sender:   &workertest.Sender{},
-		lookup:   &workertest.Lookup{},
-		logs:     &workertest.SyncBuffer{},
-		metrics:  &workertest.SyncBuffer{},
+		sender:   &workercoretest.Sender{},
+		lookup:   &workercoretest.Lookup{},
+		logs:     &testenv.SyncBuffer{},
+		metrics:  &testenv.SyncBuffer{},
 		settings: testSettings(),
 	}
 	f.sched = &notifytest.Queue{Clock: f.clock}

@@ -18,13 +18,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
-	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/workercore"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 // emfLine is one parsed EMF line: its dimension values, its dimension sets, and each metric's
@@ -267,7 +267,7 @@ func emitFailoverMetrics(t *testing.T, base *fixture) {
 	f.d.Health = nil
 	rec := f.unknownRecord(t, request("mismatch", 10*time.Minute))
 	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
-	f.r.Receipts = &workertest.Receipts{ByRef: map[string]sms.Receipt{ref: {AttemptRef: ref, Provider: "neighbour"}}}
+	f.r.Receipts = &workercoretest.Receipts{ByRef: map[string]sms.Receipt{ref: {AttemptRef: ref, Provider: "neighbour"}}}
 	f.reconcile(t, notify.MessageOf(rec))
 	// Every receipt outcome is counted by the same dimensions; a dropped event is the one a
 	// recorder without stores can count.

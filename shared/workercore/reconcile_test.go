@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/reconcile"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 // unknownRecord admits a record for key and takes it through one attempt whose outcome was a
@@ -37,7 +37,7 @@ func TestReconcile(t *testing.T) {
 	notFound := sms.LookupResult{Status: sms.LookupNotFound}
 	tests := []struct {
 		name     string
-		answer   workertest.Answer
+		answer   workercoretest.Answer
 		at       func(deadline time.Time) time.Time // when the lookup runs; nil: when due
 		count    int                                // reconcile_count before
 		attempt  int                                // attempts made before (default 1)
@@ -46,28 +46,28 @@ func TestReconcile(t *testing.T) {
 		delay    time.Duration // expected delay when queue is set; -1: any positive
 		noLookup bool
 	}{
-		{name: "found", answer: workertest.Answer{Result: found},
+		{name: "found", answer: workercoretest.Answer{Result: found},
 			want: state{notify.StateSent, notify.ReasonReconciledAccepted}},
-		{name: "found with a delivery receipt", answer: workertest.Answer{Result: sms.Found("pm-9", sms.ReceiptDelivered, t0)},
+		{name: "found with a delivery receipt", answer: workercoretest.Answer{Result: sms.Found("pm-9", sms.ReceiptDelivered, t0)},
 			want: state{notify.StateDelivered, notify.ReasonReceiptDelivered}},
-		{name: "found with a failure receipt", answer: workertest.Answer{Result: sms.Found("pm-9", sms.ReceiptUndelivered, t0)},
+		{name: "found with a failure receipt", answer: workercoretest.Answer{Result: sms.Found("pm-9", sms.ReceiptUndelivered, t0)},
 			want: state{notify.StateUndelivered, notify.ReasonReceiptFailed}},
-		{name: "not found, deadline allows", answer: workertest.Answer{Result: notFound},
+		{name: "not found, deadline allows", answer: workercoretest.Answer{Result: notFound},
 			want: state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}, queue: notify.DispatchQueue, delay: 0},
-		{name: "not found after the deadline", answer: workertest.Answer{Result: notFound}, at: func(d time.Time) time.Time { return d },
+		{name: "not found after the deadline", answer: workercoretest.Answer{Result: notFound}, at: func(d time.Time) time.Time { return d },
 			want: state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}},
-		{name: "not found, no attempt left", answer: workertest.Answer{Result: notFound}, attempt: 3,
+		{name: "not found, no attempt left", answer: workercoretest.Answer{Result: notFound}, attempt: 3,
 			want: state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}},
-		{name: "inconclusive", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")},
+		{name: "inconclusive", answer: workercoretest.Answer{Result: sms.Inconclusive("provider_error")},
 			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, queue: notify.ReconcileQueue, delay: -1},
-		{name: "lookup error is inconclusive", answer: workertest.Answer{Err: errors.New("502 from lookup")},
+		{name: "lookup error is inconclusive", answer: workercoretest.Answer{Err: errors.New("502 from lookup")},
 			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, queue: notify.ReconcileQueue, delay: -1},
-		{name: "inconclusive at the bound stops scheduling", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")}, count: 2,
+		{name: "inconclusive at the bound stops scheduling", answer: workercoretest.Answer{Result: sms.Inconclusive("provider_error")}, count: 2,
 			want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}},
-		{name: "inconclusive after the deadline", answer: workertest.Answer{Result: sms.Inconclusive("provider_error")},
+		{name: "inconclusive after the deadline", answer: workercoretest.Answer{Result: sms.Inconclusive("provider_error")},
 			at:   func(d time.Time) time.Time { return d.Add(time.Hour) },
 			want: state{notify.StateExpired, notify.ReasonExpiredUnresolved}},
-		{name: "found after the deadline is still sent", answer: workertest.Answer{Result: found},
+		{name: "found after the deadline is still sent", answer: workercoretest.Answer{Result: found},
 			at:   func(d time.Time) time.Time { return d.Add(time.Hour) },
 			want: state{notify.StateSent, notify.ReasonReconciledAccepted}},
 	}
@@ -85,7 +85,7 @@ func TestReconcile(t *testing.T) {
 			if tc.at != nil {
 				f.clock.Set(tc.at(deadlineOf(req)))
 			}
-			f.lookup.Answers = []workertest.Answer{tc.answer}
+			f.lookup.Answers = []workercoretest.Answer{tc.answer}
 			f.reconcile(t, notify.MessageOf(rec))
 
 			got := f.get(t, "k")
@@ -132,7 +132,7 @@ func TestReconcile(t *testing.T) {
 func TestReconcileNotFoundThenSendsAgain(t *testing.T) {
 	f := newFixture(t)
 	rec := f.unknownRecord(t, request("k", 10*time.Minute))
-	f.lookup.Answers = []workertest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
+	f.lookup.Answers = []workercoretest.Answer{{Result: sms.LookupResult{Status: sms.LookupNotFound}}}
 	f.sender.Outcomes = nil
 	f.reconcile(t, notify.MessageOf(rec))
 	f.drain(t, 3)
@@ -150,7 +150,7 @@ func TestReconcileInconclusiveIsBounded(t *testing.T) {
 	f := newFixture(t)
 	req := request("k", 30*time.Minute)
 	rec := f.unknownRecord(t, req)
-	f.lookup.Answers = []workertest.Answer{{Result: sms.Inconclusive("provider_error")}}
+	f.lookup.Answers = []workercoretest.Answer{{Result: sms.Inconclusive("provider_error")}}
 	f.reconcile(t, notify.MessageOf(rec))
 	f.drain(t, 10)
 	got := f.get(t, "k")
@@ -229,7 +229,7 @@ func TestReconcileWaitsForVisibilityPastTheDeadline(t *testing.T) {
 	if !rec.NextActionAt.Equal(deadline) {
 		t.Fatalf("next_action_at %s, want capped at the deadline %s", rec.NextActionAt, deadline)
 	}
-	f.lookup.Answers = []workertest.Answer{{Result: sms.Inconclusive("not_visible_yet")}, {Result: sms.Found("pm-late", sms.ReceiptNone, time.Time{})}}
+	f.lookup.Answers = []workercoretest.Answer{{Result: sms.Inconclusive("not_visible_yet")}, {Result: sms.Found("pm-late", sms.ReceiptNone, time.Time{})}}
 	f.reconcile(t, notify.MessageOf(rec))
 	if got := f.get(t, "k"); got.Version != rec.Version {
 		t.Fatalf("record moved to %s before the window passed", got.State)
@@ -344,13 +344,13 @@ func TestReconcilerCannotSend(t *testing.T) {
 // lookup: what each settles, when the lookup is still asked, and that a failed read retries
 // the message rather than trusting a "not found".
 func TestReconcileByReceipt(t *testing.T) {
-	notFound := workertest.Answer{Result: sms.LookupResult{Status: sms.LookupNotFound}}
+	notFound := workercoretest.Answer{Result: sms.LookupResult{Status: sms.LookupNotFound}}
 	tests := []struct {
 		name    string
 		receipt *sms.Receipt
 		held    notify.State
 		readErr error
-		answer  workertest.Answer
+		answer  workercoretest.Answer
 		want    state
 		lookups int
 		wantErr bool
@@ -378,14 +378,14 @@ func TestReconcileByReceipt(t *testing.T) {
 				rec.EarlyReceipt = tc.held
 				f.put(t, rec)
 			}
-			reader := &workertest.Receipts{ByRef: map[string]sms.Receipt{}, Err: tc.readErr}
+			reader := &workercoretest.Receipts{ByRef: map[string]sms.Receipt{}, Err: tc.readErr}
 			if tc.receipt != nil {
 				rc := *tc.receipt
 				rc.AttemptRef = sms.AttemptRef(rec.NotificationID, rec.Attempt)
 				reader.ByRef[rc.AttemptRef] = rc
 			}
 			f.r.Receipts = reader
-			f.lookup.Answers = []workertest.Answer{tc.answer}
+			f.lookup.Answers = []workercoretest.Answer{tc.answer}
 			err := f.r.Reconcile(context.Background(), notify.MessageOf(rec))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Reconcile = %v, want error %v", err, tc.wantErr)

@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/dev/workertest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/sweeper"
 	"github.com/resetnotify/resetnotify/shared/tables"
+	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
 func TestSweeperActions(t *testing.T) {
@@ -170,7 +170,7 @@ func TestSweeperRecoversLostMessages(t *testing.T) {
 		}
 		return sms.Accepted(fmt.Sprintf("m-%d", n))
 	}
-	f.lookup.Answers = []workertest.Answer{{Result: sms.Found("m-u", sms.ReceiptNone, time.Time{})}}
+	f.lookup.Answers = []workercoretest.Answer{{Result: sms.Found("m-u", sms.ReceiptNone, time.Time{})}}
 	for _, k := range []string{"ok", "unknown", "throttled"} {
 		f.admit(t, request(k, 30*time.Minute))
 	}

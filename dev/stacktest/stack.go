@@ -1,4 +1,4 @@
-package workertest
+package stacktest
 
 import (
 	"bufio"
@@ -97,7 +97,7 @@ type Stack struct {
 	Receipts *providerevents.Store
 	Recorder *providerevents.Recorder
 	// Logs holds the workers' JSON log lines and metric lines.
-	Logs *SyncBuffer
+	Logs *testenv.SyncBuffer
 }
 
 // NewStack builds a Stack for t; everything it creates is removed when t ends.
@@ -108,7 +108,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	awsCfg := testenv.Config()
 	awsCfg.APIOptions = append(awsCfg.APIOptions, o.APIOptions...)
 	ddb := awsclient.DynamoDB(awsCfg, os.Getenv(emulator.EnvDynamoDBEndpoint))
-	s := &Stack{DynamoDB: ddb, SQS: sqsClient, Logs: &SyncBuffer{}}
+	s := &Stack{DynamoDB: ddb, SQS: sqsClient, Logs: &testenv.SyncBuffer{}}
 
 	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Receipts: testenv.UniqueName(t, "receipts")}
 	createTables(t, plainDDB, names)

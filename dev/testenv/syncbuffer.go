@@ -1,4 +1,4 @@
-package workertest
+package testenv
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package workertest
+package stacktest
 
 import (
 	"context"

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )

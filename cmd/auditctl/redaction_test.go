@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
+	"github.com/resetnotify/resetnotify/dev/audittest"
 )
 
 // TestRedaction is the redaction proof of promise 4. The standard scenario submits known phone

@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"

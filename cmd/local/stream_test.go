@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 )
 
 // TestPollStreamGivesUp hands the stream to a function that always fails its first record:

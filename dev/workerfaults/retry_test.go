@@ -15,11 +15,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/stacktest"
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/notify"

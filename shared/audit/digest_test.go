@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 

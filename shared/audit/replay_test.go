@@ -18,10 +18,10 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/audit/audittest"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 

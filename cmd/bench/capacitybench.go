@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
@@ -51,7 +52,7 @@ type lifecycle struct {
 	Invocations map[string]int
 	Busy        map[string]time.Duration
 	// Requests are the AWS calls of the whole run, counted by awsclient.Counter.
-	Requests map[awsclient.Op]int64
+	Requests map[awscount.Op]int64
 	// Roles names each physical table by its role (notifications, audit, receipts).
 	Roles map[string]string
 }

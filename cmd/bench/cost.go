@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
 )
 
@@ -202,7 +202,7 @@ func costBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o costOptio
 		fmt.Fprintf(out, "invocations_per_notification_%s=%.3f\n", metricName(f), float64(k)/n)
 		fmt.Fprintf(out, "handler_ms_per_invocation_%s=%.2f\n", metricName(f), float64(lc.Busy[f])/float64(max(k, 1))/float64(time.Millisecond))
 	}
-	fmt.Fprintf(out, "aws_requests_per_delivered_notification=%s\n", awsclient.FormatCounts(lc.Requests, n))
+	fmt.Fprintf(out, "aws_requests_per_delivered_notification=%s\n", awscount.FormatCounts(lc.Requests, n))
 	for _, s := range sizes {
 		fmt.Fprintf(out, "storage_bytes_per_notification_%s=%.0f\n", s.Name, s.Bytes)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/dev/awscount"
 )
 
 func TestPricesFileIsComplete(t *testing.T) {
@@ -41,7 +41,7 @@ func TestCostModel(t *testing.T) {
 		// 10 ms and a bit per invocation: billed as 11 ms.
 		Busy:     map[string]time.Duration{"intake": n * (10*time.Millisecond + time.Microsecond)},
 		LogBytes: map[string]int64{"intake": n * 1000},
-		Requests: map[awsclient.Op]int64{{Service: "SQS", Operation: "SendMessage"}: n},
+		Requests: map[awscount.Op]int64{{Service: "SQS", Operation: "SendMessage"}: n},
 	}
 	lines, total := costModel(lc, lambdaShape{MemoryMB: 256, Architecture: "arm64"}, p, nil)
 	got := map[string]float64{}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -240,7 +241,7 @@ func deployedUnits(ctx context.Context, endpoint string, out io.Writer) error {
 // unitsMeter is a deployed intake whose AWS calls are counted and priced.
 type unitsMeter struct {
 	d       *deployed
-	counter *awsclient.Counter
+	counter *awscount.Counter
 	meter   *capacityMeter
 }
 
@@ -254,7 +255,7 @@ type units struct {
 // and priced.
 func newUnitsMeter(ctx context.Context, endpoint string) (*unitsMeter, func(), error) {
 	cfg := localConfig(endpoint)
-	m := &unitsMeter{counter: awsclient.NewCounter(), meter: newCapacityMeter()}
+	m := &unitsMeter{counter: awscount.NewCounter(), meter: newCapacityMeter()}
 	m.counter.Instrument(&cfg)
 	m.meter.Instrument(&cfg)
 	_, names, drop, err := deployedTables(ctx, cfg, "bench-adm")
@@ -279,7 +280,7 @@ func (m *unitsMeter) admit(ctx context.Context, kind string, n int) (units, erro
 	}
 	r, w := m.meter.Snapshot().total(nil)
 	return units{requests: float64(m.counter.Total()) / float64(n), writes: w / float64(n), reads: r / float64(n),
-		breakdown: awsclient.FormatCounts(m.counter.Counts(), float64(n))}, nil
+		breakdown: awscount.FormatCounts(m.counter.Counts(), float64(n))}, nil
 }
 
 // deployedDuplicates admits 4 resets for one number, then sends 64 identical requests with a

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
@@ -95,14 +96,14 @@ func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispa
 	fmt.Fprintf(out, "dispatch_notifications=%d\ndispatch_pollers=%d\n", o.Happy, o.Pollers)
 	fmt.Fprintf(out, "dispatch_notifications_per_s=%.1f\n", float64(o.Happy)/elapsed.Seconds())
 	fmt.Fprintf(out, "requests_per_notification_happy=%.2f\n", float64(total(happyCounts))/float64(o.Happy))
-	fmt.Fprintf(out, "requests_per_notification_happy_breakdown=%s\n", awsclient.FormatCounts(happyCounts, float64(o.Happy)))
+	fmt.Fprintf(out, "requests_per_notification_happy_breakdown=%s\n", awscount.FormatCounts(happyCounts, float64(o.Happy)))
 	fmt.Fprintf(out, "fault_mix_notifications=%d\nfault_mix_final_states=%s\n", o.Fault, states)
 	fmt.Fprintf(out, "requests_per_notification_fault_mix=%.2f\n", float64(total(faultCounts))/float64(o.Fault))
-	fmt.Fprintf(out, "requests_per_notification_fault_mix_breakdown=%s\n", awsclient.FormatCounts(faultCounts, float64(o.Fault)))
+	fmt.Fprintf(out, "requests_per_notification_fault_mix_breakdown=%s\n", awscount.FormatCounts(faultCounts, float64(o.Fault)))
 	return failoverBench(ctx, ddbEndpoint, sqsEndpoint, o.Fault, o.Pollers, out)
 }
 
-func total(counts map[awsclient.Op]int64) int64 {
+func total(counts map[awscount.Op]int64) int64 {
 	var t int64
 	for _, n := range counts {
 		t += n
@@ -125,7 +126,7 @@ type pipeline struct {
 	intake                    *notify.Intake
 	dispatcher                *dispatch.Dispatcher
 	reconciler                *reconcile.Reconciler
-	counter                   *awsclient.Counter
+	counter                   *awscount.Counter
 	keys                      []string
 	// countedCfg builds more counted clients (the capacity benchmark's audit writer and
 	// receipts recorder).
@@ -139,7 +140,7 @@ type pipeline struct {
 // capacity meter is one).
 func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg smssim.Config, timeout time.Duration, kind string, instrument ...func(*aws.Config)) (_ *pipeline, err error) {
 	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
-	p := &pipeline{name: fmt.Sprintf("bench-%s-%d", kind, time.Now().UnixNano()), counter: awsclient.NewCounter()}
+	p := &pipeline{name: fmt.Sprintf("bench-%s-%d", kind, time.Now().UnixNano()), counter: awscount.NewCounter()}
 	p.db = awsclient.DynamoDB(plain, ddbEndpoint)
 	p.queues = awsclient.SQS(plain, sqsEndpoint)
 	defer func() {

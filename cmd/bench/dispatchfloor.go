@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dispatch"
@@ -97,7 +98,7 @@ type floor struct {
 	db, counted *dynamodb.Client // set-up uses db; both phases go through counted
 	table       string
 	box         *seal.Box
-	counter     *awsclient.Counter
+	counter     *awscount.Counter
 	d           *dispatch.Dispatcher
 	batches     int // batches handled at once
 }
@@ -105,7 +106,7 @@ type floor struct {
 // newFloor creates the floor benchmark's tables and handler; drop deletes the tables.
 func newFloor(ctx context.Context, endpoint string, batches int) (_ *floor, drop func(), err error) {
 	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
-	f := &floor{db: awsclient.DynamoDB(plain, endpoint), counter: awsclient.NewCounter(), batches: batches}
+	f := &floor{db: awsclient.DynamoDB(plain, endpoint), counter: awscount.NewCounter(), batches: batches}
 	_, names := benchNames("bench-floor")
 	f.table = names.Notifications
 	if drop, err = createTables(ctx, f.db, names); err != nil {

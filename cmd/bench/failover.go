@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/smssim"
-	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 )
@@ -88,7 +88,7 @@ func failoverRun(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, poller
 	return failoverResult{
 		requests:  float64(total(counts)) / float64(n),
 		calls:     float64(len(p.sim.Requests())+len(sim2.Requests())) / float64(n),
-		breakdown: awsclient.FormatCounts(counts, float64(n)),
+		breakdown: awscount.FormatCounts(counts, float64(n)),
 		states:    states,
 	}, nil
 }

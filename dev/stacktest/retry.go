@@ -10,7 +10,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/dev/awscount"
 )
 
 // CommitThenFail is SDK middleware (for aws.Config.APIOptions) that lets the first try of each
@@ -19,10 +19,10 @@ import (
 // the wire makes a committed conditional write fail its condition on the retry. Ops names the
 // matching calls; empty matches every call.
 type CommitThenFail struct {
-	Ops []awsclient.Op
+	Ops []awscount.Op
 
 	mu       sync.Mutex
-	injected map[awsclient.Op]int
+	injected map[awscount.Op]int
 }
 
 type tryCount struct{}
@@ -31,7 +31,7 @@ type tryCount struct{}
 func (f *CommitThenFail) Add(stack *middleware.Stack) error {
 	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("workertest.MarkCall",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			op := awsclient.Op{Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx)}
+			op := awscount.Op{Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx)}
 			if f.matches(op) {
 				ctx = middleware.WithStackValue(ctx, tryCount{}, new(atomic.Int32))
 			}
@@ -48,12 +48,12 @@ func (f *CommitThenFail) Add(stack *middleware.Stack) error {
 			if !ok || err != nil || tries.Add(1) != 1 {
 				return out, md, err
 			}
-			f.count(awsclient.Op{Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx)})
+			f.count(awscount.Op{Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx)})
 			return out, md, &smithyhttp.RequestSendError{Err: errors.New("read tcp 127.0.0.1: connection reset by peer (injected after the call committed)")}
 		}), "Retry", middleware.After)
 }
 
-func (f *CommitThenFail) matches(op awsclient.Op) bool {
+func (f *CommitThenFail) matches(op awscount.Op) bool {
 	if len(f.Ops) == 0 {
 		return true
 	}
@@ -65,17 +65,17 @@ func (f *CommitThenFail) matches(op awsclient.Op) bool {
 	return false
 }
 
-func (f *CommitThenFail) count(op awsclient.Op) {
+func (f *CommitThenFail) count(op awscount.Op) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.injected == nil {
-		f.injected = map[awsclient.Op]int{}
+		f.injected = map[awscount.Op]int{}
 	}
 	f.injected[op]++
 }
 
 // Injected returns how many committed calls of op were reported as failed.
-func (f *CommitThenFail) Injected(op awsclient.Op) int {
+func (f *CommitThenFail) Injected(op awscount.Op) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.injected[op]

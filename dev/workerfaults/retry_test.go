@@ -16,11 +16,11 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/audittest"
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/stacktest"
-	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
@@ -36,7 +36,7 @@ import (
 // the item the failed condition returns), so the notification is sent exactly once and ends
 // delivered, instead of the lease being taken for a rival's and the record left to expire.
 func TestCommittedWritesRetriedBySDK(t *testing.T) {
-	ops := []awsclient.Op{{Service: "DynamoDB", Operation: "PutItem"}, {Service: "DynamoDB", Operation: "UpdateItem"}}
+	ops := []awscount.Op{{Service: "DynamoDB", Operation: "PutItem"}, {Service: "DynamoDB", Operation: "UpdateItem"}}
 	fault := &stacktest.CommitThenFail{Ops: ops}
 	st := stacktest.NewStack(t, stacktest.StackOptions{
 		APIOptions: []func(*middleware.Stack) error{fault.Add},

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
@@ -45,7 +46,7 @@ type realFixture struct {
 	clock    *notifytest.Clock
 	logs     *syncBuffer
 	// calls counts the AWS requests of the handler's clients.
-	calls *awsclient.Counter
+	calls *awscount.Counter
 	seq   int
 	mu    sync.Mutex
 }
@@ -70,7 +71,7 @@ func newRealFixture(t *testing.T) *realFixture {
 		queueURL: testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch")),
 		clock:    notifytest.NewClock(time.Now().UTC().Truncate(time.Second)),
 		logs:     &syncBuffer{},
-		calls:    awsclient.NewCounter(),
+		calls:    awscount.NewCounter(),
 	}
 	counted := testenv.Config()
 	f.calls.Instrument(&counted)
@@ -186,18 +187,18 @@ func TestIntegrationReplayCost(t *testing.T) {
 	if r := f.do(t, post(reqBody, "idempotency-key", "replay-cost")); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("first: %d %s", r.StatusCode, r.Body)
 	}
-	put := awsclient.Op{Service: "DynamoDB", Operation: "PutItem"}
-	update := awsclient.Op{Service: "DynamoDB", Operation: "UpdateItem"}
-	send := awsclient.Op{Service: "SQS", Operation: "SendMessage"}
+	put := awscount.Op{Service: "DynamoDB", Operation: "PutItem"}
+	update := awscount.Op{Service: "DynamoDB", Operation: "UpdateItem"}
+	send := awscount.Op{Service: "SQS", Operation: "SendMessage"}
 	steps := []struct {
 		name    string
 		advance time.Duration
-		want    map[awsclient.Op]int64
+		want    map[awscount.Op]int64
 	}{
-		{"inside the grace", time.Second, map[awsclient.Op]int64{put: 1}},
-		{"inside the grace again", time.Second, map[awsclient.Op]int64{put: 1}},
-		{"past the grace: re-sent once", notify.DefaultPolicy().SweepAfter, map[awsclient.Op]int64{put: 1, update: 1, send: 1}},
-		{"right after the re-send", time.Second, map[awsclient.Op]int64{put: 1}},
+		{"inside the grace", time.Second, map[awscount.Op]int64{put: 1}},
+		{"inside the grace again", time.Second, map[awscount.Op]int64{put: 1}},
+		{"past the grace: re-sent once", notify.DefaultPolicy().SweepAfter, map[awscount.Op]int64{put: 1, update: 1, send: 1}},
+		{"right after the re-send", time.Second, map[awscount.Op]int64{put: 1}},
 	}
 	for _, s := range steps {
 		f.clock.Advance(s.advance)

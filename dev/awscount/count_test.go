@@ -1,4 +1,4 @@
-package awsclient_test
+package awscount_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 )
 
@@ -36,7 +37,7 @@ func TestCounterCountsCallsPerOperation(t *testing.T) {
 	defer srv.Close()
 
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}
-	c := awsclient.NewCounter()
+	c := awscount.NewCounter()
 	c.Instrument(&cfg)
 	db := awsclient.DynamoDB(cfg, srv.URL)
 	q := awsclient.SQS(cfg, srv.URL)
@@ -54,7 +55,7 @@ func TestCounterCountsCallsPerOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := map[awsclient.Op]int64{
+	want := map[awscount.Op]int64{
 		{Service: "DynamoDB", Operation: "GetItem"}:   2,
 		{Service: "DynamoDB", Operation: "PutItem"}:   1,
 		{Service: "SQS", Operation: "ReceiveMessage"}: 1,
@@ -65,7 +66,7 @@ func TestCounterCountsCallsPerOperation(t *testing.T) {
 	if c.Total() != 4 || hits.Load() != 5 {
 		t.Errorf("total %d calls over %d HTTP requests, want 4 over 5 (one retry)", c.Total(), hits.Load())
 	}
-	if got, want := awsclient.FormatCounts(c.Counts(), 2), "DynamoDB.GetItem:1.00,DynamoDB.PutItem:0.50,SQS.ReceiveMessage:0.50"; got != want {
+	if got, want := awscount.FormatCounts(c.Counts(), 2), "DynamoDB.GetItem:1.00,DynamoDB.PutItem:0.50,SQS.ReceiveMessage:0.50"; got != want {
 		t.Errorf("FormatCounts = %q, want %q", got, want)
 	}
 	c.Reset()

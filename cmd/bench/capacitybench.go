@@ -207,7 +207,7 @@ func (p *pipeline) measureStorage(ctx context.Context, receiptsTable string, n i
 	for _, t := range []struct {
 		role string
 		def  *dynamodb.CreateTableInput
-	}{{"notifications", tables.Notifications(p.table)}, {"audit", tables.Audit(p.audit)}, {"receipts", tables.Receipts(receiptsTable)}} {
+	}{{"notifications", tablesetup.Notifications(p.table)}, {"audit", tablesetup.Audit(p.audit)}, {"receipts", tablesetup.Receipts(receiptsTable)}} {
 		b, err := storagePerNotification(ctx, p.db, t.def, n)
 		if err != nil {
 			return nil, err

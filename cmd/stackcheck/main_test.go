@@ -11,8 +11,8 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
+	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
-	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
 // TestTableEnablesIgnoredTTL deploys, in effect, the notifications table as an emulator that
@@ -27,7 +27,7 @@ func TestTableEnablesIgnoredTTL(t *testing.T) {
 	}
 	ctx := context.Background()
 	name := testenv.UniqueName(t, "stackcheck")
-	if _, err := db.CreateTable(ctx, tables.Notifications(name)); err != nil {
+	if _, err := db.CreateTable(ctx, tablesetup.Notifications(name)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

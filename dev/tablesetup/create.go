@@ -36,17 +36,17 @@ func Create(ctx context.Context, client API, names tables.Names) error {
 		ttl string
 	}
 	specs := []spec{
-		{tables.Notifications(names.Notifications), tables.TTLAttribute},
-		{tables.Audit(names.Audit), tables.AuditTTLAttribute},
+		{Notifications(names.Notifications), TTLAttribute},
+		{Audit(names.Audit), AuditTTLAttribute},
 	}
 	if names.Receipts != "" {
-		specs = append(specs, spec{tables.Receipts(names.Receipts), tables.ReceiptsTTLAttribute})
+		specs = append(specs, spec{Receipts(names.Receipts), ReceiptsTTLAttribute})
 	}
 	if names.Guard != "" {
-		specs = append(specs, spec{tables.Guard(names.Guard), tables.GuardTTLAttribute})
+		specs = append(specs, spec{Guard(names.Guard), GuardTTLAttribute})
 	}
 	if names.Conversions != "" {
-		specs = append(specs, spec{tables.Conversion(names.Conversions), tables.ConversionTTLAttribute})
+		specs = append(specs, spec{Conversion(names.Conversions), ConversionTTLAttribute})
 	}
 	for _, s := range specs {
 		if _, err := client.CreateTable(ctx, s.in); err != nil {

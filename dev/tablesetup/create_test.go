@@ -37,10 +37,10 @@ func TestCreateOnDynamoDBLocal(t *testing.T) {
 		indexes    []string
 		stream     bool
 	}{
-		{names.Notifications, tables.TTLAttribute, []string{tables.IndexDue, tables.IndexByNotification}, true},
-		{names.Audit, tables.AuditTTLAttribute, []string{tables.IndexByWriteShard}, false},
-		{names.Receipts, tables.ReceiptsTTLAttribute, nil, false},
-		{names.Guard, tables.GuardTTLAttribute, nil, false},
+		{names.Notifications, tablesetup.TTLAttribute, []string{tables.IndexDue, tables.IndexByNotification}, true},
+		{names.Audit, tablesetup.AuditTTLAttribute, []string{tables.IndexByWriteShard}, false},
+		{names.Receipts, tablesetup.ReceiptsTTLAttribute, nil, false},
+		{names.Guard, tablesetup.GuardTTLAttribute, nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.table, func(t *testing.T) {

@@ -1,18 +1,20 @@
-package tables
+package tablesetup
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
 // TTLAttribute is the notifications table's TTL attribute: expires_at plus the status grace,
 // in epoch seconds.
-const TTLAttribute = AttrTTL
+const TTLAttribute = tables.AttrTTL
 
 // AuditTTLAttribute is the audit table's TTL attribute: the end of the retention period, in
 // epoch seconds.
-const AuditTTLAttribute = AuditRetainUntil
+const AuditTTLAttribute = tables.AuditRetainUntil
 
 // Notifications returns the definition of the notifications table named name: key
 // idempotency_key; the sparse KEYS_ONLY GSI due on (due_shard, next_action_at); the sparse
@@ -32,16 +34,16 @@ const AuditTTLAttribute = AuditRetainUntil
 func Notifications(name string) *dynamodb.CreateTableInput {
 	in := onDemand(name,
 		[]ddbtypes.AttributeDefinition{
-			attr(AttrIdempotencyKey, ddbtypes.ScalarAttributeTypeS),
-			attr(AttrDueShard, ddbtypes.ScalarAttributeTypeN),
-			attr(AttrNextActionAt, ddbtypes.ScalarAttributeTypeS),
-			attr(AttrAttemptedNotificationID, ddbtypes.ScalarAttributeTypeS),
+			attr(tables.AttrIdempotencyKey, ddbtypes.ScalarAttributeTypeS),
+			attr(tables.AttrDueShard, ddbtypes.ScalarAttributeTypeN),
+			attr(tables.AttrNextActionAt, ddbtypes.ScalarAttributeTypeS),
+			attr(tables.AttrAttemptedNotificationID, ddbtypes.ScalarAttributeTypeS),
 		},
-		hashKey(AttrIdempotencyKey))
+		hashKey(tables.AttrIdempotencyKey))
 	keysOnly := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly}
 	in.GlobalSecondaryIndexes = []ddbtypes.GlobalSecondaryIndex{
-		gsi(IndexDue, keysOnly, hashKey(AttrDueShard), rangeKey(AttrNextActionAt)),
-		gsi(IndexByNotification, keysOnly, hashKey(AttrAttemptedNotificationID)),
+		gsi(tables.IndexDue, keysOnly, hashKey(tables.AttrDueShard), rangeKey(tables.AttrNextActionAt)),
+		gsi(tables.IndexByNotification, keysOnly, hashKey(tables.AttrAttemptedNotificationID)),
 	}
 	in.StreamSpecification = &ddbtypes.StreamSpecification{
 		StreamEnabled:  aws.Bool(true),
@@ -63,12 +65,12 @@ func Audit(name string) *dynamodb.CreateTableInput {
 	s := ddbtypes.ScalarAttributeTypeS
 	in := onDemand(name,
 		[]ddbtypes.AttributeDefinition{
-			attr(AuditEventID, s), attr(AuditSeq, s), attr(AuditWriteShard, s), attr(AuditWrittenAt, s),
+			attr(tables.AuditEventID, s), attr(tables.AuditSeq, s), attr(tables.AuditWriteShard, s), attr(tables.AuditWrittenAt, s),
 		},
-		hashKey(AuditEventID), rangeKey(AuditSeq))
+		hashKey(tables.AuditEventID), rangeKey(tables.AuditSeq))
 	in.GlobalSecondaryIndexes = []ddbtypes.GlobalSecondaryIndex{
-		gsi(IndexByWriteShard, &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
-			hashKey(AuditWriteShard), rangeKey(AuditWrittenAt)),
+		gsi(tables.IndexByWriteShard, &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			hashKey(tables.AuditWriteShard), rangeKey(tables.AuditWrittenAt)),
 	}
 	return in
 }

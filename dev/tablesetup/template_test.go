@@ -1,4 +1,4 @@
-package tables
+package tablesetup
 
 import (
 	"encoding/json"

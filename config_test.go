@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/dev/configdoc"
 )
 
 // readmeSection returns the lines of README.md's "## <title>" section.
@@ -51,7 +51,7 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 		}
 	}
 	known := map[string]bool{}
-	for _, v := range config.Vars() {
+	for _, v := range configdoc.Vars() {
 		known[v.Name] = true
 		if !inREADME[v.Name] {
 			t.Errorf("README.md's configuration table does not list %s", v.Name)
@@ -75,7 +75,7 @@ func TestTemplateSetsOnlyKnownVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := map[string]bool{}
-	for _, v := range config.Vars() {
+	for _, v := range configdoc.Vars() {
 		known[v.Name] = true
 	}
 	key := regexp.MustCompile(`^(\s+)([A-Z][A-Z0-9_]+):`)
@@ -109,7 +109,7 @@ func TestTemplateSetsOnlyKnownVariables(t *testing.T) {
 func varsTable() string {
 	var b strings.Builder
 	b.WriteString("| variable | read by | meaning | default |\n| --- | --- | --- | --- |\n")
-	for _, v := range config.Vars() {
+	for _, v := range configdoc.Vars() {
 		def := "—"
 		switch {
 		case strings.Contains(v.Default, " "):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/configdoc"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/render"
@@ -149,7 +150,7 @@ func TestConfigDocumentsTheDefaults(t *testing.T) {
 		config.EnvBackoffMaxSeconds:  strconv.Itoa(int(s.BackoffMax / time.Second)),
 		config.EnvSMSMaxSegments:     strconv.Itoa(render.DefaultMaxSegments),
 	}
-	for _, v := range config.Vars() {
+	for _, v := range configdoc.Vars() {
 		if w, ok := want[v.Name]; ok {
 			if v.Default != w {
 				t.Errorf("config.Vars says %s defaults to %q, it is %q", v.Name, v.Default, w)

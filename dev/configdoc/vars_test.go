@@ -1,4 +1,4 @@
-package config_test
+package configdoc_test
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/dev/configdoc"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
@@ -18,7 +19,7 @@ import (
 func TestVarsListEveryVariable(t *testing.T) {
 	named := map[string]bool{}
 	constant := regexp.MustCompile(`(?m)^\s*(?:const\s+)?Env\w+\s*=\s*"([A-Z][A-Z0-9_]*)"`)
-	files, err := filepath.Glob("*.go")
+	files, err := filepath.Glob("../../shared/config/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestVarsListEveryVariable(t *testing.T) {
 		}
 	}
 	listed := map[string]bool{}
-	for _, v := range config.Vars() {
+	for _, v := range configdoc.Vars() {
 		if listed[v.Name] {
 			t.Errorf("%s is listed twice", v.Name)
 		}
@@ -49,7 +50,7 @@ func TestVarsListEveryVariable(t *testing.T) {
 			t.Errorf("%s is named but not listed in Vars", name)
 		}
 	}
-	if len(named) < 50 || !slices.ContainsFunc(config.Vars(), func(v config.Var) bool { return v.Name == "LEASE_SECONDS" }) {
+	if len(named) < 50 || !slices.ContainsFunc(configdoc.Vars(), func(v configdoc.Var) bool { return v.Name == "LEASE_SECONDS" }) {
 		t.Errorf("found only %d variables", len(named))
 	}
 }
@@ -75,7 +76,7 @@ func TestVarsDefaultsAreTheDefaults(t *testing.T) {
 		config.EnvAuditDigestLagBoundSeconds: strconv.Itoa(int(config.DefaultDigestLagBound / time.Second)),
 		config.EnvLogLevel:                   "info",
 	}
-	for _, v := range config.Vars() {
+	for _, v := range configdoc.Vars() {
 		if w, ok := want[v.Name]; ok && v.Default != w {
 			t.Errorf("Vars says %s defaults to %q, it is %q", v.Name, v.Default, w)
 		}

@@ -168,6 +168,10 @@ type Config struct {
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
+	// MetricsNamespace is METRICS_NAMESPACE, the CloudWatch namespace of every metric the
+	// function emits; empty means obs.Namespace. template.yaml sets it to
+	// "resetnotify/<stack name>", so that two stacks in one account never mix their metrics.
+	MetricsNamespace string
 }
 
 // Load reads the configuration through getenv, checks every setting and reports all problems
@@ -192,6 +196,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.GuardDecision = notify.DefaultDecisionBound
 	r.positiveDuration(EnvGuardDecisionMS, time.Millisecond, &c.GuardDecision, "must be a whole number of milliseconds, 1 or more")
 	c.LogLevel = r.logLevel()
+	c.MetricsNamespace = r.get(EnvMetricsNamespace)
 	if need&NeedAuditTable != 0 {
 		c.AuditRetention = r.auditRetention()
 	}

@@ -69,6 +69,7 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvDestinationPepper:    pepper,
 		config.EnvFingerprintKeyParam:  "/resetnotify/request-fingerprint-key",
 		config.EnvLogLevel:             "DEBUG",
+		config.EnvMetricsNamespace:     "resetnotify/prod-a",
 		config.EnvGuardTable:           "g",
 		config.EnvGuardPerHour:         "3",
 		config.EnvGuardPerDay:          "0",
@@ -103,7 +104,7 @@ func TestLoadEverything(t *testing.T) {
 		AllowedCountries: []string{"US", "CA", "GB"},
 		Conversion: config.Conversion{Table: "c", Policy: notify.ConversionPolicy{
 			Window: 48 * time.Hour, MinSends: 30, BlockBelow: 0, BlockFor: 6 * time.Hour, Refresh: 2 * time.Second}},
-		LogLevel: slog.LevelDebug,
+		LogLevel: slog.LevelDebug, MetricsNamespace: "resetnotify/prod-a",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Load (-want +got):\n%s", d)

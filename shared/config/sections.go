@@ -44,7 +44,7 @@ const (
 )
 
 // EnvMetricsNamespace sets the CloudWatch namespace of every metric a function emits
-// (package obs reads it once). template.yaml sets it to "resetnotify/<stack name>".
+// (Config.MetricsNamespace). template.yaml sets it to "resetnotify/<stack name>".
 const EnvMetricsNamespace = "METRICS_NAMESPACE"
 
 // The variables the Lambda runtime sets: the audit functions record them as the actor of the

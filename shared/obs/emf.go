@@ -3,37 +3,21 @@ package obs
 import (
 	"encoding/json"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/resetnotify/resetnotify/shared/config"
 )
 
 // Namespace is the CloudWatch namespace of the project's metrics where no stack names its own:
 // local runs and tests.
 const Namespace = "resetnotify"
 
-// EnvMetricsNamespace names the variable that sets the namespace of every metric a function
-// emits (config.EnvMetricsNamespace). template.yaml sets it to "resetnotify/<stack name>"
-// (StackNamespace) for every function, so that two stacks in one account never mix their
-// metrics, and its alarms and dashboard read that namespace. Unset, metrics go to Namespace.
-const EnvMetricsNamespace = config.EnvMetricsNamespace
-
-// StackNamespace is the namespace of stack's metrics.
+// StackNamespace is the namespace of stack's metrics. template.yaml sets METRICS_NAMESPACE to
+// it for every function, so that two stacks in one account never mix their metrics, and its
+// alarms and dashboard read that namespace; config.Load reads the variable into
+// Config.MetricsNamespace, which each function's wiring gives Metrics.Namespace.
 func StackNamespace(stack string) string { return Namespace + "/" + stack }
-
-// namespaceFromEnv is EnvMetricsNamespace as this process started with it, or Namespace.
-var namespaceFromEnv = sync.OnceValue(func() string { return namespaceFrom(os.Getenv) })
-
-func namespaceFrom(getenv func(string) string) string {
-	if v := getenv(EnvMetricsNamespace); v != "" {
-		return v
-	}
-	return Namespace
-}
 
 // Unit is a CloudWatch metric unit.
 type Unit string
@@ -61,8 +45,8 @@ type Metrics struct {
 	W io.Writer
 	// Function is the Function dimension on every metric, e.g. "intake".
 	Function string
-	// Namespace is the CloudWatch namespace of every line; empty means EnvMetricsNamespace's
-	// value, or Namespace when that is unset.
+	// Namespace is the CloudWatch namespace of every line (config.Config.MetricsNamespace);
+	// empty means Namespace.
 	Namespace string
 	// Now stamps each line; nil means time.Now.
 	Now func() time.Time
@@ -140,7 +124,7 @@ func (m *Metrics) namespace() string {
 	if m.Namespace != "" {
 		return m.Namespace
 	}
-	return namespaceFromEnv()
+	return Namespace
 }
 
 // NoDimensions, in a rollup of EmitRollup, publishes the metrics with no dimension at all, not

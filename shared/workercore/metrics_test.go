@@ -19,6 +19,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
@@ -339,8 +340,8 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 	stackNS := "!Sub " + obs.StackNamespace("${AWS::StackName}")
 	globals, _ := samtemplate.Lookup(tmpl, "Globals", "Function", "Environment", "Variables")
 	globalEnv, _ := globals.(map[string]any)
-	if got := globalEnv[obs.EnvMetricsNamespace]; got != stackNS {
-		t.Errorf("Globals set %s to %v, want %q", obs.EnvMetricsNamespace, got, stackNS)
+	if got := globalEnv[config.EnvMetricsNamespace]; got != stackNS {
+		t.Errorf("Globals set %s to %v, want %q", config.EnvMetricsNamespace, got, stackNS)
 	}
 	ours := func(where string, ns any) bool {
 		str, _ := ns.(string)

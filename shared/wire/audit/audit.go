@@ -37,6 +37,6 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 		FunctionVersion: env(config.EnvLambdaFunctionVersion),
 		Clock:           notify.SystemClock{},
 		Log:             log,
-		Metrics:         &obs.Metrics{W: out, Function: "audit"},
+		Metrics:         &obs.Metrics{W: out, Function: "audit", Namespace: cfg.MetricsNamespace},
 	}, nil
 }

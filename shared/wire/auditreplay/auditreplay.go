@@ -47,6 +47,6 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 		FunctionVersion:    env(config.EnvLambdaFunctionVersion),
 		Clock:              notify.SystemClock{},
 		Log:                log,
-		Metrics:            &obs.Metrics{W: out, Function: "audit-replay"},
+		Metrics:            &obs.Metrics{W: out, Function: "audit-replay", Namespace: cfg.MetricsNamespace},
 	}, nil
 }

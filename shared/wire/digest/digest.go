@@ -48,7 +48,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	return &audit.Digester{
 		DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Signer: signer,
 		Period: settings.Period, Grace: settings.Grace, Retention: retention, LagBound: settings.LagBound,
-		Clock: notify.SystemClock{}, Log: log, Metrics: &obs.Metrics{W: out, Function: "digest"},
+		Clock: notify.SystemClock{}, Log: log, Metrics: &obs.Metrics{W: out, Function: "digest", Namespace: cfg.MetricsNamespace},
 	}, nil
 }
 

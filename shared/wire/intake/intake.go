@@ -48,7 +48,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	}
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("intake ready", "config", cfg)
-	metrics := &obs.Metrics{W: out, Function: "intake"}
+	metrics := &obs.Metrics{W: out, Function: "intake", Namespace: cfg.MetricsNamespace}
 	if in.Conversions != nil {
 		in.Conversions.OnError = func(op string, err error) {
 			log.Warn("conversion guard: "+op+" failed", "error", err)

@@ -57,7 +57,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 			Notifications: notifications,
 			Clock:         notify.SystemClock{},
 			Log:           log,
-			Metrics:       &obs.Metrics{W: out, Function: "provider-events"},
+			Metrics:       &obs.Metrics{W: out, Function: "provider-events", Namespace: cfg.MetricsNamespace},
 			// The End User Messaging events of this stack's configuration set only.
 			ConfigurationSet: strings.TrimSpace(env(config.EnvSMSConfigurationSet)),
 		},

@@ -94,7 +94,7 @@ func (w Wiring) Parts(function string) (Parts, error) {
 		Clock:    w.Clock,
 		Settings: s,
 		Log:      obs.NewLogger(out, w.Config.LogLevel),
-		Metrics:  &obs.Metrics{W: out, Function: function},
+		Metrics:  &obs.Metrics{W: out, Function: function, Namespace: w.Config.MetricsNamespace},
 	}
 	if p.Clock == nil {
 		p.Clock = notify.SystemClock{}

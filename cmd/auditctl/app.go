@@ -314,7 +314,7 @@ func (a *app) export(ctx context.Context, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	b, err := c.reader.Collect(ctx, from, to)
+	b, err := audit.Collect(ctx, c.reader, from, to)
 	if err != nil {
 		return err
 	}
@@ -386,7 +386,7 @@ func (a *app) bundle(ctx context.Context, c *cmdline) (audit.Bundle, string, err
 	if err != nil {
 		return b, "", err
 	}
-	b, err = c.reader.Collect(ctx, from, to)
+	b, err = audit.Collect(ctx, c.reader, from, to)
 	return b, fmt.Sprintf("%s to %s", tables.FormatTime(from), tables.FormatTime(to)), err
 }
 

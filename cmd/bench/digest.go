@@ -24,7 +24,7 @@ import (
 
 // digestBench writes n audit entries into one digest period of the template's default length
 // (config.DefaultDigestPeriod) on DynamoDB Local, then runs the real digest step over it and
-// the offline-equivalent verification of that period (Reader.Collect, then Check), and prints:
+// the offline-equivalent verification of that period (Collect, then Check), and prints:
 //   - digest_seconds_per_100k_entries: the digest step's run (query the period through the
 //     by_write_day index, build the Merkle tree, sign, put), scaled to 100,000 entries;
 //   - digest_peak_heap_mb: the most live heap above the baseline while it ran (sampled every
@@ -95,7 +95,7 @@ func digestBench(ctx context.Context, endpoint string, n int, out io.Writer) err
 // must be covered.
 func verifyPeriod(ctx context.Context, r *audit.Reader, d audit.Digest, key *ecdsa.PrivateKey, now time.Time, n int) (time.Duration, error) {
 	began := time.Now()
-	b, err := r.Collect(ctx, d.PeriodStart, d.PeriodEnd)
+	b, err := audit.Collect(ctx, r, d.PeriodStart, d.PeriodEnd)
 	if err != nil {
 		return 0, fmt.Errorf("digest bench: collect: %w", err)
 	}

@@ -20,8 +20,8 @@ type Bundle struct {
 	Entries []Entry
 }
 
-// Collect reads the bundle of [from, to) from the audit table.
-func (r *Reader) Collect(ctx context.Context, from, to time.Time) (Bundle, error) {
+// Collect reads the bundle of [from, to) from the audit table r reads.
+func Collect(ctx context.Context, r *Reader, from, to time.Time) (Bundle, error) {
 	from, to = from.UTC(), to.UTC()
 	b := Bundle{From: from, To: to}
 	var err error

@@ -44,7 +44,7 @@ func ProofJSON(p Proof) ([]byte, error) {
 			Path: []string{}, Unproven: ep.Unproven}
 		if !ep.PeriodStart.IsZero() {
 			t := ep.PeriodStart
-			j.PeriodStart, j.Leaf = &t, string(LeafData(lineOf(ep.Entry)))
+			j.PeriodStart, j.Leaf = &t, string(LeafData(LineOf(ep.Entry)))
 		}
 		for _, h := range ep.Path {
 			j.Path = append(j.Path, hex.EncodeToString(h))
@@ -100,7 +100,7 @@ func (j entryProofJSON) proof() (EntryProof, error) {
 		}
 		ep.Path = append(ep.Path, b)
 	}
-	if j.Leaf != "" && j.Leaf != string(LeafData(lineOf(e))) && ep.Unproven == "" {
+	if j.Leaf != "" && j.Leaf != string(LeafData(LineOf(e))) && ep.Unproven == "" {
 		ep.Unproven = "its leaf data is not that of the entry"
 	}
 	return ep, nil

@@ -261,7 +261,7 @@ func compareTree(b Bundle, d Digest, r *Report) []Problem {
 	var in []Entry
 	for _, e := range b.Entries {
 		if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
-			tree.Add(lineOf(e))
+			tree.Add(LineOf(e))
 			in = append(in, e)
 		}
 	}
@@ -303,7 +303,7 @@ func compareManifest(b Bundle, d Digest, ts *tallies, r *Report) {
 	current := map[string]Entry{}
 	for _, e := range b.Entries {
 		if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
-			current[lineOf(e).Key()] = e
+			current[LineOf(e).Key()] = e
 		}
 	}
 	for _, l := range d.Manifest {

@@ -43,7 +43,7 @@ func newCheckFixture(t *testing.T, version int) *checkFixture {
 	}
 	for i := range 3 {
 		s := f.start.Add(time.Duration(i) * time.Minute)
-		d := Digest{Version: version, PeriodStart: s, PeriodEnd: s.Add(time.Minute), Manifest: []ManifestLine{lineOf(f.entries[i])}}
+		d := Digest{Version: version, PeriodStart: s, PeriodEnd: s.Add(time.Minute), Manifest: []ManifestLine{LineOf(f.entries[i])}}
 		if i > 0 {
 			d.PrevPeriodStart, d.PrevSignature = f.digests[i-1].PeriodStart, f.digests[i-1].Signature
 		}
@@ -160,7 +160,7 @@ func TestCheck(t *testing.T) {
 				}
 				ds := append([]Digest(nil), f.digests...)
 				d := ds[2]
-				d.Manifest = []ManifestLine{lineOf(f.entries[2])}
+				d.Manifest = []ManifestLine{LineOf(f.entries[2])}
 				ds[2] = signed(t, &LocalSigner{Key: k}, d)
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},

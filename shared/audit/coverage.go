@@ -96,13 +96,13 @@ func digestChecks(ds []Digest, o CheckOptions, p Proof) ([]bool, func(Digest, En
 	}
 	proofs := map[string]EntryProof{}
 	for _, ep := range p.Entries {
-		proofs[lineOf(ep.Entry).Key()] = ep
+		proofs[LineOf(ep.Entry).Key()] = ep
 	}
 	return valid, func(d Digest, e Entry) bool {
 		if d.Version == DigestVersionManifest {
-			return slices.Contains(d.Manifest, lineOf(e))
+			return slices.Contains(d.Manifest, LineOf(e))
 		}
-		ep, ok := proofs[lineOf(e).Key()]
+		ep, ok := proofs[LineOf(e).Key()]
 		ep.Entry = e
 		return ok && proofProblem(ep, byStart) == ""
 	}

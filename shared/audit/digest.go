@@ -3,16 +3,13 @@ package audit
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/ecdsa"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -85,9 +82,16 @@ type ManifestLine struct {
 // Key identifies the entry: event ID and seq.
 func (l ManifestLine) Key() string { return l.EventID + "\x00" + l.Seq }
 
-// lineOf returns e's manifest line.
-func lineOf(e Entry) ManifestLine {
+// LineOf returns e's manifest line.
+func LineOf(e Entry) ManifestLine {
 	return ManifestLine{EventID: e.EventID, Seq: e.Seq, NotificationID: e.NotificationID, Hash: e.Hash}
+}
+
+// ManifestHash returns the entries_hash of a version 1 digest whose manifest is lines:
+// hex(SHA-256(manifest)).
+func ManifestHash(lines []ManifestLine) string {
+	sum := sha256.Sum256(encodeManifest(lines))
+	return hex.EncodeToString(sum[:])
 }
 
 // encodeManifest returns the manifest of lines: sorted by event ID then seq, each line
@@ -129,12 +133,6 @@ func decodeManifest(b []byte) ([]ManifestLine, error) {
 	return out, nil
 }
 
-// hashManifest returns hex(SHA-256(m)).
-func hashManifest(m []byte) string {
-	sum := sha256.Sum256(m)
-	return hex.EncodeToString(sum[:])
-}
-
 // CanonicalDigest returns the encoding of d that its signature covers: a header line naming
 // the version, then one line "<name>:<length>:<value>" per field in this order (as in
 // Canonical). Version 2: digest_version period_start period_end count tree_root
@@ -174,29 +172,6 @@ func CanonicalDigest(d Digest) []byte {
 func DigestSum(d Digest) []byte {
 	sum := sha256.Sum256(CanonicalDigest(d))
 	return sum[:]
-}
-
-// VerifySignature reports whether d's signature is pub's over d's canonical encoding.
-func VerifySignature(pub *ecdsa.PublicKey, d Digest) bool {
-	sig, err := base64.StdEncoding.DecodeString(d.Signature)
-	if err != nil || pub == nil {
-		return false
-	}
-	return ecdsa.VerifyASN1(pub, DigestSum(d), sig)
-}
-
-// ManifestIntact reports whether a version 1 digest's manifest is the one its signed
-// EntriesHash and Count name, and whether a version 2 digest is well formed: a known version,
-// a count, a 64-digit root and no manifest.
-func ManifestIntact(d Digest) bool {
-	switch d.Version {
-	case DigestVersionManifest:
-		return int64(len(d.Manifest)) == d.Count && hashManifest(encodeManifest(d.Manifest)) == d.EntriesHash
-	case DigestVersionTree:
-		raw, err := hex.DecodeString(d.Root)
-		return err == nil && len(raw) == sha256.Size && d.Count >= 0 && d.Manifest == nil && d.EntriesHash == ""
-	}
-	return false
 }
 
 // DigestItem returns d as an audit table item under DigestEventID: a version 2 digest with
@@ -321,12 +296,4 @@ func gunzip(b []byte) ([]byte, error) {
 		return nil, errors.New("not gzip")
 	}
 	return out, nil
-}
-
-// shortHash returns the first 12 hex digits of h, for messages.
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return strings.TrimSpace(h)
 }

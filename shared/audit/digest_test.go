@@ -112,7 +112,7 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	if len(entries) != 4 || covered != 4 || !all[0].PeriodStart.Equal(base) {
 		t.Errorf("%d entries, %d covered by digests from %s to %s; want 4 and 4", len(entries), covered, all[0].PeriodStart, all[len(all)-1].PeriodEnd)
 	}
-	b, err := env.Reader.Collect(context.Background(), base, base.Add(5*p))
+	b, err := audit.Collect(context.Background(), env.Reader, base, base.Add(5*p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestDigestBeyondTheManifestCeiling(t *testing.T) {
 	if size := len(audittest.ItemText(item)); size > 2000 {
 		t.Errorf("the digest item is %d bytes of text, want a small one whatever the period holds", size)
 	}
-	b, err := env.Reader.Collect(ctx, base, base.Add(p))
+	b, err := audit.Collect(ctx, env.Reader, base, base.Add(p))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"time"
 
@@ -152,7 +151,7 @@ func (d *Digester) close(ctx context.Context, start, end time.Time, prev *Digest
 		if err != nil {
 			return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
 		}
-		tree.Add(lineOf(e))
+		tree.Add(LineOf(e))
 		dg.RetainUntil = max(dg.RetainUntil, e.RetainUntil)
 	}
 	dg.Count, dg.Root = tree.Size(), tree.Root()
@@ -192,7 +191,7 @@ func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
 	}
 	out, err := d.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(d.Table), ConsistentRead: aws.Bool(true),
-		Key: itemKey(tables.DigestEventID, tables.FormatTime(dg.PeriodStart)),
+		Key: ItemKey(tables.DigestEventID, tables.FormatTime(dg.PeriodStart)),
 	})
 	if err != nil {
 		return Digest{}, fmt.Errorf("get stored digest: %w", err)
@@ -202,18 +201,21 @@ func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
 
 // firstStart returns where the first digest's period starts: the period of the earliest entry
 // written yesterday or today, else the latest period that is due: one item per shard
-// (earliestWrittenIn), once in a table's life.
+// (EarliestWrittenIn), once in a table's life.
 func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, error) {
 	latest := now.Add(-d.Grace).Truncate(d.Period).Add(-d.Period)
 	today := now.Truncate(24 * time.Hour)
-	e, found, err := earliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
+	e, found, err := EarliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
 	}
 	if !found {
 		return latest, nil
 	}
-	return minTime(e.WrittenAt.Truncate(d.Period), latest), nil
+	if first := e.WrittenAt.Truncate(d.Period); first.Before(latest) {
+		return first, nil
+	}
+	return latest, nil
 }
 
 func (d *Digester) now() time.Time {
@@ -228,67 +230,4 @@ func (d *Digester) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return d.Log
-}
-
-// LatestDigest returns the digest of the latest period, with a consistent read.
-func LatestDigest(ctx context.Context, db QueryAPI, table string) (Digest, bool, error) {
-	for dg, err := range Digests(ctx, db, table, time.Time{}, time.Time{}, false) {
-		return dg, err == nil, err
-	}
-	return Digest{}, false, nil
-}
-
-// Digests yields the digests whose period starts in [from, to) (a zero bound is open), in
-// period order, or newest first when forward is false, with a consistent read.
-func Digests(ctx context.Context, db QueryAPI, table string, from, to time.Time, forward bool) iter.Seq2[Digest, error] {
-	return func(yield func(Digest, error) bool) {
-		key := expression.Key(tables.AuditEventID).Equal(expression.Value(tables.DigestEventID))
-		lo, hi := tables.FormatTime(from), tables.FormatTime(to.Add(-time.Nanosecond))
-		switch {
-		case !from.IsZero() && !to.IsZero():
-			key = key.And(expression.Key(tables.AuditSeq).Between(expression.Value(lo), expression.Value(hi)))
-		case !from.IsZero():
-			key = key.And(expression.Key(tables.AuditSeq).GreaterThanEqual(expression.Value(lo)))
-		case !to.IsZero():
-			key = key.And(expression.Key(tables.AuditSeq).LessThanEqual(expression.Value(hi)))
-		}
-		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
-		if err != nil {
-			yield(Digest{}, fmt.Errorf("audit.digests: %w", err))
-			return
-		}
-		p := dynamodb.NewQueryPaginator(db, &dynamodb.QueryInput{
-			TableName: aws.String(table), KeyConditionExpression: expr.KeyCondition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-			ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
-		})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				yield(Digest{}, fmt.Errorf("audit.digests: %w", err))
-				return
-			}
-			for _, item := range page.Items {
-				dg, err := DigestFromItem(item)
-				if !yield(dg, err) || err != nil {
-					return
-				}
-			}
-		}
-	}
-}
-
-// WrittenIn yields the entries whose written_at lies in [start, end), from every shard of the
-// by_write_shard index, in no particular order.
-func WrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) iter.Seq2[Entry, error] {
-	return func(yield func(Entry, error) bool) {
-		for e, err := range writtenIn(ctx, db, table, start, end, nil) {
-			if err != nil {
-				err = fmt.Errorf("audit.written in: %w", err)
-			}
-			if !yield(e, err) || err != nil {
-				return
-			}
-		}
-	}
 }

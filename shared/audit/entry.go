@@ -288,3 +288,26 @@ func (e Entry) Columns() []Column {
 	}
 	return out
 }
+
+// SeqMatches reports whether e's seq names e's version and its kind of entry (a purge, a gap
+// or a transition): an entry moved under another seq does not.
+func SeqMatches(e Entry) bool {
+	v, suffix, ok := parseSeq(e.Seq)
+	return ok && v == e.Version && suffix == suffixOf(e)
+}
+
+// parseSeq returns the version a seq names and its suffix (purgedSuffix, gapSuffix or "").
+func parseSeq(seq string) (version int64, suffix string, ok bool) {
+	parts := strings.Split(seq, "#")
+	if len(parts) < 2 || len(parts) > 4 || len(parts[1]) != 10 {
+		return 0, "", false
+	}
+	v, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	if last := "#" + parts[len(parts)-1]; len(parts) > 2 && (last == purgedSuffix || last == gapSuffix) {
+		suffix = last
+	}
+	return v, suffix, true
+}

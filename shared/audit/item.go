@@ -1,6 +1,11 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/json"
+)
+
+import (
 	"errors"
 	"fmt"
 	"sort"
@@ -98,6 +103,68 @@ func FromItem(item map[string]ddbtypes.AttributeValue) (Entry, error) {
 	sort.Strings(e.Unexpected)
 	if err := errors.Join(errs...); err != nil {
 		return e, fmt.Errorf("audit.item %s %s: %w", e.EventID, e.Seq, err)
+	}
+	return e, nil
+}
+
+// EntryJSON returns e as a JSON object with its fields in canonical order, under their
+// attribute names; numbers and booleans unquoted.
+func EntryJSON(e Entry) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, c := range e.Columns() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(c.Name)
+		b.Write(name)
+		b.WriteByte(':')
+		if c.Number || c.Bool {
+			b.WriteString(c.Value)
+			continue
+		}
+		v, _ := json.Marshal(c.Value) // a string always marshals
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// EntryFromJSON reads an object written by EntryJSON. Names outside the allow-list are kept
+// in Unexpected, as FromItem does.
+func EntryFromJSON(raw []byte) (Entry, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return Entry{}, fmt.Errorf("audit.entry json: %w", err)
+	}
+	var e Entry
+	var errs []error
+	for name, v := range obj {
+		f, ok := fieldByName[name]
+		if !ok {
+			e.Unexpected = append(e.Unexpected, name)
+			continue
+		}
+		var text string
+		switch f.kind {
+		case kindString:
+			if err := json.Unmarshal(v, &text); err != nil {
+				errs = append(errs, fmt.Errorf("%s is not a string", name))
+				continue
+			}
+		default:
+			text = string(bytes.TrimSpace(v))
+		}
+		if text == "" {
+			continue
+		}
+		if err := f.set(&e, text); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	sort.Strings(e.Unexpected)
+	if err := errors.Join(errs...); err != nil {
+		return e, fmt.Errorf("audit.entry json %s %s: %w", e.EventID, e.Seq, err)
 	}
 	return e, nil
 }

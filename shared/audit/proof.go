@@ -46,7 +46,7 @@ func BuildProof(ctx context.Context, db QueryAPI, table, eventID string, entries
 		case d == nil:
 		case d.Version == DigestVersionManifest:
 			ep.PeriodStart, ep.Unproven = d.PeriodStart, ""
-			if !slices.Contains(d.Manifest, lineOf(e)) {
+			if !slices.Contains(d.Manifest, LineOf(e)) {
 				ep.Unproven = "the signed digest of its period does not list it as it is now"
 			}
 		default:
@@ -57,7 +57,7 @@ func BuildProof(ctx context.Context, db QueryAPI, table, eventID string, entries
 			ep.PeriodStart, ep.TreeSize, ep.Unproven = d.PeriodStart, d.Count, ""
 			if t == nil {
 				ep.Unproven = "the entries written in its period no longer match its signed digest"
-			} else if i, ok := t.Index(lineOf(e).Key()); ok {
+			} else if i, ok := t.Index(LineOf(e).Key()); ok {
 				ep.LeafIndex = i
 			} else {
 				ep.Unproven = "the signed digest of its period does not hold it"
@@ -92,7 +92,7 @@ func periodTree(ctx context.Context, db QueryAPI, table string, d Digest, trees 
 		if err != nil {
 			return nil, err
 		}
-		t.Add(lineOf(e))
+		t.Add(LineOf(e))
 	}
 	if t.Size() != d.Count || t.Root() != d.Root {
 		t = nil
@@ -188,14 +188,14 @@ func proofProblem(ep EntryProof, valid map[time.Time]Digest) string {
 	case e.WrittenAt.Before(d.PeriodStart) || !e.WrittenAt.Before(d.PeriodEnd):
 		return fmt.Sprintf("not proven: its written_at is not in %s, the period of the digest the proof cites", d.Period())
 	case d.Version == DigestVersionManifest:
-		if !slices.Contains(d.Manifest, lineOf(e)) {
+		if !slices.Contains(d.Manifest, LineOf(e)) {
 			return fmt.Sprintf("entry changed or added: the signed digest of %s does not list it", d.Period())
 		}
 		return ""
 	case ep.TreeSize != d.Count:
 		return fmt.Sprintf("not proven: the proof is for a tree of %d entries, the signed digest of %s has %d", ep.TreeSize, d.Period(), d.Count)
 	}
-	if err := VerifyInclusion(d, lineOf(e), ep.LeafIndex, ep.Path); err != nil {
+	if err := VerifyInclusion(d, LineOf(e), ep.LeafIndex, ep.Path); err != nil {
 		return "entry or path changed: " + err.Error()
 	}
 	return ""

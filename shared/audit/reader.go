@@ -117,9 +117,9 @@ func writtenIn(ctx context.Context, db QueryAPI, table string, start, end time.T
 	}
 }
 
-// earliestWrittenIn returns the entry written first in [start, end): the first of each shard
+// EarliestWrittenIn returns the entry written first in [start, end): the first of each shard
 // (one item a query), day by day, stopping at the first day that has any.
-func earliestWrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) (Entry, bool, error) {
+func EarliestWrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) (Entry, bool, error) {
 	last := end.Add(-time.Nanosecond)
 	for _, day := range Days(start, end) {
 		var first Entry
@@ -192,6 +192,69 @@ func (r *Reader) query(ctx context.Context, in *dynamodb.QueryInput) iter.Seq2[E
 				if !yield(e, nil) {
 					return
 				}
+			}
+		}
+	}
+}
+
+// LatestDigest returns the digest of the latest period, with a consistent read.
+func LatestDigest(ctx context.Context, db QueryAPI, table string) (Digest, bool, error) {
+	for dg, err := range Digests(ctx, db, table, time.Time{}, time.Time{}, false) {
+		return dg, err == nil, err
+	}
+	return Digest{}, false, nil
+}
+
+// Digests yields the digests whose period starts in [from, to) (a zero bound is open), in
+// period order, or newest first when forward is false, with a consistent read.
+func Digests(ctx context.Context, db QueryAPI, table string, from, to time.Time, forward bool) iter.Seq2[Digest, error] {
+	return func(yield func(Digest, error) bool) {
+		key := expression.Key(tables.AuditEventID).Equal(expression.Value(tables.DigestEventID))
+		lo, hi := tables.FormatTime(from), tables.FormatTime(to.Add(-time.Nanosecond))
+		switch {
+		case !from.IsZero() && !to.IsZero():
+			key = key.And(expression.Key(tables.AuditSeq).Between(expression.Value(lo), expression.Value(hi)))
+		case !from.IsZero():
+			key = key.And(expression.Key(tables.AuditSeq).GreaterThanEqual(expression.Value(lo)))
+		case !to.IsZero():
+			key = key.And(expression.Key(tables.AuditSeq).LessThanEqual(expression.Value(hi)))
+		}
+		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
+		if err != nil {
+			yield(Digest{}, fmt.Errorf("audit.digests: %w", err))
+			return
+		}
+		p := dynamodb.NewQueryPaginator(db, &dynamodb.QueryInput{
+			TableName: aws.String(table), KeyConditionExpression: expr.KeyCondition(),
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
+		})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				yield(Digest{}, fmt.Errorf("audit.digests: %w", err))
+				return
+			}
+			for _, item := range page.Items {
+				dg, err := DigestFromItem(item)
+				if !yield(dg, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// WrittenIn yields the entries whose written_at lies in [start, end), from every shard of the
+// by_write_shard index, in no particular order.
+func WrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		for e, err := range writtenIn(ctx, db, table, start, end, nil) {
+			if err != nil {
+				err = fmt.Errorf("audit.written in: %w", err)
+			}
+			if !yield(e, err) || err != nil {
+				return
 			}
 		}
 	}

@@ -305,7 +305,9 @@ func (r *Replayer) replayOne(ctx context.Context, rec events.DynamoDBEventRecord
 // no older than that, so a failure record claiming an older arrival (or none) cannot make the
 // scan reach further back.
 func (r *Replayer) touchedSince(ctx context.Context, since time.Time) ([]string, error) {
-	since = maxTime(since, r.now().Add(-MaxBatchAge))
+	if floor := r.now().Add(-MaxBatchAge); since.Before(floor) {
+		since = floor
+	}
 	expr, err := expression.NewBuilder().
 		WithProjection(expression.NamesList(expression.Name(tables.AttrIdempotencyKey))).
 		WithFilter(expression.Name(tables.AttrUpdatedAt).GreaterThanEqual(expression.Value(tables.FormatTime(since)))).

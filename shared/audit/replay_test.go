@@ -142,7 +142,7 @@ func checkAll(t *testing.T, env *audittest.Env) audit.Report {
 	t.Helper()
 	env.CloseDigests(t)
 	now := env.WriteClock.Now()
-	b, err := env.Reader.Collect(context.Background(), now.Add(-time.Hour), now)
+	b, err := audit.Collect(context.Background(), env.Reader, now.Add(-time.Hour), now)
 	if err != nil {
 		t.Fatal(err)
 	}

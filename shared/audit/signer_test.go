@@ -56,7 +56,7 @@ func signed(t *testing.T, s Signer, d Digest) Digest {
 	t.Helper()
 	d.KeyID, d.Algorithm = s.KeyID(), SigningAlgorithm
 	if d.Version == DigestVersionManifest {
-		d.Count, d.EntriesHash = int64(len(d.Manifest)), hashManifest(encodeManifest(d.Manifest))
+		d.Count, d.EntriesHash = int64(len(d.Manifest)), ManifestHash(d.Manifest)
 	} else {
 		var tree PeriodTree
 		for _, l := range d.Manifest {

@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -129,21 +128,4 @@ func (t *PeriodTree) InclusionPaths(indices []uint64) (map[uint64][][]byte, erro
 		out[i] = path
 	}
 	return out, nil
-}
-
-// VerifyInclusion checks that the entry l names is leaf index of d's tree, by path: the root
-// that the leaf and the path give is the root that d signs. It checks nothing about d's
-// signature.
-func VerifyInclusion(d Digest, l ManifestLine, index uint64, path [][]byte) error {
-	if d.Version < 2 {
-		return errors.New("the digest is a version 1 (manifest) digest: it has no tree")
-	}
-	root, err := hex.DecodeString(d.Root)
-	if err != nil || d.Count < 0 {
-		return errors.New("the digest's tree root is not hex")
-	}
-	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, uint64(d.Count), LeafHash(l), path, root); err != nil {
-		return fmt.Errorf("the entry and its path do not lead to the signed root of %s", d.Period())
-	}
-	return nil
 }

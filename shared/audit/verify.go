@@ -2,59 +2,9 @@ package audit
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
-
-// Chain is the entries of one notification in chain order: by seq, so by version, a purge
-// last.
-type Chain struct {
-	NotificationID string
-	Entries        []Entry
-}
-
-// Chains groups entries by notification and orders each group in chain order. Chains are
-// ordered by the time of their first entry, then by notification ID.
-func Chains(entries []Entry) []Chain {
-	byID := map[string][]Entry{}
-	var ids []string
-	for _, e := range entries {
-		if _, ok := byID[e.NotificationID]; !ok {
-			ids = append(ids, e.NotificationID)
-		}
-		byID[e.NotificationID] = append(byID[e.NotificationID], e)
-	}
-	out := make([]Chain, 0, len(ids))
-	for _, id := range ids {
-		es := byID[id]
-		sort.SliceStable(es, func(i, j int) bool { return chainLess(es[i], es[j]) })
-		out = append(out, Chain{NotificationID: id, Entries: es})
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Entries[0].At, out[j].Entries[0].At
-		if !a.Equal(b) {
-			return a.Before(b)
-		}
-		return out[i].NotificationID < out[j].NotificationID
-	})
-	return out
-}
-
-// chainLess orders a chain by seq, the items' keys: zero-padded versions sort in order and a
-// purge's suffix sorts after its version. Ordering by key rather than by the version
-// attribute means an edited version shows as an edit instead of silently reordering.
-func chainLess(a, b Entry) bool { return a.Seq < b.Seq }
-
-// Sorted returns entries in timeline order: chain by chain, as Chains orders them.
-func Sorted(entries []Entry) []Entry {
-	out := make([]Entry, 0, len(entries))
-	for _, c := range Chains(entries) {
-		out = append(out, c.Entries...)
-	}
-	return out
-}
 
 // Problem is one broken or missing link found by Verify.
 type Problem struct {
@@ -180,8 +130,15 @@ func checkEntry(e Entry, add func(Entry, string, ...any)) {
 	} else if h != e.Hash {
 		add(e, "hash does not match the entry's content: the entry was edited")
 	}
-	if v, suffix, ok := parseSeq(e.Seq); !ok || v != e.Version || suffix != suffixOf(e) {
-		add(e, "seq does not name version %d%s: the entry was moved", e.Version, map[string]string{purgedSuffix: " (purged)", gapSuffix: " (gap)"}[suffixOf(e)])
+	if !SeqMatches(e) {
+		kind := ""
+		switch {
+		case e.Purged():
+			kind = " (purged)"
+		case e.Gap():
+			kind = " (gap)"
+		}
+		add(e, "seq does not name version %d%s: the entry was moved", e.Version, kind)
 	}
 	if e.Day != e.At.UTC().Format(DayLayout) {
 		add(e, "day %s is not the date of at", e.Day)
@@ -240,20 +197,4 @@ func versions(from, to int64) string {
 		return fmt.Sprintf("version %d", from)
 	}
 	return fmt.Sprintf("versions %d–%d", from, to)
-}
-
-// parseSeq returns the version a seq names and its suffix (purgedSuffix, gapSuffix or "").
-func parseSeq(seq string) (version int64, suffix string, ok bool) {
-	parts := strings.Split(seq, "#")
-	if len(parts) < 2 || len(parts) > 4 || len(parts[1]) != 10 {
-		return 0, "", false
-	}
-	v, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil {
-		return 0, "", false
-	}
-	if last := "#" + parts[len(parts)-1]; len(parts) > 2 && (last == purgedSuffix || last == gapSuffix) {
-		suffix = last
-	}
-	return v, suffix, true
 }

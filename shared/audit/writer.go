@@ -142,7 +142,7 @@ func (w *Writer) now() time.Time {
 func (w *Writer) get(ctx context.Context, eventID, seq string) (Entry, bool, error) {
 	out, err := w.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(w.Table),
-		Key:            itemKey(eventID, seq),
+		Key:            ItemKey(eventID, seq),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -208,7 +208,8 @@ func ownerOf(e Entry) string {
 	return e.NotificationID
 }
 
-func itemKey(eventID, seq string) map[string]ddbtypes.AttributeValue {
+// ItemKey returns the audit table's key of the item (eventID, seq): an entry's or a digest's.
+func ItemKey(eventID, seq string) map[string]ddbtypes.AttributeValue {
 	return map[string]ddbtypes.AttributeValue{
 		tables.AuditEventID: &ddbtypes.AttributeValueMemberS{Value: eventID},
 		tables.AuditSeq:     &ddbtypes.AttributeValueMemberS{Value: seq},

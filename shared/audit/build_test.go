@@ -14,8 +14,8 @@ import (
 )
 
 func TestBuild(t *testing.T) {
-	rs := lifecycle("evt-9:sms:password_reset", "evt-9", "01JTEST")
-	meta := Meta{Actor: Actor{Function: "audit", Version: "7", RequestID: "req-1"}, Now: t0.Add(2 * time.Hour)}
+	rs := Lifecycle("evt-9:sms:password_reset", "evt-9", "01JTEST")
+	meta := Meta{Actor: Actor{Function: "audit", Version: "7", RequestID: "req-1"}, Now: T0.Add(2 * time.Hour)}
 	common := Entry{
 		EventID: "evt-9", NotificationID: "01JTEST", DestinationFP: "fp0123456789abcd",
 		PolicyVersion: "policy-7", SafetyMarginMS: 60000, WrittenBy: "audit:7/req-1", Day: "2026-11-01",
@@ -27,7 +27,7 @@ func TestBuild(t *testing.T) {
 		return e
 	}
 	sameVersion := rs[1]
-	sameVersion.updated = sameVersion.updated.Add(time.Second)
+	sameVersion.Updated = sameVersion.Updated.Add(time.Second)
 
 	tests := []struct {
 		name   string
@@ -36,36 +36,36 @@ func TestBuild(t *testing.T) {
 		wantOK bool
 	}{
 		{
-			name: "insert is a transition from nothing", rec: insert(rs[0]), wantOK: true,
+			name: "insert is a transition from nothing", rec: Insert(rs[0]), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001", 1, t0
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001", 1, T0
 				e.ToState, e.Reason = "accepted", "ADMITTED"
 				e.Actor = "fn-accepted:1/req-1"
 			}),
 		},
 		{
-			name: "modify with a new version", rec: modify(rs[1], rs[2]), wantOK: true,
+			name: "modify with a new version", rec: Modify(rs[1], rs[2]), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000003", 3, t0.Add(3*time.Second)
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000003", 3, T0.Add(3*time.Second)
 				e.FromState, e.ToState, e.Reason, e.Attempt = "dispatching", "sent", "PROVIDER_ACCEPTED", 1
 				e.Provider, e.ProviderMessageID = "simulator", "sim-1"
 				e.Actor = "fn-sent:1/req-3"
 			}),
 		},
-		{name: "modify without a new version is no transition", rec: modify(rs[1], sameVersion)},
+		{name: "modify without a new version is no transition", rec: Modify(rs[1], sameVersion)},
 		{
-			name: "TTL removal", rec: remove(rs[3], ttlIdentity), wantOK: true,
+			name: "TTL removal", rec: Remove(rs[3], TTLIdentity), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000004#purged", 4, t0.Add(time.Hour)
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000004#purged", 4, T0.Add(time.Hour)
 				e.FromState, e.ToState, e.Reason, e.Attempt = "delivered", StatePurged, ReasonPurgedTTL, 1
 				e.Provider, e.ProviderMessageID, e.PurgedBy = "simulator", "sim-1", "dynamodb.amazonaws.com"
 			}),
 		},
 		{
 			name: "manual removal by a named principal",
-			rec:  remove(rs[3], &events.DynamoDBUserIdentity{Type: "AssumedRole", PrincipalID: "AROAEXAMPLE:ops"}), wantOK: true,
+			rec:  Remove(rs[3], &events.DynamoDBUserIdentity{Type: "AssumedRole", PrincipalID: "AROAEXAMPLE:ops"}), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000004#purged", 4, t0.Add(time.Hour)
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000004#purged", 4, T0.Add(time.Hour)
 				e.FromState, e.ToState, e.Reason, e.Attempt = "delivered", StatePurged, ReasonPurgedManual, 1
 				e.Provider, e.ProviderMessageID, e.PurgedBy = "simulator", "sim-1", "AROAEXAMPLE:ops"
 			}),
@@ -73,12 +73,12 @@ func TestBuild(t *testing.T) {
 		{
 			name: "manual removal without identity and without a creation time",
 			rec: func() events.DynamoDBEventRecord {
-				r := remove(rs[0], nil)
+				r := Remove(rs[0], nil)
 				r.Change.ApproximateCreationDateTime = events.SecondsEpochTime{}
 				return r
 			}(), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001#purged", 1, t0.Add(2*time.Hour)
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001#purged", 1, T0.Add(2*time.Hour)
 				e.FromState, e.ToState, e.Reason = "accepted", StatePurged, ReasonPurgedManual
 			}),
 		},
@@ -100,18 +100,18 @@ func TestBuild(t *testing.T) {
 }
 
 func TestBuildRetention(t *testing.T) {
-	rs := lifecycle("k", "e", "n")
-	got, _, err := Build(insert(rs[0]), Meta{Retention: 30 * 24 * time.Hour})
+	rs := Lifecycle("k", "e", "n")
+	got, _, err := Build(Insert(rs[0]), Meta{Retention: 30 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := t0.Add(30 * 24 * time.Hour).Unix(); got.RetainUntil != want {
+	if want := T0.Add(30 * 24 * time.Hour).Unix(); got.RetainUntil != want {
 		t.Errorf("RetainUntil = %d, want %d", got.RetainUntil, want)
 	}
 }
 
 func TestBuildMalformed(t *testing.T) {
-	rs := lifecycle("k", "e", "n")
+	rs := Lifecycle("k", "e", "n")
 	tests := []struct {
 		name string
 		edit func(*events.DynamoDBEventRecord)
@@ -129,7 +129,7 @@ func TestBuildMalformed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := insert(rs[0])
+			r := Insert(rs[0])
 			tc.edit(&r)
 			_, _, err := Build(r, Meta{})
 			if !errors.Is(err, ErrMalformed) {
@@ -141,7 +141,7 @@ func TestBuildMalformed(t *testing.T) {
 		})
 	}
 	t.Run("version going back", func(t *testing.T) {
-		if _, _, err := Build(modify(rs[2], rs[1]), Meta{}); !errors.Is(err, ErrMalformed) {
+		if _, _, err := Build(Modify(rs[2], rs[1]), Meta{}); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("err = %v, want ErrMalformed", err)
 		}
 	})

@@ -17,20 +17,21 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// fakeDB is an in-memory audit table for the writer: PutItem honours only the writer's
+// Table is an in-memory audit table for the writer: PutItem honours only the writer's
 // condition, attribute_not_exists(seq), and reports a failure with the old item when
-// returnOld is set, as DynamoDB does.
-type fakeDB struct {
+// ReturnOld is set, as DynamoDB does.
+type Table struct {
 	mu        sync.Mutex
-	items     map[string]map[string]ddbtypes.AttributeValue
-	returnOld bool
-	puts      int
-	// failPut, when set, fails the put of that seq.
-	failPut string
+	Items     map[string]map[string]ddbtypes.AttributeValue
+	ReturnOld bool
+	Puts      int
+	// FailPut, when set, fails the put of that seq.
+	FailPut string
 }
 
-func newFakeDB() *fakeDB {
-	return &fakeDB{items: map[string]map[string]ddbtypes.AttributeValue{}, returnOld: true}
+// NewTable returns an empty table that reports the old item of a failed condition.
+func NewTable() *Table {
+	return &Table{Items: map[string]map[string]ddbtypes.AttributeValue{}, ReturnOld: true}
 }
 
 func fakeKey(item map[string]ddbtypes.AttributeValue) string {
@@ -38,75 +39,73 @@ func fakeKey(item map[string]ddbtypes.AttributeValue) string {
 		item[tables.AuditSeq].(*ddbtypes.AttributeValueMemberS).Value
 }
 
-func (f *fakeDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+// GetItem returns the item under in.Key, if any.
+func (f *Table) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &dynamodb.GetItemOutput{Item: maps.Clone(f.items[fakeKey(in.Key)])}, nil
+	return &dynamodb.GetItemOutput{Item: maps.Clone(f.Items[fakeKey(in.Key)])}, nil
 }
 
-func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+// PutItem stores in.Item unless an item is stored under its key.
+func (f *Table) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := fakeKey(in.Item)
-	if f.failPut != "" && in.Item[tables.AuditSeq].(*ddbtypes.AttributeValueMemberS).Value == f.failPut {
+	if f.FailPut != "" && in.Item[tables.AuditSeq].(*ddbtypes.AttributeValueMemberS).Value == f.FailPut {
 		return nil, errors.New("fake: throttled")
 	}
-	if old, ok := f.items[k]; ok {
+	if old, ok := f.Items[k]; ok {
 		e := &ddbtypes.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
-		if f.returnOld {
+		if f.ReturnOld {
 			e.Item = maps.Clone(old)
 		}
 		return nil, e
 	}
-	f.items[k] = maps.Clone(in.Item)
-	f.puts++
+	f.Items[k] = maps.Clone(in.Item)
+	f.Puts++
 	return &dynamodb.PutItemOutput{}, nil
 }
 
-// entries returns every stored entry in timeline order.
-func (f *fakeDB) entries() []Entry {
+// Stored returns every stored item, ordered by event ID and seq.
+func (f *Table) Stored() []map[string]ddbtypes.AttributeValue {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []Entry
-	keys := make([]string, 0, len(f.items))
-	for k := range f.items {
+	keys := make([]string, 0, len(f.Items))
+	for k := range f.Items {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		e, err := FromItem(f.items[k])
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, e)
+	out := make([]map[string]ddbtypes.AttributeValue, len(keys))
+	for i, k := range keys {
+		out[i] = maps.Clone(f.Items[k])
 	}
-	return Sorted(out)
+	return out
 }
 
-// rec is a notification as a stream image holds it, for building test records.
-type rec struct {
-	key, eventID, id, state, reason string
-	version, attempt                int64
-	updated                         time.Time
-	provider, providerMessageID     string
+// Rec is a notification as a stream image holds it, for building test records.
+type Rec struct {
+	Key, EventID, ID, State, Reason string
+	Version, Attempt                int64
+	Updated                         time.Time
+	Provider, ProviderMessageID     string
 }
 
-// image returns the stream image of r, with the attributes that must never reach the audit
+// Image returns the stream image of r, with the attributes that must never reach the audit
 // table (the sealed payload, and a stray phone number) added.
-func (r rec) image() map[string]events.DynamoDBAttributeValue {
+func (r Rec) Image() map[string]events.DynamoDBAttributeValue {
 	m := map[string]events.DynamoDBAttributeValue{
-		tables.AttrIdempotencyKey:     events.NewStringAttribute(r.key),
-		tables.AttrEventID:            events.NewStringAttribute(r.eventID),
-		tables.AttrNotificationID:     events.NewStringAttribute(r.id),
+		tables.AttrIdempotencyKey:     events.NewStringAttribute(r.Key),
+		tables.AttrEventID:            events.NewStringAttribute(r.EventID),
+		tables.AttrNotificationID:     events.NewStringAttribute(r.ID),
 		tables.AttrChannel:            events.NewStringAttribute("sms"),
 		tables.AttrPurpose:            events.NewStringAttribute("password_reset"),
-		tables.AttrState:              events.NewStringAttribute(r.state),
-		tables.AttrReason:             events.NewStringAttribute(r.reason),
-		tables.AttrVersion:            events.NewNumberAttribute(strconv.FormatInt(r.version, 10)),
-		tables.AttrAttempt:            events.NewNumberAttribute(strconv.FormatInt(r.attempt, 10)),
-		tables.AttrCreatedAt:          events.NewStringAttribute(tables.FormatTime(t0)),
-		tables.AttrUpdatedAt:          events.NewStringAttribute(tables.FormatTime(r.updated)),
-		tables.AttrExpiresAt:          events.NewStringAttribute(tables.FormatTime(t0.Add(15 * time.Minute))),
+		tables.AttrState:              events.NewStringAttribute(r.State),
+		tables.AttrReason:             events.NewStringAttribute(r.Reason),
+		tables.AttrVersion:            events.NewNumberAttribute(strconv.FormatInt(r.Version, 10)),
+		tables.AttrAttempt:            events.NewNumberAttribute(strconv.FormatInt(r.Attempt, 10)),
+		tables.AttrCreatedAt:          events.NewStringAttribute(tables.FormatTime(T0)),
+		tables.AttrUpdatedAt:          events.NewStringAttribute(tables.FormatTime(r.Updated)),
+		tables.AttrExpiresAt:          events.NewStringAttribute(tables.FormatTime(T0.Add(15 * time.Minute))),
 		tables.AttrPolicyVersion:      events.NewStringAttribute("policy-7"),
 		tables.AttrSafetyMarginMS:     events.NewNumberAttribute("60000"),
 		tables.AttrRequestFingerprint: events.NewStringAttribute("f00d"),
@@ -114,28 +113,31 @@ func (r rec) image() map[string]events.DynamoDBAttributeValue {
 		tables.AttrSealed:             events.NewBinaryAttribute([]byte(`{"to":"+447700900123","params":{"reset_url":"https://shop.example/reset?t=SECRET"}}`)),
 		"to":                          events.NewStringAttribute("+447700900123"),
 	}
-	if r.provider != "" {
-		m[tables.AttrProvider] = events.NewStringAttribute(r.provider)
+	if r.Provider != "" {
+		m[tables.AttrProvider] = events.NewStringAttribute(r.Provider)
 	}
 	// The actor that made the transition, as the store writes it.
-	m[tables.AttrActor] = events.NewStringAttribute("fn-" + r.state + ":1/req-" + strconv.FormatInt(r.version, 10))
-	if r.providerMessageID != "" {
-		m[tables.AttrProviderMessageID] = events.NewStringAttribute(r.providerMessageID)
+	m[tables.AttrActor] = events.NewStringAttribute("fn-" + r.State + ":1/req-" + strconv.FormatInt(r.Version, 10))
+	if r.ProviderMessageID != "" {
+		m[tables.AttrProviderMessageID] = events.NewStringAttribute(r.ProviderMessageID)
 	}
 	return m
 }
 
-var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+// T0 is when the records of Lifecycle were created.
+var T0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 
 var seqNo int
 
-func streamRecord(name string, oldImg, newImg map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
+// StreamRecord returns a stream record of the notifications table named name (INSERT,
+// MODIFY or REMOVE) with the images given, numbered after the one before.
+func StreamRecord(name string, oldImg, newImg map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
 	seqNo++
 	return events.DynamoDBEventRecord{
 		EventID:   "ev" + strconv.Itoa(seqNo),
 		EventName: name,
 		Change: events.DynamoDBStreamRecord{
-			ApproximateCreationDateTime: events.SecondsEpochTime{Time: t0.Add(time.Hour)},
+			ApproximateCreationDateTime: events.SecondsEpochTime{Time: T0.Add(time.Hour)},
 			NewImage:                    newImg,
 			OldImage:                    oldImg,
 			SequenceNumber:              strconv.Itoa(1000 + seqNo),
@@ -144,23 +146,27 @@ func streamRecord(name string, oldImg, newImg map[string]events.DynamoDBAttribut
 	}
 }
 
-func insert(r rec) events.DynamoDBEventRecord { return streamRecord("INSERT", nil, r.image()) }
+// Insert returns the stream record that admits r.
+func Insert(r Rec) events.DynamoDBEventRecord { return StreamRecord("INSERT", nil, r.Image()) }
 
-func modify(old, r rec) events.DynamoDBEventRecord {
-	return streamRecord("MODIFY", old.image(), r.image())
+// Modify returns the stream record of the transition from old to r.
+func Modify(old, r Rec) events.DynamoDBEventRecord {
+	return StreamRecord("MODIFY", old.Image(), r.Image())
 }
 
-func remove(old rec, id *events.DynamoDBUserIdentity) events.DynamoDBEventRecord {
-	r := streamRecord("REMOVE", old.image(), nil)
+// Remove returns the stream record that deletes old, by id when set.
+func Remove(old Rec, id *events.DynamoDBUserIdentity) events.DynamoDBEventRecord {
+	r := StreamRecord("REMOVE", old.Image(), nil)
 	r.UserIdentity = id
 	return r
 }
 
-var ttlIdentity = &events.DynamoDBUserIdentity{Type: "Service", PrincipalID: "dynamodb.amazonaws.com"}
+// TTLIdentity is the user identity DynamoDB Streams gives a removal by TTL.
+var TTLIdentity = &events.DynamoDBUserIdentity{Type: "Service", PrincipalID: "dynamodb.amazonaws.com"}
 
-// lifecycle returns the records of one notification: admitted, leased, sent, delivered.
-func lifecycle(key, eventID, id string) []rec {
-	base := rec{key: key, eventID: eventID, id: id}
+// Lifecycle returns the records of one notification: admitted, leased, sent, delivered.
+func Lifecycle(key, eventID, id string) []Rec {
+	base := Rec{Key: key, EventID: eventID, ID: id}
 	steps := []struct {
 		state, reason string
 		attempt       int64
@@ -171,23 +177,23 @@ func lifecycle(key, eventID, id string) []rec {
 		{"sent", "PROVIDER_ACCEPTED", 1, "simulator", "sim-1"},
 		{"delivered", "RECEIPT_DELIVERED", 1, "simulator", "sim-1"},
 	}
-	out := make([]rec, len(steps))
+	out := make([]Rec, len(steps))
 	for i, s := range steps {
 		r := base
-		r.state, r.reason, r.attempt, r.provider, r.providerMessageID = s.state, s.reason, s.attempt, s.provider, s.pm
-		r.version = int64(i + 1)
-		r.updated = t0.Add(time.Duration(i) * 1500 * time.Millisecond)
+		r.State, r.Reason, r.Attempt, r.Provider, r.ProviderMessageID = s.state, s.reason, s.attempt, s.provider, s.pm
+		r.Version = int64(i + 1)
+		r.Updated = T0.Add(time.Duration(i) * 1500 * time.Millisecond)
 		out[i] = r
 	}
 	return out
 }
 
-// lifecycleRecords returns the stream records of lifecycle, ending with a TTL removal.
-func lifecycleRecords(key, eventID, id string) []events.DynamoDBEventRecord {
-	rs := lifecycle(key, eventID, id)
-	out := []events.DynamoDBEventRecord{insert(rs[0])}
+// LifecycleRecords returns the stream records of Lifecycle, ending with a TTL removal.
+func LifecycleRecords(key, eventID, id string) []events.DynamoDBEventRecord {
+	rs := Lifecycle(key, eventID, id)
+	out := []events.DynamoDBEventRecord{Insert(rs[0])}
 	for i := 1; i < len(rs); i++ {
-		out = append(out, modify(rs[i-1], rs[i]))
+		out = append(out, Modify(rs[i-1], rs[i]))
 	}
-	return append(out, remove(rs[len(rs)-1], ttlIdentity))
+	return append(out, Remove(rs[len(rs)-1], TTLIdentity))
 }

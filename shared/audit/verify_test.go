@@ -8,9 +8,9 @@ import (
 // chainOf writes the lifecycle of one notification through the handler and returns its entries.
 func chainOf(t *testing.T) []Entry {
 	t.Helper()
-	db := newFakeDB()
-	invoke(t, newHandler(db), "req-1", lifecycleRecords("k1", "evt-1", "01JA")...)
-	es := db.entries()
+	db := NewTable()
+	invoke(t, newHandler(db), "req-1", LifecycleRecords("k1", "evt-1", "01JA")...)
+	es := entries(db)
 	if p := Verify(es); len(p) != 0 {
 		t.Fatalf("intact chain: %v", p)
 	}

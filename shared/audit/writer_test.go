@@ -15,11 +15,11 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
-func newHandler(db *fakeDB) *Handler {
+func newHandler(db *Table) *Handler {
 	return &Handler{
 		Writer:   &Writer{DB: db, Table: "audit"},
 		Function: "audit", FunctionVersion: "$LATEST",
-		Clock: notifytest.NewClock(t0.Add(3 * time.Hour)),
+		Clock: notifytest.NewClock(T0.Add(3 * time.Hour)),
 	}
 }
 
@@ -31,6 +31,19 @@ func invoke(t *testing.T, h *Handler, reqID string, recs ...events.DynamoDBEvent
 		t.Fatalf("Handle returned an error: %v", err)
 	}
 	return resp
+}
+
+// entries returns every entry db holds, in timeline order.
+func entries(db *Table) []Entry {
+	var out []Entry
+	for _, item := range db.Stored() {
+		e, err := FromItem(item)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, e)
+	}
+	return Sorted(out)
 }
 
 type link struct {
@@ -53,13 +66,13 @@ func links(es []Entry) []link {
 }
 
 func TestHandlerWritesAChain(t *testing.T) {
-	db := newFakeDB()
+	db := NewTable()
 	h := newHandler(db)
-	recs := lifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA")
+	recs := LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA")
 	if resp := invoke(t, h, "req-1", recs...); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
-	got := db.entries()
+	got := entries(db)
 	want := []link{
 		{"evt-1:sms:password_reset#0000000001", "accepted", true, false},
 		{"evt-1:sms:password_reset#0000000002", "dispatching", true, false},
@@ -83,10 +96,10 @@ func TestHandlerWritesAChain(t *testing.T) {
 func TestHandlerNoFailuresJSON(t *testing.T) {
 	for name, recs := range map[string][]events.DynamoDBEventRecord{
 		"empty":     nil,
-		"lifecycle": lifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA"),
+		"lifecycle": LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			b, err := json.Marshal(invoke(t, newHandler(newFakeDB()), "req-1", recs...))
+			b, err := json.Marshal(invoke(t, newHandler(NewTable()), "req-1", recs...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,20 +114,20 @@ func TestHandlerNoFailuresJSON(t *testing.T) {
 func TestHandlerReplayWritesNothing(t *testing.T) {
 	for _, returnOld := range []bool{true, false} {
 		t.Run(map[bool]string{true: "old item returned", false: "old item read"}[returnOld], func(t *testing.T) {
-			db := newFakeDB()
-			db.returnOld = returnOld
+			db := NewTable()
+			db.ReturnOld = returnOld
 			h := newHandler(db)
-			recs := lifecycleRecords("k1", "evt-1", "01JA")
+			recs := LifecycleRecords("k1", "evt-1", "01JA")
 			invoke(t, h, "req-1", recs...)
-			before := db.entries()
-			puts := db.puts
+			before := entries(db)
+			puts := db.Puts
 			if resp := invoke(t, h, "req-2", recs...); len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("failures on replay: %+v", resp.BatchItemFailures)
 			}
-			if db.puts != puts {
-				t.Errorf("replay stored %d new items", db.puts-puts)
+			if db.Puts != puts {
+				t.Errorf("replay stored %d new items", db.Puts-puts)
 			}
-			if diff := cmp.Diff(before, db.entries()); diff != "" {
+			if diff := cmp.Diff(before, entries(db)); diff != "" {
 				t.Errorf("replay changed the table (-before +after):\n%s", diff)
 			}
 		})
@@ -124,31 +137,31 @@ func TestHandlerReplayWritesNothing(t *testing.T) {
 // TestHandlerStopsAtFirstFailure checks that the first failing record is reported and that
 // nothing after it is written, so Lambda resumes from it in order.
 func TestHandlerStopsAtFirstFailure(t *testing.T) {
-	db := newFakeDB()
-	db.failPut = "k1#0000000002"
+	db := NewTable()
+	db.FailPut = "k1#0000000002"
 	h := newHandler(db)
-	recs := lifecycleRecords("k1", "evt-1", "01JA")
+	recs := LifecycleRecords("k1", "evt-1", "01JA")
 	resp := invoke(t, h, "req-1", recs...)
 	want := []events.DynamoDBBatchItemFailure{{ItemIdentifier: recs[1].Change.SequenceNumber}}
 	if diff := cmp.Diff(want, resp.BatchItemFailures); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}
-	if got := len(db.entries()); got != 1 {
+	if got := len(entries(db)); got != 1 {
 		t.Errorf("%d entries written, want only the one before the failure", got)
 	}
 	// Lambda delivers the batch again from the failed record.
-	db.failPut = ""
+	db.FailPut = ""
 	if resp := invoke(t, h, "req-2", recs[1:]...); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures on retry: %+v", resp.BatchItemFailures)
 	}
-	if p := Verify(db.entries()); len(p) != 0 {
+	if p := Verify(entries(db)); len(p) != 0 {
 		t.Errorf("Verify after retry: %v", p)
 	}
 }
 
 func TestHandlerReportsMalformedRecord(t *testing.T) {
-	db := newFakeDB()
-	recs := lifecycleRecords("k1", "evt-1", "01JA")
+	db := NewTable()
+	recs := LifecycleRecords("k1", "evt-1", "01JA")
 	recs[2].Change.NewImage = nil
 	resp := invoke(t, newHandler(db), "req-1", recs...)
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != recs[2].Change.SequenceNumber {
@@ -158,10 +171,10 @@ func TestHandlerReportsMalformedRecord(t *testing.T) {
 
 // TestWriterPrevMissing starts auditing in the middle of a chain.
 func TestWriterPrevMissing(t *testing.T) {
-	db := newFakeDB()
-	recs := lifecycleRecords("k1", "evt-1", "01JA")
+	db := NewTable()
+	recs := LifecycleRecords("k1", "evt-1", "01JA")
 	invoke(t, newHandler(db), "req-1", recs[2:]...)
-	got := db.entries()
+	got := entries(db)
 	want := []link{
 		{"k1#0000000003", "sent", true, true},
 		{"k1#0000000004", "delivered", true, false},
@@ -179,14 +192,14 @@ func TestWriterPrevMissing(t *testing.T) {
 // TestWriterKeyReadmittedAfterPurge admits the same key again after its first record was
 // purged: the second notification's entries must be kept, under disambiguated seqs.
 func TestWriterKeyReadmittedAfterPurge(t *testing.T) {
-	db := newFakeDB()
+	db := NewTable()
 	h := newHandler(db)
-	invoke(t, h, "req-1", lifecycleRecords("k1", "evt-1", "01JA")...)
-	second := lifecycleRecords("k1", "evt-1", "01JB")
+	invoke(t, h, "req-1", LifecycleRecords("k1", "evt-1", "01JA")...)
+	second := LifecycleRecords("k1", "evt-1", "01JB")
 	invoke(t, h, "req-2", second...)
 	invoke(t, h, "req-3", second...) // and a replay of it
 	var seqs []string
-	for _, e := range db.entries() {
+	for _, e := range entries(db) {
 		if e.NotificationID == "01JB" {
 			seqs = append(seqs, e.Seq)
 		}
@@ -197,10 +210,10 @@ func TestWriterKeyReadmittedAfterPurge(t *testing.T) {
 	if diff := cmp.Diff(want, seqs); diff != "" {
 		t.Errorf("second notification's seqs (-want +got):\n%s", diff)
 	}
-	if got := len(db.entries()); got != 10 {
+	if got := len(entries(db)); got != 10 {
 		t.Errorf("%d entries, want 10", got)
 	}
-	if p := Verify(db.entries()); len(p) != 0 {
+	if p := Verify(entries(db)); len(p) != 0 {
 		t.Errorf("Verify: %v", p)
 	}
 }

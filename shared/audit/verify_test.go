@@ -9,8 +9,8 @@ import (
 func chainOf(t *testing.T) []Entry {
 	t.Helper()
 	db := NewTable()
-	invoke(t, newHandler(db), "req-1", LifecycleRecords("k1", "evt-1", "01JA")...)
-	es := entries(db)
+	write(t, db, "req-1", LifecycleRecords("k1", "evt-1", "01JA")...)
+	es := stored(t, db)
 	if p := Verify(es); len(p) != 0 {
 		t.Fatalf("intact chain: %v", p)
 	}

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -83,9 +82,6 @@ func TestHandlerWritesAChain(t *testing.T) {
 	if diff := cmp.Diff(want, links(got)); diff != "" {
 		t.Errorf("chain (-want +got):\n%s", diff)
 	}
-	if p := Verify(got); len(p) != 0 {
-		t.Errorf("Verify: %v", p)
-	}
 	if got[0].WrittenBy != "audit:$LATEST/req-1" || got[0].Actor != "fn-accepted:1/req-1" {
 		t.Errorf("written_by = %q, actor = %q; want the audit function and the record's actor", got[0].WrittenBy, got[0].Actor)
 	}
@@ -154,9 +150,6 @@ func TestHandlerStopsAtFirstFailure(t *testing.T) {
 	if resp := invoke(t, h, "req-2", recs[1:]...); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures on retry: %+v", resp.BatchItemFailures)
 	}
-	if p := Verify(entries(db)); len(p) != 0 {
-		t.Errorf("Verify after retry: %v", p)
-	}
 }
 
 func TestHandlerReportsMalformedRecord(t *testing.T) {
@@ -183,10 +176,6 @@ func TestWriterPrevMissing(t *testing.T) {
 	if diff := cmp.Diff(want, links(got)); diff != "" {
 		t.Errorf("chain (-want +got):\n%s", diff)
 	}
-	p := Verify(got)
-	if len(p) == 0 || !strings.Contains(p[0].What, "versions 1–2 missing") || !strings.Contains(p[0].What, "no previous entry") {
-		t.Errorf("Verify = %v, want the missing versions named", p)
-	}
 }
 
 // TestWriterKeyReadmittedAfterPurge admits the same key again after its first record was
@@ -212,8 +201,5 @@ func TestWriterKeyReadmittedAfterPurge(t *testing.T) {
 	}
 	if got := len(entries(db)); got != 10 {
 		t.Errorf("%d entries, want 10", got)
-	}
-	if p := Verify(entries(db)); len(p) != 0 {
-		t.Errorf("Verify: %v", p)
 	}
 }

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,9 +49,31 @@ func newCheckFixture(t *testing.T, version int) *checkFixture {
 		if i > 0 {
 			d.PrevPeriodStart, d.PrevSignature = f.digests[i-1].PeriodStart, f.digests[i-1].Signature
 		}
-		f.digests = append(f.digests, signed(t, f.key, d))
+		f.digests = append(f.digests, sign(t, f.key, d))
 	}
 	return f
+}
+
+// sign returns d signed by s, as the digest step signs: a version 1 digest of its manifest
+// when d.Version is 1, else the version 2 digest of the entries its manifest names.
+func sign(t *testing.T, s Signer, d Digest) Digest {
+	t.Helper()
+	d.KeyID, d.Algorithm = s.KeyID(), SigningAlgorithm
+	if d.Version == DigestVersionManifest {
+		d.Count, d.EntriesHash = int64(len(d.Manifest)), ManifestHash(d.Manifest)
+	} else {
+		var tree PeriodTree
+		for _, l := range d.Manifest {
+			tree.Add(l)
+		}
+		d.Version, d.Count, d.Root, d.Manifest = DigestVersionTree, tree.Size(), tree.Root(), nil
+	}
+	sig, err := s.Sign(context.Background(), DigestSum(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Signature = base64.StdEncoding.EncodeToString(sig)
+	return d
 }
 
 // check checks b at now with a 10-second grace and a 2-minute lag bound: a period's digest

@@ -49,7 +49,6 @@ func (f *fakeKMS) GetPublicKey(_ context.Context, in *kms.GetPublicKeyInput, _ .
 	return &kms.GetPublicKeyOutput{PublicKey: der, KeySpec: kmstypes.KeySpecEccNistP256}, err
 }
 
-// signed returns d signed by s.
 // signed returns d signed by s: a version 1 digest of its manifest when d.Version is 1,
 // else the version 2 digest of the entries its manifest names (Manifest then nil).
 func signed(t *testing.T, s Signer, d Digest) Digest {

@@ -10,12 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/resetnotify/resetnotify/dev/auditfixture"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
 func TestBuild(t *testing.T) {
-	rs := Lifecycle("evt-9:sms:password_reset", "evt-9", "01JTEST")
-	meta := Meta{Actor: Actor{Function: "audit", Version: "7", RequestID: "req-1"}, Now: T0.Add(2 * time.Hour)}
+	rs := auditfixture.Lifecycle("evt-9:sms:password_reset", "evt-9", "01JTEST")
+	meta := Meta{Actor: Actor{Function: "audit", Version: "7", RequestID: "req-1"}, Now: auditfixture.T0.Add(2 * time.Hour)}
 	common := Entry{
 		EventID: "evt-9", NotificationID: "01JTEST", DestinationFP: "fp0123456789abcd",
 		PolicyVersion: "policy-7", SafetyMarginMS: 60000, WrittenBy: "audit:7/req-1", Day: "2026-11-01",
@@ -36,36 +37,36 @@ func TestBuild(t *testing.T) {
 		wantOK bool
 	}{
 		{
-			name: "insert is a transition from nothing", rec: Insert(rs[0]), wantOK: true,
+			name: "insert is a transition from nothing", rec: auditfixture.Insert(rs[0]), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001", 1, T0
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001", 1, auditfixture.T0
 				e.ToState, e.Reason = "accepted", "ADMITTED"
 				e.Actor = "fn-accepted:1/req-1"
 			}),
 		},
 		{
-			name: "modify with a new version", rec: Modify(rs[1], rs[2]), wantOK: true,
+			name: "modify with a new version", rec: auditfixture.Modify(rs[1], rs[2]), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000003", 3, T0.Add(3*time.Second)
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000003", 3, auditfixture.T0.Add(3*time.Second)
 				e.FromState, e.ToState, e.Reason, e.Attempt = "dispatching", "sent", "PROVIDER_ACCEPTED", 1
 				e.Provider, e.ProviderMessageID = "simulator", "sim-1"
 				e.Actor = "fn-sent:1/req-3"
 			}),
 		},
-		{name: "modify without a new version is no transition", rec: Modify(rs[1], sameVersion)},
+		{name: "modify without a new version is no transition", rec: auditfixture.Modify(rs[1], sameVersion)},
 		{
-			name: "TTL removal", rec: Remove(rs[3], TTLIdentity), wantOK: true,
+			name: "TTL removal", rec: auditfixture.Remove(rs[3], auditfixture.TTLIdentity), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000004#purged", 4, T0.Add(time.Hour)
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000004#purged", 4, auditfixture.T0.Add(time.Hour)
 				e.FromState, e.ToState, e.Reason, e.Attempt = "delivered", StatePurged, ReasonPurgedTTL, 1
 				e.Provider, e.ProviderMessageID, e.PurgedBy = "simulator", "sim-1", "dynamodb.amazonaws.com"
 			}),
 		},
 		{
 			name: "manual removal by a named principal",
-			rec:  Remove(rs[3], &events.DynamoDBUserIdentity{Type: "AssumedRole", PrincipalID: "AROAEXAMPLE:ops"}), wantOK: true,
+			rec:  auditfixture.Remove(rs[3], &events.DynamoDBUserIdentity{Type: "AssumedRole", PrincipalID: "AROAEXAMPLE:ops"}), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000004#purged", 4, T0.Add(time.Hour)
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000004#purged", 4, auditfixture.T0.Add(time.Hour)
 				e.FromState, e.ToState, e.Reason, e.Attempt = "delivered", StatePurged, ReasonPurgedManual, 1
 				e.Provider, e.ProviderMessageID, e.PurgedBy = "simulator", "sim-1", "AROAEXAMPLE:ops"
 			}),
@@ -73,12 +74,12 @@ func TestBuild(t *testing.T) {
 		{
 			name: "manual removal without identity and without a creation time",
 			rec: func() events.DynamoDBEventRecord {
-				r := Remove(rs[0], nil)
+				r := auditfixture.Remove(rs[0], nil)
 				r.Change.ApproximateCreationDateTime = events.SecondsEpochTime{}
 				return r
 			}(), wantOK: true,
 			want: with(func(e *Entry) {
-				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001#purged", 1, T0.Add(2*time.Hour)
+				e.Seq, e.Version, e.At = "evt-9:sms:password_reset#0000000001#purged", 1, auditfixture.T0.Add(2*time.Hour)
 				e.FromState, e.ToState, e.Reason = "accepted", StatePurged, ReasonPurgedManual
 			}),
 		},
@@ -100,18 +101,18 @@ func TestBuild(t *testing.T) {
 }
 
 func TestBuildRetention(t *testing.T) {
-	rs := Lifecycle("k", "e", "n")
-	got, _, err := Build(Insert(rs[0]), Meta{Retention: 30 * 24 * time.Hour})
+	rs := auditfixture.Lifecycle("k", "e", "n")
+	got, _, err := Build(auditfixture.Insert(rs[0]), Meta{Retention: 30 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := T0.Add(30 * 24 * time.Hour).Unix(); got.RetainUntil != want {
+	if want := auditfixture.T0.Add(30 * 24 * time.Hour).Unix(); got.RetainUntil != want {
 		t.Errorf("RetainUntil = %d, want %d", got.RetainUntil, want)
 	}
 }
 
 func TestBuildMalformed(t *testing.T) {
-	rs := Lifecycle("k", "e", "n")
+	rs := auditfixture.Lifecycle("k", "e", "n")
 	tests := []struct {
 		name string
 		edit func(*events.DynamoDBEventRecord)
@@ -129,7 +130,7 @@ func TestBuildMalformed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Insert(rs[0])
+			r := auditfixture.Insert(rs[0])
 			tc.edit(&r)
 			_, _, err := Build(r, Meta{})
 			if !errors.Is(err, ErrMalformed) {
@@ -141,7 +142,7 @@ func TestBuildMalformed(t *testing.T) {
 		})
 	}
 	t.Run("version going back", func(t *testing.T) {
-		if _, _, err := Build(Modify(rs[2], rs[1]), Meta{}); !errors.Is(err, ErrMalformed) {
+		if _, _, err := Build(auditfixture.Modify(rs[2], rs[1]), Meta{}); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("err = %v, want ErrMalformed", err)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/auditfixture"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -34,7 +35,7 @@ func samples(n int, latency func(i int) time.Duration) []Entry {
 	var out []Entry
 	for i := range n {
 		id := fmt.Sprintf("n%04d", i)
-		at := T0.Add(time.Duration(i) * time.Minute)
+		at := auditfixture.T0.Add(time.Duration(i) * time.Minute)
 		out = append(out,
 			Entry{NotificationID: id, Reason: notify.ReasonAdmitted, At: at, PolicyVersion: "p1", SafetyMarginMS: 60000},
 			Entry{NotificationID: id, Reason: notify.ReasonLeaseAcquired, At: at.Add(time.Second)},
@@ -53,9 +54,9 @@ func TestMarginSampler(t *testing.T) {
 			s.Add(es[i])
 		}
 		// A notification admitted before the range: its receipt alone is no sample.
-		s.Add(Entry{NotificationID: "early", Reason: notify.ReasonReceiptDelivered, At: T0})
+		s.Add(Entry{NotificationID: "early", Reason: notify.ReasonReceiptDelivered, At: auditfixture.T0})
 		// A notification never delivered.
-		s.Add(Entry{NotificationID: "lost", Reason: notify.ReasonAdmitted, At: T0, PolicyVersion: "p1", SafetyMarginMS: 60000})
+		s.Add(Entry{NotificationID: "lost", Reason: notify.ReasonAdmitted, At: auditfixture.T0, PolicyVersion: "p1", SafetyMarginMS: 60000})
 		want := MarginReport{
 			Samples: 200, P50: 10 * time.Second, P95: 19 * time.Second, P99: 19800 * time.Millisecond, Max: 20 * time.Second,
 			Enough: true, Recommended: 25 * time.Second,

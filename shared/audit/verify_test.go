@@ -3,13 +3,15 @@ package audit
 import (
 	"strings"
 	"testing"
+
+	"github.com/resetnotify/resetnotify/dev/auditfixture"
 )
 
 // chainOf writes the lifecycle of one notification through the handler and returns its entries.
 func chainOf(t *testing.T) []Entry {
 	t.Helper()
-	db := NewTable()
-	write(t, db, "req-1", LifecycleRecords("k1", "evt-1", "01JA")...)
+	db := auditfixture.NewTable()
+	write(t, db, "req-1", auditfixture.LifecycleRecords("k1", "evt-1", "01JA")...)
 	es := stored(t, db)
 	if p := Verify(es); len(p) != 0 {
 		t.Fatalf("intact chain: %v", p)

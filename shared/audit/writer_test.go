@@ -10,15 +10,16 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/dev/auditfixture"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
-func newHandler(db *Table) *Handler {
+func newHandler(db *auditfixture.Table) *Handler {
 	return &Handler{
 		Writer:   &Writer{DB: db, Table: "audit"},
 		Function: "audit", FunctionVersion: "$LATEST",
-		Clock: notifytest.NewClock(T0.Add(3 * time.Hour)),
+		Clock: notifytest.NewClock(auditfixture.T0.Add(3 * time.Hour)),
 	}
 }
 
@@ -33,7 +34,7 @@ func invoke(t *testing.T, h *Handler, reqID string, recs ...events.DynamoDBEvent
 }
 
 // entries returns every entry db holds, in timeline order.
-func entries(db *Table) []Entry {
+func entries(db *auditfixture.Table) []Entry {
 	var out []Entry
 	for _, item := range db.Stored() {
 		e, err := FromItem(item)
@@ -65,9 +66,9 @@ func links(es []Entry) []link {
 }
 
 func TestHandlerWritesAChain(t *testing.T) {
-	db := NewTable()
+	db := auditfixture.NewTable()
 	h := newHandler(db)
-	recs := LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA")
+	recs := auditfixture.LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA")
 	if resp := invoke(t, h, "req-1", recs...); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures: %+v", resp.BatchItemFailures)
 	}
@@ -92,10 +93,10 @@ func TestHandlerWritesAChain(t *testing.T) {
 func TestHandlerNoFailuresJSON(t *testing.T) {
 	for name, recs := range map[string][]events.DynamoDBEventRecord{
 		"empty":     nil,
-		"lifecycle": LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA"),
+		"lifecycle": auditfixture.LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			b, err := json.Marshal(invoke(t, newHandler(NewTable()), "req-1", recs...))
+			b, err := json.Marshal(invoke(t, newHandler(auditfixture.NewTable()), "req-1", recs...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,10 +111,10 @@ func TestHandlerNoFailuresJSON(t *testing.T) {
 func TestHandlerReplayWritesNothing(t *testing.T) {
 	for _, returnOld := range []bool{true, false} {
 		t.Run(map[bool]string{true: "old item returned", false: "old item read"}[returnOld], func(t *testing.T) {
-			db := NewTable()
+			db := auditfixture.NewTable()
 			db.ReturnOld = returnOld
 			h := newHandler(db)
-			recs := LifecycleRecords("k1", "evt-1", "01JA")
+			recs := auditfixture.LifecycleRecords("k1", "evt-1", "01JA")
 			invoke(t, h, "req-1", recs...)
 			before := entries(db)
 			puts := db.Puts
@@ -133,10 +134,10 @@ func TestHandlerReplayWritesNothing(t *testing.T) {
 // TestHandlerStopsAtFirstFailure checks that the first failing record is reported and that
 // nothing after it is written, so Lambda resumes from it in order.
 func TestHandlerStopsAtFirstFailure(t *testing.T) {
-	db := NewTable()
+	db := auditfixture.NewTable()
 	db.FailPut = "k1#0000000002"
 	h := newHandler(db)
-	recs := LifecycleRecords("k1", "evt-1", "01JA")
+	recs := auditfixture.LifecycleRecords("k1", "evt-1", "01JA")
 	resp := invoke(t, h, "req-1", recs...)
 	want := []events.DynamoDBBatchItemFailure{{ItemIdentifier: recs[1].Change.SequenceNumber}}
 	if diff := cmp.Diff(want, resp.BatchItemFailures); diff != "" {
@@ -153,8 +154,8 @@ func TestHandlerStopsAtFirstFailure(t *testing.T) {
 }
 
 func TestHandlerReportsMalformedRecord(t *testing.T) {
-	db := NewTable()
-	recs := LifecycleRecords("k1", "evt-1", "01JA")
+	db := auditfixture.NewTable()
+	recs := auditfixture.LifecycleRecords("k1", "evt-1", "01JA")
 	recs[2].Change.NewImage = nil
 	resp := invoke(t, newHandler(db), "req-1", recs...)
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != recs[2].Change.SequenceNumber {
@@ -164,8 +165,8 @@ func TestHandlerReportsMalformedRecord(t *testing.T) {
 
 // TestWriterPrevMissing starts auditing in the middle of a chain.
 func TestWriterPrevMissing(t *testing.T) {
-	db := NewTable()
-	recs := LifecycleRecords("k1", "evt-1", "01JA")
+	db := auditfixture.NewTable()
+	recs := auditfixture.LifecycleRecords("k1", "evt-1", "01JA")
 	invoke(t, newHandler(db), "req-1", recs[2:]...)
 	got := entries(db)
 	want := []link{
@@ -181,10 +182,10 @@ func TestWriterPrevMissing(t *testing.T) {
 // TestWriterKeyReadmittedAfterPurge admits the same key again after its first record was
 // purged: the second notification's entries must be kept, under disambiguated seqs.
 func TestWriterKeyReadmittedAfterPurge(t *testing.T) {
-	db := NewTable()
+	db := auditfixture.NewTable()
 	h := newHandler(db)
-	invoke(t, h, "req-1", LifecycleRecords("k1", "evt-1", "01JA")...)
-	second := LifecycleRecords("k1", "evt-1", "01JB")
+	invoke(t, h, "req-1", auditfixture.LifecycleRecords("k1", "evt-1", "01JA")...)
+	second := auditfixture.LifecycleRecords("k1", "evt-1", "01JB")
 	invoke(t, h, "req-2", second...)
 	invoke(t, h, "req-3", second...) // and a replay of it
 	var seqs []string

@@ -9,17 +9,18 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/resetnotify/resetnotify/dev/auditfixture"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
 // write runs the audit function's handler over recs in one invocation, writing into db, and
 // returns its answer.
-func write(t *testing.T, db *Table, reqID string, recs ...events.DynamoDBEventRecord) events.DynamoDBEventResponse {
+func write(t *testing.T, db *auditfixture.Table, reqID string, recs ...events.DynamoDBEventRecord) events.DynamoDBEventResponse {
 	t.Helper()
 	h := &Handler{
 		Writer:   &Writer{DB: db, Table: "audit"},
 		Function: "audit", FunctionVersion: "$LATEST",
-		Clock: notifytest.NewClock(T0.Add(3 * time.Hour)),
+		Clock: notifytest.NewClock(auditfixture.T0.Add(3 * time.Hour)),
 	}
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: reqID})
 	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs})
@@ -30,7 +31,7 @@ func write(t *testing.T, db *Table, reqID string, recs ...events.DynamoDBEventRe
 }
 
 // stored returns every entry db holds, in timeline order.
-func stored(t *testing.T, db *Table) []Entry {
+func stored(t *testing.T, db *auditfixture.Table) []Entry {
 	t.Helper()
 	var out []Entry
 	for _, item := range db.Stored() {
@@ -49,32 +50,32 @@ func stored(t *testing.T, db *Table) []Entry {
 func TestWrittenChainsVerify(t *testing.T) {
 	tests := []struct {
 		name    string
-		write   func(t *testing.T, db *Table)
+		write   func(t *testing.T, db *auditfixture.Table)
 		problem string // in the first problem; "" for none
 	}{
-		{"a whole life", func(t *testing.T, db *Table) {
-			write(t, db, "req-1", LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA")...)
+		{"a whole life", func(t *testing.T, db *auditfixture.Table) {
+			write(t, db, "req-1", auditfixture.LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA")...)
 		}, ""},
-		{"a batch retried from its failed record", func(t *testing.T, db *Table) {
-			recs := LifecycleRecords("k1", "evt-1", "01JA")
+		{"a batch retried from its failed record", func(t *testing.T, db *auditfixture.Table) {
+			recs := auditfixture.LifecycleRecords("k1", "evt-1", "01JA")
 			db.FailPut = "k1#0000000002"
 			write(t, db, "req-1", recs...)
 			db.FailPut = ""
 			write(t, db, "req-2", recs[1:]...)
 		}, ""},
-		{"a key admitted again after its purge, and replayed", func(t *testing.T, db *Table) {
-			write(t, db, "req-1", LifecycleRecords("k1", "evt-1", "01JA")...)
-			second := LifecycleRecords("k1", "evt-1", "01JB")
+		{"a key admitted again after its purge, and replayed", func(t *testing.T, db *auditfixture.Table) {
+			write(t, db, "req-1", auditfixture.LifecycleRecords("k1", "evt-1", "01JA")...)
+			second := auditfixture.LifecycleRecords("k1", "evt-1", "01JB")
 			write(t, db, "req-2", second...)
 			write(t, db, "req-3", second...)
 		}, ""},
-		{"auditing started in the middle of a chain", func(t *testing.T, db *Table) {
-			write(t, db, "req-1", LifecycleRecords("k1", "evt-1", "01JA")[2:]...)
+		{"auditing started in the middle of a chain", func(t *testing.T, db *auditfixture.Table) {
+			write(t, db, "req-1", auditfixture.LifecycleRecords("k1", "evt-1", "01JA")[2:]...)
 		}, "versions 1–2 missing"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			db := NewTable()
+			db := auditfixture.NewTable()
 			tc.write(t, db)
 			p := Verify(stored(t, db))
 			switch {

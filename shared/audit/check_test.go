@@ -143,7 +143,7 @@ func TestCheck(t *testing.T) {
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
 				d := f.digests[2]
 				d.PrevPeriodStart, d.PrevSignature = f.digests[0].PeriodStart, f.digests[0].Signature
-				ds := []Digest{f.digests[0], f.digests[1], signed(t, f.key, d)}
+				ds := []Digest{f.digests[0], f.digests[1], sign(t, f.key, d)}
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "digest out of order: it does not name the digest of 2030-03-01T09:31:00Z to 2030-03-01T09:32:00Z",
@@ -185,7 +185,7 @@ func TestCheck(t *testing.T) {
 				ds := append([]Digest(nil), f.digests...)
 				d := ds[2]
 				d.Manifest = []ManifestLine{LineOf(f.entries[2])}
-				ds[2] = signed(t, &LocalSigner{Key: k}, d)
+				ds[2] = sign(t, &LocalSigner{Key: k}, d)
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:32:00Z to 2030-03-01T09:33:00Z: digest forged or altered",

@@ -32,7 +32,7 @@ type app struct {
 	terminal bool
 	newDB    func(ctx context.Context, endpoint string) (audit.QueryAPI, error)
 	// newKMS returns the KMS client that fetches a digest key's public half.
-	newKMS    func(ctx context.Context) (audit.KMSAPI, error)
+	newKMS    func(ctx context.Context) (audit.PublicKeyAPI, error)
 	readFile  func(name string) ([]byte, error)
 	writeFile func(name string, data []byte) error
 }

@@ -72,7 +72,7 @@ func newApp() *app {
 			}
 			return awsclient.DynamoDB(cfg, endpoint), nil
 		},
-		newKMS: func(ctx context.Context) (audit.KMSAPI, error) {
+		newKMS: func(ctx context.Context) (audit.PublicKeyAPI, error) {
 			cfg, err := awsconfig.LoadDefaultConfig(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("aws config: %w", err)

@@ -54,7 +54,7 @@ func testApp(db audit.QueryAPI, table string, now time.Time) (*app, *bytes.Buffe
 		},
 		now:      func() time.Time { return now },
 		newDB:    func(context.Context, string) (audit.QueryAPI, error) { return db, nil },
-		newKMS:   func(context.Context) (audit.KMSAPI, error) { return nil, errors.New("no KMS in tests") },
+		newKMS:   func(context.Context) (audit.PublicKeyAPI, error) { return nil, errors.New("no KMS in tests") },
 		readFile: os.ReadFile,
 		writeFile: func(name string, data []byte) error {
 			return os.WriteFile(name, data, 0o600)

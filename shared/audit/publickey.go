@@ -13,9 +13,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 )
 
+// PublicKeyAPI is the part of the KMS API that KMSPublicKey uses: reading a public key, all
+// the auditor's role may do with the signing key. *kms.Client satisfies it.
+type PublicKeyAPI interface {
+	GetPublicKey(ctx context.Context, in *kms.GetPublicKeyInput, optFns ...func(*kms.Options)) (*kms.GetPublicKeyOutput, error)
+}
+
+var _ PublicKeyAPI = (*kms.Client)(nil)
+
 // KMSPublicKey fetches the public half of a KMS signing key and checks that it is an ECDSA
 // P-256 key.
-func KMSPublicKey(ctx context.Context, api KMSAPI, keyID string) (*ecdsa.PublicKey, error) {
+func KMSPublicKey(ctx context.Context, api PublicKeyAPI, keyID string) (*ecdsa.PublicKey, error) {
 	out, err := api.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(keyID)})
 	if err != nil {
 		return nil, fmt.Errorf("audit.public key %s: %w", keyID, err)

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -32,7 +34,7 @@ type app struct {
 	terminal bool
 	newDB    func(ctx context.Context, endpoint string) (audit.QueryAPI, error)
 	// newKMS returns the KMS client that fetches a digest key's public half.
-	newKMS    func(ctx context.Context) (audit.PublicKeyAPI, error)
+	newKMS    func(ctx context.Context) (auditor.PublicKeyAPI, error)
 	readFile  func(name string) ([]byte, error)
 	writeFile func(name string, data []byte) error
 }
@@ -314,7 +316,7 @@ func (a *app) export(ctx context.Context, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	b, err := audit.Collect(ctx, c.reader, from, to)
+	b, err := auditor.Collect(ctx, c.reader, from, to)
 	if err != nil {
 		return err
 	}
@@ -354,7 +356,7 @@ func (a *app) verify(ctx context.Context, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	r := audit.Check(b, opts)
+	r := auditor.Check(b, opts)
 	if err := writeCheck(a.stdout, c.format, scope, r); err != nil {
 		return err
 	}
@@ -366,14 +368,14 @@ func (a *app) verify(ctx context.Context, c *cmdline) error {
 
 // bundle reads what verify checks: the export file of --input, or the bundle of --from/--to
 // from the table.
-func (a *app) bundle(ctx context.Context, c *cmdline) (audit.Bundle, string, error) {
-	var b audit.Bundle
+func (a *app) bundle(ctx context.Context, c *cmdline) (auditor.Bundle, string, error) {
+	var b auditor.Bundle
 	if c.input != "" {
 		raw, err := a.readFile(c.input)
 		if err != nil {
 			return b, "", fmt.Errorf("read %s: %w", c.input, err)
 		}
-		if b, err = audit.ReadBundle(bytes.NewReader(raw)); err != nil {
+		if b, err = auditor.ReadBundle(bytes.NewReader(raw)); err != nil {
 			return b, "", fmt.Errorf("read %s: %w", c.input, err)
 		}
 		// The range asked for, not the file's own (unsigned) range line.
@@ -386,26 +388,26 @@ func (a *app) bundle(ctx context.Context, c *cmdline) (audit.Bundle, string, err
 	if err != nil {
 		return b, "", err
 	}
-	b, err = audit.Collect(ctx, c.reader, from, to)
+	b, err = auditor.Collect(ctx, c.reader, from, to)
 	return b, fmt.Sprintf("%s to %s", tables.FormatTime(from), tables.FormatTime(to)), err
 }
 
 // checkOptions returns what Check needs: the public key (required when need is set), the
 // clock, and the digest period, grace and lag bound from the environment. An export file
 // (--input) gets no lag allowance: it must hold every digest of the range that is due.
-func (a *app) checkOptions(ctx context.Context, c *cmdline, need bool) (audit.CheckOptions, error) {
+func (a *app) checkOptions(ctx context.Context, c *cmdline, need bool) (auditor.CheckOptions, error) {
 	s, err := config.LoadDigest(a.getenv)
 	if err != nil {
-		return audit.CheckOptions{}, err
+		return auditor.CheckOptions{}, err
 	}
-	o := audit.CheckOptions{Now: a.now().UTC(), Grace: s.Grace, Period: s.Period, LagBound: s.LagBound, Strict: c.input != ""}
+	o := auditor.CheckOptions{Now: a.now().UTC(), Grace: s.Grace, Period: s.Period, LagBound: s.LagBound, Strict: c.input != ""}
 	switch {
 	case c.keyFile != "":
 		raw, err := a.readFile(c.keyFile)
 		if err != nil {
 			return o, fmt.Errorf("read %s: %w", c.keyFile, err)
 		}
-		if o.PublicKey, err = audit.ParsePublicKeyPEM(raw); err != nil {
+		if o.PublicKey, err = auditor.ParsePublicKeyPEM(raw); err != nil {
 			return o, fmt.Errorf("%s: %w", c.keyFile, err)
 		}
 	case c.keyID != "":
@@ -413,7 +415,7 @@ func (a *app) checkOptions(ctx context.Context, c *cmdline, need bool) (audit.Ch
 		if err != nil {
 			return o, err
 		}
-		if o.PublicKey, err = audit.KMSPublicKey(ctx, api, c.keyID); err != nil {
+		if o.PublicKey, err = auditor.KMSPublicKey(ctx, api, c.keyID); err != nil {
 			return o, err
 		}
 	case need:
@@ -430,7 +432,7 @@ func (a *app) verifyEvent(ctx context.Context, c *cmdline) error {
 		return err
 	}
 	r := verifyReport{Scope: "event " + c.eventID, Notifications: len(audit.Chains(entries)), Entries: len(entries),
-		Problems: audit.Verify(entries), KnownGaps: audit.KnownGaps(entries)}
+		Problems: auditor.Verify(entries), KnownGaps: auditor.KnownGaps(entries)}
 	if err := writeVerify(a.stdout, c.format, r); err != nil {
 		return err
 	}
@@ -452,19 +454,19 @@ func (a *app) evidence(ctx context.Context, c *cmdline) error {
 	if len(entries) == 0 {
 		return fmt.Errorf("no audit entries for event %s in table %s", c.eventID, c.table)
 	}
-	ev := audit.BuildEvidence(c.eventID, entries)
+	ev := auditor.BuildEvidence(c.eventID, entries)
 	opts, err := a.checkOptions(ctx, c, false)
 	if err != nil {
 		return err
 	}
 	var ds []audit.Digest
-	var p audit.Proof
+	var p auditor.Proof
 	if opts.PublicKey != nil || c.proof != "" {
 		from, to := writtenSpan(entries)
-		if ds, err = audit.DigestsCovering(ctx, c.reader.DB, c.reader.Table, from, to); err != nil {
+		if ds, err = auditor.DigestsCovering(ctx, c.reader.DB, c.reader.Table, from, to); err != nil {
 			return err
 		}
-		if p, err = audit.BuildProof(ctx, c.reader.DB, c.reader.Table, c.eventID, entries, ds); err != nil {
+		if p, err = auditor.BuildProof(ctx, c.reader.DB, c.reader.Table, c.eventID, entries, ds); err != nil {
 			return err
 		}
 	}
@@ -473,13 +475,13 @@ func (a *app) evidence(ctx context.Context, c *cmdline) error {
 			return err
 		}
 	}
-	ev.AddCoverage(audit.Coverage(entries, ds, opts, p))
+	ev.AddCoverage(auditor.Coverage(entries, ds, opts, p))
 	return writeEvidence(a.stdout, c.format, ev)
 }
 
 // writeProof writes p to file and says on stderr how many entries it proves.
-func (a *app) writeProof(file string, p audit.Proof) error {
-	raw, err := audit.ProofJSON(p)
+func (a *app) writeProof(file string, p auditor.Proof) error {
+	raw, err := auditor.ProofJSON(p)
 	if err != nil {
 		return err
 	}
@@ -509,11 +511,11 @@ func (a *app) verifyProof(ctx context.Context, c *cmdline) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", c.proof, err)
 	}
-	p, err := audit.ReadProof(raw)
+	p, err := auditor.ReadProof(raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.proof, err)
 	}
-	r := audit.CheckProof(p, opts.PublicKey)
+	r := auditor.CheckProof(p, opts.PublicKey)
 	if err := writeProofReport(a.stdout, c.format, c.proof, r); err != nil {
 		return err
 	}
@@ -554,7 +556,7 @@ func (a *app) publicKey(ctx context.Context, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	p, err := audit.PublicKeyPEM(o.PublicKey)
+	p, err := digest.PublicKeyPEM(o.PublicKey)
 	if err != nil {
 		return err
 	}
@@ -577,7 +579,7 @@ func (a *app) margin(ctx context.Context, c *cmdline) error {
 		fmt.Fprintln(a.stderr, "auditctl: --since must be before --until")
 		return errUsage
 	}
-	var s audit.MarginSampler
+	var s auditor.MarginSampler
 	for e, err := range c.reader.Range(ctx, since, until) {
 		if err != nil {
 			return err

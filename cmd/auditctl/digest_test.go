@@ -14,9 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -242,12 +244,12 @@ func TestVerifyDigests(t *testing.T) {
 		{
 			name: "digest forged with another key",
 			tamper: func(t *testing.T, d *digestEnv) {
-				other, _, err := audit.NewLocalKey()
+				other, _, err := digest.NewLocalKey()
 				if err != nil {
 					t.Fatal(err)
 				}
 				dg := d.digests[2]
-				sig, err := audit.LocalSigner{Key: other}.Sign(context.Background(), audit.DigestSum(dg))
+				sig, err := digest.LocalSigner{Key: other}.Sign(context.Background(), audit.DigestSum(dg))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -327,7 +329,7 @@ func TestEvidenceDigestCoverage(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	want := "Signed digests: all 4 entries are covered by 2 digests verified with key " + audit.LocalKeyID(&d.env.SigningKey.PublicKey)
+	want := "Signed digests: all 4 entries are covered by 2 digests verified with key " + digest.LocalKeyID(&d.env.SigningKey.PublicKey)
 	if out := evidence("--public-key", d.key); !strings.Contains(out, want) {
 		t.Errorf("evidence says\n%s\nwant %q", out, want)
 	}
@@ -343,11 +345,11 @@ func TestEvidenceDigestCoverage(t *testing.T) {
 }
 
 func TestPublicKey(t *testing.T) {
-	key, _, err := audit.NewLocalKey()
+	key, _, err := digest.NewLocalKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pemKey, err := audit.PublicKeyPEM(&key.PublicKey)
+	pemKey, err := digest.PublicKeyPEM(&key.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +367,7 @@ func TestPublicKey(t *testing.T) {
 	if err := a.run(context.Background(), []string{"public-key"}); err != nil {
 		t.Fatalf("public-key: %v (%s)", err, stderr)
 	}
-	got, err := audit.ParsePublicKeyPEM(stdout.Bytes())
+	got, err := auditor.ParsePublicKeyPEM(stdout.Bytes())
 	if err != nil || !got.Equal(&key.PublicKey) {
 		t.Errorf("public-key printed %q (%v), want the key of %s", stdout, err, file)
 	}
@@ -379,7 +381,7 @@ func TestPublicKey(t *testing.T) {
 
 func TestWriteCheckKnownGap(t *testing.T) {
 	var out strings.Builder
-	r := audit.Report{Digests: 1, Entries: 3, Notifications: 1, Covered: 3, KnownGaps: []audit.KnownGap{{
+	r := auditor.Report{Digests: 1, Entries: 3, Notifications: 1, Covered: 3, KnownGaps: []auditor.KnownGap{{
 		NotificationID: "01R", Seq: "k#0000000003#gap", FromVersion: 2, ToVersion: 3, WrittenAt: scenarioEnd,
 	}}}
 	if err := writeCheck(&out, "table", "range", r); err != nil {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
@@ -41,8 +42,8 @@ func entryJSON(e audit.Entry) []byte { return audit.EntryJSON(e) }
 
 // writeBundle writes an export's bundle as JSON lines, or as one JSON array of the same
 // records.
-func writeBundle(w io.Writer, format string, b audit.Bundle) error {
-	records := audit.BundleRecords(b)
+func writeBundle(w io.Writer, format string, b auditor.Bundle) error {
+	records := auditor.BundleRecords(b)
 	sep, end := "\n", "\n"
 	if format == "json" {
 		sep, end = ",\n  ", "\n]\n"
@@ -198,18 +199,18 @@ func short(h string) string {
 
 // verifyReport is what verify found.
 type verifyReport struct {
-	Scope         string           `json:"scope"`
-	OK            bool             `json:"ok"`
-	Notifications int              `json:"notifications"`
-	Entries       int              `json:"entries"`
-	Problems      []audit.Problem  `json:"problems"`
-	KnownGaps     []audit.KnownGap `json:"known_gaps,omitempty"`
+	Scope         string             `json:"scope"`
+	OK            bool               `json:"ok"`
+	Notifications int                `json:"notifications"`
+	Entries       int                `json:"entries"`
+	Problems      []auditor.Problem  `json:"problems"`
+	KnownGaps     []auditor.KnownGap `json:"known_gaps,omitempty"`
 }
 
 func writeVerify(w io.Writer, format string, r verifyReport) error {
 	r.OK = len(r.Problems) == 0 && r.Entries > 0
 	if r.Problems == nil {
-		r.Problems = []audit.Problem{}
+		r.Problems = []auditor.Problem{}
 	}
 	if format == "json" {
 		return writeJSON(w, r)
@@ -232,7 +233,7 @@ func writeVerify(w io.Writer, format string, r verifyReport) error {
 	return err
 }
 
-func writeGaps(b *strings.Builder, gaps []audit.KnownGap) {
+func writeGaps(b *strings.Builder, gaps []auditor.KnownGap) {
 	if len(gaps) == 0 {
 		return
 	}
@@ -246,20 +247,20 @@ func writeGaps(b *strings.Builder, gaps []audit.KnownGap) {
 type checkReport struct {
 	Scope string `json:"scope"`
 	OK    bool   `json:"ok"`
-	audit.Report
+	auditor.Report
 }
 
 // writeCheck prints a digest and chain verification: one plain sentence per problem, the
 // first one on the first line.
-func writeCheck(w io.Writer, format, scope string, r audit.Report) error {
+func writeCheck(w io.Writer, format, scope string, r auditor.Report) error {
 	if r.Problems == nil {
-		r.Problems = []audit.Problem{}
+		r.Problems = []auditor.Problem{}
 	}
 	if r.KnownGaps == nil {
-		r.KnownGaps = []audit.KnownGap{}
+		r.KnownGaps = []auditor.KnownGap{}
 	}
 	if r.Late == nil {
-		r.Late = []audit.Problem{}
+		r.Late = []auditor.Problem{}
 	}
 	if format == "json" {
 		return writeJSON(w, checkReport{Scope: scope, OK: r.OK(), Report: r})
@@ -292,14 +293,14 @@ func writeCheck(w io.Writer, format, scope string, r audit.Report) error {
 type proofReport struct {
 	Scope string `json:"scope"`
 	OK    bool   `json:"ok"`
-	audit.ProofReport
+	auditor.ProofReport
 }
 
 // writeProofReport prints the check of a proof file: OK with the digests the entries are
 // proven in, or BROKEN with one sentence per problem.
-func writeProofReport(w io.Writer, format, scope string, r audit.ProofReport) error {
+func writeProofReport(w io.Writer, format, scope string, r auditor.ProofReport) error {
 	if r.Problems == nil {
-		r.Problems = []audit.Problem{}
+		r.Problems = []auditor.Problem{}
 	}
 	if format == "json" {
 		return writeJSON(w, proofReport{Scope: scope, OK: r.OK(), ProofReport: r})
@@ -329,7 +330,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // writeEvidence prints the evidence report as plain language ("table") or JSON.
-func writeEvidence(w io.Writer, format string, ev audit.Evidence) error {
+func writeEvidence(w io.Writer, format string, ev auditor.Evidence) error {
 	if format == "json" {
 		return writeJSON(w, ev)
 	}
@@ -348,7 +349,7 @@ func writeEvidence(w io.Writer, format string, ev audit.Evidence) error {
 }
 
 // writeAdmission says how n arrived, under which policy, and to which destination fingerprint.
-func writeAdmission(b *strings.Builder, n audit.NotificationEvidence) {
+func writeAdmission(b *strings.Builder, n auditor.NotificationEvidence) {
 	policy := fmt.Sprintf("policy %s with a safety margin of %s", dash(n.PolicyVersion), displayMS(n.SafetyMarginMS))
 	switch a := n.Admission; {
 	case a == nil:
@@ -364,7 +365,7 @@ func writeAdmission(b *strings.Builder, n audit.NotificationEvidence) {
 }
 
 // writeAttempts lists n's provider attempts and their steps.
-func writeAttempts(b *strings.Builder, n audit.NotificationEvidence) {
+func writeAttempts(b *strings.Builder, n auditor.NotificationEvidence) {
 	for _, at := range n.Attempts {
 		fmt.Fprintf(b, "  Attempt %d: a worker took the lease at %s.\n", at.Number, displayTime(at.Started))
 		if len(at.Steps) == 0 {
@@ -381,7 +382,7 @@ func writeAttempts(b *strings.Builder, n audit.NotificationEvidence) {
 
 // writeStop says where n stands: stopped, stopped sending, or still open, and whether its
 // record was removed.
-func writeStop(b *strings.Builder, n audit.NotificationEvidence) {
+func writeStop(b *strings.Builder, n auditor.NotificationEvidence) {
 	switch l := n.Last; {
 	case l == nil:
 	case n.Final:
@@ -401,7 +402,7 @@ func writeStop(b *strings.Builder, n audit.NotificationEvidence) {
 }
 
 // writeChain says whether n's hash chain is intact, and names its known gaps.
-func writeChain(b *strings.Builder, n audit.NotificationEvidence) {
+func writeChain(b *strings.Builder, n auditor.NotificationEvidence) {
 	if len(n.Problems) == 0 {
 		fmt.Fprintf(b, "  Audit chain: %s, intact.\n", plural(n.Entries, "entry"))
 	} else {
@@ -416,7 +417,7 @@ func writeChain(b *strings.Builder, n audit.NotificationEvidence) {
 	}
 }
 
-func versionsOf(g audit.KnownGap) string {
+func versionsOf(g auditor.KnownGap) string {
 	if g.FromVersion == g.ToVersion {
 		return fmt.Sprintf("version %d was", g.FromVersion)
 	}
@@ -424,7 +425,7 @@ func versionsOf(g audit.KnownGap) string {
 }
 
 // writeCoverage says whether verified signed digests cover a notification's entries.
-func writeCoverage(b *strings.Builder, c *audit.DigestCoverage) {
+func writeCoverage(b *strings.Builder, c *auditor.DigestCoverage) {
 	switch {
 	case c == nil:
 	case !c.Checked:
@@ -461,7 +462,7 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func providerNote(s audit.Step) string {
+func providerNote(s auditor.Step) string {
 	var parts []string
 	if s.Provider != "" && (s.To == notify.StateSent || s.To == notify.StateDispatchUnknown || s.To == notify.StateRetryScheduled) {
 		parts = append(parts, "provider "+s.Provider)
@@ -478,28 +479,28 @@ func providerNote(s audit.Step) string {
 // marginReport is audit.MarginReport with the range it covers.
 type marginReport struct {
 	Since, Until time.Time
-	audit.MarginReport
+	auditor.MarginReport
 }
 
 // marginRule states the recommendation rule in words.
 var marginRule = fmt.Sprintf("p99 + max(%d%% of p99, %s), rounded up to a multiple of %s; needs at least %d samples",
-	int(audit.MarginHeadroom*100), audit.MinMarginHeadroom, audit.MarginStep, audit.MinMarginSamples)
+	int(auditor.MarginHeadroom*100), auditor.MinMarginHeadroom, auditor.MarginStep, auditor.MinMarginSamples)
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func writeMargin(w io.Writer, format string, r marginReport) error {
 	flat := struct {
-		Since         string               `json:"since"`
-		Until         string               `json:"until"`
-		Samples       int                  `json:"samples"`
-		P50MS         int64                `json:"p50_ms"`
-		P95MS         int64                `json:"p95_ms"`
-		P99MS         int64                `json:"p99_ms"`
-		MaxMS         int64                `json:"max_ms"`
-		Enough        bool                 `json:"enough"`
-		RecommendedMS int64                `json:"recommended_ms"`
-		Rule          string               `json:"rule"`
-		InForce       []audit.PolicyMargin `json:"in_force"`
+		Since         string                 `json:"since"`
+		Until         string                 `json:"until"`
+		Samples       int                    `json:"samples"`
+		P50MS         int64                  `json:"p50_ms"`
+		P95MS         int64                  `json:"p95_ms"`
+		P99MS         int64                  `json:"p99_ms"`
+		MaxMS         int64                  `json:"max_ms"`
+		Enough        bool                   `json:"enough"`
+		RecommendedMS int64                  `json:"recommended_ms"`
+		Rule          string                 `json:"rule"`
+		InForce       []auditor.PolicyMargin `json:"in_force"`
 	}{
 		r.Since.Format(time.RFC3339Nano), r.Until.Format(time.RFC3339Nano), r.Samples,
 		ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), r.Enough, ms(r.Recommended), marginRule, r.InForce,
@@ -530,7 +531,7 @@ func writeMargin(w io.Writer, format string, r marginReport) error {
 	if r.Enough {
 		fmt.Fprintf(&b, "Recommended safety margin: %s (rule: %s).\n", r.Recommended, marginRule)
 	} else {
-		fmt.Fprintf(&b, "No recommendation: %s, fewer than the %d needed for a meaningful p99; keep the current margin.\n", plural(r.Samples, "sample"), audit.MinMarginSamples)
+		fmt.Fprintf(&b, "No recommendation: %s, fewer than the %d needed for a meaningful p99; keep the current margin.\n", plural(r.Samples, "sample"), auditor.MinMarginSamples)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -45,6 +45,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 )
@@ -72,7 +73,7 @@ func newApp() *app {
 			}
 			return awsclient.DynamoDB(cfg, endpoint), nil
 		},
-		newKMS: func(ctx context.Context) (audit.PublicKeyAPI, error) {
+		newKMS: func(ctx context.Context) (auditor.PublicKeyAPI, error) {
 			cfg, err := awsconfig.LoadDefaultConfig(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("aws config: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
 )
@@ -54,7 +55,7 @@ func testApp(db audit.QueryAPI, table string, now time.Time) (*app, *bytes.Buffe
 		},
 		now:      func() time.Time { return now },
 		newDB:    func(context.Context, string) (audit.QueryAPI, error) { return db, nil },
-		newKMS:   func(context.Context) (audit.PublicKeyAPI, error) { return nil, errors.New("no KMS in tests") },
+		newKMS:   func(context.Context) (auditor.PublicKeyAPI, error) { return nil, errors.New("no KMS in tests") },
 		readFile: os.ReadFile,
 		writeFile: func(name string, data []byte) error {
 			return os.WriteFile(name, data, 0o600)

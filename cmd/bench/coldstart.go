@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 )
 
 // coldStartBench builds every functions/<name> as make build-% does for Lambda (linux,
@@ -155,7 +155,7 @@ func coldStartEnv() ([]string, error) {
 		_, _ = rand.Read(b)
 		return base64.StdEncoding.EncodeToString(b)
 	}
-	_, digestPEM, err := audit.NewLocalKey()
+	_, digestPEM, err := digest.NewLocalKey()
 	if err != nil {
 		return nil, err
 	}

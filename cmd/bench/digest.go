@@ -14,11 +14,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
@@ -50,7 +52,7 @@ func digestBench(ctx context.Context, endpoint string, n int, out io.Writer) err
 	// The digest of the (empty) period before: the measured run is a steady-state one, which
 	// goes on from the latest digest.
 	clock := notifytest.NewClock(start.Add(config.DefaultDigestGrace))
-	d := &audit.Digester{DB: db, Table: names.Audit, Signer: audit.LocalSigner{Key: key}, Period: period,
+	d := &digest.Digester{DB: db, Table: names.Audit, Signer: digest.LocalSigner{Key: key}, Period: period,
 		Grace: config.DefaultDigestGrace, Retention: audit.DefaultRetention, Clock: clock, MaxPerRun: 1}
 	if _, err := d.Run(ctx); err != nil {
 		return fmt.Errorf("digest bench: the period before: %w", err)
@@ -95,11 +97,11 @@ func digestBench(ctx context.Context, endpoint string, n int, out io.Writer) err
 // must be covered.
 func verifyPeriod(ctx context.Context, r *audit.Reader, d audit.Digest, key *ecdsa.PrivateKey, now time.Time, n int) (time.Duration, error) {
 	began := time.Now()
-	b, err := audit.Collect(ctx, r, d.PeriodStart, d.PeriodEnd)
+	b, err := auditor.Collect(ctx, r, d.PeriodStart, d.PeriodEnd)
 	if err != nil {
 		return 0, fmt.Errorf("digest bench: collect: %w", err)
 	}
-	rep := audit.Check(b, audit.CheckOptions{PublicKey: &key.PublicKey, Now: now, Grace: config.DefaultDigestGrace, Strict: true})
+	rep := auditor.Check(b, auditor.CheckOptions{PublicKey: &key.PublicKey, Now: now, Grace: config.DefaultDigestGrace, Strict: true})
 	took := time.Since(began)
 	if !rep.OK() || rep.Covered != n {
 		return 0, fmt.Errorf("digest bench: verify covered %d of %d entries: %v", rep.Covered, n, rep.Problems)

@@ -6,15 +6,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 )
 
 // TestInProcessBuildsEveryFunction builds the in-process runtime's handlers from an
 // environment as cmd/local sets it: the same constructors as the Lambda mains, no emulator
 // needed to build them.
 func TestInProcessBuildsEveryFunction(t *testing.T) {
-	_, digestPEM, err := audit.NewLocalKey()
+	_, digestPEM, err := digest.NewLocalKey()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,9 +51,10 @@ import (
 	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditreplay"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
@@ -269,7 +270,7 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 // each reports on errs when it stops.
 func runSources(ctx context.Context, l local, st settings, fns functions, log *slog.Logger, errs chan<- error) {
 	sqsClient := awsclient.SQS(l.awsCfg, "")
-	onFailure := func(ctx context.Context, fr audit.FailureRecord) error {
+	onFailure := func(ctx context.Context, fr auditreplay.FailureRecord) error {
 		body, err := json.Marshal(fr)
 		if err != nil {
 			return err
@@ -336,11 +337,11 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
-	digestKey, digestPEM, err := audit.NewLocalKey()
+	digestKey, digestPEM, err := digest.NewLocalKey()
 	if err != nil {
 		return nil, err
 	}
-	pub, err := audit.PublicKeyPEM(&digestKey.PublicKey)
+	pub, err := digest.PublicKeyPEM(&digestKey.PublicKey)
 	if err != nil {
 		return nil, err
 	}

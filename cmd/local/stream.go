@@ -14,6 +14,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditreplay"
 )
 
 // streamHandler is the signature of a DynamoDB stream Lambda handler with partial batch
@@ -38,7 +39,7 @@ var streamRetryDelay = time.Second
 // is given up on and described to onFailure (the on-failure destination). It returns when ctx
 // ends.
 func pollStream(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, src samtemplate.Source,
-	h streamHandler, onFailure func(context.Context, audit.FailureRecord) error, log *slog.Logger) error {
+	h streamHandler, onFailure func(context.Context, auditreplay.FailureRecord) error, log *slog.Logger) error {
 	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return fmt.Errorf("stream of %s: %w", table, err)
@@ -75,7 +76,7 @@ type streamPoller struct {
 	arn       string
 	src       samtemplate.Source
 	h         streamHandler
-	onFailure func(context.Context, audit.FailureRecord) error
+	onFailure func(context.Context, auditreplay.FailureRecord) error
 	log       *slog.Logger
 	shards    map[string]*shardState
 	// described is when the shard list was last read.
@@ -199,14 +200,14 @@ func (p *streamPoller) failed(ctx context.Context, id string, st *shardState, ev
 
 // failureRecord describes the records of batch from the one with sequence number failed on,
 // as Lambda's on-failure destination message does.
-func failureRecord(shard, streamARN, failed string, batch []events.DynamoDBEventRecord, retries int) audit.FailureRecord {
+func failureRecord(shard, streamARN, failed string, batch []events.DynamoDBEventRecord, retries int) auditreplay.FailureRecord {
 	for i, r := range batch {
 		if r.Change.SequenceNumber == failed {
 			batch = batch[i:]
 			break
 		}
 	}
-	return audit.NewFailureRecord(shard, streamARN, batch, retries+1, time.Now())
+	return auditreplay.NewFailureRecord(shard, streamARN, batch, retries+1, time.Now())
 }
 
 func sleep(ctx context.Context, d time.Duration) {

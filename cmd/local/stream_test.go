@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/resetnotify/resetnotify/dev/audittest"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditreplay"
 )
 
 // TestPollStreamGivesUp hands the stream to a function that always fails its first record:
@@ -36,8 +36,8 @@ func TestPollStreamGivesUp(t *testing.T) {
 		calls++
 		return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[0].Change.SequenceNumber}}}, nil
 	}
-	got := make(chan audit.FailureRecord, 1)
-	onFailure := func(_ context.Context, fr audit.FailureRecord) error {
+	got := make(chan auditreplay.FailureRecord, 1)
+	onFailure := func(_ context.Context, fr auditreplay.FailureRecord) error {
 		got <- fr
 		cancel()
 		return nil

@@ -23,6 +23,8 @@ import (
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditreplay"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -91,11 +93,11 @@ func Attach(t testing.TB, names tables.Names) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := audit.NewLocalKey()
+	key, _, err := digest.NewLocalKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := audit.PublicKeyPEM(&key.PublicKey)
+	pub, err := digest.PublicKeyPEM(&key.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +134,9 @@ const (
 
 // Digester returns the real digest step over the audit table, signing with e.SigningKey and
 // reading the time from clock.
-func (e *Env) Digester(clock notify.Clock) *audit.Digester {
-	return &audit.Digester{
-		DB: e.DB, Table: e.Names.Audit, Signer: audit.LocalSigner{Key: e.SigningKey},
+func (e *Env) Digester(clock notify.Clock) *digest.Digester {
+	return &digest.Digester{
+		DB: e.DB, Table: e.Names.Audit, Signer: digest.LocalSigner{Key: e.SigningKey},
 		Period: DigestPeriod, Grace: DigestGrace, Retention: audit.DefaultRetention, Clock: clock,
 	}
 }
@@ -242,7 +244,7 @@ func (e *Env) Replay(t testing.TB, requestID string, recs []events.DynamoDBEvent
 // item failure it retries from the failed record, and after retries retries it gives up on
 // the rest of the batch and returns the failure record it would send to the destination. It
 // returns nil when the batch succeeded.
-func (e *Env) DeliverBatch(t testing.TB, h *audit.Handler, recs []events.DynamoDBEventRecord, retries int) *audit.FailureRecord {
+func (e *Env) DeliverBatch(t testing.TB, h *audit.Handler, recs []events.DynamoDBEventRecord, retries int) *auditreplay.FailureRecord {
 	t.Helper()
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-mapping"})
 	batch := recs
@@ -264,7 +266,7 @@ func (e *Env) DeliverBatch(t testing.TB, h *audit.Handler, recs []events.DynamoD
 		if try < retries {
 			continue
 		}
-		fr := audit.NewFailureRecord(e.shards[batch[0].Change.SequenceNumber], e.streamARN, batch, try+1, time.Now())
+		fr := auditreplay.NewFailureRecord(e.shards[batch[0].Change.SequenceNumber], e.streamARN, batch, try+1, time.Now())
 		return &fr
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/audittest"
-	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -81,7 +81,7 @@ func TestOldRecordsAndRefusalsAreAudited(t *testing.T) {
 		if len(states) != len(want) || states[len(states)-1] != want[len(want)-1] {
 			t.Errorf("%s: timeline %v, want %v", event, states, want)
 		}
-		if p := audit.Verify(got); len(p) != 0 {
+		if p := auditor.Verify(got); len(p) != 0 {
 			t.Errorf("%s: Verify: %v", event, p)
 		}
 		if event == "evt-refused" && len(got) == 2 && (got[1].Reason != notify.ReasonRefusedPrefixVelocity || got[1].FromState != notify.StateAccepted) {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -74,7 +75,7 @@ func TestStreamReplay(t *testing.T) {
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("timeline (-want +got):\n%s", diff)
 	}
-	if p := audit.Verify(got); len(p) != 0 {
+	if p := auditor.Verify(got); len(p) != 0 {
 		t.Errorf("Verify: %v", p)
 	}
 	if got[0].At != audittest.ScenarioStart.Add(250*time.Millisecond) || got[0].WrittenBy != "resetnotify-audit:$LATEST/req-1" {
@@ -171,7 +172,7 @@ func TestSampleEvent(t *testing.T) {
 	if len(entries) != 5 || !entries[4].Purged() || entries[4].Reason != audit.ReasonPurgedTTL {
 		t.Fatalf("entries from the sample: %d, last %+v", len(entries), entries[len(entries)-1])
 	}
-	if p := audit.Verify(entries); len(p) != 0 {
+	if p := auditor.Verify(entries); len(p) != 0 {
 		t.Errorf("Verify: %v", p)
 	}
 }

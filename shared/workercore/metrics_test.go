@@ -18,8 +18,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
-	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
@@ -229,7 +229,7 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	emitFailoverMetrics(t, f)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Request("POST /v1/notifications", 202, time.Millisecond)
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Refusal(string(notify.RefusedPrefixVelocity), "44")
-	(&audit.Digester{Period: time.Minute, Metrics: &obs.Metrics{W: f.metrics, Function: "digest"}}).Report(context.Background(), 1, t0, t0)
+	(&digest.Digester{Period: time.Minute, Metrics: &obs.Metrics{W: f.metrics, Function: "digest"}}).Report(context.Background(), 1, t0, t0)
 	// The conversion guard's metrics, as Dispatcher.countSent and the intake handler emit them.
 	(&obs.Metrics{W: f.metrics, Function: "dispatch"}).Conversion(obs.MetricConversionSends, "44")
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Conversion(obs.MetricConversions, "44")
@@ -414,7 +414,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check, ours)
 		}
 	}
-	for _, name := range []string{workercore.MetricProviderLatency, workercore.MetricOverdue, audit.MetricDigestLag, workercore.MetricExpirations, workercore.MetricCoolDowns, workercore.MetricReceiptMismatch} {
+	for _, name := range []string{workercore.MetricProviderLatency, workercore.MetricOverdue, digest.MetricDigestLag, workercore.MetricExpirations, workercore.MetricCoolDowns, workercore.MetricReceiptMismatch} {
 		if !alarmed[name] {
 			t.Errorf("no alarm reads %s", name)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditreplay"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
@@ -21,12 +22,12 @@ import (
 )
 
 // Function is the audit-replay function.
-var Function = wire.Function[*audit.Replayer]{Name: "audit-replay", New: New, Handler: func(r *audit.Replayer) any { return r.Handle }}
+var Function = wire.Function[*auditreplay.Replayer]{Name: "audit-replay", New: New, Handler: func(r *auditreplay.Replayer) any { return r.Handle }}
 
 // New builds the replay from env: NOTIFICATIONS_TABLE, AUDIT_TABLE, AUDIT_RETENTION_DAYS,
 // LOG_LEVEL, and the function's name and version that Lambda sets, recorded as the actor of
 // the entries it writes.
-func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*audit.Replayer, error) {
+func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*auditreplay.Replayer, error) {
 	cfg, err := config.Load(env, config.NeedAuditTable|config.NeedNotificationsTable)
 	if err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	db := awsclient.DynamoDB(awsCfg, "")
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("audit replay ready", "audit_table", cfg.AuditTable, "notifications_table", cfg.NotificationsTable)
-	return &audit.Replayer{
+	return &auditreplay.Replayer{
 		Streams:            awsclient.Streams(awsCfg, ""),
 		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable},
 		Reader:             &audit.Reader{DB: db, Table: cfg.AuditTable},

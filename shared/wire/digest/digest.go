@@ -11,23 +11,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/wire"
 )
 
 // Function is the digest function.
-var Function = wire.Function[*audit.Digester]{Name: "digest", New: New, Handler: func(d *audit.Digester) any { return d.Handle }}
+var Function = wire.Function[*digest.Digester]{Name: "digest", New: New, Handler: func(d *digest.Digester) any { return d.Handle }}
 
 // New builds the digest step from env: AUDIT_TABLE, AUDIT_RETENTION_DAYS,
 // AUDIT_DIGEST_PERIOD_MINUTES, AUDIT_DIGEST_GRACE_SECONDS, AUDIT_DIGEST_LAG_BOUND_SECONDS, and
 // the signing key:
 // AUDIT_DIGEST_KMS_KEY_ID in AWS, or AUDIT_DIGEST_LOCAL_KEY (a PEM) locally. Errors name the
 // variables, never the key.
-func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*audit.Digester, error) {
+func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*digest.Digester, error) {
 	cfg, err := config.Load(env, config.NeedAuditTable)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	log.Info("digest ready", "audit_table", cfg.AuditTable, "key_id", signer.KeyID(),
 		"period_s", int(settings.Period.Seconds()), "grace_s", int(settings.Grace.Seconds()),
 		"lag_bound_s", int(settings.LagBound.Seconds()))
-	return &audit.Digester{
+	return &digest.Digester{
 		DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Signer: signer,
 		Period: settings.Period, Grace: settings.Grace, Retention: retention, LagBound: settings.LagBound,
 		Clock: notify.SystemClock{}, Log: log, Metrics: &obs.Metrics{W: out, Function: "digest", Namespace: cfg.MetricsNamespace},
@@ -53,17 +53,17 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 }
 
 // signer returns the KMS signer in AWS, or the local key's signer.
-func signer(env func(string) string, awsCfg aws.Config) (audit.Signer, error) {
+func signer(env func(string) string, awsCfg aws.Config) (digest.Signer, error) {
 	k, err := config.LoadDigestKey(env)
 	if err != nil {
 		return nil, fmt.Errorf("wire.digest: %w", err)
 	}
 	if k.KMSKeyID != "" {
-		return audit.KMSSigner{KMS: kms.NewFromConfig(awsCfg), Key: k.KMSKeyID}, nil
+		return digest.KMSSigner{KMS: kms.NewFromConfig(awsCfg), Key: k.KMSKeyID}, nil
 	}
-	key, err := audit.ParsePrivateKeyPEM(k.LocalPEM)
+	key, err := digest.ParsePrivateKeyPEM(k.LocalPEM)
 	if err != nil {
 		return nil, fmt.Errorf("wire.digest %s: %w", config.EnvAuditDigestLocalKey, err)
 	}
-	return audit.LocalSigner{Key: key}, nil
+	return digest.LocalSigner{Key: key}, nil
 }

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/wire"
-	"github.com/resetnotify/resetnotify/shared/wire/digest"
+	digestwire "github.com/resetnotify/resetnotify/shared/wire/digest"
 )
 
 func TestNewDigester(t *testing.T) {
-	_, pemKey, err := audit.NewLocalKey()
+	_, pemKey, err := digest.NewLocalKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestNewDigester(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			d, err := wire.Build(context.Background(), digest.Function, func(k string) string { return tc.env[k] }, &out)
+			d, err := wire.Build(context.Background(), digestwire.Function, func(k string) string { return tc.env[k] }, &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -51,7 +51,7 @@ func TestNewDigester(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, isKMS := d.Signer.(audit.KMSSigner)
+			_, isKMS := d.Signer.(digest.KMSSigner)
 			if d.Table != "audit" || d.Period != tc.period || d.Grace != config.DefaultDigestGrace || isKMS != tc.kms {
 				t.Errorf("digester = %+v", d)
 			}

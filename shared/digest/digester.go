@@ -1,4 +1,4 @@
-package audit
+package digest
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -23,8 +24,8 @@ import (
 // by_write_shard index), GetItem and PutItem, the latter always conditioned on
 // attribute_not_exists(seq).
 type DigestAPI interface {
-	QueryAPI
-	WriterAPI
+	audit.QueryAPI
+	audit.WriterAPI
 }
 
 var _ DigestAPI = (*dynamodb.Client)(nil)
@@ -72,14 +73,14 @@ func (d *Digester) Handle(ctx context.Context, _ events.EventBridgeEvent) error 
 // a concurrent run). The first digest ever starts the chain at the period of the earliest
 // entry written yesterday or today (UTC), or at the latest period that is due when there is
 // none; entries written before that are covered by no digest, and verify says so.
-func (d *Digester) Run(ctx context.Context) ([]Digest, error) {
+func (d *Digester) Run(ctx context.Context) ([]audit.Digest, error) {
 	now := d.now()
-	prev, found, err := LatestDigest(ctx, d.DB, d.Table)
+	prev, found, err := audit.LatestDigest(ctx, d.DB, d.Table)
 	if err != nil {
 		return nil, err
 	}
 	var start time.Time
-	var prevPtr *Digest
+	var prevPtr *audit.Digest
 	if found {
 		start, prevPtr = prev.PeriodEnd, &prev
 	} else if start, err = d.firstStart(ctx, now); err != nil {
@@ -89,7 +90,7 @@ func (d *Digester) Run(ctx context.Context) ([]Digest, error) {
 	if max <= 0 {
 		max = DefaultMaxPeriodsPerRun
 	}
-	var out []Digest
+	var out []audit.Digest
 	for len(out) < max {
 		end := start.Truncate(d.Period).Add(d.Period)
 		if end.Add(d.Grace).After(now) {
@@ -140,43 +141,43 @@ func (d *Digester) Report(ctx context.Context, written int, next, now time.Time)
 // close builds, signs and stores the version 2 digest of [start, end): the Merkle tree of the
 // entries written in the period (PeriodTree; about 100 bytes of memory per entry while it is
 // built). When a concurrent run stored the period's digest first, it returns that one.
-func (d *Digester) close(ctx context.Context, start, end time.Time, prev *Digest, now time.Time) (Digest, error) {
-	dg := Digest{Version: DigestVersionTree, PeriodStart: start, PeriodEnd: end, KeyID: d.Signer.KeyID(),
+func (d *Digester) close(ctx context.Context, start, end time.Time, prev *audit.Digest, now time.Time) (audit.Digest, error) {
+	dg := audit.Digest{Version: audit.DigestVersionTree, PeriodStart: start, PeriodEnd: end, KeyID: d.Signer.KeyID(),
 		Algorithm: SigningAlgorithm, SignedAt: now, RetainUntil: end.Add(d.Retention).Unix()}
 	if prev != nil {
 		dg.PrevPeriodStart, dg.PrevSignature = prev.PeriodStart, prev.Signature
 	}
-	var tree PeriodTree
-	for e, err := range WrittenIn(ctx, d.DB, d.Table, start, end) {
+	var tree audit.PeriodTree
+	for e, err := range audit.WrittenIn(ctx, d.DB, d.Table, start, end) {
 		if err != nil {
-			return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+			return audit.Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
 		}
-		tree.Add(LineOf(e))
+		tree.Add(audit.LineOf(e))
 		dg.RetainUntil = max(dg.RetainUntil, e.RetainUntil)
 	}
 	dg.Count, dg.Root = tree.Size(), tree.Root()
-	sig, err := d.Signer.Sign(ctx, DigestSum(dg))
+	sig, err := d.Signer.Sign(ctx, audit.DigestSum(dg))
 	if err != nil {
-		return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+		return audit.Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
 	}
 	dg.Signature = base64.StdEncoding.EncodeToString(sig)
 	stored, err := d.put(ctx, dg)
 	if err != nil {
-		return Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+		return audit.Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
 	}
 	return stored, nil
 }
 
 // put stores dg once; if its period already has a digest it returns that one.
-func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
-	item, err := DigestItem(dg)
+func (d *Digester) put(ctx context.Context, dg audit.Digest) (audit.Digest, error) {
+	item, err := audit.DigestItem(dg)
 	if err != nil {
-		return Digest{}, err
+		return audit.Digest{}, err
 	}
 	cond, err := expression.NewBuilder().
 		WithCondition(expression.AttributeNotExists(expression.Name(tables.AuditSeq))).Build()
 	if err != nil {
-		return Digest{}, fmt.Errorf("build condition: %w", err)
+		return audit.Digest{}, fmt.Errorf("build condition: %w", err)
 	}
 	_, err = d.DB.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(d.Table), Item: item,
@@ -187,16 +188,16 @@ func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
 	case err == nil:
 		return dg, nil
 	case !errors.As(err, &failed):
-		return Digest{}, fmt.Errorf("put: %w", err)
+		return audit.Digest{}, fmt.Errorf("put: %w", err)
 	}
 	out, err := d.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(d.Table), ConsistentRead: aws.Bool(true),
-		Key: ItemKey(tables.DigestEventID, tables.FormatTime(dg.PeriodStart)),
+		Key: audit.ItemKey(tables.DigestEventID, tables.FormatTime(dg.PeriodStart)),
 	})
 	if err != nil {
-		return Digest{}, fmt.Errorf("get stored digest: %w", err)
+		return audit.Digest{}, fmt.Errorf("get stored digest: %w", err)
 	}
-	return DigestFromItem(out.Item)
+	return audit.DigestFromItem(out.Item)
 }
 
 // firstStart returns where the first digest's period starts: the period of the earliest entry
@@ -205,7 +206,7 @@ func (d *Digester) put(ctx context.Context, dg Digest) (Digest, error) {
 func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, error) {
 	latest := now.Add(-d.Grace).Truncate(d.Period).Add(-d.Period)
 	today := now.Truncate(24 * time.Hour)
-	e, found, err := EarliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
+	e, found, err := audit.EarliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
 	}

@@ -1,4 +1,4 @@
-package audit
+package auditor
 
 import (
 	"context"
@@ -8,35 +8,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
 // checkFixture is a chain of three entries of one notification written one per minute from
 // start, and the signed digests (of one version) of those three one-minute periods.
 type checkFixture struct {
-	key     *LocalSigner
+	key     *digest.LocalSigner
 	start   time.Time
-	entries []Entry
-	digests []Digest
+	entries []audit.Entry
+	digests []audit.Digest
 	version int
 	strict  bool
 }
 
 func newCheckFixture(t *testing.T, version int) *checkFixture {
 	t.Helper()
-	k, _, err := NewLocalKey()
+	k, _, err := digest.NewLocalKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &checkFixture{key: &LocalSigner{Key: k}, start: time.Date(2030, 3, 1, 9, 30, 0, 0, time.UTC), version: version}
-	prev := GenesisHash
+	f := &checkFixture{key: &digest.LocalSigner{Key: k}, start: time.Date(2030, 3, 1, 9, 30, 0, 0, time.UTC), version: version}
+	prev := audit.GenesisHash
 	states := []string{"", "accepted", "dispatching", "sent"}
 	for v := int64(1); v <= 3; v++ {
 		at := f.start.Add(time.Duration(v-1) * time.Minute)
-		e := Entry{EventID: "evt-c", Seq: Seq("k", v), NotificationID: "01C", Version: v, At: at, Day: at.Format(DayLayout),
+		e := audit.Entry{EventID: "evt-c", Seq: audit.Seq("k", v), NotificationID: "01C", Version: v, At: at, Day: at.Format(audit.DayLayout),
 			FromState: notifyState(states[v-1]), ToState: notifyState(states[v]), Reason: "R",
-			WrittenAt: at.Add(10 * time.Second), WriteDay: at.Format(DayLayout)}
-		e, err := Link(e, prev)
+			WrittenAt: at.Add(10 * time.Second), WriteDay: at.Format(audit.DayLayout)}
+		e, err := audit.Link(e, prev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func newCheckFixture(t *testing.T, version int) *checkFixture {
 	}
 	for i := range 3 {
 		s := f.start.Add(time.Duration(i) * time.Minute)
-		d := Digest{Version: version, PeriodStart: s, PeriodEnd: s.Add(time.Minute), Manifest: []ManifestLine{LineOf(f.entries[i])}}
+		d := audit.Digest{Version: version, PeriodStart: s, PeriodEnd: s.Add(time.Minute), Manifest: []audit.ManifestLine{audit.LineOf(f.entries[i])}}
 		if i > 0 {
 			d.PrevPeriodStart, d.PrevSignature = f.digests[i-1].PeriodStart, f.digests[i-1].Signature
 		}
@@ -56,19 +58,19 @@ func newCheckFixture(t *testing.T, version int) *checkFixture {
 
 // sign returns d signed by s, as the digest step signs: a version 1 digest of its manifest
 // when d.Version is 1, else the version 2 digest of the entries its manifest names.
-func sign(t *testing.T, s Signer, d Digest) Digest {
+func sign(t *testing.T, s digest.Signer, d audit.Digest) audit.Digest {
 	t.Helper()
-	d.KeyID, d.Algorithm = s.KeyID(), SigningAlgorithm
-	if d.Version == DigestVersionManifest {
-		d.Count, d.EntriesHash = int64(len(d.Manifest)), ManifestHash(d.Manifest)
+	d.KeyID, d.Algorithm = s.KeyID(), digest.SigningAlgorithm
+	if d.Version == audit.DigestVersionManifest {
+		d.Count, d.EntriesHash = int64(len(d.Manifest)), audit.ManifestHash(d.Manifest)
 	} else {
-		var tree PeriodTree
+		var tree audit.PeriodTree
 		for _, l := range d.Manifest {
 			tree.Add(l)
 		}
-		d.Version, d.Count, d.Root, d.Manifest = DigestVersionTree, tree.Size(), tree.Root(), nil
+		d.Version, d.Count, d.Root, d.Manifest = audit.DigestVersionTree, tree.Size(), tree.Root(), nil
 	}
-	sig, err := s.Sign(context.Background(), DigestSum(d))
+	sig, err := s.Sign(context.Background(), audit.DigestSum(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestCheck(t *testing.T) {
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
 				d := f.digests[2]
 				d.PrevPeriodStart, d.PrevSignature = f.digests[0].PeriodStart, f.digests[0].Signature
-				ds := []Digest{f.digests[0], f.digests[1], sign(t, f.key, d)}
+				ds := []audit.Digest{f.digests[0], f.digests[1], sign(t, f.key, d)}
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "digest out of order: it does not name the digest of 2030-03-01T09:31:00Z to 2030-03-01T09:32:00Z",
@@ -158,34 +160,34 @@ func TestCheck(t *testing.T) {
 		{
 			name: "manifest swapped under a valid signature",
 			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
-				ds := append([]Digest(nil), f.digests...)
+				ds := append([]audit.Digest(nil), f.digests...)
 				ds[1].Manifest = ds[0].Manifest
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "digest altered: the entries it lists are not the ones its signed entries hash and count name",
-			only: DigestVersionManifest,
+			only: audit.DigestVersionManifest,
 		},
 		{
 			name: "tree root swapped",
 			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
-				ds := append([]Digest(nil), f.digests...)
+				ds := append([]audit.Digest(nil), f.digests...)
 				ds[1].Root = ds[0].Root
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "digest forged or altered: its signature does not verify with the public key",
-			only: DigestVersionTree,
+			only: audit.DigestVersionTree,
 		},
 		{
 			name: "digest signed by another key",
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
-				k, _, err := NewLocalKey()
+				k, _, err := digest.NewLocalKey()
 				if err != nil {
 					t.Fatal(err)
 				}
-				ds := append([]Digest(nil), f.digests...)
+				ds := append([]audit.Digest(nil), f.digests...)
 				d := ds[2]
-				d.Manifest = []ManifestLine{LineOf(f.entries[2])}
-				ds[2] = sign(t, &LocalSigner{Key: k}, d)
+				d.Manifest = []audit.ManifestLine{audit.LineOf(f.entries[2])}
+				ds[2] = sign(t, &digest.LocalSigner{Key: k}, d)
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:32:00Z to 2030-03-01T09:33:00Z: digest forged or altered",
@@ -196,31 +198,31 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: f.entries[:2]}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:32:00Z to 2030-03-01T09:33:00Z: entries deleted: the signed digest of this period covers 1 entries, only 0 written in it are left (1 deleted)",
-			only: DigestVersionTree,
+			only: audit.DigestVersionTree,
 		},
 		{
 			name: "entry added to a closed period",
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
 				e := f.entries[2]
-				e.Seq, e.Version, e.FromState, e.ToState = Seq("k", 4), 4, e.ToState, "delivered"
-				e, err := Link(e, f.entries[2].Hash)
+				e.Seq, e.Version, e.FromState, e.ToState = audit.Seq("k", 4), 4, e.ToState, "delivered"
+				e, err := audit.Link(e, f.entries[2].Hash)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: append(append([]Entry(nil), f.entries...), e)}, f.start.Add(4 * time.Minute)
+				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: append(append([]audit.Entry(nil), f.entries...), e)}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:32:00Z to 2030-03-01T09:33:00Z: entries added: 2 entries are written in this period, its signed digest covers 1 (1 added after it was signed)",
-			only: DigestVersionTree,
+			only: audit.DigestVersionTree,
 		},
 		{
 			name: "chain rewritten consistently",
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
-				es := append([]Entry(nil), f.entries...)
-				prev := GenesisHash
+				es := append([]audit.Entry(nil), f.entries...)
+				prev := audit.GenesisHash
 				for i := range es {
 					es[i].DestinationFP = "ffffffffffffffff"
 					var err error
-					if es[i], err = Link(es[i], prev); err != nil {
+					if es[i], err = audit.Link(es[i], prev); err != nil {
 						t.Fatal(err)
 					}
 					prev = es[i].Hash
@@ -228,17 +230,17 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: es}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:30:00Z to 2030-03-01T09:31:00Z: entries changed: the 1 entries written in this period are not the ones its signed digest covers (the Merkle root differs)",
-			only: DigestVersionTree,
+			only: audit.DigestVersionTree,
 		},
 		{
 			name: "chain rewritten consistently (manifest)",
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
-				es := append([]Entry(nil), f.entries...)
-				prev := GenesisHash
+				es := append([]audit.Entry(nil), f.entries...)
+				prev := audit.GenesisHash
 				for i := range es {
 					es[i].DestinationFP = "ffffffffffffffff"
 					var err error
-					if es[i], err = Link(es[i], prev); err != nil {
+					if es[i], err = audit.Link(es[i], prev); err != nil {
 						t.Fatal(err)
 					}
 					prev = es[i].Hash
@@ -246,7 +248,7 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: es}, f.start.Add(4 * time.Minute)
 			},
 			want: "notification 01C: whole chain rewritten: all 3 entries of this notification (event evt-c) that signed digests cover differ from what was signed",
-			only: DigestVersionManifest,
+			only: audit.DigestVersionManifest,
 		},
 		{
 			name: "whole chain deleted (manifest)",
@@ -254,7 +256,7 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests}, f.start.Add(4 * time.Minute)
 			},
 			want: "notification 01C: whole chain deleted: the 3 entries of this notification (event evt-c, idempotency key k) that signed digests list are all gone from the audit table",
-			only: DigestVersionManifest,
+			only: audit.DigestVersionManifest,
 		},
 		{
 			name: "whole chain deleted (tree)",
@@ -262,12 +264,12 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:30:00Z to 2030-03-01T09:31:00Z: entries deleted: the signed digest of this period covers 1 entries, only 0 written in it are left (1 deleted)",
-			only: DigestVersionTree,
+			only: audit.DigestVersionTree,
 		},
 		{
 			name: "entry written before digests existed",
 			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
-				es := append([]Entry(nil), f.entries...)
+				es := append([]audit.Entry(nil), f.entries...)
 				es[0].WrittenAt, es[0].WriteDay = time.Time{}, ""
 				return Bundle{From: f.start, To: f.start.Add(time.Minute), Entries: es[:1]}, f.start.Add(4 * time.Minute)
 			},
@@ -275,7 +277,7 @@ func TestCheck(t *testing.T) {
 			late: "digest late",
 		},
 	}
-	for _, version := range []int{DigestVersionManifest, DigestVersionTree} {
+	for _, version := range []int{audit.DigestVersionManifest, audit.DigestVersionTree} {
 		for _, tc := range tests {
 			if tc.only != 0 && tc.only != version {
 				continue

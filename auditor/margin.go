@@ -1,9 +1,10 @@
-package audit
+package auditor
 
 import (
 	"sort"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -60,7 +61,7 @@ type admission struct {
 }
 
 // Add takes one entry into account.
-func (s *MarginSampler) Add(e Entry) {
+func (s *MarginSampler) Add(e audit.Entry) {
 	if s.admitted == nil {
 		s.admitted, s.delivered = map[string]admission{}, map[string]time.Time{}
 	}

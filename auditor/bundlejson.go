@@ -1,4 +1,4 @@
-package audit
+package auditor
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
 )
 
 // Record types of a bundle file. An entry's object has no "type": it is the entry's columns
@@ -45,11 +47,11 @@ type digestJSON struct {
 	Manifest        [][4]string `json:"manifest"`
 }
 
-func toDigestJSON(d Digest) digestJSON {
+func toDigestJSON(d audit.Digest) digestJSON {
 	out := digestJSON{Type: recordDigest, PeriodStart: d.PeriodStart, PeriodEnd: d.PeriodEnd, Count: d.Count,
 		EntriesHash: d.EntriesHash, TreeRoot: d.Root, PrevSignature: d.PrevSignature, KeyID: d.KeyID, Algorithm: d.Algorithm,
 		SignedAt: d.SignedAt, RetainUntil: d.RetainUntil, Signature: d.Signature, Manifest: [][4]string{}}
-	if d.Version != DigestVersionManifest {
+	if d.Version != audit.DigestVersionManifest {
 		out.Version = d.Version
 	}
 	if !d.PrevPeriodStart.IsZero() {
@@ -62,18 +64,18 @@ func toDigestJSON(d Digest) digestJSON {
 	return out
 }
 
-func (j digestJSON) digest() Digest {
-	d := Digest{PeriodStart: j.PeriodStart.UTC(), PeriodEnd: j.PeriodEnd.UTC(), Count: j.Count, EntriesHash: j.EntriesHash,
+func (j digestJSON) digest() audit.Digest {
+	d := audit.Digest{PeriodStart: j.PeriodStart.UTC(), PeriodEnd: j.PeriodEnd.UTC(), Count: j.Count, EntriesHash: j.EntriesHash,
 		PrevSignature: j.PrevSignature, KeyID: j.KeyID, Algorithm: j.Algorithm, SignedAt: j.SignedAt.UTC(),
 		RetainUntil: j.RetainUntil, Signature: j.Signature, Version: j.Version, Root: j.TreeRoot}
 	if d.Version == 0 {
-		d.Version = DigestVersionManifest
+		d.Version = audit.DigestVersionManifest
 	}
 	if j.PrevPeriodStart != nil {
 		d.PrevPeriodStart = j.PrevPeriodStart.UTC()
 	}
 	for _, r := range j.Manifest {
-		d.Manifest = append(d.Manifest, ManifestLine{EventID: r[0], Seq: r[1], NotificationID: r[2], Hash: r[3]})
+		d.Manifest = append(d.Manifest, audit.ManifestLine{EventID: r[0], Seq: r[1], NotificationID: r[2], Hash: r[3]})
 	}
 	return d
 }
@@ -88,7 +90,7 @@ func BundleRecords(b Bundle) [][]byte {
 		out = append(out, j)
 	}
 	for _, e := range b.Entries {
-		out = append(out, EntryJSON(e))
+		out = append(out, audit.EntryJSON(e))
 	}
 	return out
 }
@@ -135,7 +137,7 @@ func ReadBundle(r io.Reader) (Bundle, error) {
 			}
 			b.Digests = append(b.Digests, dj.digest())
 		case "":
-			e, err := EntryFromJSON(raw)
+			e, err := audit.EntryFromJSON(raw)
 			if err != nil {
 				return Bundle{}, fmt.Errorf("audit.read bundle: record %d: %w", i+1, err)
 			}
@@ -147,7 +149,7 @@ func ReadBundle(r io.Reader) (Bundle, error) {
 	if !hasRange {
 		b.From, b.To = spanOf(b)
 	}
-	b.Entries = Sorted(b.Entries)
+	b.Entries = audit.Sorted(b.Entries)
 	return b, nil
 }
 

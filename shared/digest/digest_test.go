@@ -1,4 +1,4 @@
-package audit_test
+package digest_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -86,7 +87,7 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 		if i > 0 && (d.PrevSignature != all[i-1].Signature || !d.PeriodStart.Equal(all[i-1].PeriodEnd)) {
 			t.Errorf("digest %s does not follow %s", d.Period(), all[i-1].Period())
 		}
-		if !audit.VerifySignature(&env.SigningKey.PublicKey, d) || !audit.ManifestIntact(d) || d.Version != audit.DigestVersionTree {
+		if !auditor.VerifySignature(&env.SigningKey.PublicKey, d) || !auditor.ManifestIntact(d) || d.Version != audit.DigestVersionTree {
 			t.Errorf("digest %s (version %d) does not verify", d.Period(), d.Version)
 		}
 		var tree audit.PeriodTree
@@ -112,11 +113,11 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	if len(entries) != 4 || covered != 4 || !all[0].PeriodStart.Equal(base) {
 		t.Errorf("%d entries, %d covered by digests from %s to %s; want 4 and 4", len(entries), covered, all[0].PeriodStart, all[len(all)-1].PeriodEnd)
 	}
-	b, err := audit.Collect(context.Background(), env.Reader, base, base.Add(5*p))
+	b, err := auditor.Collect(context.Background(), env.Reader, base, base.Add(5*p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := audit.Check(b, audit.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: base.Add(4*p + audittest.DigestGrace), Grace: audittest.DigestGrace})
+	r := auditor.Check(b, auditor.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: base.Add(4*p + audittest.DigestGrace), Grace: audittest.DigestGrace})
 	if !r.OK() || r.Covered != 4 || r.Digests != 4 {
 		t.Errorf("check = %+v, want OK with 4 entries covered by 4 digests", r)
 	}
@@ -149,16 +150,16 @@ func TestDigestBeyondTheManifestCeiling(t *testing.T) {
 	if size := len(audittest.ItemText(item)); size > 2000 {
 		t.Errorf("the digest item is %d bytes of text, want a small one whatever the period holds", size)
 	}
-	b, err := audit.Collect(ctx, env.Reader, base, base.Add(p))
+	b, err := auditor.Collect(ctx, env.Reader, base, base.Add(p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := audit.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: now, Grace: audittest.DigestGrace}
-	if r := audit.Check(b, opts); !r.OK() || r.Covered != 20000 || r.Entries != 20000 {
+	opts := auditor.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: now, Grace: audittest.DigestGrace}
+	if r := auditor.Check(b, opts); !r.OK() || r.Covered != 20000 || r.Entries != 20000 {
 		t.Fatalf("check of the 20000-entry period: covered %d of %d, problems %v", r.Covered, r.Entries, r.Problems)
 	}
 	b.Entries = b.Entries[1:]
-	r := audit.Check(b, opts)
+	r := auditor.Check(b, opts)
 	if want := "entries deleted: the signed digest of this period covers 20000 entries, only 19999 written in it are left (1 deleted)"; r.OK() || !strings.Contains(r.Problems[0].String(), want) {
 		t.Errorf("check with one entry gone: %v\nwant the first problem to say %q", r.Problems, want)
 	}

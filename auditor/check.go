@@ -1,4 +1,4 @@
-package audit
+package auditor
 
 import (
 	"crypto/ecdsa"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
 )
 
@@ -58,9 +59,9 @@ func (r Report) OK() bool { return len(r.Problems) == 0 }
 // and whole chains deleted or rewritten; a version 2 digest's tree says how many were
 // deleted or added, or that some changed), and then each notification's hash chain (Verify).
 func Check(b Bundle, o CheckOptions) Report {
-	ds := append([]Digest(nil), b.Digests...)
+	ds := append([]audit.Digest(nil), b.Digests...)
 	sort.SliceStable(ds, func(i, j int) bool { return ds[i].PeriodStart.Before(ds[j].PeriodStart) })
-	r := Report{Digests: len(ds), Entries: len(b.Entries), Notifications: len(Chains(b.Entries))}
+	r := Report{Digests: len(ds), Entries: len(b.Entries), Notifications: len(audit.Chains(b.Entries))}
 	valid, problems := checkDigests(ds, b.From, o.PublicKey)
 	r.Problems = append(r.Problems, problems...)
 	r.Problems = append(r.Problems, checkCoverage(b, ds, o, &r)...)
@@ -77,7 +78,7 @@ func digestProblem(period, format string, args ...any) Problem {
 
 // checkDigests checks each digest's signature and manifest and the links between digests.
 // It returns which digests can be trusted.
-func checkDigests(ds []Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []Problem) {
+func checkDigests(ds []audit.Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []Problem) {
 	var out []Problem
 	valid := make([]bool, len(ds))
 	for i, d := range ds {
@@ -93,7 +94,7 @@ func checkDigests(ds []Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []
 	for i, d := range ds {
 		if i == 0 {
 			if d.PrevSignature != "" && d.PeriodStart.After(from) {
-				out = append(out, digestProblem(PeriodName(d.PrevPeriodStart, d.PeriodStart),
+				out = append(out, digestProblem(audit.PeriodName(d.PrevPeriodStart, d.PeriodStart),
 					"digest missing: the digest of the period starting %s, which the digest of %s names as its predecessor, is gone",
 					d.PrevPeriodStart.Format(time.RFC3339), d.Period()))
 			}
@@ -102,7 +103,7 @@ func checkDigests(ds []Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []
 		p := ds[i-1]
 		switch {
 		case d.PeriodStart.After(p.PeriodEnd):
-			out = append(out, digestProblem(PeriodName(p.PeriodEnd, d.PeriodStart), "digest missing: no digest covers this span between two signed digests"))
+			out = append(out, digestProblem(audit.PeriodName(p.PeriodEnd, d.PeriodStart), "digest missing: no digest covers this span between two signed digests"))
 		case d.PeriodStart.Before(p.PeriodEnd):
 			out = append(out, digestProblem(d.Period(), "digest out of order: its period overlaps that of the digest of %s", p.Period()))
 		case !d.PrevPeriodStart.Equal(p.PeriodStart) || d.PrevSignature != p.Signature:
@@ -114,7 +115,7 @@ func checkDigests(ds []Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []
 
 // checkCoverage finds the periods of the range that have ended Grace ago but that no digest
 // closes, and counts the entries of periods still open.
-func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
+func checkCoverage(b Bundle, ds []audit.Digest, o CheckOptions, r *Report) []Problem {
 	period := digestPeriod(ds, o)
 	closedUntil := o.Now.Add(-o.Grace).Truncate(period)
 	coverFrom, _ := b.CoverSpan()
@@ -136,10 +137,10 @@ func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
 		}
 		mid := maxTime(last, minTime(end, missingUntil))
 		if last.Before(mid) {
-			out = append(out, digestProblem(PeriodName(last, mid), missingSentence(o), o.Grace, takeUncovered(uncovered, last, mid)))
+			out = append(out, digestProblem(audit.PeriodName(last, mid), missingSentence(o), o.Grace, takeUncovered(uncovered, last, mid)))
 		}
 		if mid.Before(end) {
-			r.Late = append(r.Late, digestProblem(PeriodName(mid, end), "digest late: no signed digest closes these periods yet, but they ended less than the grace (%s) plus the digest schedule (%s) plus the lag bound (%s) ago: the digest step is behind, which is not a tamper finding (%d entries written in them are not covered yet)",
+			r.Late = append(r.Late, digestProblem(audit.PeriodName(mid, end), "digest late: no signed digest closes these periods yet, but they ended less than the grace (%s) plus the digest schedule (%s) plus the lag bound (%s) ago: the digest step is behind, which is not a tamper finding (%d entries written in them are not covered yet)",
 				o.Grace, config.DigestSchedule, o.LagBound, takeUncovered(uncovered, mid, end)))
 		}
 	}
@@ -149,7 +150,7 @@ func checkCoverage(b Bundle, ds []Digest, o CheckOptions, r *Report) []Problem {
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
 	for _, t := range starts {
-		out = append(out, digestProblem(PeriodName(t, t.Add(period)), "entries not covered: %d entries were written in this closed period, which no signed digest covers", uncovered[t]))
+		out = append(out, digestProblem(audit.PeriodName(t, t.Add(period)), "entries not covered: %d entries were written in this closed period, which no signed digest covers", uncovered[t]))
 	}
 	return out
 }
@@ -178,7 +179,7 @@ func takeUncovered(uncovered map[time.Time]int, from, to time.Time) int {
 
 // digestPeriod is the length of a digest's period: the last digest's, else the option's, else
 // config.DefaultDigestPeriod.
-func digestPeriod(ds []Digest, o CheckOptions) time.Duration {
+func digestPeriod(ds []audit.Digest, o CheckOptions) time.Duration {
 	period := o.Period
 	if n := len(ds); n > 0 {
 		period = ds[n-1].PeriodEnd.Sub(ds[n-1].PeriodStart)
@@ -192,7 +193,7 @@ func digestPeriod(ds []Digest, o CheckOptions) time.Duration {
 // classifyEntries sorts the bundle's entries by coverage. It returns the entries of closed
 // periods no digest covers, counted by period start, and the entries in the range that have
 // no written_at (from before digests); entries of periods still open are counted in r.
-func classifyEntries(b Bundle, ds []Digest, period time.Duration, closedUntil time.Time, r *Report) (map[time.Time]int, int) {
+func classifyEntries(b Bundle, ds []audit.Digest, period time.Duration, closedUntil time.Time, r *Report) (map[time.Time]int, int) {
 	coverFrom, coverTo := b.CoverSpan()
 	covers := func(t time.Time) bool {
 		for _, d := range ds {
@@ -233,13 +234,13 @@ type tally struct {
 // checkManifests recomputes every valid digest that overlaps the range from the entries
 // written in its period and names the differences: tree digests' first, then manifest
 // digests' by notification.
-func checkManifests(b Bundle, ds []Digest, valid []bool, r *Report) []Problem {
+func checkManifests(b Bundle, ds []audit.Digest, valid []bool, r *Report) []Problem {
 	ts := &tallies{by: map[string]*tally{}}
 	var out []Problem
 	for i, d := range ds {
 		switch {
 		case !valid[i] || !b.overlaps(d):
-		case d.Version == DigestVersionManifest:
+		case d.Version == audit.DigestVersionManifest:
 			compareManifest(b, d, ts, r)
 		default:
 			out = append(out, compareTree(b, d, r)...)
@@ -256,12 +257,12 @@ func checkManifests(b Bundle, ds []Digest, valid []bool, r *Report) []Problem {
 // and compares its size and root with the signed ones. The tree cannot name the entry that
 // differs; the hash chains (Verify) name an edited, removed or reordered entry, and the
 // counts tell deletions (a whole chain deleted shows only here) from additions.
-func compareTree(b Bundle, d Digest, r *Report) []Problem {
-	var tree PeriodTree
-	var in []Entry
+func compareTree(b Bundle, d audit.Digest, r *Report) []Problem {
+	var tree audit.PeriodTree
+	var in []audit.Entry
 	for _, e := range b.Entries {
 		if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
-			tree.Add(LineOf(e))
+			tree.Add(audit.LineOf(e))
 			in = append(in, e)
 		}
 	}
@@ -290,7 +291,7 @@ type tallies struct {
 
 func (ts *tallies) of(nid, eventID, seq string) *tally {
 	if ts.by[nid] == nil {
-		ts.by[nid] = &tally{eventID: eventID, key: Entry{Seq: seq}.IdempotencyKey()}
+		ts.by[nid] = &tally{eventID: eventID, key: audit.Entry{Seq: seq}.IdempotencyKey()}
 		ts.order = append(ts.order, nid)
 	}
 	return ts.by[nid]
@@ -299,11 +300,11 @@ func (ts *tallies) of(nid, eventID, seq string) *tally {
 // compareManifest compares d's manifest with the entries written in d's period: a line with
 // no entry was deleted, one with another hash was changed, and an entry no line lists was
 // added. Intact entries are counted in r.Covered.
-func compareManifest(b Bundle, d Digest, ts *tallies, r *Report) {
-	current := map[string]Entry{}
+func compareManifest(b Bundle, d audit.Digest, ts *tallies, r *Report) {
+	current := map[string]audit.Entry{}
 	for _, e := range b.Entries {
 		if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
-			current[LineOf(e).Key()] = e
+			current[audit.LineOf(e).Key()] = e
 		}
 	}
 	for _, l := range d.Manifest {
@@ -324,7 +325,7 @@ func compareManifest(b Bundle, d Digest, ts *tallies, r *Report) {
 			r.Covered++
 		}
 	}
-	for _, e := range Sorted(mapValues(current)) {
+	for _, e := range audit.Sorted(mapValues(current)) {
 		c := ts.of(e.NotificationID, e.EventID, e.Seq)
 		c.problems = append(c.problems, Problem{NotificationID: e.NotificationID, Seq: e.Seq, Period: d.Period(),
 			What: fmt.Sprintf("entry added: its written_at lies in %s, but the signed digest of that period does not list it", d.Period())})
@@ -349,8 +350,8 @@ func (ts *tallies) problems(present map[string]bool) []Problem {
 	return out
 }
 
-func mapValues(m map[string]Entry) []Entry {
-	out := make([]Entry, 0, len(m))
+func mapValues(m map[string]audit.Entry) []audit.Entry {
+	out := make([]audit.Entry, 0, len(m))
 	for _, e := range m {
 		out = append(out, e)
 	}

@@ -1,9 +1,11 @@
-package audit
+package auditor
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
 )
 
 // Problem is one broken or missing link found by Verify.
@@ -44,9 +46,9 @@ func (p Problem) String() string {
 // was later written by a replay (replayed) or stands as a gap entry, after it. A gap entry
 // (reconstructed) stands for versions gap_from to version; it is not a problem, but it is a
 // known gap that KnownGaps reports.
-func Verify(entries []Entry) []Problem {
+func Verify(entries []audit.Entry) []Problem {
 	var out []Problem
-	for _, c := range Chains(entries) {
+	for _, c := range audit.Chains(entries) {
 		out = append(out, VerifyChain(c)...)
 	}
 	return out
@@ -70,9 +72,9 @@ func (g KnownGap) String() string {
 }
 
 // KnownGaps returns the gap entries among entries, in timeline order.
-func KnownGaps(entries []Entry) []KnownGap {
+func KnownGaps(entries []audit.Entry) []KnownGap {
 	var out []KnownGap
-	for _, e := range Sorted(entries) {
+	for _, e := range audit.Sorted(entries) {
 		if e.Gap() {
 			out = append(out, KnownGap{NotificationID: e.NotificationID, EventID: e.EventID, Seq: e.Seq,
 				FromVersion: e.GapFrom, ToVersion: e.Version, WrittenAt: e.WrittenAt})
@@ -82,12 +84,12 @@ func KnownGaps(entries []Entry) []KnownGap {
 }
 
 // VerifyChain checks one chain as Verify does.
-func VerifyChain(c Chain) []Problem {
+func VerifyChain(c audit.Chain) []Problem {
 	var out []Problem
-	add := func(e Entry, format string, args ...any) {
+	add := func(e audit.Entry, format string, args ...any) {
 		out = append(out, Problem{NotificationID: c.NotificationID, Seq: e.Seq, What: fmt.Sprintf(format, args...)})
 	}
-	var prev *Entry
+	var prev *audit.Entry
 	for i := range c.Entries {
 		e := c.Entries[i]
 		checkEntry(e, add)
@@ -106,7 +108,7 @@ func VerifyChain(c Chain) []Problem {
 					what += " (the writer found no previous entry)"
 				}
 				add(e, "%s", what)
-			case e.PrevHash != GenesisHash:
+			case e.PrevHash != audit.GenesisHash:
 				add(e, "first entry's prev_hash is not the genesis value")
 			case e.FromState != "" && !e.Gap():
 				add(e, "first entry starts from %s instead of ∅", e.FromState)
@@ -121,16 +123,16 @@ func VerifyChain(c Chain) []Problem {
 }
 
 // checkEntry checks what one entry says about itself.
-func checkEntry(e Entry, add func(Entry, string, ...any)) {
+func checkEntry(e audit.Entry, add func(audit.Entry, string, ...any)) {
 	if len(e.Unexpected) > 0 {
 		add(e, "attributes outside the allow-list: %s", strings.Join(e.Unexpected, ", "))
 	}
-	if h, err := ComputeHash(e.PrevHash, e); err != nil {
+	if h, err := audit.ComputeHash(e.PrevHash, e); err != nil {
 		add(e, "prev_hash is not 64 hex digits")
 	} else if h != e.Hash {
 		add(e, "hash does not match the entry's content: the entry was edited")
 	}
-	if !SeqMatches(e) {
+	if !audit.SeqMatches(e) {
 		kind := ""
 		switch {
 		case e.Purged():
@@ -140,7 +142,7 @@ func checkEntry(e Entry, add func(Entry, string, ...any)) {
 		}
 		add(e, "seq does not name version %d%s: the entry was moved", e.Version, kind)
 	}
-	if e.Day != e.At.UTC().Format(DayLayout) {
+	if e.Day != e.At.UTC().Format(audit.DayLayout) {
 		add(e, "day %s is not the date of at", e.Day)
 	}
 	if e.Gap() && (!e.Reconstructed || e.GapFrom < 1 || e.GapFrom > e.Version) {
@@ -150,7 +152,7 @@ func checkEntry(e Entry, add func(Entry, string, ...any)) {
 
 // checkLink checks e against the entry before it in its chain; first is the first version e
 // stands for.
-func checkLink(prev, e Entry, first int64, add func(Entry, string, ...any)) {
+func checkLink(prev, e audit.Entry, first int64, add func(audit.Entry, string, ...any)) {
 	want := prev.Version + 1
 	if e.Purged() {
 		want = prev.Version
@@ -175,7 +177,7 @@ func checkLink(prev, e Entry, first int64, add func(Entry, string, ...any)) {
 	}
 	// A predecessor written after e, by a replay or as a gap entry, fills the hole that e's
 	// writer found.
-	filled := e.PrevMissing && e.PrevHash == GenesisHash && (prev.Replayed || prev.Gap()) && prev.WrittenAt.After(e.WrittenAt)
+	filled := e.PrevMissing && e.PrevHash == audit.GenesisHash && (prev.Replayed || prev.Gap()) && prev.WrittenAt.After(e.WrittenAt)
 	switch {
 	case filled:
 	case e.PrevMissing:

@@ -1,4 +1,4 @@
-package audit
+package auditor
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/config"
 )
 
@@ -37,7 +38,7 @@ func (c DigestCoverage) AllCovered() bool { return c.Checked && c.Covered == c.E
 // Coverage returns the digest coverage of each notification among entries (by notification
 // ID), checking the digests ds with o.PublicKey and, for version 2 digests, the entries'
 // inclusion proofs in p (BuildProof; without it no entry of a version 2 period is covered).
-func Coverage(entries []Entry, ds []Digest, o CheckOptions, p Proof) map[string]DigestCoverage {
+func Coverage(entries []audit.Entry, ds []audit.Digest, o CheckOptions, p Proof) map[string]DigestCoverage {
 	out := map[string]DigestCoverage{}
 	period := o.Period
 	if len(ds) > 0 {
@@ -56,7 +57,7 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions, p Proof) map[string]
 			out[e.NotificationID] = c
 			continue
 		}
-		var covering *Digest
+		var covering *audit.Digest
 		for i := range ds {
 			if valid[i] && !e.WrittenAt.Before(ds[i].PeriodStart) && e.WrittenAt.Before(ds[i].PeriodEnd) {
 				covering = &ds[i]
@@ -85,9 +86,9 @@ func Coverage(entries []Entry, ds []Digest, o CheckOptions, p Proof) map[string]
 // digestChecks returns which of ds verify with o.PublicKey and are well formed, and a test of
 // whether a valid digest holds an entry: its manifest lists it (version 1), or the entry's
 // proof in p leads to the digest's signed root (version 2).
-func digestChecks(ds []Digest, o CheckOptions, p Proof) ([]bool, func(Digest, Entry) bool) {
+func digestChecks(ds []audit.Digest, o CheckOptions, p Proof) ([]bool, func(audit.Digest, audit.Entry) bool) {
 	valid := make([]bool, len(ds))
-	byStart := map[time.Time]Digest{}
+	byStart := map[time.Time]audit.Digest{}
 	for i := range ds {
 		valid[i] = o.PublicKey != nil && VerifySignature(o.PublicKey, ds[i]) && ManifestIntact(ds[i])
 		if valid[i] {
@@ -96,29 +97,29 @@ func digestChecks(ds []Digest, o CheckOptions, p Proof) ([]bool, func(Digest, En
 	}
 	proofs := map[string]EntryProof{}
 	for _, ep := range p.Entries {
-		proofs[LineOf(ep.Entry).Key()] = ep
+		proofs[audit.LineOf(ep.Entry).Key()] = ep
 	}
-	return valid, func(d Digest, e Entry) bool {
-		if d.Version == DigestVersionManifest {
-			return slices.Contains(d.Manifest, LineOf(e))
+	return valid, func(d audit.Digest, e audit.Entry) bool {
+		if d.Version == audit.DigestVersionManifest {
+			return slices.Contains(d.Manifest, audit.LineOf(e))
 		}
-		ep, ok := proofs[LineOf(e).Key()]
+		ep, ok := proofs[audit.LineOf(e).Key()]
 		ep.Entry = e
 		return ok && proofProblem(ep, byStart) == ""
 	}
 }
 
 // contentIntact reports whether e's stored hash is the hash of its content.
-func contentIntact(e Entry) bool {
-	h, err := ComputeHash(e.PrevHash, e)
+func contentIntact(e audit.Entry) bool {
+	h, err := audit.ComputeHash(e.PrevHash, e)
 	return err == nil && h == e.Hash
 }
 
 // DigestsCovering returns, in period order, the digests whose periods overlap [from, to) and
 // the digest just before the first of them.
-func DigestsCovering(ctx context.Context, db QueryAPI, table string, from, to time.Time) ([]Digest, error) {
-	var out []Digest
-	for d, err := range Digests(ctx, db, table, time.Time{}, to, false) {
+func DigestsCovering(ctx context.Context, db audit.QueryAPI, table string, from, to time.Time) ([]audit.Digest, error) {
+	var out []audit.Digest
+	for d, err := range audit.Digests(ctx, db, table, time.Time{}, to, false) {
 		if err != nil {
 			return nil, fmt.Errorf("audit.digests covering: %w", err)
 		}

@@ -1,4 +1,4 @@
-package audit
+package auditor
 
 import (
 	"crypto/ecdsa"
@@ -6,25 +6,27 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"strings"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
 )
 
 // VerifySignature reports whether d's signature is pub's over d's canonical encoding.
-func VerifySignature(pub *ecdsa.PublicKey, d Digest) bool {
+func VerifySignature(pub *ecdsa.PublicKey, d audit.Digest) bool {
 	sig, err := base64.StdEncoding.DecodeString(d.Signature)
 	if err != nil || pub == nil {
 		return false
 	}
-	return ecdsa.VerifyASN1(pub, DigestSum(d), sig)
+	return ecdsa.VerifyASN1(pub, audit.DigestSum(d), sig)
 }
 
 // ManifestIntact reports whether a version 1 digest's manifest is the one its signed
 // EntriesHash and Count name, and whether a version 2 digest is well formed: a known version,
 // a count, a 64-digit root and no manifest.
-func ManifestIntact(d Digest) bool {
+func ManifestIntact(d audit.Digest) bool {
 	switch d.Version {
-	case DigestVersionManifest:
-		return int64(len(d.Manifest)) == d.Count && ManifestHash(d.Manifest) == d.EntriesHash
-	case DigestVersionTree:
+	case audit.DigestVersionManifest:
+		return int64(len(d.Manifest)) == d.Count && audit.ManifestHash(d.Manifest) == d.EntriesHash
+	case audit.DigestVersionTree:
 		raw, err := hex.DecodeString(d.Root)
 		return err == nil && len(raw) == sha256.Size && d.Count >= 0 && d.Manifest == nil && d.EntriesHash == ""
 	}

@@ -1,4 +1,4 @@
-package audit
+package digest
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
+
+	"github.com/resetnotify/resetnotify/auditor"
+	"github.com/resetnotify/resetnotify/shared/audit"
 )
 
 // fakeKMS is a KMS asymmetric signing key: it signs a precomputed SHA-256 digest with
@@ -51,19 +54,19 @@ func (f *fakeKMS) GetPublicKey(_ context.Context, in *kms.GetPublicKeyInput, _ .
 
 // signed returns d signed by s: a version 1 digest of its manifest when d.Version is 1,
 // else the version 2 digest of the entries its manifest names (Manifest then nil).
-func signed(t *testing.T, s Signer, d Digest) Digest {
+func signed(t *testing.T, s Signer, d audit.Digest) audit.Digest {
 	t.Helper()
 	d.KeyID, d.Algorithm = s.KeyID(), SigningAlgorithm
-	if d.Version == DigestVersionManifest {
-		d.Count, d.EntriesHash = int64(len(d.Manifest)), ManifestHash(d.Manifest)
+	if d.Version == audit.DigestVersionManifest {
+		d.Count, d.EntriesHash = int64(len(d.Manifest)), audit.ManifestHash(d.Manifest)
 	} else {
-		var tree PeriodTree
+		var tree audit.PeriodTree
 		for _, l := range d.Manifest {
 			tree.Add(l)
 		}
-		d.Version, d.Count, d.Root, d.Manifest = DigestVersionTree, tree.Size(), tree.Root(), nil
+		d.Version, d.Count, d.Root, d.Manifest = audit.DigestVersionTree, tree.Size(), tree.Root(), nil
 	}
-	sig, err := s.Sign(context.Background(), DigestSum(d))
+	sig, err := s.Sign(context.Background(), audit.DigestSum(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +80,13 @@ func TestSigners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kmsPub, err := KMSPublicKey(context.Background(), f, f.keyID)
+	kmsPub, err := auditor.KMSPublicKey(context.Background(), f, f.keyID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Date(2030, 3, 1, 9, 0, 0, 0, time.UTC)
-	d := Digest{PeriodStart: start, PeriodEnd: start.Add(time.Hour), RetainUntil: 1,
-		Manifest: []ManifestLine{{EventID: "e", Seq: "k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}}}
+	d := audit.Digest{PeriodStart: start, PeriodEnd: start.Add(time.Hour), RetainUntil: 1,
+		Manifest: []audit.ManifestLine{{EventID: "e", Seq: "k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}}}
 	tests := []struct {
 		name   string
 		signer Signer
@@ -96,28 +99,28 @@ func TestSigners(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := signed(t, tc.signer, d)
-			if !VerifySignature(tc.pub, s) {
+			if !auditor.VerifySignature(tc.pub, s) {
 				t.Fatal("the signature does not verify with the signer's public key")
 			}
-			if VerifySignature(tc.other, s) {
+			if auditor.VerifySignature(tc.other, s) {
 				t.Error("the signature verifies with another key")
 			}
 			changed := s
 			changed.Count++
-			if VerifySignature(tc.pub, changed) {
+			if auditor.VerifySignature(tc.pub, changed) {
 				t.Error("a changed count still verifies")
 			}
 			pemKey, err := PublicKeyPEM(tc.pub)
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := ParsePublicKeyPEM(pemKey)
+			back, err := auditor.ParsePublicKeyPEM(pemKey)
 			if err != nil || !back.Equal(tc.pub) {
 				t.Errorf("PEM round trip: %v", err)
 			}
 		})
 	}
-	if _, err := KMSPublicKey(context.Background(), f, "other"); err == nil {
+	if _, err := auditor.KMSPublicKey(context.Background(), f, "other"); err == nil {
 		t.Error("KMSPublicKey of an unknown key succeeded")
 	}
 }
@@ -130,33 +133,33 @@ func TestDigestItemRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Date(2030, 3, 1, 9, 0, 0, 0, time.UTC)
-	for _, version := range []int{DigestVersionManifest, DigestVersionTree} {
-		d := signed(t, LocalSigner{Key: key}, Digest{Version: version, PeriodStart: start, PeriodEnd: start.Add(time.Hour),
+	for _, version := range []int{audit.DigestVersionManifest, audit.DigestVersionTree} {
+		d := signed(t, LocalSigner{Key: key}, audit.Digest{Version: version, PeriodStart: start, PeriodEnd: start.Add(time.Hour),
 			PrevPeriodStart: start.Add(-time.Hour), PrevSignature: "cHJldg==", SignedAt: start.Add(time.Hour + 90*time.Second), RetainUntil: 42,
-			Manifest: []ManifestLine{
+			Manifest: []audit.ManifestLine{
 				{EventID: "evt 2", Seq: "k:2#0000000001", NotificationID: "n2", Hash: strings.Repeat("b", 64)},
 				{EventID: "evt-1", Seq: "k:1#0000000002", NotificationID: "n1", Hash: strings.Repeat("c", 64)},
 			}})
-		item, err := DigestItem(d)
+		item, err := audit.DigestItem(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := DigestFromItem(item)
+		back, err := audit.DigestFromItem(item)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := 2
-		if version == DigestVersionTree {
+		if version == audit.DigestVersionTree {
 			want = 0
 		}
-		if !VerifySignature(&key.PublicKey, back) || !ManifestIntact(back) || len(back.Manifest) != want ||
+		if !auditor.VerifySignature(&key.PublicKey, back) || !auditor.ManifestIntact(back) || len(back.Manifest) != want ||
 			back.Version != version || back.Root != d.Root || back.Count != 2 {
 			t.Errorf("version %d: round trip lost something: %+v", version, back)
 		}
 		// The version is signed: the same fields read as the other version do not verify.
 		other := back
 		other.Version = 3 - version
-		if VerifySignature(&key.PublicKey, other) {
+		if auditor.VerifySignature(&key.PublicKey, other) {
 			t.Errorf("version %d: the signature still verifies under version %d", version, other.Version)
 		}
 	}

@@ -1,9 +1,11 @@
-package audit
+package auditor
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
 )
 
 // Bundle is everything verify needs for the range [From, To): the digests whose periods
@@ -15,13 +17,13 @@ import (
 type Bundle struct {
 	From, To time.Time
 	// Digests are in period order.
-	Digests []Digest
+	Digests []audit.Digest
 	// Entries are in timeline order.
-	Entries []Entry
+	Entries []audit.Entry
 }
 
 // Collect reads the bundle of [from, to) from the audit table r reads.
-func Collect(ctx context.Context, r *Reader, from, to time.Time) (Bundle, error) {
+func Collect(ctx context.Context, r *audit.Reader, from, to time.Time) (Bundle, error) {
 	from, to = from.UTC(), to.UTC()
 	b := Bundle{From: from, To: to}
 	var err error
@@ -31,14 +33,14 @@ func Collect(ctx context.Context, r *Reader, from, to time.Time) (Bundle, error)
 	coverFrom, coverTo := b.CoverSpan()
 	want := map[string]map[string]bool{} // event ID → notification IDs
 	var events []string
-	note := func(e Entry) {
+	note := func(e audit.Entry) {
 		if want[e.EventID] == nil {
 			want[e.EventID] = map[string]bool{}
 			events = append(events, e.EventID)
 		}
 		want[e.EventID][e.NotificationID] = true
 	}
-	for e, err := range WrittenIn(ctx, r.DB, r.Table, coverFrom, coverTo) {
+	for e, err := range audit.WrittenIn(ctx, r.DB, r.Table, coverFrom, coverTo) {
 		if err != nil {
 			return Bundle{}, fmt.Errorf("audit.collect: %w", err)
 		}
@@ -61,7 +63,7 @@ func Collect(ctx context.Context, r *Reader, from, to time.Time) (Bundle, error)
 			}
 		}
 	}
-	b.Entries = Sorted(b.Entries)
+	b.Entries = audit.Sorted(b.Entries)
 	return b, nil
 }
 
@@ -77,7 +79,7 @@ func (b Bundle) CoverSpan() (from, to time.Time) {
 	return from, to
 }
 
-func (b Bundle) overlaps(d Digest) bool {
+func (b Bundle) overlaps(d audit.Digest) bool {
 	return d.PeriodEnd.After(b.From) && d.PeriodStart.Before(b.To)
 }
 

@@ -1,4 +1,4 @@
-package audit
+package auditor
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/resetnotify/resetnotify/dev/auditfixture"
+	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
@@ -17,8 +18,8 @@ import (
 // returns its answer.
 func write(t *testing.T, db *auditfixture.Table, reqID string, recs ...events.DynamoDBEventRecord) events.DynamoDBEventResponse {
 	t.Helper()
-	h := &Handler{
-		Writer:   &Writer{DB: db, Table: "audit"},
+	h := &audit.Handler{
+		Writer:   &audit.Writer{DB: db, Table: "audit"},
 		Function: "audit", FunctionVersion: "$LATEST",
 		Clock: notifytest.NewClock(auditfixture.T0.Add(3 * time.Hour)),
 	}
@@ -31,17 +32,17 @@ func write(t *testing.T, db *auditfixture.Table, reqID string, recs ...events.Dy
 }
 
 // stored returns every entry db holds, in timeline order.
-func stored(t *testing.T, db *auditfixture.Table) []Entry {
+func stored(t *testing.T, db *auditfixture.Table) []audit.Entry {
 	t.Helper()
-	var out []Entry
+	var out []audit.Entry
 	for _, item := range db.Stored() {
-		e, err := FromItem(item)
+		e, err := audit.FromItem(item)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, e)
 	}
-	return Sorted(out)
+	return audit.Sorted(out)
 }
 
 // TestWrittenChainsVerify checks Verify against what the audit function writes: a whole life,

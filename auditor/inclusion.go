@@ -1,4 +1,4 @@
-package audit
+package auditor
 
 import (
 	"encoding/hex"
@@ -7,12 +7,14 @@ import (
 
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/resetnotify/resetnotify/shared/audit"
 )
 
 // VerifyInclusion checks that the entry l names is leaf index of d's tree, by path: the root
 // that the leaf and the path give is the root that d signs. It checks nothing about d's
 // signature.
-func VerifyInclusion(d Digest, l ManifestLine, index uint64, path [][]byte) error {
+func VerifyInclusion(d audit.Digest, l audit.ManifestLine, index uint64, path [][]byte) error {
 	if d.Version < 2 {
 		return errors.New("the digest is a version 1 (manifest) digest: it has no tree")
 	}
@@ -20,7 +22,7 @@ func VerifyInclusion(d Digest, l ManifestLine, index uint64, path [][]byte) erro
 	if err != nil || d.Count < 0 {
 		return errors.New("the digest's tree root is not hex")
 	}
-	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, uint64(d.Count), LeafHash(l), path, root); err != nil {
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, index, uint64(d.Count), audit.LeafHash(l), path, root); err != nil {
 		return fmt.Errorf("the entry and its path do not lead to the signed root of %s", d.Period())
 	}
 	return nil

@@ -1,4 +1,4 @@
-package audit_test
+package auditreplay_test
 
 import (
 	"context"
@@ -18,10 +18,12 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditreplay"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -30,7 +32,7 @@ func TestFailureRecordSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fr audit.FailureRecord
+	var fr auditreplay.FailureRecord
 	if err := json.Unmarshal(raw, &fr); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func lostBatchWithSecrets(t *testing.T) (*audittest.Env, *sqs.Client, string, []
 	}
 	s.Step(t, key, time.Second, audittest.Delivered)
 	env.Replay(t, "req-2", env.ReadStream(t, 1)) // version 4: chained from nothing
-	if p := audit.Verify(timeline(t, env, "evt-r")); len(p) == 0 || !strings.Contains(p[0].What, "versions 2–3 missing") {
+	if p := auditor.Verify(timeline(t, env, "evt-r")); len(p) == 0 || !strings.Contains(p[0].What, "versions 2–3 missing") {
 		t.Fatalf("before the replay verify found %v, want versions 2–3 missing", p)
 	}
 
@@ -120,8 +122,8 @@ func timeline(t *testing.T, env *audittest.Env, eventID string) []audit.Entry {
 	return es
 }
 
-func replayer(env *audittest.Env, streams audit.StreamsAPI) *audit.Replayer {
-	return &audit.Replayer{
+func replayer(env *audittest.Env, streams auditreplay.StreamsAPI) *auditreplay.Replayer {
+	return &auditreplay.Replayer{
 		Streams: streams, Writer: &audit.Writer{DB: env.DB, Table: env.Names.Audit, Clock: env.WriteClock},
 		Reader: env.Reader, Records: env.Store, Scan: env.DB, NotificationsTable: env.Names.Notifications,
 		Function: "resetnotify-audit-replay", FunctionVersion: "$LATEST", Clock: env.WriteClock,
@@ -130,7 +132,7 @@ func replayer(env *audittest.Env, streams audit.StreamsAPI) *audit.Replayer {
 
 // replayQueue runs the replay function on the failure queue once, as its SQS event source
 // mapping would, and checks the message was consumed.
-func replayQueue(t *testing.T, client *sqs.Client, queue string, r *audit.Replayer) {
+func replayQueue(t *testing.T, client *sqs.Client, queue string, r *auditreplay.Replayer) {
 	t.Helper()
 	res, err := pump.Once(context.Background(), client, queue, r.Handle, pump.Options{WaitTime: 2 * time.Second, Region: "us-east-1"})
 	if err != nil || res.Received != 1 || res.Deleted != 1 {
@@ -138,15 +140,15 @@ func replayQueue(t *testing.T, client *sqs.Client, queue string, r *audit.Replay
 	}
 }
 
-func checkAll(t *testing.T, env *audittest.Env) audit.Report {
+func checkAll(t *testing.T, env *audittest.Env) auditor.Report {
 	t.Helper()
 	env.CloseDigests(t)
 	now := env.WriteClock.Now()
-	b, err := audit.Collect(context.Background(), env.Reader, now.Add(-time.Hour), now)
+	b, err := auditor.Collect(context.Background(), env.Reader, now.Add(-time.Hour), now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return audit.Check(b, audit.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: now, Grace: audittest.DigestGrace})
+	return auditor.Check(b, auditor.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: now, Grace: audittest.DigestGrace})
 }
 
 func TestReplayWritesMissingEntries(t *testing.T) {
@@ -155,7 +157,7 @@ func TestReplayWritesMissingEntries(t *testing.T) {
 	r := replayer(env, env.Streams)
 	replayQueue(t, client, queue, r)
 	es := timeline(t, env, "evt-r")
-	if p := audit.Verify(es); len(p) != 0 {
+	if p := auditor.Verify(es); len(p) != 0 {
 		t.Fatalf("after the replay: %v", p)
 	}
 	var replayed []int64
@@ -186,18 +188,18 @@ func TestReplayWithRecordsGoneWritesGap(t *testing.T) {
 	// fails, so the message comes back later.
 	impatient := replayer(env, trimmedStream{env.Streams})
 	impatient.InFlight = 24 * time.Hour
-	if _, err := impatient.Replay(context.Background(), *mustFailure(t, env)); !errors.Is(err, audit.ErrTooRecent) {
+	if _, err := impatient.Replay(context.Background(), *mustFailure(t, env)); !errors.Is(err, auditreplay.ErrTooRecent) {
 		t.Fatalf("replay of a recent record = %v, want ErrTooRecent", err)
 	}
-	if g := audit.KnownGaps(timeline(t, env, "evt-r")); len(g) != 0 {
+	if g := auditor.KnownGaps(timeline(t, env, "evt-r")); len(g) != 0 {
 		t.Fatalf("a gap entry was written for a recent record: %+v", g)
 	}
 	replayQueue(t, client, queue, replayer(env, trimmedStream{env.Streams}))
 	es := timeline(t, env, "evt-r")
-	if p := audit.Verify(es); len(p) != 0 {
+	if p := auditor.Verify(es); len(p) != 0 {
 		t.Fatalf("after the gap entry: %v", p)
 	}
-	gaps := audit.KnownGaps(es)
+	gaps := auditor.KnownGaps(es)
 	if len(gaps) != 1 || gaps[0].FromVersion != 2 || gaps[0].ToVersion != 3 || gaps[0].Seq != "evt-r:sms:password_reset#0000000003#gap" {
 		t.Fatalf("known gaps = %+v, want versions 2–3 of evt-r", gaps)
 	}
@@ -210,7 +212,7 @@ func TestReplayWithRecordsGoneWritesGap(t *testing.T) {
 	if !gap.Reconstructed || gap.ToState != audit.StateGap || gap.Reason != audit.ReasonRecordsLost || gap.ProviderMessageID != "sim-r" || gap.DestinationFP == "" {
 		t.Errorf("gap entry = %+v, want it reconstructed from the current record", gap)
 	}
-	if g := audit.KnownGaps(timeline(t, env, "evt-ok")); len(g) != 0 {
+	if g := auditor.KnownGaps(timeline(t, env, "evt-ok")); len(g) != 0 {
 		t.Errorf("the intact notification got gap entries: %+v", g)
 	}
 	rep := checkAll(t, env)
@@ -231,7 +233,7 @@ func TestReplayWithRecordsGoneWritesGap(t *testing.T) {
 
 // mustFailure rebuilds the failure record of the lost batch from the stream, for a second
 // replay.
-func mustFailure(t *testing.T, env *audittest.Env) *audit.StreamBatchInfo {
+func mustFailure(t *testing.T, env *audittest.Env) *auditreplay.StreamBatchInfo {
 	t.Helper()
 	out, err := env.Streams.DescribeStream(context.Background(), &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(env.StreamARN())})
 	if err != nil {
@@ -249,7 +251,7 @@ func mustFailure(t *testing.T, env *audittest.Env) *audit.StreamBatchInfo {
 			t.Fatal(err)
 		}
 		if len(page.Records) >= 4 {
-			return &audit.StreamBatchInfo{ShardID: aws.ToString(sh.ShardId), StreamARN: env.StreamARN(),
+			return &auditreplay.StreamBatchInfo{ShardID: aws.ToString(sh.ShardId), StreamARN: env.StreamARN(),
 				StartSequenceNumber: aws.ToString(page.Records[2].Dynamodb.SequenceNumber),
 				EndSequenceNumber:   aws.ToString(page.Records[3].Dynamodb.SequenceNumber)}
 		}
@@ -260,7 +262,7 @@ func mustFailure(t *testing.T, env *audittest.Env) *audit.StreamBatchInfo {
 
 // countingScan counts the scans of the notifications table and keeps the last one's input.
 type countingScan struct {
-	audit.ScanAPI
+	auditreplay.ScanAPI
 	n    int
 	last *dynamodb.ScanInput
 }
@@ -279,19 +281,19 @@ func TestReplayRefusesBatchesNotOfTheStream(t *testing.T) {
 	env, _, _ := lostBatch(t)
 	good := *mustFailure(t, env)
 	before := len(env.ScanAudit(t))
-	cases := map[string]func(b *audit.StreamBatchInfo){
-		"unknown shard": func(b *audit.StreamBatchInfo) { b.ShardID = "shardId-00000001700000000000-deadbeef" },
-		"no shard":      func(b *audit.StreamBatchInfo) { b.ShardID = "" },
-		"another table": func(b *audit.StreamBatchInfo) {
+	cases := map[string]func(b *auditreplay.StreamBatchInfo){
+		"unknown shard": func(b *auditreplay.StreamBatchInfo) { b.ShardID = "shardId-00000001700000000000-deadbeef" },
+		"no shard":      func(b *auditreplay.StreamBatchInfo) { b.ShardID = "" },
+		"another table": func(b *auditreplay.StreamBatchInfo) {
 			b.StreamARN = strings.Replace(b.StreamARN, env.Names.Notifications, "other", 1)
 		},
-		"not an arn": func(b *audit.StreamBatchInfo) { b.StreamARN = "stream" },
-		"end before start": func(b *audit.StreamBatchInfo) {
+		"not an arn": func(b *auditreplay.StreamBatchInfo) { b.StreamARN = "stream" },
+		"end before start": func(b *auditreplay.StreamBatchInfo) {
 			b.StartSequenceNumber, b.EndSequenceNumber = b.EndSequenceNumber, b.StartSequenceNumber
 		},
-		"not a number":       func(b *audit.StreamBatchInfo) { b.StartSequenceNumber = "1e9" },
-		"before the shard":   func(b *audit.StreamBatchInfo) { b.StartSequenceNumber = "1" },
-		"empty sequence nos": func(b *audit.StreamBatchInfo) { b.StartSequenceNumber, b.EndSequenceNumber = "", "" },
+		"not a number":       func(b *auditreplay.StreamBatchInfo) { b.StartSequenceNumber = "1e9" },
+		"before the shard":   func(b *auditreplay.StreamBatchInfo) { b.StartSequenceNumber = "1" },
+		"empty sequence nos": func(b *auditreplay.StreamBatchInfo) { b.StartSequenceNumber, b.EndSequenceNumber = "", "" },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -300,7 +302,7 @@ func TestReplayRefusesBatchesNotOfTheStream(t *testing.T) {
 			scan := &countingScan{ScanAPI: env.DB}
 			r := replayer(env, trimmedStream{env.Streams})
 			r.Scan = scan
-			body, err := json.Marshal(audit.FailureRecord{Version: "1.0", BatchInfo: &b})
+			body, err := json.Marshal(auditreplay.FailureRecord{Version: "1.0", BatchInfo: &b})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,7 +310,7 @@ func TestReplayRefusesBatchesNotOfTheStream(t *testing.T) {
 			if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
 				t.Errorf("Handle = %+v, %v; want m1 reported failed (redriven to the DLQ)", resp, err)
 			}
-			if _, err := r.Replay(context.Background(), b); !errors.Is(err, audit.ErrNotOurBatch) {
+			if _, err := r.Replay(context.Background(), b); !errors.Is(err, auditreplay.ErrNotOurBatch) {
 				t.Errorf("Replay = %v, want ErrNotOurBatch", err)
 			}
 			if scan.n != 0 {
@@ -341,7 +343,7 @@ func TestReplayScanIsBounded(t *testing.T) {
 	if scan.n == 0 || scan.last.FilterExpression == nil {
 		t.Fatalf("scans %d, last %+v; want a filtered scan", scan.n, scan.last)
 	}
-	want := tables.FormatTime(env.WriteClock.Now().Add(-audit.MaxBatchAge))
+	want := tables.FormatTime(env.WriteClock.Now().Add(-auditreplay.MaxBatchAge))
 	found := false
 	for _, v := range scan.last.ExpressionAttributeValues {
 		if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok && s.Value == want {

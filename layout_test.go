@@ -253,7 +253,11 @@ func TestLinkedFilesServeAFunction(t *testing.T) {
 		}
 		if !slices.ContainsFunc(decls, func(o types.Object) bool { return used[o] }) {
 			rel, _ := filepath.Rel(g.root, path)
-			t.Errorf("%s: no function uses what it declares (%s, ...): move it beside the cmd/, dev/ or test code that does", rel, decls[0].Name())
+			name := decls[0].Name()
+			if i := slices.IndexFunc(decls, types.Object.Exported); i >= 0 {
+				name = decls[i].Name()
+			}
+			t.Errorf("%s: no function uses what it declares (%s, ...): move it beside the cmd/, dev/ or test code that does", rel, name)
 		}
 	}
 }

@@ -36,9 +36,9 @@ func readmeSection(t *testing.T, title string) []string {
 
 var envName = regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
 
-// TestREADMEListsEveryVariable checks the README's configuration table against config.Vars:
+// TestREADMEListsEveryVariable checks the README's configuration table against configdoc.Vars:
 // every variable the functions read appears in it, and it lists no other. On a mismatch it
-// prints the table config.Vars describes.
+// prints the table configdoc.Vars describes.
 func TestREADMEListsEveryVariable(t *testing.T) {
 	inREADME := map[string]bool{}
 	for _, line := range readmeSection(t, "Configuration") {
@@ -59,16 +59,16 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 	}
 	for name := range inREADME {
 		if !known[name] {
-			t.Errorf("README.md's configuration table lists %s, which config.Vars does not know", name)
+			t.Errorf("README.md's configuration table lists %s, which configdoc.Vars does not know", name)
 		}
 	}
 	if t.Failed() {
-		t.Logf("the table config.Vars describes:\n%s", varsTable())
+		t.Logf("the table configdoc.Vars describes:\n%s", varsTable())
 	}
 }
 
 // TestTemplateSetsOnlyKnownVariables checks that every variable template.yaml sets on a
-// function is one config.Vars knows.
+// function is one configdoc.Vars knows.
 func TestTemplateSetsOnlyKnownVariables(t *testing.T) {
 	raw, err := os.ReadFile("template.yaml")
 	if err != nil {
@@ -97,7 +97,7 @@ func TestTemplateSetsOnlyKnownVariables(t *testing.T) {
 		}
 		found++
 		if !known[m[2]] {
-			t.Errorf("template.yaml sets %s, which config.Vars does not know", m[2])
+			t.Errorf("template.yaml sets %s, which configdoc.Vars does not know", m[2])
 		}
 	}
 	if found < 20 {
@@ -105,7 +105,7 @@ func TestTemplateSetsOnlyKnownVariables(t *testing.T) {
 	}
 }
 
-// varsTable renders config.Vars as the README's table.
+// varsTable renders configdoc.Vars as the README's table.
 func varsTable() string {
 	var b strings.Builder
 	b.WriteString("| variable | read by | meaning | default |\n| --- | --- | --- | --- |\n")

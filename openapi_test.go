@@ -452,7 +452,7 @@ func sortedReached(m map[reached]bool) []string {
 var unroutedProblems = []string{string(intake.ProblemRouteNotFound)}
 
 // TestSpecProblemTypesAreTheCodes checks that the spec's problem types are exactly the
-// handler's, read from the constants of type ProblemType in shared/httpapi, less those no
+// handler's, read from the constants of type ProblemType in shared/intake, less those no
 // routed request can meet.
 func TestSpecProblemTypesAreTheCodes(t *testing.T) {
 	doc := loadSpec(t)

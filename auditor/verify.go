@@ -1,3 +1,9 @@
+// Package auditor is what an auditor runs over the audit trail, apart from what the Lambdas
+// link: Verify checks hash chains, Check a bundle (digests, their signatures and coverage, and
+// the chains), BuildProof and CheckProof an event's inclusion proofs; the bundle and proof
+// files, an event's evidence, digest coverage and the safety margin's report. The formats it
+// reads (entries, digests, the period's tree) are package audit's. cmd/auditctl is its
+// command line; the benchmarks use it too. No function links it (layout_test.go).
 package auditor
 
 import (

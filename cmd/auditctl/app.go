@@ -445,7 +445,7 @@ func (a *app) verifyEvent(ctx context.Context, c *cmdline) error {
 // evidence writes the evidence report of the event and, with --proof, the proof file. With a
 // public key (or --proof) it reads the digests of the periods the event's entries were
 // written in, and for each version 2 digest among them the whole period's entries, to build
-// the inclusion proofs (audit.BuildProof).
+// the inclusion proofs (auditor.BuildProof).
 func (a *app) evidence(ctx context.Context, c *cmdline) error {
 	entries, err := c.reader.Timeline(ctx, c.eventID)
 	if err != nil {

@@ -51,7 +51,7 @@ type lifecycle struct {
 	// Invocations and Busy are the handler calls per function and the time spent in them.
 	Invocations map[string]int
 	Busy        map[string]time.Duration
-	// Requests are the AWS calls of the whole run, counted by awsclient.Counter.
+	// Requests are the AWS calls of the whole run, counted by awscount.Counter.
 	Requests map[awscount.Op]int64
 	// Roles names each physical table by its role (notifications, audit, receipts).
 	Roles map[string]string

@@ -249,7 +249,7 @@ type storageSizes []storageSize
 
 // retentionMonths are how long each table keeps a notification's items: the notifications
 // record until its TTL (expiry plus the default 24 h status grace, about a day), audit entries
-// for audit.DefaultRetention, receipts for receipts.DefaultRetention.
+// for audit.DefaultRetention, receipts for providerevents.DefaultRetention.
 func retentionMonths() map[string]float64 {
 	month := 730 * time.Hour
 	return map[string]float64{

@@ -15,7 +15,7 @@ import (
 // failoverBench measures the provider chain with its primary down: n notifications through
 // the chain simulator,simulator2, the primary answering every send "not processed" (503), the
 // secondary accepting, with the dispatch and reconcile workers running until every record is
-// done sending. It runs twice, with the template's cool-down (worker.NewHealth, what users
+// done sending. It runs twice, with the template's cool-down (workercore.NewHealth, what users
 // deploy) and without one, and prints:
 //
 //   - requests_per_notification_failover: AWS requests per notification with the cool-down,

@@ -17,7 +17,7 @@
 // moto and an in-process SMS simulator, with the workers built by the Lambda functions' wiring:
 // dispatch throughput through the dispatch handler at zero provider latency
 // (dispatch_notifications_per_s), and the AWS requests per notification, counted by an SDK
-// middleware (awsclient.Counter) from admission to the end, on the happy path and under the
+// middleware (awscount.Counter) from admission to the end, on the happy path and under the
 // fault matrix's provider mix (requests_per_notification_happy, _fault_mix, and a
 // per-operation _breakdown line each). The replay benchmark (replay.go) counts the AWS requests
 // of one replay (requests_per_replay, goal 1) and the dispatch messages that 64 concurrent

@@ -19,7 +19,7 @@ import (
 const duplicates = 64
 
 // replayBench measures what duplicates cost, through the intake service against DynamoDB Local
-// and moto with every AWS call counted (awsclient.Counter):
+// and moto with every AWS call counted (awscount.Counter):
 //   - requests_per_replay: the AWS requests of one sequential replay of a request admitted a
 //     moment ago (goal 1: the conditional PutItem, which returns the stored record);
 //   - dispatch_messages_per_64_duplicates: the messages on the dispatch queue after 64

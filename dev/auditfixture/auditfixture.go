@@ -1,3 +1,7 @@
+// Package auditfixture gives the audit tests of several packages (audit, auditor) the same
+// inputs: the stream records of a notification's life, from admission to its removal by TTL,
+// and an in-memory audit table. It imports no audit package, so that package audit's own tests
+// can use it.
 package auditfixture
 
 import (

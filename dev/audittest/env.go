@@ -81,7 +81,7 @@ func NewEnv(t testing.TB) *Env {
 }
 
 // Attach returns an Env over tables that already exist (created by tablesetup.Create, e.g. by
-// workertest.Stack), reading the notifications table's stream from now on. It does not delete
+// stacktest.Stack), reading the notifications table's stream from now on. It does not delete
 // them when t ends.
 func Attach(t testing.TB, names tables.Names) *Env {
 	t.Helper()

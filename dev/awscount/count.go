@@ -1,3 +1,5 @@
+// Package awscount counts the AWS API calls that clients make, per service and operation, for
+// the benchmarks' cost figures and the fault tests; no Lambda links it.
 package awscount
 
 import (

@@ -1,3 +1,6 @@
+// Package configdoc describes every environment variable package config names: the functions
+// that read it, its default and its meaning, which docs/configuration.md's table lists (the
+// root tests check one against the other). No Lambda links it.
 package configdoc
 
 import (

@@ -56,7 +56,7 @@ func TestVarsListEveryVariable(t *testing.T) {
 }
 
 // TestVarsDefaultsAreTheDefaults checks the defaults Vars documents against the values that
-// apply (those of other packages are checked there: worker's settings in package worker).
+// apply (those of other packages are checked there: the workers' settings in package workercore).
 func TestVarsDefaultsAreTheDefaults(t *testing.T) {
 	p, g := notify.DefaultPolicy(), notify.DefaultGuardLimits()
 	want := map[string]string{

@@ -58,7 +58,7 @@ const (
 	ModeResetAfterAccept Mode = "reset_after_accept"
 )
 
-// FaultMix is the fault matrix's mix, shared by the end-to-end fault matrix (dev/workere2e)
+// FaultMix is the fault matrix's mix, shared by the end-to-end fault matrix (dev/workerfaults)
 // and the dispatch benchmark (cmd/bench): 15% accept-then-timeout, 10% accept-then-drop, 10%
 // timeout-before-accept, 10% throttled, 5% 500-after-accept, 5% rejected, the rest accepted.
 var FaultMix = Mix{

@@ -29,7 +29,7 @@ type tryCount struct{}
 
 // Add registers the middleware on stack; pass it in APIOptions.
 func (f *CommitThenFail) Add(stack *middleware.Stack) error {
-	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("workertest.MarkCall",
+	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("stacktest.MarkCall",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			op := awscount.Op{Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx)}
 			if f.matches(op) {
@@ -41,7 +41,7 @@ func (f *CommitThenFail) Add(stack *middleware.Stack) error {
 		return err
 	}
 	// After the retry middleware, so it runs once per try.
-	return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("workertest.CommitThenFail",
+	return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("stacktest.CommitThenFail",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 			out, md, err := next.HandleFinalize(ctx, in)
 			tries, ok := middleware.GetStackValue(ctx, tryCount{}).(*atomic.Int32)

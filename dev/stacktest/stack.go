@@ -1,3 +1,7 @@
+// Package stacktest runs intake and the workers in one process against DynamoDB Local, moto
+// SQS and the SMS simulator, built by the same wiring as the Lambda functions (the shared/wire
+// packages), for the workers' fault tests (dev/workerfaults) and the audit kit (dev/audittest);
+// and SDK middleware that lets a committed write's response be lost (CommitThenFail).
 package stacktest
 
 import (

@@ -1,5 +1,6 @@
-// Package tablesetup creates the tables as template.yaml declares them (shared/tables holds
-// the definitions), for tests, benchmarks and the local stack; no Lambda links it.
+// Package tablesetup defines the tables as template.yaml declares them (its template tests
+// check each definition against the template) and creates them, for tests, benchmarks and the
+// local stack; no Lambda links it. The attribute names are package tables'.
 package tablesetup
 
 import (

@@ -103,7 +103,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			// The call may last 3 s; the lease must outlast it by worker.LeaseMargin.
+			// The call may last 3 s; the lease must outlast it by workercore.LeaseMargin.
 			st := stacktest.NewStack(t, stacktest.StackOptions{
 				Sim:        smssim.Config{Visibility: time.Second, DeliveryDelay: time.Hour},
 				SMSTimeout: 3 * time.Second,

@@ -16,7 +16,7 @@ import (
 )
 
 // TestSweeperRecoversLostRetryAndReconcileMessages extends
-// worker.TestSweeperFinishesARecordWhoseMessageWasLost (a lost intake message) to the two
+// TestSweeperFinishesARecordWhoseMessageWasLost (a lost intake message) to the two
 // messages the workers send themselves: a throttled record's delayed retry on the dispatch
 // queue and an unknown outcome's delayed lookup on the reconcile queue. Both queues are purged
 // while the messages wait; the sweeper finds both records through the due index once they are

@@ -1,5 +1,8 @@
 // Package audit turns the notifications table's stream into redacted, hash-chained evidence
-// (promise 4 of docs/design.md) and reads that evidence back for the auditor CLI.
+// (promise 4 of docs/design.md): the audit function's handler and writer, the formats of
+// entries and digests, and the reads of the audit table. The digest function's handler is
+// package digest, audit-replay's package auditreplay; what auditors run over the trail
+// (verifying chains, bundles and proofs) is package auditor, which no Lambda links.
 //
 // # Entries
 //
@@ -94,7 +97,7 @@
 // and the handler stops at the first failure, so the previous entry is normally there. If it
 // is not (auditing started after the record, or a record was discarded to the on-failure
 // queue after its retries), the writer does not block: it chains from the genesis value and
-// stores prev_missing = true, and Verify reports the gap.
+// stores prev_missing = true, and auditor.Verify reports the gap.
 //
 // Every entry is written with attribute_not_exists(seq). A condition failure on an entry of
 // the same notification means a retried batch already wrote it, and counts as success, so
@@ -107,7 +110,7 @@
 // # Digests
 //
 // The writer stamps written_at (and write_day) from its own clock just before each put; the
-// by_write_shard index lists the entries written in a period. The digest step (Digester) closes
+// by_write_shard index lists the entries written in a period. The digest step (digest.Digester) closes
 // each period [start, end) — periods start at multiples of their length, in UTC — once it
 // ended a grace ago, with one Digest item under event_id DigestEventID ("#digest") and seq =
 // start, written with attribute_not_exists(seq). An entry belongs to the period of its
@@ -146,9 +149,9 @@
 // hex(SHA-256(manifest)) and count signed; the item limit (400 KB) caps them at about 5,000
 // entries a period. Their CanonicalDigest is the header "resetnotify-audit-digest-v1\n" and
 // period_start period_end count entries_hash prev_period_start prev_signature key_id algorithm
-// signed_at retain_until. They stay verifiable: Check and CheckProof read both versions.
+// signed_at retain_until. They stay verifiable: auditor.Check and auditor.CheckProof read both versions.
 //
-// Check verifies a Bundle (the digests overlapping a range and every chain they or the range
+// auditor.Check verifies a Bundle (the digests overlapping a range and every chain they or the range
 // touch): signatures, the chain of digests, that every closed period has a digest, each
 // digest against the entries written in its period, and the hash chains. Against a version 2
 // digest it rebuilds the period's tree from the bundle and compares size and root: fewer
@@ -162,7 +165,7 @@
 //
 // # Inclusion proofs
 //
-// BuildProof ties each entry of one event to the signed digest of its period: for a version 2
+// auditor.BuildProof ties each entry of one event to the signed digest of its period: for a version 2
 // digest, its leaf index and RFC 6962 audit path (leaf to root) in the period's tree, which it
 // rebuilds by reading the whole period's entries from the index (one pass per period the event
 // touches: the period's index pages, about 100 bytes of memory per entry). Nothing extra is
@@ -177,7 +180,7 @@
 //
 // # Replay and gaps
 //
-// Replayer re-reads a stream batch that the audit function gave up on (its FailureRecord)
+// auditreplay.Replayer re-reads a stream batch that the audit function gave up on (its FailureRecord)
 // and writes the missing entries, marked replayed. It trusts nothing the record says: the
 // stream must be the notifications table's, the shard one the stream lists (DescribeStream),
 // the sequence range inside it; anything else is ErrNotOurBatch, an error that leaves the
@@ -185,7 +188,7 @@
 // records it writes a gap entry (to_state "gap", reconstructed, seq "<key>#<version>#gap",
 // standing for versions gap_from to version) per notification whose chain lacks versions,
 // from the notification's current record. It finds those notifications by a keys-only Scan
-// of the records changed since the batch arrived, never earlier than MaxBatchAge ago. Verify
+// of the records changed since the batch arrived, never earlier than MaxBatchAge ago. auditor.Verify
 // accepts a prev_missing link to a predecessor written later by a replay or as a gap entry,
 // and KnownGaps lists gap entries.
 package audit

@@ -1,3 +1,7 @@
+// Package auditreplay is the audit-replay function's handler: Replayer takes the stream
+// batches the audit function gave up on (its on-failure queue), re-reads them from the stream
+// and writes the missing entries, or a gap entry per notification once the stream no longer
+// holds them (package audit, "Replay and gaps").
 package auditreplay
 
 import (

@@ -101,7 +101,7 @@ const (
 )
 
 // Worker is the configuration only the background workers read. A zero field means "not
-// set": the worker package's default applies (worker.DefaultSettings), so defaults live in one
+// set": package workercore's default applies (workercore.DefaultSettings), so defaults live in one
 // place.
 type Worker struct {
 	// Lease is LEASE_SECONDS: how long a dispatch worker holds a record while calling the
@@ -246,7 +246,7 @@ func (r *reader) policy() notify.Policy {
 	}
 	// A margin of 0 makes the dispatch deadline the expiry itself: a message sent in the last
 	// instant arrives after its token died. A grace of 0 lets TTL remove a record at expires_at
-	// while a lease or a reconciliation of it may still be open (worker.Settings checks the
+	// while a lease or a reconciliation of it may still be open (workercore.Settings checks the
 	// grace against those timings where they are known).
 	r.positiveDuration(EnvSafetyMarginSeconds, time.Second, &p.SafetyMargin,
 		"must be a whole number of seconds, 1 or more (0 would let a send leave at the very moment the token expires)")

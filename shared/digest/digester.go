@@ -1,3 +1,8 @@
+// Package digest is the digest function's handler: Digester, run on a schedule, closes each
+// audit period that has ended (plus a grace) with one signed digest item in the audit table.
+// The digest's format and the period's Merkle tree are package audit's ("Digests"); the
+// signers (a KMS key in AWS, a local key otherwise) are here. Verifying digests is the
+// auditor's (package auditor).
 package digest
 
 import (

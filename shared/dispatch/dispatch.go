@@ -1,3 +1,8 @@
+// Package dispatch is the dispatch function's handler: Dispatcher takes each message of the
+// dispatch queue, leases the record it names, sends it through the provider chain and records
+// the classified outcome. What it shares with reconcile and the sweeper (reading and writing
+// records through one conditional transition, the queues, the settings, the provider chain and
+// its breaker) is package workercore, whose documentation tells the workers' story.
 package dispatch
 
 import (

@@ -1,4 +1,4 @@
-// Package httpapi is the intake function's HTTP API: it turns API Gateway HTTP API events
+// Package intake is the intake function's handler, its HTTP API: it turns API Gateway HTTP API events
 // (payload format 2.0) into calls of notify.Intake and its results into responses. It holds no
 // business rule.
 //

@@ -1,5 +1,6 @@
-// Package actor names the function invocation that makes a transition, so that every
-// transition can write its actor onto the record (and the audit trail copy it from there).
+// Package invocation names the function invocation that makes a transition, the
+// notify.Actor every transition writes onto the record (and the audit trail copies from
+// there), from the Lambda runtime's context.
 //
 // The function is the Lambda function's name and version as the runtime sets them
 // (AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION, read by lambdacontext at start);

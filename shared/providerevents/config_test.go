@@ -13,7 +13,7 @@ import (
 // the store's fallback.
 func TestDefaultsMatchConfig(t *testing.T) {
 	if providerevents.DefaultRetention != config.DefaultReceiptRetention {
-		t.Errorf("receipts.DefaultRetention %s, config.DefaultReceiptRetention %s", providerevents.DefaultRetention, config.DefaultReceiptRetention)
+		t.Errorf("providerevents.DefaultRetention %s, config.DefaultReceiptRetention %s", providerevents.DefaultRetention, config.DefaultReceiptRetention)
 	}
 }
 

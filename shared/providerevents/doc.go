@@ -1,4 +1,4 @@
-// Package receipts is the provider-events function: it takes the delivery events an SMS
+// Package providerevents is the provider-events function: it takes the delivery events an SMS
 // provider reports (AWS End User Messaging SMS events through SNS; the simulator's webhook),
 // keeps each as evidence in the receipts table, and moves a sent notification to delivered or
 // undelivered when the event is final.

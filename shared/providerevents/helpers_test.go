@@ -25,7 +25,7 @@ const (
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeReceipts is an in-memory receipts.Writer with the store's merge rule.
+// fakeReceipts is an in-memory providerevents.Writer with the store's merge rule.
 type fakeReceipts struct {
 	mu   sync.Mutex
 	byID map[string]providerevents.Receipt

@@ -1,3 +1,7 @@
+// Package reconcile is the reconcile function's handler: Reconciler settles the attempts whose
+// outcome is unknown through the receipts provider-events recorded and the provider's lookup.
+// It holds an sms.LookupOnly, a type with no Send method, so it can never send. Its core is
+// package workercore's.
 package reconcile
 
 import (

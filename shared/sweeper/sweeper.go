@@ -1,3 +1,6 @@
+// Package sweeper is the sweeper function's handler: each scheduled run reads every shard of
+// the due index and re-enqueues, expires or reclaims the overdue records, so that a lost queue
+// message never leaves a record stuck. Its core is package workercore's.
 package sweeper
 
 import (

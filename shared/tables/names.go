@@ -1,6 +1,7 @@
-// Package tables is the one place that names the DynamoDB tables' attributes and indexes and
-// defines their key schemas. The store, the audit writer, the sweeper, the auditor CLI, the
-// tests and the local run all use it, and a test checks template.yaml against it.
+// Package tables is the one place that names the DynamoDB tables' attributes and indexes, and
+// formats their values. The store, the audit writer, the sweeper, the auditor, the tests and
+// the local run all use it; the tables' definitions, which a test checks against template.yaml,
+// are dev/tablesetup's.
 package tables
 
 // Attributes of the notifications table. The key is IdempotencyKey.

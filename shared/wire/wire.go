@@ -1,9 +1,11 @@
 // Package wire is what every function's main shares: a Function names the function, builds
 // its handler from the AWS SDK configuration and the environment, and gives the value the
 // Lambda runtime takes. Each function is assembled in its own package under wire/ (intake,
-// dispatch, reconcile, sweeper, audit, auditreplay, digest, providerevents), so that a
-// function links only the adapters it uses; functions/<name>/main.go is one line,
-// wire.Main(<name>.Function), and the local stack (cmd/local) calls the same constructors.
+// dispatch, reconcile, sweeper, audit, auditreplay, digest, providerevents; workercore for
+// what the three workers share), so that a function links only the adapters it uses; each
+// builds its function's handler from the package of the same name under shared/ (the layout
+// test holds them to it); functions/<name>/main.go is one line, wire.Main(<name>.Function),
+// and the local stack (cmd/local) calls the same constructors.
 //
 // Endpoints come from the SDK's usual resolution: in a local run the standard
 // AWS_ENDPOINT_URL_* variables point the clients at DynamoDB Local and moto.

@@ -14,7 +14,7 @@ import (
 
 // Base is what the three workers are built from besides their store and their own
 // collaborators: the queue port, the clock, the settings and observability. Each worker embeds
-// it, so its fields are set as Base: worker.Base{...} in the worker's literal. Queue, Clock and
+// it, so its fields are set as Base: workercore.Base{...} in the worker's literal. Queue, Clock and
 // Settings are required; Log, Metrics and Random are optional.
 //
 // The store is not part of it: the sweeper needs the due index (DueStore), the other two a

@@ -153,12 +153,12 @@ func TestConfigDocumentsTheDefaults(t *testing.T) {
 	for _, v := range configdoc.Vars() {
 		if w, ok := want[v.Name]; ok {
 			if v.Default != w {
-				t.Errorf("config.Vars says %s defaults to %q, it is %q", v.Name, v.Default, w)
+				t.Errorf("configdoc.Vars says %s defaults to %q, it is %q", v.Name, v.Default, w)
 			}
 			delete(want, v.Name)
 		}
 	}
 	for name := range want {
-		t.Errorf("config.Vars does not list %s", name)
+		t.Errorf("configdoc.Vars does not list %s", name)
 	}
 }

@@ -1,5 +1,5 @@
 // Package localapitest serves the real intake handler the way `make local` does, for the tests
-// of its callers (the API contract, the client, resetctl): package httpapi's handler behind
+// of its callers (the API contract, the client, resetctl): package intake's handler behind
 // the local gateway, on the routes template.yaml declares.
 package localapitest
 

@@ -2,7 +2,7 @@
 // every function wires the same provider the same way.
 //
 // Its configuration is config.SMS: package config names and parses the variables
-// (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS and each provider's own; config.Vars and
+// (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS and each provider's own; configdoc.Vars and
 // the README's configuration table describe them). For endusersms, credentials and region
 // come from the AWS SDK's usual sources, the endpoint override from
 // AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 or SMS_ENDPOINT.

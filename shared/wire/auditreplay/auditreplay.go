@@ -2,7 +2,7 @@
 // queue: each message names a stream batch the audit function gave up on, and the function
 // re-reads it from the stream and writes the missing audit entries, or, once the stream no
 // longer holds the records, a reconstructed gap entry per affected notification (see
-// audit.Replayer).
+// auditreplay.Replayer).
 package auditreplay
 
 import (

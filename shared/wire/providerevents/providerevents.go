@@ -1,7 +1,7 @@
 // Package providerevents assembles the provider-events function that takes SMS delivery
 // receipts: AWS End User Messaging SMS events through the receipts SNS topic, and the
 // simulator's webhook through the HTTP API route POST /v1/provider-events/simulator. One
-// function serves both sources: receipts.Handler.Handle takes the raw payload and dispatches
+// function serves both sources: providerevents.Handler.Handle takes the raw payload and dispatches
 // on its shape.
 package providerevents
 

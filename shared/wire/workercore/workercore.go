@@ -1,5 +1,6 @@
-// Package workers holds what the three background workers' assemblies share (dispatch,
-// reconcile, sweeper): their configuration, the store, the queues and the settings. It links
+// Package workercore holds what the three background workers' assemblies share (dispatch,
+// reconcile, sweeper), the wiring of package shared/workercore: their configuration, the
+// store, the queues and the settings. It links
 // no SMS adapter: the sweeper needs the provider's timings, not the provider; packages
 // wire/dispatch and wire/reconcile build the provider themselves.
 package workercore
@@ -26,7 +27,7 @@ import (
 
 // Wiring is what building a worker needs from outside: the functions' configuration, the AWS
 // SDK configuration and the SMS provider's configuration. The Lambda functions fill it in
-// from the environment (FromEnv); the benchmarks and the worker tests fill it in themselves
+// from the environment (FromEnv); the benchmarks and the workers' tests fill it in themselves
 // and call the same Build functions.
 type Wiring struct {
 	// Config is the functions' configuration (config.Load).

@@ -1,6 +1,7 @@
-// Package workertest holds hand-written fakes for the worker package's ports: a scripted SMS
-// sender and lookup that record every call, and an in-memory due store with the sweeper's
-// query. The recording queue they schedule on is notifytest.Queue. They are for unit tests of the workers and of code built on them.
+// Package workercoretest holds hand-written fakes of the workers' ports: a scripted SMS sender
+// and lookup that record every call, an in-memory due store with the sweeper's query, and a
+// receipts reader. The recording queue they schedule on is notifytest.Queue. They are for the
+// unit tests of the workers (package workercore's suite) and of code built on them.
 package workercoretest
 
 import (

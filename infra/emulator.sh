@@ -119,7 +119,7 @@ echo "emulator: go test ./e2e/..."
 fg go test -count=1 -v ./e2e/...
 # The routes `sam local start-api` would serve (the SAM CLI's own provider, no Docker needed).
 fg go test -count=1 -run 'TestRoutes' ./dev/localapi/
-# The Docker-free way to invoke a deployed function with a sample event (README, "Targets").
+# The Docker-free way to invoke a deployed function with a sample event (docs/local.md, "The black-box suite and the emulator").
 echo "emulator: sam remote invoke IntakeFunction -e events/intake-get-not-found.json"
 fg "$tools/sam/bin/sam" remote invoke IntakeFunction --stack-name "$stack" \
   --event-file events/intake-get-not-found.json --output json >"$work/remote-invoke.json" 2>"$work/remote-invoke.err" ||

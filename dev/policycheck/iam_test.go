@@ -208,7 +208,7 @@ func TestSealingKeyUseIsBoundToTheEncryptionContext(t *testing.T) {
 		}
 		key, ok := tpl.Resources["SealingKey"]
 		if !ok {
-			return // an existing key: its policy is the owner's (README says what it needs)
+			return // an existing key: its policy is the owner's (docs/security.md says what it needs)
 		}
 		deny := policycheck.Statements("", key.Properties["KeyPolicy"])
 		if !slices.ContainsFunc(deny, func(s policycheck.Statement) bool {

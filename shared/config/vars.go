@@ -2,7 +2,7 @@ package config
 
 import "slices"
 
-// Var describes one environment variable: what the README's configuration table lists.
+// Var describes one environment variable: what the table of docs/configuration.md lists.
 type Var struct {
 	Name string
 	// Functions are the functions (folders under functions/) that use it, or the tool that
@@ -31,7 +31,7 @@ var (
 	feedbackProviderUsers = []string{"intake", "dispatch", "reconcile"}
 )
 
-// Vars lists every environment variable the functions read, in the README's order. The caller
+// Vars lists every environment variable the functions read, in docs/configuration.md's order. The caller
 // may change what it gets: it is a copy.
 func Vars() []Var { return slices.Clone(vars) }
 

@@ -3,7 +3,7 @@
 //
 // Its configuration is config.SMS: package config names and parses the variables
 // (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS and each provider's own; config.Vars and
-// the README's configuration table describe them). For endusersms, credentials and region
+// the table of docs/configuration.md describe them). For endusersms, credentials and region
 // come from the AWS SDK's usual sources, the endpoint override from
 // AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 or SMS_ENDPOINT.
 //

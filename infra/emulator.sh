@@ -59,9 +59,12 @@ fi
 # Functions that run in containers (LocalStack) reach the simulator through the Docker host:
 # RESETNOTIFY_SIM_BIND and RESETNOTIFY_SIM_HOST say how (default: loopback, for MiniStack,
 # whose functions are host processes).
-# The chain is simulator,simulator2: a second simulator stands in for a second provider.
+# The chain is simulator,simulator2: a second simulator stands in for a second provider. The
+# stack sends to the first one's send port, which the suite closes to have every connection
+# refused (POST /control/connections on its control port, sim_port).
 sim_port=$(free_port)
-sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_port"
+sim_send_port=$(free_port)
+sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_send_port"
 sim2_port=$(free_port)
 sim2_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim2_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
@@ -101,9 +104,11 @@ source "$work/stack.env"
 
 go build -o "$work/smssim" ./cmd/smssim
 start_bg "$work/smssim.log" "$work/smssim" -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim_port" \
+  -send-addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim_send_port" \
   -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
   -delivery-delay 2s -visibility 2s
 wait_http "http://127.0.0.1:$sim_port/healthz" $!
+wait_http "http://127.0.0.1:$sim_send_port/healthz" $!
 start_bg "$work/smssim2.log" "$work/smssim" -provider simulator2 -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim2_port" \
   -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
   -delivery-delay 2s -visibility 2s

@@ -10,10 +10,13 @@ import (
 	"github.com/resetnotify/resetnotify/dev/configdoc"
 )
 
-// readmeSection returns the lines of README.md's "## <title>" section.
-func readmeSection(t *testing.T, title string) []string {
+// configurationDoc is the page whose table lists every environment variable.
+const configurationDoc = "docs/configuration.md"
+
+// docSection returns the lines of the Markdown page's "## <title>" section.
+func docSection(t *testing.T, page, title string) []string {
 	t.Helper()
-	raw, err := os.ReadFile("README.md")
+	raw, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,37 +32,37 @@ func readmeSection(t *testing.T, title string) []string {
 		}
 	}
 	if len(lines) == 0 {
-		t.Fatalf("README.md has no section %q", title)
+		t.Fatalf("%s has no section %q", page, title)
 	}
 	return lines
 }
 
 var envName = regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
 
-// TestREADMEListsEveryVariable checks the README's configuration table against configdoc.Vars:
-// every variable the functions read appears in it, and it lists no other. On a mismatch it
-// prints the table configdoc.Vars describes.
-func TestREADMEListsEveryVariable(t *testing.T) {
-	inREADME := map[string]bool{}
-	for _, line := range readmeSection(t, "Configuration") {
+// TestConfigurationDocListsEveryVariable checks the table of docs/configuration.md against
+// configdoc.Vars: every variable the functions read appears in it, and it lists no other. On a
+// mismatch it prints the table configdoc.Vars describes.
+func TestConfigurationDocListsEveryVariable(t *testing.T) {
+	inDoc := map[string]bool{}
+	for _, line := range docSection(t, configurationDoc, "Variables") {
 		cells := strings.Split(line, "|")
 		if !strings.HasPrefix(line, "| `") || len(cells) < 3 {
 			continue
 		}
 		for _, m := range envName.FindAllStringSubmatch(cells[1], -1) {
-			inREADME[m[1]] = true
+			inDoc[m[1]] = true
 		}
 	}
 	known := map[string]bool{}
 	for _, v := range configdoc.Vars() {
 		known[v.Name] = true
-		if !inREADME[v.Name] {
-			t.Errorf("README.md's configuration table does not list %s", v.Name)
+		if !inDoc[v.Name] {
+			t.Errorf("%s's table does not list %s", configurationDoc, v.Name)
 		}
 	}
-	for name := range inREADME {
+	for name := range inDoc {
 		if !known[name] {
-			t.Errorf("README.md's configuration table lists %s, which configdoc.Vars does not know", name)
+			t.Errorf("%s's table lists %s, which configdoc.Vars does not know", configurationDoc, name)
 		}
 	}
 	if t.Failed() {
@@ -105,7 +108,7 @@ func TestTemplateSetsOnlyKnownVariables(t *testing.T) {
 	}
 }
 
-// varsTable renders configdoc.Vars as the README's table.
+// varsTable renders configdoc.Vars as the table of docs/configuration.md.
 func varsTable() string {
 	var b strings.Builder
 	b.WriteString("| variable | read by | meaning | default |\n| --- | --- | --- | --- |\n")

@@ -32,7 +32,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/phoneregion"
 )
 
-// specPath is the API contract; the README's API section points to it.
+// specPath is the API contract; docs/api.md points to it.
 const specPath = "openapi.yaml"
 
 // localServer is the spec's server entry for `make local`; requests are built against it so

@@ -28,7 +28,7 @@ const (
 	// The conversion's answers (POST .../conversion).
 	ProblemNotSent             = ProblemBase + "not-sent"
 	ProblemFeedbackUnavailable = ProblemBase + "feedback-unavailable"
-	// The abuse guards' refusals (README "Abuse guards").
+	// The abuse guards' refusals (docs/abuse-guards.md).
 	ProblemRateLimited           = ProblemBase + "rate-limited"
 	ProblemPrefixRateLimited     = ProblemBase + "prefix-rate-limited"
 	ProblemDestinationNotAllowed = ProblemBase + "destination-not-allowed"

@@ -112,6 +112,7 @@ func number(t *testing.T) string {
 // status is the part of the status view the suite reads.
 type status struct {
 	IdempotencyKey   string `json:"idempotency_key"`
+	NotificationID   string `json:"notification_id"`
 	EventID          string `json:"event_id"`
 	State            string `json:"state"`
 	Reason           string `json:"reason"`

@@ -8,7 +8,13 @@
 // environment names the stack:
 //
 //	RESETNOTIFY_E2E_API       base URL of the notifications API
-//	RESETNOTIFY_E2E_SIM       base URL of the SMS simulator the stack sends through
+//	RESETNOTIFY_E2E_SIM       base URL of the SMS simulator the stack sends through (its
+//	                          control address: the stack sends to its send port, which the
+//	                          suite closes to have every connection refused)
+//	RESETNOTIFY_E2E_SIM2      the second simulated provider of the chain, when there is one
+//	RESETNOTIFY_E2E_SINCH_WEBHOOK, RESETNOTIFY_E2E_SINCH_TOKEN_FILE
+//	                          the Sinch webhook route and a file holding its token, when the
+//	                          suite may stand in for Sinch (make e2e)
 //	AUDIT_TABLE               the audit table, read by auditctl
 //	AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL_DYNAMODB ...
 //	                          the AWS SDK's usual variables, for signing and for auditctl

@@ -59,9 +59,12 @@ fi
 # Functions that run in containers (LocalStack) reach the simulator through the Docker host:
 # RESETNOTIFY_SIM_BIND and RESETNOTIFY_SIM_HOST say how (default: loopback, for MiniStack,
 # whose functions are host processes).
-# The chain is simulator,simulator2: a second simulator stands in for a second provider.
+# The chain is simulator,simulator2: a second simulator stands in for a second provider. The
+# stack sends to the first one's send port, which the suite closes to have every connection
+# refused (POST /control/connections on its control port, sim_port).
 sim_port=$(free_port)
-sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_port"
+sim_send_port=$(free_port)
+sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_send_port"
 sim2_port=$(free_port)
 sim2_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim2_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
@@ -101,9 +104,11 @@ source "$work/stack.env"
 
 go build -o "$work/smssim" ./cmd/smssim
 start_bg "$work/smssim.log" "$work/smssim" -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim_port" \
+  -send-addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim_send_port" \
   -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
   -delivery-delay 2s -visibility 2s
 wait_http "http://127.0.0.1:$sim_port/healthz" $!
+wait_http "http://127.0.0.1:$sim_send_port/healthz" $!
 start_bg "$work/smssim2.log" "$work/smssim" -provider simulator2 -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$sim2_port" \
   -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
   -delivery-delay 2s -visibility 2s
@@ -119,7 +124,7 @@ echo "emulator: go test ./e2e/..."
 fg go test -count=1 -v ./e2e/...
 # The routes `sam local start-api` would serve (the SAM CLI's own provider, no Docker needed).
 fg go test -count=1 -run 'TestRoutes' ./dev/localapi/
-# The Docker-free way to invoke a deployed function with a sample event (README, "Targets").
+# The Docker-free way to invoke a deployed function with a sample event (docs/local.md, "The black-box suite and the emulator").
 echo "emulator: sam remote invoke IntakeFunction -e events/intake-get-not-found.json"
 fg "$tools/sam/bin/sam" remote invoke IntakeFunction --stack-name "$stack" \
   --event-file events/intake-get-not-found.json --output json >"$work/remote-invoke.json" 2>"$work/remote-invoke.err" ||

@@ -5,7 +5,8 @@
 #
 # It builds the bootstraps for this machine (make build), starts cmd/local on a free loopback
 # port, waits for its `ready:` line, exports the endpoints it prints (RESETNOTIFY_E2E_API,
-# RESETNOTIFY_E2E_SIM, AUDIT_TABLE, AWS_ENDPOINT_URL_* ...), runs the command, and stops the
+# RESETNOTIFY_E2E_SIM, RESETNOTIFY_E2E_SIM2, RESETNOTIFY_E2E_SINCH_*, AUDIT_TABLE,
+# AWS_ENDPOINT_URL_* ...), runs the command, and stops the
 # local stack, by PID, on any exit.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,7 +32,11 @@ source <(grep '^export ' "$work/local.out")
 RESETNOTIFY_E2E_API=$(sed -n 's/^ready: //p' "$work/local.out")
 RESETNOTIFY_E2E_SIM=$(sed -n 's/^sms simulator: \([^ ]*\).*/\1/p' "$work/local.out")
 RESETNOTIFY_E2E_SIM2=$(sed -n 's/^sms simulator2: \([^ ]*\).*/\1/p' "$work/local.out")
-export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E_SIM2 RESETNOTIFY_E2E=required
+# The suite stands in for Sinch at its webhook route, with the token cmd/local wrote to a file.
+RESETNOTIFY_E2E_SINCH_WEBHOOK=$(sed -n 's/^sinch webhook: \([^ ]*\) .*/\1/p' "$work/local.out")
+RESETNOTIFY_E2E_SINCH_TOKEN_FILE=$(sed -n 's/^sinch webhook: .*(its token in \([^)]*\))$/\1/p' "$work/local.out")
+export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E_SIM2 RESETNOTIFY_E2E=required \
+  RESETNOTIFY_E2E_SINCH_WEBHOOK RESETNOTIFY_E2E_SINCH_TOKEN_FILE
 echo "local-e2e: local stack at $RESETNOTIFY_E2E_API, simulator at $RESETNOTIFY_E2E_SIM"
 
 if [[ $# -eq 0 ]]; then

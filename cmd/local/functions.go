@@ -46,7 +46,8 @@ type functions struct {
 	audit  streamHandler
 	// auditReplay replays the stream batches the audit poller gave up on.
 	auditReplay workercore.BatchHandler
-	// providerEvents takes the simulator's receipts on its HttpApi route.
+	// providerEvents takes the providers' receipts on their webhook routes (the simulator's
+	// and Sinch's), choosing by the route.
 	providerEvents func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	stop           func()
 }
@@ -92,7 +93,7 @@ func inProcess(ctx context.Context, awsCfg aws.Config, out io.Writer) (functions
 	return functions{
 		intake: in.Handle, dispatch: d.Handle, reconcile: r.Handle,
 		sweeper: sw.Handle, digest: dg.Handle, audit: au.Handle, auditReplay: rp.Handle,
-		providerEvents: pe.HandleSimulatorWebhook,
+		providerEvents: pe.HandleHTTP,
 		stop:           func() {},
 	}, nil
 }

@@ -13,7 +13,10 @@
 // function; RESETNOTIFY_LOCAL_RUNTIME=inprocess calls the same handlers in this process
 // instead. The SMS providers are two in-process simulators, the chain simulator,simulator2
 // (RESETNOTIFY_SIM_MIX and RESETNOTIFY_SIM_RULES set the first one's faults), and their
-// receipts go to the provider-events route.
+// receipts go to the provider-events route. The stack sends to the first one's send port,
+// which POST /control/connections on its printed address closes (every connection refused)
+// and reopens. The Sinch webhook route is served too, with a random token per run in the
+// file the `sinch webhook:` line names, so that a test can post Sinch's delivery reports.
 //
 // The digest step closes each one-minute audit period with a digest signed by a local ECDSA
 // key, random per run, whose public half is written to a temporary file
@@ -134,13 +137,15 @@ type local struct {
 	// sim2 is the second simulated provider of the chain.
 	sim2 *smssim.Server
 	port string
+	// sinchTokenFile holds the Sinch webhook's token (SINCH_CALLBACK_TOKEN).
+	sinchTokenFile string
 }
 
 // provision sets this process's environment as template.yaml would set the functions' (the
 // emulators' endpoints, the tables, the queues, random secrets, the simulator), and creates
 // the tables and queues.
 func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, st settings) (local, error) {
-	l := local{stack: stack, port: port}
+	l := local{stack: stack, port: port, sinchTokenFile: filepath.Join(keyDir, sinchTokenFile)}
 	env, err := environment(stack, keyDir, st)
 	if err != nil {
 		return local{}, err
@@ -182,7 +187,7 @@ func (l *local) startSimulators(webhookToken string) error {
 	}
 	err = setenv(map[string]string{
 		config.EnvSMSProviders:     config.SMSSimulator + "," + config.SMSSimulator2,
-		config.EnvSMSSimulatorURL:  l.sim.URL(),
+		config.EnvSMSSimulatorURL:  l.sim.SendURL(),
 		config.EnvSMSSimulator2URL: l.sim2.URL(),
 	})
 	if err != nil {
@@ -232,9 +237,10 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 	runSources(ctx, l, st, fns, obs.NewLogger(stderr, slog.LevelInfo), errs)
 	srv := &http.Server{
 		Handler: localapi.NewServer(routes, map[string]localapi.HandlerFunc{
-			// The simulator's webhook route belongs to SimulatorWebhookFunction, which runs
-			// provider-events' code (template.yaml); the local provider is the simulator.
-			"IntakeFunction": fns.intake, "SimulatorWebhookFunction": fns.providerEvents,
+			// The providers' webhook routes belong to SimulatorWebhookFunction and
+			// SinchWebhookFunction, which run provider-events' code (template.yaml): here one
+			// handler serves both, choosing by the route.
+			"IntakeFunction": fns.intake, "SimulatorWebhookFunction": fns.providerEvents, "SinchWebhookFunction": fns.providerEvents,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
@@ -245,8 +251,9 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 	}()
 
 	printExports(stdout, l.stack, l.queues)
-	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults)\n", l.sim.URL())
+	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults, POST /control/connections; the stack sends to %s)\n", l.sim.URL(), l.sim.SendURL())
 	fmt.Fprintf(stdout, "sms simulator2: %s (the second provider of the chain)\n", l.sim2.URL())
+	fmt.Fprintf(stdout, "sinch webhook: http://127.0.0.1:%s/v1/provider-events/sinch (its token in %s)\n", l.port, l.sinchTokenFile)
 	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", l.port)
 
 	var runErr error
@@ -289,6 +296,10 @@ func runSources(ctx context.Context, l local, st settings, fns functions, log *s
 	go func() { errs <- runSchedule(ctx, st.digest, fns.digest, log) }()
 }
 
+// sinchTokenFile is the name, in the run's key directory, of the file holding the Sinch
+// webhook's token.
+const sinchTokenFile = "sinch-callback-token"
+
 // The local digest settings: one-minute periods, closed 10 s after they end (the local audit
 // poller writes within milliseconds; AWS needs more than the audit function's timeout).
 const (
@@ -308,18 +319,12 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	key := make([]byte, config.SealLocalKeyLen)
 	pepper := make([]byte, 24)
 	token := make([]byte, 24)
+	sinchToken := make([]byte, 24)
 	fingerprintKey := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	if _, err := rand.Read(fingerprintKey); err != nil {
-		return nil, err
-	}
-	if _, err := rand.Read(pepper); err != nil {
-		return nil, err
-	}
-	if _, err := rand.Read(token); err != nil {
-		return nil, err
+	for _, b := range [][]byte{key, fingerprintKey, pepper, token, sinchToken} {
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
 	}
 	set := func(k, v string) {
 		if os.Getenv(k) == "" {
@@ -335,6 +340,12 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	set(config.EnvAllowedCountries, st.allowedCountries)
 	set(config.EnvConversionTable, conversionTable)
 	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
+	// A test stands in for Sinch with it: in a file only this user reads, never printed.
+	env[config.EnvSinchCallbackToken] = base64.RawURLEncoding.EncodeToString(sinchToken)
+	tokenFile := filepath.Join(keyDir, sinchTokenFile)
+	if err := os.WriteFile(tokenFile, []byte(env[config.EnvSinchCallbackToken]), 0o600); err != nil {
+		return nil, fmt.Errorf("write %s: %w", tokenFile, err)
+	}
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
 	digestKey, digestPEM, err := digest.NewLocalKey()

@@ -42,6 +42,14 @@ func startSimulator(webhookURL, webhookToken, provider string) (*smssim.Server, 
 	if _, err := sim.Start("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
+	if provider == config.SMSSimulator {
+		// The stack sends to the primary's send port, which the suite can close to have
+		// every connection refused (POST /control/connections on the simulator's address).
+		if _, err := sim.StartSendPort("127.0.0.1:0"); err != nil {
+			sim.Close()
+			return nil, err
+		}
+	}
 	return sim, nil
 }
 

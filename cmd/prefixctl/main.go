@@ -1,5 +1,5 @@
 // Command prefixctl lets an operator see and override the conversion guard's decisions on
-// number prefixes (README "Abuse guards"):
+// number prefixes (docs/abuse-guards.md, "Conversion guard"):
 //
 //	prefixctl list    --table T
 //	prefixctl history --table T --prefix-fp FP

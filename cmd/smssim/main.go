@@ -1,6 +1,8 @@
 // Command smssim runs the SMS provider simulator (package smssim) as a standalone HTTP server
-// for local runs. It prints "listening: http://HOST:PORT" once it serves, and stops on SIGINT
-// or SIGTERM.
+// for local runs. It prints "listening: http://HOST:PORT" once it serves (and, with
+// -send-addr, "send: http://HOST:PORT", the address to give the stack: it serves the same API
+// and can refuse every connection, POST /control/connections), and stops on SIGINT or
+// SIGTERM.
 //
 //	smssim -addr 127.0.0.1:0 -seed 42 \
 //	    -mix accept=55,accept_then_timeout=15,accept_then_drop=10,timeout_before_accept=10,throttle=10 \
@@ -40,6 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var (
 		addr          = fs.String("addr", "127.0.0.1:0", "listen address")
+		sendAddr      = fs.String("send-addr", "", "a second listen address, for the stack's sends, that POST /control/connections can close (connections refused) and reopen (default: none)")
 		seed          = fs.Int64("seed", 1, "seed of the per-destination random mix")
 		mixFlag       = fs.String("mix", "", "random mix of modes, e.g. accept=55,accept_then_timeout=15,throttle=10 (default: accept all)")
 		rulesFlag     = fs.String("rules", "", "modes by the number's last digits, e.g. 13=reject,14=throttle")
@@ -80,12 +83,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Logger:        logger,
 		Provider:      *providerName,
 	})
-	url, err := srv.Start(*addr)
+	return serve(ctx, srv, *addr, *sendAddr, stdout, logger.With("seed", *seed, "mix", mix.String(), "rules", len(rules), "visibility", *visibility))
+}
+
+// serve starts srv on addr, and its send port on sendAddr when set, prints their URLs, serves
+// until ctx is done, and then closes it.
+func serve(ctx context.Context, srv *smssim.Server, addr, sendAddr string, stdout io.Writer, logger *slog.Logger) error {
+	url, err := srv.Start(addr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "listening: %s\n", url)
-	logger.Info("smssim.start", "url", url, "seed", *seed, "mix", mix.String(), "rules", len(rules), "visibility", *visibility)
+	if sendAddr != "" {
+		sendURL, err := srv.StartSendPort(sendAddr)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		fmt.Fprintf(stdout, "send: %s\n", sendURL)
+	}
+	logger.Info("smssim.start", "url", url, "send_url", srv.SendURL())
 	<-ctx.Done()
 	logger.Info("smssim.stop")
 	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {

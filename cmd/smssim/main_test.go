@@ -15,22 +15,26 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-seed", "3", "-mix", "accept=1"}, pw, io.Discard)
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-send-addr", "127.0.0.1:0", "-seed", "3", "-mix", "accept=1"}, pw, io.Discard)
 		pw.Close()
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the listening line: %v", err)
+	lines := bufio.NewReader(pr)
+	for _, prefix := range []string{"listening: ", "send: "} {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the %q line: %v", prefix, err)
+		}
+		url, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
+		if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+			t.Fatalf("line %q, want %s<url>", line, prefix)
+		}
+		resp, err := http.Get(url + "/healthz")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s/healthz: %v %v", url, resp, err)
+		}
+		resp.Body.Close()
 	}
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening: ")
-	if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
-		t.Fatalf("first line %q", line)
-	}
-	resp, err := http.Get(url + "/healthz")
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /healthz: %v %v", resp, err)
-	}
-	resp.Body.Close()
+	go func() { _, _ = io.Copy(io.Discard, lines) }()
 	cancel()
 	select {
 	case err := <-done:

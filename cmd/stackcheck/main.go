@@ -144,7 +144,7 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 		problems = append(problems, p...)
 	}
 	apiID := physical["NotificationsApi"]
-	p, err := c.routes(ctx, apiID)
+	p, err := c.routes(ctx, apiID, physical)
 	if err != nil {
 		return "", err
 	}
@@ -241,16 +241,13 @@ func (c checker) ttl(ctx context.Context, id, name string, props map[string]any)
 	return nil, nil
 }
 
-// routes compares the deployed API's routes (key and authorization) with the template's.
-func (c checker) routes(ctx context.Context, apiID string) ([]string, error) {
+// routes compares the deployed API's routes (key and authorization) with the template's
+// (wantRoutes: physical holds the stack's resources by logical ID).
+func (c checker) routes(ctx context.Context, apiID string, physical map[string]string) ([]string, error) {
 	if apiID == "" {
 		return []string{"NotificationsApi: not in the stack"}, nil
 	}
-	want := map[string]string{}
-	for _, id := range c.tpl.Of("AWS::ApiGatewayV2::Route") {
-		props := c.tpl.Resources[id].Properties
-		want[fmt.Sprint(props["RouteKey"])] = fmt.Sprint(props["AuthorizationType"])
-	}
+	want := wantRoutes(c.tpl, physical)
 	out, err := c.api.GetRoutes(ctx, &apigatewayv2.GetRoutesInput{ApiId: aws.String(apiID)})
 	if err != nil {
 		return nil, fmt.Errorf("routes of %s: %w", apiID, err)
@@ -263,4 +260,19 @@ func (c checker) routes(ctx context.Context, apiID string) ([]string, error) {
 		return []string{fmt.Sprintf("NotificationsApi routes %v, template %v", got, want)}, nil
 	}
 	return nil, nil
+}
+
+// wantRoutes returns the template's routes (key → authorization) the stack should have: every
+// route without a condition, and a route under a condition (a provider's webhook) when the
+// stack holds it, its condition being true for the stack's parameters.
+func wantRoutes(tpl *samtemplate.Template, physical map[string]string) map[string]string {
+	want := map[string]string{}
+	for _, id := range tpl.Of("AWS::ApiGatewayV2::Route") {
+		r := tpl.Resources[id]
+		if _, deployed := physical[id]; r.Condition != "" && !deployed {
+			continue
+		}
+		want[fmt.Sprint(r.Properties["RouteKey"])] = fmt.Sprint(r.Properties["AuthorizationType"])
+	}
+	return want
 }

@@ -59,3 +59,26 @@ func TestTableEnablesIgnoredTTL(t *testing.T) {
 		t.Errorf("the notifications table checked as AuditTable: %v, %v; want differences", problems, err)
 	}
 }
+
+// TestConditionalRoutes: a stack is expected to have every route of the template without a
+// condition, whether or not it lists it, and a provider's webhook route only when its
+// condition made the stack create it (a simulator stack has no Sinch route).
+func TestConditionalRoutes(t *testing.T) {
+	tpl, err := samtemplate.Load("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	simulatorStack := map[string]string{"SimulatorWebhookRoute": "r1", "SubmitRoute": "r2"}
+	got := wantRoutes(tpl, simulatorStack)
+	if _, ok := got["POST /v1/provider-events/sinch"]; ok {
+		t.Error("a simulator stack is expected to have the Sinch webhook route")
+	}
+	if got["POST /v1/provider-events/simulator"] != "NONE" || got["GET /v1/notifications/{key}"] != "AWS_IAM" {
+		t.Errorf("expected routes %v, want the simulator's webhook and every unconditional route (listed or not)", got)
+	}
+	sinchStack := map[string]string{"SinchWebhookRoute": "r3"}
+	got = wantRoutes(tpl, sinchStack)
+	if _, ok := got["POST /v1/provider-events/simulator"]; ok || got["POST /v1/provider-events/sinch"] != "NONE" {
+		t.Errorf("a Sinch stack's expected routes %v, want its webhook and not the simulator's", got)
+	}
+}

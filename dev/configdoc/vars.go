@@ -9,7 +9,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 )
 
-// Var describes one environment variable: what the README's configuration table lists.
+// Var describes one environment variable: what the table of docs/configuration.md lists.
 type Var struct {
 	Name string
 	// Functions are the functions (folders under functions/) that use it, or the tool that
@@ -38,7 +38,7 @@ var (
 	feedbackProviderUsers = []string{"intake", "dispatch", "reconcile"}
 )
 
-// Vars lists every environment variable the functions read, in the README's order. The caller
+// Vars lists every environment variable the functions read, in docs/configuration.md's order. The caller
 // may change what it gets: it is a copy.
 func Vars() []Var { return slices.Clone(vars) }
 
@@ -90,7 +90,9 @@ var vars = []Var{
 	{config.EnvSinchAPITokenParam, providerUsers, "", "the SSM SecureString holding the Sinch API token (AWS)"},
 	{config.EnvSinchAPIToken, providerUsers, "", "the Sinch API token itself (local; a secret)"},
 	{config.EnvSinchFrom, providerUsers, "", "Sinch sender number or ID (`sinch`)"},
-	{config.EnvSinchCallbackURL, providerUsers, "", "Sinch delivery report URL (optional)"},
+	{config.EnvSinchCallbackURL, []string{"dispatch"}, "", "where Sinch posts delivery reports, the Sinch webhook route without its token (`sinch`; unset: no reports are asked for)"},
+	{config.EnvSinchCallbackTokenParam, []string{"dispatch", "provider-events"}, "", "the SSM SecureString holding the Sinch callback token (AWS)"},
+	{config.EnvSinchCallbackToken, []string{"dispatch", "provider-events"}, "", "the token itself (local, at least 16 bytes; a secret): dispatch adds it to the callback URL's query (`token`), the Sinch webhook compares it; neither disables that webhook"},
 	{config.EnvReceiptsTable, []string{"provider-events", "reconcile"}, "", "the receipts table; reconcile runs without it"},
 	{config.EnvReceiptRetentionDays, receiptsOnly, "7", "receipt TTL in days"},
 	{config.EnvSimulatorWebhookTokenParam, receiptsOnly, "", "the SSM SecureString holding the simulator webhook's token (AWS)"},

@@ -135,7 +135,7 @@ func TestMissingHandlerIs501(t *testing.T) {
 // TestRoutesSameInEveryForm checks that template.yaml's routes are the same in every form that
 // serves them: as written (what cmd/local and `sam local start-api` read), and after the SAM
 // transform (what CloudFormation deploys to AWS or an emulator), with IAM on every route but
-// the simulator's webhook and no route hidden in an OpenAPI Body. infra/emulator.sh compares
+// the providers' webhooks and no route hidden in an OpenAPI Body. infra/emulator.sh compares
 // the routes of the deployed stack too (cmd/stackcheck).
 func TestRoutesSameInEveryForm(t *testing.T) {
 	const tpl = "../../template.yaml"
@@ -145,6 +145,7 @@ func TestRoutesSameInEveryForm(t *testing.T) {
 		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications"},
 		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications/{key}/conversion"},
 		{Function: "SimulatorWebhookFunction", Method: "POST", Path: "/v1/provider-events/simulator"},
+		{Function: "SinchWebhookFunction", Method: "POST", Path: "/v1/provider-events/sinch"},
 	}
 	written, err := RoutesFromTemplate(tpl)
 	if err != nil {
@@ -182,7 +183,7 @@ func TestRoutesSameInEveryForm(t *testing.T) {
 	for _, id := range cfn.Of("AWS::ApiGatewayV2::Route") {
 		props := cfn.Resources[id].Properties
 		wantAuth := "AWS_IAM"
-		if props["RouteKey"] == "POST /v1/provider-events/simulator" {
+		if props["RouteKey"] == "POST /v1/provider-events/simulator" || props["RouteKey"] == "POST /v1/provider-events/sinch" {
 			wantAuth = "NONE"
 		}
 		if props["AuthorizationType"] != wantAuth {

@@ -49,7 +49,7 @@ var sendActions = []string{
 var functionRoles = map[string]string{
 	"IntakeFunction": "IntakeRole", "DispatchFunction": "DispatchRole", "ReconcileFunction": "ReconcileRole",
 	"SweeperFunction": "SweeperRole", "AuditFunction": "AuditRole", "ProviderEventsFunction": "ProviderEventsRole",
-	"SimulatorWebhookFunction": "SimulatorWebhookRole", "DigestFunction": "DigestRole",
+	"SimulatorWebhookFunction": "SimulatorWebhookRole", "SinchWebhookFunction": "SinchWebhookRole", "DigestFunction": "DigestRole",
 	"AuditReplayFunction": "AuditReplayRole",
 }
 
@@ -208,7 +208,7 @@ func TestSealingKeyUseIsBoundToTheEncryptionContext(t *testing.T) {
 		}
 		key, ok := tpl.Resources["SealingKey"]
 		if !ok {
-			return // an existing key: its policy is the owner's (README says what it needs)
+			return // an existing key: its policy is the owner's (docs/security.md says what it needs)
 		}
 		deny := policycheck.Statements("", key.Properties["KeyPolicy"])
 		if !slices.ContainsFunc(deny, func(s policycheck.Statement) bool {
@@ -296,6 +296,19 @@ func TestIAMFollowsTheChain(t *testing.T) {
 					t.Errorf("%s may read the Sinch API token = %v, want %v", role, got, want.sinch)
 				}
 			}
+			// The callback token: dispatch puts it in every batch's callback URL; reconcile,
+			// which asks Sinch for no report, never reads it.
+			reads := func(role, param string) bool {
+				return slices.ContainsFunc(roles[role], func(s policycheck.Statement) bool {
+					return s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), param)
+				})
+			}
+			if got := reads("DispatchRole", "SinchCallbackTokenParameter"); got != want.sinch {
+				t.Errorf("dispatch may read the Sinch callback token = %v, want %v", got, want.sinch)
+			}
+			if reads("ReconcileRole", "SinchCallbackTokenParameter") {
+				t.Error("reconcile may read the Sinch callback token")
+			}
 			for _, action := range sendActions {
 				if allows("ReconcileRole", action) {
 					t.Errorf("the reconcile role allows %s", action)
@@ -365,8 +378,70 @@ func TestSimulatorWebhookOnlyInSimulatorStacks(t *testing.T) {
 	}
 }
 
+// TestSinchWebhookOnlyWithSinch: Sinch's delivery report route, its function, role and log
+// group exist exactly in the stacks whose chain holds sinch; its token is an SSM SecureString
+// that the function reads once at cold start, as the simulator's is, never an environment
+// variable; and dispatch is given the route's URL (without the token) only there.
+func TestSinchWebhookOnlyWithSinch(t *testing.T) {
+	for name, want := range map[string]bool{"sinch": true, "endusersms,sinch": true, "endusersms": false, "simulator": false, "two simulators": false} {
+		t.Run(name, func(t *testing.T) {
+			params := map[string]string{}
+			for _, p := range variants[name] {
+				k, v, _ := strings.Cut(p, "=")
+				params[k] = v
+			}
+			tpl, err := policycheck.Resolved(expand(t, variants[name]...), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			routes := 0
+			for rn, r := range tpl.Resources {
+				if r.Type == "AWS::ApiGatewayV2::Route" && r.Properties["RouteKey"] == "POST /v1/provider-events/sinch" {
+					routes++
+					if r.Properties["AuthorizationType"] != "NONE" {
+						t.Errorf("%s: authorisation %v, want NONE (Sinch cannot sign with SigV4)", rn, r.Properties["AuthorizationType"])
+					}
+				}
+			}
+			if want != (routes == 1) || routes > 1 {
+				t.Errorf("%d routes for Sinch's webhook, want one: %v", routes, want)
+			}
+			for _, res := range []string{"SinchWebhookFunction", "SinchWebhookRole", "SinchWebhookLogs", "SinchWebhookApiPermission"} {
+				if _, ok := tpl.Resources[res]; ok != want {
+					t.Errorf("%s exists = %v, want %v", res, ok, want)
+				}
+			}
+			dispatchEnv := envOf(tpl, "DispatchFunction")
+			if got := policycheck.ResourceText(dispatchEnv["SINCH_CALLBACK_URL"]); strings.Contains(got, "/v1/provider-events/sinch") != want || strings.Contains(got, "token") {
+				t.Errorf("dispatch's SINCH_CALLBACK_URL = %s, want the route (and no token) only with sinch", got)
+			}
+			if !want {
+				return
+			}
+			env := envOf(tpl, "SinchWebhookFunction")
+			if policycheck.Ref(env[config.EnvSinchCallbackTokenParam]) != "SinchCallbackTokenParameter" || env[config.EnvSinchCallbackToken] != nil {
+				t.Errorf("the Sinch webhook's token comes from %v / %v, want the SSM parameter SinchCallbackTokenParameter only", env[config.EnvSinchCallbackTokenParam], env[config.EnvSinchCallbackToken])
+			}
+			if policycheck.Ref(dispatchEnv[config.EnvSinchCallbackTokenParam]) != "SinchCallbackTokenParameter" {
+				t.Errorf("dispatch reads the callback token from %v, want SinchCallbackTokenParameter", dispatchEnv[config.EnvSinchCallbackTokenParam])
+			}
+			role := policycheck.RolePolicies(tpl)["SinchWebhookRole"]
+			if !slices.ContainsFunc(role, func(s policycheck.Statement) bool {
+				return s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "SinchCallbackTokenParameter")
+			}) {
+				t.Error("SinchWebhookRole may not read its token")
+			}
+			for _, s := range role {
+				if s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "SinchApiTokenParameter") {
+					t.Error("SinchWebhookRole may read the Sinch API token, with which it could send")
+				}
+			}
+		})
+	}
+}
+
 func TestNoSecretInAnEnvironmentVariable(t *testing.T) {
-	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, config.EnvSimulatorWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN"}
+	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, config.EnvSimulatorWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN", config.EnvSinchCallbackToken}
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		for name, r := range tpl.Resources {
 			if r.Type != "AWS::Lambda::Function" {

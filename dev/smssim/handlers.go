@@ -390,6 +390,26 @@ func (s *Server) handleLookupFault(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleConnections closes or reopens the send port (simapi.Connections).
+func (s *Server) handleConnections(w http.ResponseWriter, r *http.Request) {
+	var c simapi.Connections
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&c); err != nil {
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "body must be a connections setting")
+		return
+	}
+	err := s.SetRefusing(c.Refuse)
+	switch {
+	case errors.Is(err, ErrNoSendPort):
+		writeError(w, http.StatusConflict, simapi.CodeNoSendPort, "the simulator has no send port (-send-addr)")
+		return
+	case err != nil:
+		s.log.Error("smssim.connections", "err", err)
+		writeError(w, http.StatusInternalServerError, simapi.CodeInternal, "the send port could not be changed")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
 	s.Reset()
 	w.WriteHeader(http.StatusNoContent)

@@ -143,6 +143,10 @@ type Server struct {
 
 	httpSrv *http.Server
 	url     string
+
+	// sendMu guards send, the second address (StartSendPort), which can refuse connections.
+	sendMu sync.Mutex
+	send   *sendPort
 }
 
 // New returns a simulator with cfg.
@@ -185,6 +189,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("DELETE /control/faults", s.handleClearFaults)
 	s.mux.HandleFunc("POST /control/lookup", s.handleLookupFault)
 	s.mux.HandleFunc("POST /control/reset", s.handleReset)
+	s.mux.HandleFunc("POST /control/connections", s.handleConnections)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	return s
 }
@@ -220,7 +225,7 @@ func (s *Server) URL() string {
 }
 
 // Close ends hanging requests, cancels pending receipts, waits for receipts in flight and
-// stops the listener that Start opened. It is safe to call more than once.
+// stops the listeners that Start and StartSendPort opened. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -237,12 +242,12 @@ func (s *Server) Close() error {
 	clear(s.timers)
 	srv := s.httpSrv
 	s.mu.Unlock()
-	var err error
+	err := s.closeSendPort()
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err = srv.Shutdown(ctx); err != nil {
-			err = errors.Join(err, srv.Close())
+		if serr := srv.Shutdown(ctx); serr != nil {
+			err = errors.Join(err, serr, srv.Close())
 		}
 	}
 	s.wg.Wait()

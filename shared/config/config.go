@@ -1,8 +1,8 @@
 // Package config names every environment variable the functions read and parses them, once,
 // at cold start, one group of settings at a time: Load (the tables, queues, policy, keys,
 // workers' timings and abuse guards), LoadSMS (the SMS provider), LoadReceipts,
-// AuditRetention, LoadDigest and LoadDigestKey. Vars lists them all, for the README's table
-// and template.yaml's checks. A problem is reported with the name of the variable and what it
+// AuditRetention, LoadDigest and LoadDigestKey. Vars lists them all, for the table of
+// docs/configuration.md and template.yaml's checks. A problem is reported with the name of the variable and what it
 // must hold, never with its value: some of them are secrets. Config holds plain values only,
 // so that a function that parses a group (the sweeper and SMS_TIMEOUT) links nothing of the
 // code that uses it.

@@ -71,7 +71,8 @@ const (
 	DigestSchedule = time.Minute
 )
 
-// MinWebhookTokenLen is the shortest simulator webhook token accepted, in bytes.
+// MinWebhookTokenLen is the shortest webhook token accepted (the simulator's, Sinch's
+// callback token), in bytes.
 const MinWebhookTokenLen = 16
 
 // AuditRetention reads AUDIT_RETENTION_DAYS: a whole number of days from 1 to 36600; unset
@@ -141,7 +142,8 @@ func LoadDigestKey(getenv func(string) string) (DigestKey, error) {
 	return k, nil
 }
 
-// Receipts is the receipts' configuration. WebhookToken is a secret: String hides it.
+// Receipts is the receipts' configuration. WebhookToken and SinchToken are secrets: String
+// hides them.
 type Receipts struct {
 	Table     string
 	Retention time.Duration
@@ -149,6 +151,11 @@ type Receipts struct {
 	// SecureString of the token, used when WebhookToken is empty.
 	WebhookToken      []byte
 	WebhookTokenParam string
+	// SinchToken is the token of Sinch's delivery report callbacks (SINCH_CALLBACK_TOKEN);
+	// SinchTokenParam names its SSM SecureString (SINCH_CALLBACK_TOKEN_PARAM), used when
+	// SinchToken is empty. Neither disables the Sinch webhook.
+	SinchToken      []byte
+	SinchTokenParam string
 }
 
 // LoadReceipts reads the receipts' variables. RECEIPTS_TABLE is required only when
@@ -172,22 +179,35 @@ func LoadReceipts(getenv func(string) string, needTable bool) (Receipts, error) 
 	} else {
 		c.WebhookTokenParam = get(EnvSimulatorWebhookTokenParam)
 	}
+	if v := getenv(EnvSinchCallbackToken); v != "" {
+		if len(v) < MinWebhookTokenLen {
+			errs = append(errs, fmt.Errorf("%s must be at least %d bytes", EnvSinchCallbackToken, MinWebhookTokenLen))
+		}
+		c.SinchToken = []byte(v)
+	} else {
+		c.SinchTokenParam = get(EnvSinchCallbackTokenParam)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Receipts{}, fmt.Errorf("config.receipts: %w", err)
 	}
 	return c, nil
 }
 
-// String describes the configuration without the token.
+// String describes the configuration without the tokens.
 func (c Receipts) String() string {
-	webhook := "disabled"
+	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s sinch_webhook=%s", c.Table, c.Retention,
+		webhookState(c.WebhookToken, c.WebhookTokenParam), webhookState(c.SinchToken, c.SinchTokenParam))
+}
+
+// webhookState says whether a webhook has its token, and where it comes from.
+func webhookState(token []byte, param string) string {
 	switch {
-	case len(c.WebhookToken) > 0:
-		webhook = "enabled"
-	case c.WebhookTokenParam != "":
-		webhook = "token-from-ssm"
+	case len(token) > 0:
+		return "enabled"
+	case param != "":
+		return "token-from-ssm"
 	}
-	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s", c.Table, c.Retention, webhook)
+	return "disabled"
 }
 
 // GoString keeps %#v from printing the token.

@@ -56,9 +56,13 @@ func TestLoadReceipts(t *testing.T) {
 			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, WebhookTokenParam: "/resetnotify/simulator-webhook-token"}},
 		{name: "a local token wins over the parameter", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvSimulatorWebhookToken: token, config.EnvSimulatorWebhookTokenParam: "/p"},
 			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, WebhookToken: []byte(token)}},
+		{name: "sinch callback token", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvSinchCallbackToken: token, config.EnvSinchCallbackTokenParam: "/p"},
+			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, SinchToken: []byte(token)}},
+		{name: "sinch callback token parameter", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvSinchCallbackTokenParam: "/resetnotify/sinch-callback-token"},
+			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, SinchTokenParam: "/resetnotify/sinch-callback-token"}},
 		{name: "missing table", needTable: true, wantErr: []string{config.EnvReceiptsTable}},
-		{name: "bad values", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvReceiptRetentionDays: "0", config.EnvSimulatorWebhookToken: "tiny"},
-			wantErr: []string{config.EnvReceiptRetentionDays, config.EnvSimulatorWebhookToken}},
+		{name: "bad values", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvReceiptRetentionDays: "0", config.EnvSimulatorWebhookToken: "tiny", config.EnvSinchCallbackToken: "tiny"},
+			wantErr: []string{config.EnvReceiptRetentionDays, config.EnvSimulatorWebhookToken, config.EnvSinchCallbackToken}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,7 +84,8 @@ func TestLoadReceipts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Table != tc.want.Table || got.Retention != tc.want.Retention || string(got.WebhookToken) != string(tc.want.WebhookToken) {
+			if got.Table != tc.want.Table || got.Retention != tc.want.Retention || string(got.WebhookToken) != string(tc.want.WebhookToken) ||
+				string(got.SinchToken) != string(tc.want.SinchToken) || got.SinchTokenParam != tc.want.SinchTokenParam || got.WebhookTokenParam != tc.want.WebhookTokenParam {
 				t.Errorf("LoadReceipts = %+v, want %+v", got, tc.want)
 			}
 			if strings.Contains(got.String(), token) {

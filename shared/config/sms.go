@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +38,19 @@ const (
 	EnvSinchAPITokenParam = "SINCH_API_TOKEN_PARAM"
 	EnvSinchFrom          = "SINCH_FROM"
 	EnvSinchCallbackURL   = "SINCH_CALLBACK_URL"
+	// EnvSinchCallbackToken is the secret that authenticates Sinch's delivery report
+	// callbacks (local runs; a secret): dispatch adds it to SINCH_CALLBACK_URL's query as
+	// SinchCallbackTokenQuery, and the Sinch webhook compares it. EnvSinchCallbackTokenParam
+	// names the SSM SecureString that holds it in AWS, read once at cold start.
+	EnvSinchCallbackToken      = "SINCH_CALLBACK_TOKEN"
+	EnvSinchCallbackTokenParam = "SINCH_CALLBACK_TOKEN_PARAM"
 )
+
+// SinchCallbackTokenQuery is the query parameter of the callback URL that carries the Sinch
+// callback token. Sinch signs no SMS delivery report (its basic authentication and OAuth for
+// callbacks are set up by its account managers, per account), so the secret travels in the
+// URL Sinch is given with each batch.
+const SinchCallbackTokenQuery = "token"
 
 // The provider kinds SMS_PROVIDER names. Package sms/provider checks that they are its
 // adapters' names.
@@ -104,7 +117,13 @@ type SMS struct {
 	// SinchAPITokenParam names the SSM SecureString that holds SinchAPIToken in AWS.
 	SinchAPITokenParam string
 	SinchFrom          string
-	SinchCallbackURL   string
+	// SinchCallbackURL is where Sinch posts delivery reports (the Sinch webhook route), without
+	// the token; empty asks for no delivery reports.
+	SinchCallbackURL string
+	// SinchCallbackToken authenticates those reports (a secret); SinchCallbackTokenParam names
+	// the SSM SecureString that holds it in AWS.
+	SinchCallbackToken      string
+	SinchCallbackTokenParam string
 }
 
 // LoadSMS reads the SMS provider's variables through getenv and checks what the chosen kind
@@ -113,21 +132,23 @@ func LoadSMS(getenv func(string) string) (SMS, error) {
 	get := trimmed(getenv)
 	chain, chainErr := parseChain(get)
 	cfg := SMS{
-		Chain:                  chain,
-		Timeout:                DefaultSMSTimeout,
-		SimulatorURL:           get(EnvSMSSimulatorURL),
-		Simulator2URL:          get(EnvSMSSimulator2URL),
-		SimulatorToken:         get(EnvSMSSimulatorToken),
-		OriginationIdentity:    get(EnvSMSOriginationIdentity),
-		ConfigurationSetName:   get(EnvSMSConfigurationSet),
-		ProtectConfigurationID: get(EnvSMSProtectConfiguration),
-		Endpoint:               get(EnvSMSEndpoint),
-		SinchBaseURL:           get(EnvSinchBaseURL),
-		SinchServicePlanID:     get(EnvSinchServicePlanID),
-		SinchAPIToken:          get(EnvSinchAPIToken),
-		SinchAPITokenParam:     get(EnvSinchAPITokenParam),
-		SinchFrom:              get(EnvSinchFrom),
-		SinchCallbackURL:       get(EnvSinchCallbackURL),
+		Chain:                   chain,
+		Timeout:                 DefaultSMSTimeout,
+		SimulatorURL:            get(EnvSMSSimulatorURL),
+		Simulator2URL:           get(EnvSMSSimulator2URL),
+		SimulatorToken:          get(EnvSMSSimulatorToken),
+		OriginationIdentity:     get(EnvSMSOriginationIdentity),
+		ConfigurationSetName:    get(EnvSMSConfigurationSet),
+		ProtectConfigurationID:  get(EnvSMSProtectConfiguration),
+		Endpoint:                get(EnvSMSEndpoint),
+		SinchBaseURL:            get(EnvSinchBaseURL),
+		SinchServicePlanID:      get(EnvSinchServicePlanID),
+		SinchAPIToken:           get(EnvSinchAPIToken),
+		SinchAPITokenParam:      get(EnvSinchAPITokenParam),
+		SinchFrom:               get(EnvSinchFrom),
+		SinchCallbackURL:        get(EnvSinchCallbackURL),
+		SinchCallbackToken:      get(EnvSinchCallbackToken),
+		SinchCallbackTokenParam: get(EnvSinchCallbackTokenParam),
 	}
 	if len(chain) > 0 {
 		cfg.Kind = chain[0]
@@ -232,9 +253,31 @@ func (cfg SMS) validateKind(kind string) error {
 			errs = append(errs, fmt.Errorf("%s or %s is required for %s=%s", EnvSinchAPIToken, EnvSinchAPITokenParam, EnvSMSProviders, kind))
 		}
 		need(cfg.SinchFrom, EnvSinchFrom)
+		errs = append(errs, cfg.validateSinchCallback())
 	default:
 		// The kind is not a secret: naming it helps the operator find the typo.
 		errs = append(errs, fmt.Errorf("%s %q is not one of %s, %s, %s, %s", EnvSMSProviders, kind, SMSSimulator, SMSSimulator2, SMSEndUserSMS, SMSSinch))
+	}
+	return errors.Join(errs...)
+}
+
+// validateSinchCallback checks SINCH_CALLBACK_URL when set: an http(s) URL without a query
+// (dispatch adds the token to it), and a token to authenticate the reports, which the Sinch
+// webhook refuses without one.
+func (cfg SMS) validateSinchCallback() error {
+	if cfg.SinchCallbackURL == "" {
+		return nil
+	}
+	var errs []error
+	u, err := url.Parse(cfg.SinchCallbackURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("%s must be an http(s) URL without user, query or fragment", EnvSinchCallbackURL))
+	}
+	if cfg.SinchCallbackToken == "" && cfg.SinchCallbackTokenParam == "" {
+		errs = append(errs, fmt.Errorf("%s or %s is required with %s", EnvSinchCallbackToken, EnvSinchCallbackTokenParam, EnvSinchCallbackURL))
+	}
+	if cfg.SinchCallbackToken != "" && len(cfg.SinchCallbackToken) < MinWebhookTokenLen {
+		errs = append(errs, fmt.Errorf("%s must be at least %d bytes", EnvSinchCallbackToken, MinWebhookTokenLen))
 	}
 	return errors.Join(errs...)
 }
@@ -256,12 +299,13 @@ func (cfg SMS) One(kind string) SMS {
 	return cfg
 }
 
-// String describes cfg with its secrets (the Sinch API token, the simulator token) replaced,
-// so that logging or printing it never shows them.
+// String describes cfg with its secrets (the Sinch API and callback tokens, the simulator
+// token) replaced, so that logging or printing it never shows them.
 func (cfg SMS) String() string {
-	return fmt.Sprintf("providers=%s timeout=%s visibility=%s simulator_url=%s simulator2_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s",
+	return fmt.Sprintf("providers=%s timeout=%s visibility=%s simulator_url=%s simulator2_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s sinch_callback_url=%s sinch_callback_token=%s",
 		strings.Join(cfg.Chain, ","), cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, cfg.Simulator2URL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
-		cfg.ConfigurationSetName, cfg.ProtectConfigurationID, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom)
+		cfg.ConfigurationSetName, cfg.ProtectConfigurationID, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom,
+		cfg.SinchCallbackURL, secretState(cfg.SinchCallbackToken, cfg.SinchCallbackTokenParam))
 }
 
 // GoString keeps %#v from printing the secrets too.

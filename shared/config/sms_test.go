@@ -36,9 +36,18 @@ func TestLoadSMS(t *testing.T) {
 		},
 		{
 			name: "sinch",
-			env:  map[string]string{"SMS_PROVIDER": "sinch", "SINCH_BASE_URL": "https://eu.sms.api.sinch.com", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb"},
-			want: config.SMS{Chain: []string{"sinch"}, Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SinchBaseURL: "https://eu.sms.api.sinch.com", SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop", SinchCallbackURL: "https://h/cb"},
+			env:  map[string]string{"SMS_PROVIDER": "sinch", "SINCH_BASE_URL": "https://eu.sms.api.sinch.com", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb", "SINCH_CALLBACK_TOKEN": "callback-token-0123"},
+			want: config.SMS{Chain: []string{"sinch"}, Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SinchBaseURL: "https://eu.sms.api.sinch.com", SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop", SinchCallbackURL: "https://h/cb", SinchCallbackToken: "callback-token-0123"},
 		},
+		{
+			name: "sinch callback token from SSM",
+			env:  map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb", "SINCH_CALLBACK_TOKEN_PARAM": "/p"},
+			want: config.SMS{Chain: []string{"sinch"}, Kind: "sinch", Timeout: 5 * time.Second, Visibility: time.Minute, SinchBaseURL: config.DefaultSinchBaseURL, SinchServicePlanID: "p", SinchAPIToken: "tok", SinchFrom: "Shop", SinchCallbackURL: "https://h/cb", SinchCallbackTokenParam: "/p"},
+		},
+		{name: "sinch callback without a token", env: map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb"},
+			wantErr: []string{"SINCH_CALLBACK_TOKEN or SINCH_CALLBACK_TOKEN_PARAM is required"}},
+		{name: "sinch callback with a query and a short token", env: map[string]string{"SMS_PROVIDER": "sinch", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_API_TOKEN": "tok", "SINCH_FROM": "Shop", "SINCH_CALLBACK_URL": "https://h/cb?token=x", "SINCH_CALLBACK_TOKEN": "short"},
+			wantErr: []string{"SINCH_CALLBACK_URL must be", "SINCH_CALLBACK_TOKEN must be at least"}},
 		{name: "no provider", env: map[string]string{}, wantErr: []string{"SMS_PROVIDERS is not set"}},
 		{name: "unknown provider", env: map[string]string{"SMS_PROVIDER": "twilio"}, wantErr: []string{`"twilio" is not one of`}},
 		{name: "simulator without URL", env: map[string]string{"SMS_PROVIDER": "simulator"}, wantErr: []string{"SMS_SIMULATOR_URL is required"}},
@@ -84,7 +93,8 @@ func TestLoadSMS(t *testing.T) {
 }
 
 func TestSMSNeverPrintsSecrets(t *testing.T) {
-	cfg := config.SMS{Kind: config.SMSSinch, SinchAPIToken: "sinch-secret-token-0123", SimulatorToken: "sim-secret-token-0123", SinchServicePlanID: "plan"}
+	cfg := config.SMS{Kind: config.SMSSinch, SinchAPIToken: "sinch-secret-token-0123", SimulatorToken: "sim-secret-token-0123", SinchServicePlanID: "plan",
+		SinchCallbackToken: "callback-secret-token-0123"}
 	var buf strings.Builder
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("sms", "config", cfg)
 	for _, out := range []string{buf.String(), cfg.String(), fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg)} {

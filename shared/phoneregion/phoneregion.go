@@ -1,6 +1,6 @@
 // Package phoneregion places E.164 numbers in their countries (notify.Regions) with
 // github.com/nyaruka/phonenumbers, a Go port of Google's libphonenumber metadata. Only intake
-// links it: its metadata is loaded when the process starts (see README "Cold start").
+// links it: its metadata is loaded when the process starts (see docs/benchmarks.md, "Cold start").
 package phoneregion
 
 import (

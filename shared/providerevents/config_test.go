@@ -7,6 +7,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/providerevents"
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
+	"github.com/resetnotify/resetnotify/shared/sms/sinch"
 )
 
 // TestDefaultsMatchConfig keeps the retention package config documents and applies equal to
@@ -26,7 +27,10 @@ func TestNamesMatchTheAdapters(t *testing.T) {
 	if providerevents.ContextAttemptRef != endusersms.ContextAttemptRef {
 		t.Errorf("receipts reads the context key %q, endusersms writes %q", providerevents.ContextAttemptRef, endusersms.ContextAttemptRef)
 	}
-	if config.SMSEndUserSMS != endusersms.Provider || config.SMSSimulator != simclient.Provider {
+	if config.SMSEndUserSMS != endusersms.Provider || config.SMSSimulator != simclient.Provider || config.SMSSinch != sinch.Provider {
 		t.Errorf("provider names differ from the adapters'")
+	}
+	if config.SinchCallbackTokenQuery != sinch.CallbackTokenQuery {
+		t.Errorf("the Sinch webhook reads the token from %q, the adapter puts it in %q", config.SinchCallbackTokenQuery, sinch.CallbackTokenQuery)
 	}
 }

@@ -1,5 +1,6 @@
 // Package providerevents is the provider-events function: it takes the delivery events an SMS
-// provider reports (AWS End User Messaging SMS events through SNS; the simulator's webhook),
+// provider reports (AWS End User Messaging SMS events through SNS; Sinch's delivery report
+// callbacks and the simulator's webhook through the HTTP API),
 // keeps each as evidence in the receipts table, and moves a sent notification to delivered or
 // undelivered when the event is final.
 //
@@ -49,16 +50,20 @@
 //
 // # Entry points
 //
-// One Lambda function serves both sources. Handler.Handle takes the raw invocation payload
-// (json.RawMessage, which lambda.Start passes through undecoded) and dispatches on its shape:
-// an SNS event (Records[].EventSource "aws:sns") goes to HandleSNS, an API Gateway HTTP API
-// payload 2.0 event (version "2.0") goes to HandleSimulatorWebhook. The typed methods are
-// exported so that the local stack can serve the webhook route directly.
+// One Lambda function's code serves every source. Handler.Handle takes the raw invocation
+// payload (json.RawMessage, which lambda.Start passes through undecoded) and dispatches on its
+// shape: an SNS event (Records[].EventSource "aws:sns") goes to HandleSNS, an API Gateway HTTP
+// API payload 2.0 event (version "2.0") goes to HandleHTTP, which hands the route
+// SinchRoute to HandleSinchWebhook and any other to HandleSimulatorWebhook. The typed
+// methods are exported so that the local stack can serve the webhook routes directly.
 //
 // HandleSNS returns an error, so that Lambda's asynchronous invocation retries the event, only
 // when a store failed; SNS events carry no partial-batch response. An early final receipt is
 // held on the record, so it no longer depends on a redelivery that may run out. HandleSimulatorWebhook checks
 // the simulator's shared token (simapi.WebhookTokenHeader) in constant time and answers 200 on
 // every acknowledged receipt (an early one included), 400 on poison, 401 on a bad token and 503
-// (Retry-After) when a store failed and the provider should try again.
+// (Retry-After) when a store failed and the provider should try again. HandleSinchWebhook
+// answers the same way; its token is in the callback URL's query (Sinch signs no SMS delivery
+// report), and its receipts are matched on provider sinch, the batch ID and the
+// client_reference dispatch sent with the batch.
 package providerevents

@@ -19,8 +19,12 @@ import (
 // eventsDir holds the sample events (sam local invoke -e events/provider-events-....json).
 const eventsDir = "../../events"
 
-// sampleToken is the webhook token in events/provider-events-simulator.json.
-const sampleToken = "example-webhook-token-not-a-secret"
+// sampleToken is the webhook token in events/provider-events-simulator.json, sampleSinchToken
+// the callback token in events/provider-events-sinch.json.
+const (
+	sampleToken      = "example-webhook-token-not-a-secret"
+	sampleSinchToken = "example-sinch-callback-token-not-a-secret"
+)
 
 // readSample returns a sample event, checking that it decodes strictly into its event type.
 func readSample(t *testing.T, name string) []byte {
@@ -32,7 +36,7 @@ func readSample(t *testing.T, name string) []byte {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var into any = &events.SNSEvent{}
-	if strings.Contains(name, "simulator") {
+	if strings.Contains(name, "simulator") || strings.Contains(name, "sinch") {
 		into = &events.APIGatewayV2HTTPRequest{}
 	}
 	if err := dec.Decode(into); err != nil {
@@ -46,13 +50,14 @@ func readSample(t *testing.T, name string) []byte {
 func TestSampleEvents(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	// Sent through End User Messaging as the samples' message; the simulator's sample names
-	// the same attempt from another provider, a neighbour's receipt that is never applied.
+	// Sent through End User Messaging as the samples' message; the simulator's and Sinch's
+	// samples name the same attempt from another provider, a neighbour's receipt that is never
+	// applied.
 	f.admit(t, "order-4711-reset-1", id, lease, notify.Change{
 		To: notify.StateSent, Reason: notify.ReasonProviderAccepted, Provider: "endusersms",
 		ProviderMessageID: "9539975a-e71f-45f3-b496-8d98dc098a77",
 	})
-	h := &providerevents.Handler{Recorder: f.rec, WebhookToken: []byte(sampleToken)}
+	h := &providerevents.Handler{Recorder: f.rec, WebhookToken: []byte(sampleToken), SinchToken: []byte(sampleSinchToken)}
 
 	tests := []struct {
 		file string
@@ -65,6 +70,7 @@ func TestSampleEvents(t *testing.T) {
 		{"provider-events-sns-delivered.json", 0, providerevents.OutcomeTransitioned, notify.StateDelivered},
 		{"provider-events-sns-blocked.json", 0, providerevents.OutcomeOrphan, notify.StateDelivered},
 		{"provider-events-simulator.json", 200, providerevents.OutcomeMismatch, notify.StateDelivered},
+		{"provider-events-sinch.json", 200, providerevents.OutcomeMismatch, notify.StateDelivered},
 	}
 	matches, err := filepath.Glob(filepath.Join(eventsDir, "provider-events-*.json"))
 	if err != nil || len(matches) != len(tests) {
@@ -91,7 +97,7 @@ func TestSampleEvents(t *testing.T) {
 			if got, _ := f.store.Get(ctx, "order-4711-reset-1"); got.State != tc.wantState {
 				t.Errorf("state %s, want %s", got.State, tc.wantState)
 			}
-			for _, secret := range []string{destination, origination, sampleToken} {
+			for _, secret := range []string{destination, origination, sampleToken, sampleSinchToken} {
 				if strings.Contains(f.out.String(), secret) {
 					t.Errorf("logs hold %s:\n%s", secret, f.out.String())
 				}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -17,9 +18,11 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
-// SimulatorRoute is the HTTP API route of the simulator's webhook, as template.yaml declares
-// it.
-const SimulatorRoute = "POST /v1/provider-events/simulator"
+// The HTTP API routes of the providers' webhooks, as template.yaml declares them.
+const (
+	SimulatorRoute = "POST /v1/provider-events/simulator"
+	SinchRoute     = "POST /v1/provider-events/sinch"
+)
 
 // ErrRetryLater means an event was recorded but must be delivered again: a final receipt
 // arrived while the dispatch worker still held the attempt's lease, or a store failed.
@@ -32,11 +35,16 @@ type Handler struct {
 	// WebhookToken is the shared token the simulator sends in simapi.WebhookTokenHeader.
 	// Empty disables the webhook: every call is refused.
 	WebhookToken []byte
+	// SinchToken is the token Sinch's delivery report callbacks carry in their URL's query
+	// (config.SinchCallbackTokenQuery), as dispatch gave it to Sinch. Empty disables the
+	// Sinch webhook: every call is refused.
+	SinchToken []byte
 }
 
 // Handle is the function's one entry point for lambda.Start: it looks at the shape of the raw
-// payload and hands it to HandleSNS or HandleSimulatorWebhook, returning the latter's
-// response. A payload of neither shape is poison: acknowledged (nil, nil) and counted.
+// payload and hands it to HandleSNS or, for an HTTP API event, HandleHTTP, returning the
+// latter's response. A payload of neither shape is poison: acknowledged (nil, nil) and
+// counted.
 func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, error) {
 	var probe struct {
 		Records []struct {
@@ -64,10 +72,10 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 	case probe.Version == "2.0" && probe.RequestContext.HTTP.Method != "":
 		var req events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(payload, &req); err != nil {
-			h.Recorder.Poison(ctx, config.SMSSimulator, fmt.Errorf("receipts.handle: unreadable HTTP API event: %w", ErrPoison))
+			h.Recorder.Poison(ctx, "unknown", fmt.Errorf("receipts.handle: unreadable HTTP API event: %w", ErrPoison))
 			return respond(http.StatusBadRequest, OutcomePoison), nil
 		}
-		return h.HandleSimulatorWebhook(ctx, req)
+		return h.HandleHTTP(ctx, req)
 	}
 	h.Recorder.Poison(ctx, "unknown", fmt.Errorf("receipts.handle: neither an SNS nor an HTTP API event: %w", ErrPoison))
 	return nil, nil
@@ -93,6 +101,16 @@ func (h *Handler) HandleSNS(ctx context.Context, ev events.SNSEvent) error {
 	return errors.Join(errs...)
 }
 
+// HandleHTTP hands an HTTP API event to the webhook of its route: HandleSinchWebhook for
+// SinchRoute, HandleSimulatorWebhook for any other (SimulatorRoute, which the simulator's
+// function alone is given).
+func (h *Handler) HandleHTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if req.RouteKey == SinchRoute || req.RequestContext.RouteKey == SinchRoute {
+		return h.HandleSinchWebhook(ctx, req)
+	}
+	return h.HandleSimulatorWebhook(ctx, req)
+}
+
 // HandleSimulatorWebhook records one receipt the simulator POSTed (simapi.Receipt). It
 // answers 200 with {"outcome": ...} for every acknowledged receipt (orphans and stale ones
 // included), 400 for poison, 401 when the token is missing or wrong (or the webhook is
@@ -103,55 +121,93 @@ func (h *Handler) HandleSimulatorWebhook(ctx context.Context, req events.APIGate
 	if req.RequestContext.HTTP.Method != http.MethodPost {
 		return respondStatus(http.StatusMethodNotAllowed, "method not allowed"), nil
 	}
-	if !h.authorised(req.Headers) {
-		h.Recorder.log().WarnContext(ctx, "simulator webhook refused", "reason", "missing or wrong token",
-			"source_ip", req.RequestContext.HTTP.SourceIP)
-		return respondStatus(http.StatusUnauthorized, "unauthorized"), nil
-	}
-	body := []byte(req.Body)
-	if req.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(req.Body)
-		if err != nil {
-			h.Recorder.Poison(ctx, config.SMSSimulator, fmt.Errorf("receipts.webhook: body is not base64: %w", ErrPoison))
-			return respond(http.StatusBadRequest, OutcomePoison), nil
-		}
-		body = b
-	}
-	if len(body) > maxEventBytes {
-		h.Recorder.Poison(ctx, config.SMSSimulator, fmt.Errorf("receipts.webhook: body over %d bytes: %w", maxEventBytes, ErrPoison))
-		return respond(http.StatusRequestEntityTooLarge, OutcomePoison), nil
-	}
-	rc, err := ParseSimulator(body)
-	if err != nil {
-		h.Recorder.Poison(ctx, config.SMSSimulator, err)
-		return respond(http.StatusBadRequest, OutcomePoison), nil
-	}
-	res, err := h.Recorder.Record(ctx, rc)
-	if err != nil {
-		resp := respondStatus(http.StatusServiceUnavailable, "try again later")
-		resp.Headers["Retry-After"] = "1"
-		return resp, nil
-	}
-	return respond(http.StatusOK, res.Outcome), nil
-}
-
-// authorised compares the request's token with the configured one in constant time. Both are
-// hashed first, so that neither their contents nor their lengths show in the timing.
-func (h *Handler) authorised(headers map[string]string) bool {
-	if len(h.WebhookToken) == 0 {
-		return false
-	}
 	var got string
-	for k, v := range headers {
+	for k, v := range req.Headers {
 		if strings.EqualFold(k, simapi.WebhookTokenHeader) {
 			got = v
 			break
 		}
 	}
-	if got == "" {
+	if !tokenMatches(got, h.WebhookToken) {
+		h.Recorder.log().WarnContext(ctx, "simulator webhook refused", "reason", "missing or wrong token",
+			"source_ip", req.RequestContext.HTTP.SourceIP)
+		return respondStatus(http.StatusUnauthorized, "unauthorized"), nil
+	}
+	return h.record(ctx, req, config.SMSSimulator, ParseSimulator), nil
+}
+
+// HandleSinchWebhook records one delivery report Sinch POSTed to the callback URL dispatch
+// gave it (ParseSinch: a recipient_delivery_report_sms, matched on provider sinch, the batch
+// ID and the attempt reference). The token is the callback URL's query parameter
+// config.SinchCallbackTokenQuery, compared in constant time: Sinch signs no SMS delivery
+// report. It answers as HandleSimulatorWebhook does; Sinch retries a callback answered 5xx or
+// 429 (for up to about 23 hours) and drops one answered any other 4xx, so only a store failure
+// asks it to come back. Neither the token nor the report's recipient is ever logged.
+func (h *Handler) HandleSinchWebhook(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if req.RequestContext.HTTP.Method != http.MethodPost {
+		return respondStatus(http.StatusMethodNotAllowed, "method not allowed"), nil
+	}
+	if !tokenMatches(queryToken(req), h.SinchToken) {
+		h.Recorder.log().WarnContext(ctx, "sinch webhook refused", "reason", "missing or wrong token",
+			"source_ip", req.RequestContext.HTTP.SourceIP)
+		return respondStatus(http.StatusUnauthorized, "unauthorized"), nil
+	}
+	return h.record(ctx, req, config.SMSSinch, ParseSinch), nil
+}
+
+// record decodes an authorised webhook call's body, parses it with parse and records the
+// receipt, answering 200 with the outcome, 400 or 413 for poison, and 503 with Retry-After
+// when a store failed.
+func (h *Handler) record(ctx context.Context, req events.APIGatewayV2HTTPRequest, provider string, parse func([]byte) (Receipt, error)) events.APIGatewayV2HTTPResponse {
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			h.Recorder.Poison(ctx, provider, fmt.Errorf("receipts.webhook: body is not base64: %w", ErrPoison))
+			return respond(http.StatusBadRequest, OutcomePoison)
+		}
+		body = b
+	}
+	if len(body) > maxEventBytes {
+		h.Recorder.Poison(ctx, provider, fmt.Errorf("receipts.webhook: body over %d bytes: %w", maxEventBytes, ErrPoison))
+		return respond(http.StatusRequestEntityTooLarge, OutcomePoison)
+	}
+	rc, err := parse(body)
+	if err != nil {
+		h.Recorder.Poison(ctx, provider, err)
+		return respond(http.StatusBadRequest, OutcomePoison)
+	}
+	res, err := h.Recorder.Record(ctx, rc)
+	if err != nil {
+		resp := respondStatus(http.StatusServiceUnavailable, "try again later")
+		resp.Headers["Retry-After"] = "1"
+		return resp
+	}
+	return respond(http.StatusOK, res.Outcome)
+}
+
+// queryToken returns the callback token of req's query string. API Gateway passes the
+// decoded parameters (several values of one name joined by commas); the raw query string is
+// read when they are absent.
+func queryToken(req events.APIGatewayV2HTTPRequest) string {
+	if v, ok := req.QueryStringParameters[config.SinchCallbackTokenQuery]; ok {
+		return v
+	}
+	q, err := url.ParseQuery(req.RawQueryString)
+	if err != nil {
+		return ""
+	}
+	return q.Get(config.SinchCallbackTokenQuery)
+}
+
+// tokenMatches compares a request's token with the configured one in constant time; an empty
+// configured token matches nothing. Both are hashed first, so that neither their contents nor
+// their lengths show in the timing.
+func tokenMatches(got string, want []byte) bool {
+	if len(want) == 0 || got == "" {
 		return false
 	}
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256(h.WebhookToken)
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256(want)
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 

@@ -39,6 +39,8 @@ func TestBuildRefusesIncompleteConfig(t *testing.T) {
 		{"sweeper", build(sweeper.Function), nil, queues, ""},
 		{"provider-events", build(providerevents.Function), map[string]string{config.EnvSimulatorWebhookToken: "short"},
 			[]string{config.EnvNotificationsTable, config.EnvReceiptsTable, config.EnvSimulatorWebhookToken}, "short"},
+		{"provider-events with a short Sinch callback token", build(providerevents.Function), map[string]string{config.EnvSinchCallbackToken: "sinch-short"},
+			[]string{config.EnvNotificationsTable, config.EnvReceiptsTable, config.EnvSinchCallbackToken}, "sinch-short"},
 	}
 	t.Setenv("AWS_REGION", "eu-west-1")
 	for _, tc := range tests {

@@ -138,7 +138,7 @@ func TestCheckRetention(t *testing.T) {
 	}
 }
 
-// TestConfigDocumentsTheDefaults checks the defaults configdoc.Vars (and so the README) gives the
+// TestConfigDocumentsTheDefaults checks the defaults configdoc.Vars (and so docs/configuration.md) gives the
 // workers' variables against DefaultSettings and the renderer's budget.
 func TestConfigDocumentsTheDefaults(t *testing.T) {
 	s := workercore.DefaultSettings()

@@ -13,9 +13,11 @@ import (
 )
 
 // SSM answers GetParameter with Value, or with Err when it is set, and records every input.
-// It is not safe for concurrent use.
+// With ByName set, a parameter's value is ByName[name] instead, and a name it does not hold
+// is not found. It is not safe for concurrent use.
 type SSM struct {
 	Value  string
+	ByName map[string]string
 	Err    error
 	Inputs []*ssm.GetParameterInput
 }
@@ -28,7 +30,14 @@ func (f *SSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...fu
 	if f.Err != nil {
 		return nil, f.Err
 	}
-	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Name: in.Name, Value: aws.String(f.Value)}}, nil
+	v := f.Value
+	if f.ByName != nil {
+		var ok bool
+		if v, ok = f.ByName[aws.ToString(in.Name)]; !ok {
+			return nil, &ssmtypes.ParameterNotFound{Message: aws.String("not found")}
+		}
+	}
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Name: in.Name, Value: aws.String(v)}}, nil
 }
 
 // Last returns the latest input, or nil when GetParameter was never called.

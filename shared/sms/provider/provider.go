@@ -2,8 +2,8 @@
 // every function wires the same provider the same way.
 //
 // Its configuration is config.SMS: package config names and parses the variables
-// (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS and each provider's own; configdoc.Vars and
-// the README's configuration table describe them). For endusersms, credentials and region
+// (SMS_PROVIDER, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS and each provider's own; configdoc.Vars
+// and the table of docs/configuration.md describe them). For endusersms, credentials and region
 // come from the AWS SDK's usual sources, the endpoint override from
 // AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 or SMS_ENDPOINT.
 //
@@ -70,15 +70,27 @@ type Config = config.SMS
 const MinSinchAPITokenLen = 16
 
 // ResolveSecrets returns cfg with the secrets that configuration names but does not hold
-// read from SSM Parameter Store: the Sinch API token from SINCH_API_TOKEN_PARAM. Only the
-// functions that call the provider (dispatch, reconcile) call it, once at cold start.
+// read from SSM Parameter Store: the Sinch API token from SINCH_API_TOKEN_PARAM, and, when
+// delivery reports are asked for (SINCH_CALLBACK_URL), the callback token from
+// SINCH_CALLBACK_TOKEN_PARAM. Only the functions that call the provider (dispatch, reconcile)
+// call it, once at cold start.
 func ResolveSecrets(ctx context.Context, cfg Config, params secretparam.API) (Config, error) {
-	if (cfg.Kind == Sinch || slices.Contains(cfg.Chain, Sinch)) && cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam != "" {
+	if cfg.Kind != Sinch && !slices.Contains(cfg.Chain, Sinch) {
+		return cfg, nil
+	}
+	if cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam != "" {
 		v, err := secretparam.Read(ctx, params, cfg.SinchAPITokenParam, MinSinchAPITokenLen)
 		if err != nil {
 			return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
 		}
 		cfg.SinchAPIToken = string(v)
+	}
+	if cfg.SinchCallbackURL != "" && cfg.SinchCallbackToken == "" && cfg.SinchCallbackTokenParam != "" {
+		v, err := secretparam.Read(ctx, params, cfg.SinchCallbackTokenParam, config.MinWebhookTokenLen)
+		if err != nil {
+			return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
+		}
+		cfg.SinchCallbackToken = string(v)
 	}
 	return cfg, nil
 }
@@ -146,9 +158,12 @@ func New(cfg Config, deps Deps) (Provider, error) {
 		if cfg.SinchAPIToken == "" {
 			return Provider{}, errors.New("provider.new: the Sinch API token is not resolved (SINCH_API_TOKEN_PARAM: call ResolveSecrets)")
 		}
+		if cfg.SinchCallbackURL != "" && cfg.SinchCallbackToken == "" {
+			return Provider{}, errors.New("provider.new: the Sinch callback token is not resolved (SINCH_CALLBACK_TOKEN_PARAM: call ResolveSecrets)")
+		}
 		c, err := sinch.New(sinch.Config{
 			BaseURL: cfg.SinchBaseURL, ServicePlanID: cfg.SinchServicePlanID, APIToken: cfg.SinchAPIToken,
-			From: cfg.SinchFrom, CallbackURL: cfg.SinchCallbackURL, Timeout: cfg.Timeout,
+			From: cfg.SinchFrom, CallbackURL: cfg.SinchCallbackURL, CallbackToken: cfg.SinchCallbackToken, Timeout: cfg.Timeout,
 			Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
 		})
 		if err != nil {

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -144,6 +145,47 @@ func TestSinchTokenFromSSM(t *testing.T) {
 	f := &secretparamtest.SSM{Value: token}
 	if _, err := provider.ResolveSecrets(context.Background(), provider.Config{Kind: provider.Simulator}, f); err != nil || len(f.Inputs) != 0 {
 		t.Errorf("simulator: %v after %d calls", err, len(f.Inputs))
+	}
+}
+
+// TestSinchCallbackTokenFromSSM: with a callback URL, dispatch reads the callback token from
+// SSM at cold start (beside the API token) and the adapter asks for reports at the URL with
+// it; a callback URL without any token is refused at start-up, naming both variables.
+func TestSinchCallbackTokenFromSSM(t *testing.T) {
+	const apiToken, cbToken = "sinch-api-token-from-ssm-0123", "sinch-callback-token-0123"
+	base := map[string]string{
+		"SMS_PROVIDERS": "endusersms,sinch", "SMS_ORIGINATION_IDENTITY": "pool-1", "SINCH_SERVICE_PLAN_ID": "p", "SINCH_FROM": "Shop",
+		"SINCH_API_TOKEN_PARAM": "/resetnotify/sinch-api-token", "SINCH_CALLBACK_URL": "https://api.example/v1/provider-events/sinch",
+		"SINCH_CALLBACK_TOKEN_PARAM": "/resetnotify/sinch-callback-token",
+	}
+	cfg, err := config.LoadSMS(env(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(fmt.Sprint(cfg), cbToken) || !strings.Contains(cfg.String(), "sinch_callback_token=ssm:/resetnotify/sinch-callback-token") {
+		t.Errorf("config describes itself as %s", cfg)
+	}
+	f := &secretparamtest.SSM{ByName: map[string]string{"/resetnotify/sinch-api-token": apiToken, "/resetnotify/sinch-callback-token": cbToken}}
+	got, err := provider.ResolveSecrets(context.Background(), cfg, f)
+	if err != nil || got.SinchCallbackToken != cbToken || got.SinchAPIToken != apiToken || len(f.Inputs) != 2 {
+		t.Fatalf("ResolveSecrets: %v; callback token %q after %d calls", err, got.SinchCallbackToken, len(f.Inputs))
+	}
+	if _, err := provider.New(got.One(provider.Sinch), provider.Deps{}); err != nil {
+		t.Errorf("New after ResolveSecrets: %v", err)
+	}
+	if _, err := provider.New(cfg.One(provider.Sinch), provider.Deps{}); err == nil {
+		t.Error("New built a Sinch client whose callback token was not resolved")
+	}
+	delete(base, "SINCH_CALLBACK_TOKEN_PARAM")
+	if _, err := config.LoadSMS(env(base)); err == nil || !strings.Contains(err.Error(), "SINCH_CALLBACK_TOKEN_PARAM") || !strings.Contains(err.Error(), "SINCH_CALLBACK_TOKEN ") {
+		t.Errorf("a callback URL without a token: %v", err)
+	}
+	// Without a callback URL the token is not read: no reports are asked for.
+	delete(base, "SINCH_CALLBACK_URL")
+	cfg, _ = config.LoadSMS(env(base))
+	f = &secretparamtest.SSM{ByName: map[string]string{"/resetnotify/sinch-api-token": apiToken}}
+	if _, err := provider.ResolveSecrets(context.Background(), cfg, f); err != nil || len(f.Inputs) != 1 {
+		t.Errorf("no callback URL: %v after %d calls", err, len(f.Inputs))
 	}
 }
 

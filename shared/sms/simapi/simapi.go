@@ -15,7 +15,13 @@
 //	DELETE /control/faults      → 204: forget every scripted fault
 //	POST   /control/lookup      LookupFault → 204: make lookups fail
 //	POST   /control/reset       → 204: forget messages, requests and faults
+//	POST   /control/connections Connections → 204: close or reopen the send port (409
+//	                            without one)
 //	GET    /healthz             → 200
+//
+// A simulator started with a send port (-send-addr) serves the same API on a second address,
+// the one the stack sends to; closing it makes every connection to it refused, as to a
+// provider that is down, while the first address keeps serving the control API.
 //
 // Delivery receipts are POSTed as Receipt to the configured webhook URL, with the configured
 // webhook token (if any) in the WebhookTokenHeader header.
@@ -82,6 +88,9 @@ const (
 	CodeInternal = "internal_error"
 	// CodeNotFound (404) is a lookup that found nothing visible.
 	CodeNotFound = "not_found"
+	// CodeNoSendPort (409) answers POST /control/connections on a simulator without a send
+	// port.
+	CodeNoSendPort = "no_send_port"
 )
 
 // Status is a message's delivery status.
@@ -147,6 +156,13 @@ type Fault struct {
 	Mode    string   `json:"mode,omitempty"`
 	Modes   []string `json:"modes,omitempty"`
 	Receipt Status   `json:"receipt,omitempty"`
+}
+
+// Connections is the body of POST /control/connections. Refuse true closes the send port's
+// listener and its connections, so that every connect is refused; false opens it again on
+// the same address.
+type Connections struct {
+	Refuse bool `json:"refuse"`
 }
 
 // LookupFault is the body of POST /control/lookup. Mode is "normal", "unavailable" (503),

@@ -6,7 +6,8 @@
 //	POST {BaseURL}/xms/v1/{service_plan_id}/batches
 //	Authorization: Bearer {api_token}
 //	{"from", "to": [number], "body", "client_reference": <attempt_ref>,
-//	 "expire_at": now + validity, "delivery_report": "per_recipient", "callback_url"}
+//	 "expire_at": now + validity, "delivery_report": "per_recipient_final",
+//	 "callback_url": <CallbackURL>?token=<CallbackToken>}
 //
 // and the answer (201) is the batch, whose "id" is the message ID we record. Twilio's Messages
 // resource has no client reference field at all, so looking an attempt up there would need a
@@ -22,6 +23,14 @@
 // filtered again for an exact match. Only the first page is read: when the listing's count
 // exceeds it and nothing on it matches, the lookup is inconclusive. The batch carries no
 // delivery status; receipts arrive at callback_url and are recorded by provider-events.
+//
+// Delivery reports: with a CallbackURL, each batch asks for "per_recipient_final" (one
+// recipient_delivery_report_sms per message, carrying its final status, the batch ID and our
+// client_reference) at the callback URL with CallbackToken in its query (CallbackTokenQuery).
+// Sinch does not sign SMS delivery reports, and its basic authentication or OAuth for
+// callbacks is configured by Sinch per account, so the secret in the URL is what tells a
+// report from a forgery. Without a CallbackURL the batch asks for none ("none"): the account's
+// default callback, if it has one, is not ours to rely on.
 // Sinch's documentation does not say that any 5xx means "not processed", so every 5xx,
 // including 503, is unknown; 429 is not accepted; other 4xx (except 408) are permanent. Error
 // bodies are {"code", "text"}: only the code is kept, since the text may echo the number.
@@ -66,8 +75,10 @@ type Config struct {
 	APIToken      string
 	// From is the sender number or alphanumeric sender ID.
 	From string
-	// CallbackURL receives delivery reports; optional.
-	CallbackURL string
+	// CallbackURL receives delivery reports (the Sinch webhook route, without a query);
+	// optional. CallbackToken, required with it, is added to its query as CallbackTokenQuery.
+	CallbackURL   string
+	CallbackToken string
 	// Timeout bounds each call (default DefaultTimeout).
 	Timeout time.Duration
 	// Visibility is how long after an attempt a lookup must wait before "not found" counts.
@@ -78,11 +89,25 @@ type Config struct {
 	Clock notify.Clock
 }
 
+// CallbackTokenQuery is the query parameter of the callback URL that carries CallbackToken
+// (config.SinchCallbackTokenQuery, which provider-events reads; a test keeps them equal).
+const CallbackTokenQuery = "token"
+
+// The delivery_report values a batch asks for.
+const (
+	// ReportFinal asks for one callback per recipient, with its final status.
+	ReportFinal = "per_recipient_final"
+	// ReportNone asks for no callback.
+	ReportNone = "none"
+)
+
 // Client talks to Sinch. It implements sms.Sender and sms.Lookup.
 type Client struct {
 	cfg     Config
 	batches *url.URL
 	hc      *http.Client
+	// callback is the callback URL with its token, or "" when no reports are asked for.
+	callback string
 }
 
 var (
@@ -119,7 +144,28 @@ func New(cfg Config) (*Client, error) {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	u.Path += "/xms/v1/" + url.PathEscape(cfg.ServicePlanID) + "/batches"
-	return &Client{cfg: cfg, batches: u, hc: hc}, nil
+	callback, err := callbackURL(cfg.CallbackURL, cfg.CallbackToken)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, batches: u, hc: hc, callback: callback}, nil
+}
+
+// callbackURL returns base with token in its query, "" when base is empty. Its errors never
+// quote the token.
+func callbackURL(base, token string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
+		return "", errors.New("sinch.new: the callback URL is not an http(s) URL without user, query or fragment")
+	}
+	if token == "" {
+		return "", errors.New("sinch.new: a callback URL needs a callback token")
+	}
+	u.RawQuery = url.Values{CallbackTokenQuery: {token}}.Encode()
+	return u.String(), nil
 }
 
 // Visibility returns the window after an attempt before "not found" counts.
@@ -134,6 +180,14 @@ type batchRequest struct {
 	ExpireAt        string   `json:"expire_at"`
 	DeliveryReport  string   `json:"delivery_report"`
 	CallbackURL     string   `json:"callback_url,omitempty"`
+}
+
+// deliveryReport is what a batch asks for: final reports at the callback when there is one.
+func (c *Client) deliveryReport() string {
+	if c.callback == "" {
+		return ReportNone
+	}
+	return ReportFinal
 }
 
 // batch is the part of Sinch's batch object we read.
@@ -182,8 +236,8 @@ func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 		ClientReference: req.AttemptRef,
 		// Truncating never moves the expiry later than now + validity.
 		ExpireAt:       now.Add(time.Duration(secs) * time.Second).UTC().Truncate(time.Second).Format(timeFormat),
-		DeliveryReport: "per_recipient",
-		CallbackURL:    c.cfg.CallbackURL,
+		DeliveryReport: c.deliveryReport(),
+		CallbackURL:    c.callback,
 	})
 	if err != nil {
 		return sms.NotAccepted(sms.DetailNotWritten, 0, fmt.Errorf("sinch.send %s: encoding: %w", req.AttemptRef, err))

@@ -24,6 +24,8 @@ const (
 	body   = "Your code is 918273. SECRET"
 	ref    = "01JC0000000000000000000000-a3"
 	plan   = "plan123"
+	// callbackToken has a character that must be escaped in a query.
+	callbackToken = "cb-token/0123456789"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 250_000_000, time.UTC)
@@ -36,7 +38,7 @@ func newClientTimeout(t *testing.T, base string, now time.Time, timeout time.Dur
 	t.Helper()
 	c, err := sinch.New(sinch.Config{
 		BaseURL: base, ServicePlanID: plan, APIToken: "tok", From: "ShopCo",
-		CallbackURL: "https://hooks.example/sinch", Timeout: timeout,
+		CallbackURL: "https://hooks.example/v1/provider-events/sinch", CallbackToken: callbackToken, Timeout: timeout,
 		Visibility: 30 * time.Second, Clock: notifytest.NewClock(now),
 	})
 	if err != nil {
@@ -78,8 +80,8 @@ func TestSendClassifies(t *testing.T) {
 				"client_reference": ref,
 				// 12:00:00.250 + 89 s, truncated to the second: never later than now + validity.
 				"expire_at":       "2026-11-01T12:01:29.000Z",
-				"delivery_report": "per_recipient",
-				"callback_url":    "https://hooks.example/sinch",
+				"delivery_report": "per_recipient_final",
+				"callback_url":    "https://hooks.example/v1/provider-events/sinch?token=cb-token%2F0123456789",
 			}
 			smstest.CheckBody(t, r, want)
 		},
@@ -168,5 +170,58 @@ func TestNewValidates(t *testing.T) {
 		if _, err := sinch.New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
+	}
+}
+
+// TestDeliveryReports: a batch asks for final delivery reports at the callback URL, with the
+// callback token in its query, only when a callback is configured; a callback without a token,
+// or one whose URL already has a query, is refused at start-up without quoting the token.
+func TestDeliveryReports(t *testing.T) {
+	send := func(t *testing.T, cfg sinch.Config) map[string]any {
+		t.Helper()
+		f := smstest.NewProvider(t, smstest.JSON(201, "", `{"id":"b1"}`))
+		cfg.BaseURL, cfg.ServicePlanID, cfg.APIToken, cfg.From, cfg.Clock = f.URL, plan, "tok", "ShopCo", notifytest.NewClock(t0)
+		c, err := sinch.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := c.Send(context.Background(), sms.SendRequest{To: number, Body: body, AttemptRef: ref, ValidityPeriod: time.Minute}); out.Class != sms.ClassAccepted {
+			t.Fatalf("outcome %s (%v)", out, out.Err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(f.Requests()[0].Body, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	t.Run("no callback, no reports", func(t *testing.T) {
+		got := send(t, sinch.Config{})
+		if got["delivery_report"] != sinch.ReportNone || got["callback_url"] != nil || got["client_reference"] != ref {
+			t.Errorf("batch asks for %v at %v (reference %v), want none at no URL, with the reference", got["delivery_report"], got["callback_url"], got["client_reference"])
+		}
+	})
+	t.Run("callback with its token", func(t *testing.T) {
+		got := send(t, sinch.Config{CallbackURL: "https://api.example/v1/provider-events/sinch", CallbackToken: callbackToken})
+		u, err := url.Parse(fmt.Sprint(got["callback_url"]))
+		if err != nil || u.Query().Get(sinch.CallbackTokenQuery) != callbackToken || u.Path != "/v1/provider-events/sinch" {
+			t.Errorf("callback_url %v, want the route with the token in its query", got["callback_url"])
+		}
+		if got["delivery_report"] != sinch.ReportFinal || got["client_reference"] != ref {
+			t.Errorf("batch asks for %v (reference %v), want %s with the attempt reference", got["delivery_report"], got["client_reference"], sinch.ReportFinal)
+		}
+	})
+	for name, cfg := range map[string]sinch.Config{
+		"no token":        {CallbackURL: "https://api.example/v1/provider-events/sinch"},
+		"a query":         {CallbackURL: "https://api.example/v1/provider-events/sinch?token=x", CallbackToken: callbackToken},
+		"not http":        {CallbackURL: "ftp://api.example/x", CallbackToken: callbackToken},
+		"user in the URL": {CallbackURL: "https://u:p@api.example/x", CallbackToken: callbackToken},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg.BaseURL, cfg.ServicePlanID, cfg.APIToken, cfg.From = "https://sinch.example", plan, "tok", "ShopCo"
+			_, err := sinch.New(cfg)
+			if err == nil || strings.Contains(err.Error(), callbackToken) {
+				t.Errorf("New = %v, want an error that does not quote the token", err)
+			}
+		})
 	}
 }

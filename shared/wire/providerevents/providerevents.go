@@ -1,8 +1,9 @@
 // Package providerevents assembles the provider-events function that takes SMS delivery
-// receipts: AWS End User Messaging SMS events through the receipts SNS topic, and the
-// simulator's webhook through the HTTP API route POST /v1/provider-events/simulator. One
-// function serves both sources: providerevents.Handler.Handle takes the raw payload and dispatches
-// on its shape.
+// receipts: AWS End User Messaging SMS events through the receipts SNS topic, Sinch's delivery
+// reports through the HTTP API route POST /v1/provider-events/sinch, and the simulator's
+// webhook through POST /v1/provider-events/simulator. One function's code serves every
+// source (template.yaml gives each webhook a function of its own, with its own token):
+// providerevents.Handler.Handle takes the raw payload and dispatches on its shape and route.
 package providerevents
 
 import (
@@ -30,21 +31,18 @@ var Function = wire.Function[*providerevents.Handler]{Name: "provider-events", N
 
 // New builds the provider-events handler from env: the receipts table (RECEIPTS_TABLE,
 // RECEIPT_RETENTION_DAYS), the notifications store and its by_notification index
-// (NOTIFICATIONS_TABLE), and the simulator webhook's token (SIMULATOR_WEBHOOK_TOKEN locally,
-// else the SSM SecureString SIMULATOR_WEBHOOK_TOKEN_PARAM, read once here), and the End User
-// Messaging configuration set whose events it applies (SMS_CONFIGURATION_SET).
+// (NOTIFICATIONS_TABLE), the simulator webhook's token (SIMULATOR_WEBHOOK_TOKEN locally,
+// else the SSM SecureString SIMULATOR_WEBHOOK_TOKEN_PARAM, read once here), the Sinch
+// webhook's (SINCH_CALLBACK_TOKEN, else SINCH_CALLBACK_TOKEN_PARAM, likewise), and the End
+// User Messaging configuration set whose events it applies (SMS_CONFIGURATION_SET).
 func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*providerevents.Handler, error) {
 	cfg, err := config.Load(env, config.NeedNotificationsTable)
 	rcfg, rerr := config.LoadReceipts(env, true)
 	if err := errors.Join(err, rerr); err != nil {
 		return nil, err
 	}
-	if len(rcfg.WebhookToken) == 0 && rcfg.WebhookTokenParam != "" {
-		token, err := secretparam.Read(ctx, ssm.NewFromConfig(awsCfg), rcfg.WebhookTokenParam, config.MinWebhookTokenLen)
-		if err != nil {
-			return nil, fmt.Errorf("wire.provider events: %w", err)
-		}
-		rcfg.WebhookToken = token
+	if err := readTokens(ctx, awsCfg, &rcfg); err != nil {
+		return nil, err
 	}
 	db := awsclient.DynamoDB(awsCfg, "")
 	notifications := dynamostore.New(db, cfg.NotificationsTable)
@@ -62,5 +60,24 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 			ConfigurationSet: strings.TrimSpace(env(config.EnvSMSConfigurationSet)),
 		},
 		WebhookToken: rcfg.WebhookToken,
+		SinchToken:   rcfg.SinchToken,
 	}, nil
+}
+
+// readTokens reads the webhooks' tokens that rcfg names in SSM but does not hold.
+func readTokens(ctx context.Context, awsCfg aws.Config, rcfg *config.Receipts) error {
+	for _, t := range []struct {
+		token *[]byte
+		param string
+	}{{&rcfg.WebhookToken, rcfg.WebhookTokenParam}, {&rcfg.SinchToken, rcfg.SinchTokenParam}} {
+		if len(*t.token) > 0 || t.param == "" {
+			continue
+		}
+		v, err := secretparam.Read(ctx, ssm.NewFromConfig(awsCfg), t.param, config.MinWebhookTokenLen)
+		if err != nil {
+			return fmt.Errorf("wire.provider events: %w", err)
+		}
+		*t.token = v
+	}
+	return nil
 }

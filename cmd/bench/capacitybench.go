@@ -70,7 +70,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // bytes each function writes, its invocations and busy time, and the AWS requests.
 func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) (lifecycle, storageSizes, error) {
 	meter := newCapacityMeter()
-	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, "capacity", meter.Instrument)
+	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, capacityKind, meter.Instrument)
 	if err != nil {
 		return lifecycle{}, nil, err
 	}

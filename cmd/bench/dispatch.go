@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/awscount"
@@ -87,10 +90,12 @@ func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispa
 	if err := faulty.admit(ctx, o.Fault); err != nil {
 		return err
 	}
+	faultStart := time.Now()
 	states, err := faulty.runUntilDone(ctx, o.Pollers, 3*time.Minute)
 	if err != nil {
 		return err
 	}
+	faultTook := time.Since(faultStart)
 	faultCounts := faulty.counter.Counts()
 
 	fmt.Fprintf(out, "dispatch_notifications=%d\ndispatch_pollers=%d\n", o.Happy, o.Pollers)
@@ -98,6 +103,7 @@ func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispa
 	fmt.Fprintf(out, "requests_per_notification_happy=%.2f\n", float64(total(happyCounts))/float64(o.Happy))
 	fmt.Fprintf(out, "requests_per_notification_happy_breakdown=%s\n", awscount.FormatCounts(happyCounts, float64(o.Happy)))
 	fmt.Fprintf(out, "fault_mix_notifications=%d\nfault_mix_final_states=%s\n", o.Fault, states)
+	fmt.Fprintf(out, "fault_mix_seconds=%.1f\n", faultTook.Seconds())
 	fmt.Fprintf(out, "requests_per_notification_fault_mix=%.2f\n", float64(total(faultCounts))/float64(o.Fault))
 	fmt.Fprintf(out, "requests_per_notification_fault_mix_breakdown=%s\n", awscount.FormatCounts(faultCounts, float64(o.Fault)))
 	return failoverBench(ctx, ddbEndpoint, sqsEndpoint, o.Fault, o.Pollers, out)
@@ -135,9 +141,13 @@ type pipeline struct {
 	wiring workercorewire.Wiring
 }
 
+// capacityKind is the kind of the capacity benchmark's pipeline, the one that reads its
+// notifications table's stream (the audit writer's input).
+const capacityKind = "capacity"
+
 // newPipeline builds a pipeline whose simulator has simCfg and whose provider calls time out
 // after timeout. Each of instrument is applied to the counted clients' config too (the
-// capacity meter is one).
+// capacity meter is one). Only a pipeline of capacityKind keeps its table's stream.
 func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg smssim.Config, timeout time.Duration, kind string, instrument ...func(*aws.Config)) (_ *pipeline, err error) {
 	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
 	p := &pipeline{name: fmt.Sprintf("bench-%s-%d", kind, time.Now().UnixNano()), counter: awscount.NewCounter()}
@@ -148,7 +158,7 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 			p.close()
 		}
 	}()
-	if err := p.createStorage(ctx); err != nil {
+	if err := p.createStorage(ctx, kind == capacityKind); err != nil {
 		return nil, err
 	}
 	p.sim = smssim.New(simCfg)
@@ -185,11 +195,17 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	return p, nil
 }
 
-// createStorage creates the pipeline's tables and its dispatch and reconcile queues.
-func (p *pipeline) createStorage(ctx context.Context) error {
+// createStorage creates the pipeline's tables and its dispatch and reconcile queues. The
+// notifications table keeps its stream only when the pipeline reads it (see disableStream).
+func (p *pipeline) createStorage(ctx context.Context, readsStream bool) error {
 	p.table, p.audit = p.name+"-notifications", p.name+"-audit"
 	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
 		return err
+	}
+	if !readsStream {
+		if err := disableStream(ctx, p.db, p.table); err != nil {
+			return err
+		}
 	}
 	p.store = dynamostore.New(p.db, p.table)
 	for _, q := range []struct {
@@ -333,7 +349,7 @@ func (p *pipeline) runUntilDone(ctx context.Context, pollers int, timeout time.D
 	stop.Store(true)
 	wg.Wait()
 	if err = errors.Join(append(errs, err)...); err != nil {
-		return "", fmt.Errorf("dispatch bench: fault mix: %w", err)
+		return "", fmt.Errorf("dispatch bench: fault mix: %w; %s", err, p.stuck())
 	}
 	states := map[string]int{}
 	for _, k := range p.keys {
@@ -360,6 +376,79 @@ func (p *pipeline) waitDone(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// stuck says, for a run that did not finish, which records are not done, by state: how many,
+// their attempts and when they were next due, with a few keys; how many sends reached the
+// simulator against the attempts the records count (attempts that never reached it ended before
+// their request was written); and what the queues still hold. It reads on a context of its own:
+// the run's has ended.
+func (p *pipeline) stuck() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	now := time.Now()
+	type group struct {
+		n, minAttempt, maxAttempt int
+		firstDue, lastDue         time.Time
+		keys                      []string
+	}
+	groups := map[string]*group{}
+	attempts := 0
+	for _, k := range p.keys {
+		rec, err := p.store.Get(ctx, k)
+		if err != nil {
+			return fmt.Sprintf("cannot read %s: %v", k, err)
+		}
+		attempts += rec.Attempt
+		if rec.NextActionAt.IsZero() {
+			continue // done sending
+		}
+		s := string(rec.State) + "/" + string(rec.Reason)
+		g := groups[s]
+		if g == nil {
+			g = &group{minAttempt: rec.Attempt, firstDue: rec.NextActionAt, lastDue: rec.NextActionAt}
+			groups[s] = g
+		}
+		g.n++
+		g.minAttempt, g.maxAttempt = min(g.minAttempt, rec.Attempt), max(g.maxAttempt, rec.Attempt)
+		if rec.NextActionAt.Before(g.firstDue) {
+			g.firstDue = rec.NextActionAt
+		}
+		if rec.NextActionAt.After(g.lastDue) {
+			g.lastDue = rec.NextActionAt
+		}
+		if len(g.keys) < 3 {
+			g.keys = append(g.keys, strings.TrimPrefix(k, p.name+"-"))
+		}
+	}
+	states := map[string]string{}
+	waiting := 0
+	for s, g := range groups {
+		waiting += g.n
+		states[s] = fmt.Sprintf("%d (attempts %d-%d, next action %+.0fs to %+.0fs from now, e.g. %s)",
+			g.n, g.minAttempt, g.maxAttempt, g.firstDue.Sub(now).Seconds(), g.lastDue.Sub(now).Seconds(), strings.Join(g.keys, " "))
+	}
+	queues := make([]string, 0, 2)
+	for _, u := range []string{p.dispatchURL, p.reconcileURL} {
+		queues = append(queues, p.queueDepth(ctx, u))
+	}
+	byState := cmp.Or(formatSorted(states, "%s %s"), "none")
+	return fmt.Sprintf("%d of %d records not done, by state: %s; %d sends reached the simulator for %d attempts; queues: %s",
+		waiting, len(p.keys), byState, len(p.sim.Requests()), attempts, strings.Join(queues, ", "))
+}
+
+// queueDepth names the queue at u and its visible, in-flight and delayed message counts.
+func (p *pipeline) queueDepth(ctx context.Context, u string) string {
+	name := u[strings.LastIndex(u, "-")+1:]
+	out, err := p.queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(u), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		return fmt.Sprintf("%s unreadable (%v)", name, err)
+	}
+	a := out.Attributes
+	return fmt.Sprintf("%s visible %s, in flight %s, delayed %s", name, a[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)],
+		a[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], a[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)])
 }
 
 func (p *pipeline) done(ctx context.Context) (bool, error) {

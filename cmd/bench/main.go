@@ -30,7 +30,8 @@
 // (digest_seconds_per_100k_entries, digest_peak_heap_mb, verify_seconds_per_100k_entries). The
 // conversion benchmark (conversion.go) replays a day of traffic with pumping bursts and prints
 // what the conversion guard blocked. -mode admission, dispatch, replay, audit, digest, floor,
-// cost, conversion, country or coldstart runs one of them.
+// cost, conversion, country or coldstart runs one of them; a comma-separated list runs those in
+// one process, in the order of -mode all.
 //
 // It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
 // by `go run ./cmd/devstack exec --`).
@@ -46,6 +47,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/resetnotify/resetnotify/shared/seal"
@@ -90,7 +92,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 func parseFlags(args []string) (benchFlags, error) {
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, admission, dispatch, replay, audit, digest, floor, cost, conversion, country or coldstart")
+	fs.StringVar(&f.mode, "mode", "all", "which benchmarks to run: all, or one or a comma-separated list of admission, dispatch, replay, audit, digest, floor, cost, conversion, country and coldstart (in one process, in all's order)")
 	fs.IntVar(&f.ops, "ops", 2000, "admission: operations per measured phase (at concurrency 16; a quarter at 1)")
 	fs.IntVar(&f.workers, "concurrency", 8, "admission: concurrent callers of the guard-off benchmark")
 	fs.IntVar(&f.happy, "dispatch-n", 400, "dispatch: notifications pumped through the dispatch handler for throughput")
@@ -110,8 +112,32 @@ func parseFlags(args []string) (benchFlags, error) {
 	return f, err
 }
 
-// runs reports whether -mode selects the benchmark name.
-func (f benchFlags) runs(name string) bool { return f.mode == "all" || f.mode == name }
+// modeNames are the benchmarks -mode can name.
+var modeNames = []string{"admission", "dispatch", "replay", "audit", "digest", "floor", "cost", "conversion", "country", "coldstart"}
+
+// runs reports whether -mode selects the benchmark name: all, name, or a comma-separated list
+// holding it.
+func (f benchFlags) runs(name string) bool {
+	return f.mode == "all" || slices.Contains(strings.Split(f.mode, ","), name)
+}
+
+// only reports whether -mode selects no benchmark but those in names.
+func (f benchFlags) only(names ...string) bool {
+	return f.mode != "all" && !slices.ContainsFunc(strings.Split(f.mode, ","), func(m string) bool { return !slices.Contains(names, m) })
+}
+
+// checkMode refuses a -mode naming a benchmark that does not exist.
+func (f benchFlags) checkMode() error {
+	if f.mode == "all" {
+		return nil
+	}
+	for _, m := range strings.Split(f.mode, ",") {
+		if !slices.Contains(modeNames, m) {
+			return fmt.Errorf("unknown -mode %q: want all, or one or a comma-separated list of %s", f.mode, strings.Join(modeNames, ", "))
+		}
+	}
+	return nil
+}
 
 // runModes runs the benchmarks -mode selects: those on DynamoDB alone first, then those that
 // need SQS too.
@@ -122,18 +148,18 @@ func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
 	if f.happy < 10 || f.fault < 10 || f.pollers < 1 || f.replays < 1 {
 		return errors.New("need -dispatch-n >= 10, -fault-n >= 10, -pollers >= 1 and -replays >= 1")
 	}
-	if f.mode == "coldstart" {
+	if err := f.checkMode(); err != nil {
+		return err
+	}
+	if f.only("coldstart") {
 		// Builds and starts the bootstraps; needs no emulator.
 		return coldStartBench(ctx, f.coldRuns, out)
 	}
 	if f.runs("country") {
 		// CPU only; needs no emulator.
-		if err := countryBench(out, 2000); err != nil || f.mode == "country" {
+		if err := countryBench(out, 2000); err != nil || f.only("country") {
 			return err
 		}
-	}
-	if !slices.ContainsFunc([]string{"admission", "dispatch", "replay", "cost", "floor", "audit", "digest", "conversion"}, f.runs) {
-		return fmt.Errorf("unknown -mode %q: want all, admission, dispatch, replay, audit, digest, floor, cost, conversion, country or coldstart", f.mode)
 	}
 	if f.digestN < 1 {
 		return errors.New("need -digest-n >= 1")
@@ -146,6 +172,9 @@ func runModes(ctx context.Context, f benchFlags, out io.Writer) error {
 		return err
 	}
 	if !f.runs("dispatch") && !f.runs("replay") && !f.runs("cost") {
+		if f.runs("coldstart") {
+			return coldStartBench(ctx, f.coldRuns, out)
+		}
 		return nil
 	}
 	sqsEndpoint, err := endpointFromEnv("RESETNOTIFY_SQS_ENDPOINT")
@@ -196,7 +225,7 @@ func runDynamoDBModes(ctx context.Context, f benchFlags, endpoint string, out io
 }
 
 // runSQSModes runs the selected benchmarks that need moto's SQS too, and with -mode all the
-// cold-start benchmark before the cost benchmark.
+// cold-start benchmark before the cost benchmark (also when a -mode list names it).
 func runSQSModes(ctx context.Context, f benchFlags, endpoint, sqsEndpoint string, out io.Writer) error {
 	if f.runs("dispatch") {
 		if err := dispatchBench(ctx, endpoint, sqsEndpoint, dispatchOptions{Happy: f.happy, Fault: f.fault, Pollers: f.pollers}, out); err != nil {
@@ -208,7 +237,7 @@ func runSQSModes(ctx context.Context, f benchFlags, endpoint, sqsEndpoint string
 			return err
 		}
 	}
-	if f.mode == "all" {
+	if f.runs("coldstart") {
 		if err := coldStartBench(ctx, f.coldRuns, out); err != nil {
 			return err
 		}

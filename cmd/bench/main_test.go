@@ -18,6 +18,7 @@ func TestRunRefusesBeforeMeasuring(t *testing.T) {
 		want string
 	}{
 		{"unknown mode", []string{"-mode", "nope"}, `unknown -mode "nope"`},
+		{"unknown mode in a list", []string{"-mode", "admission,nope"}, `unknown -mode "admission,nope"`},
 		{"too few ops", []string{"-ops", "5"}, "need -ops >= 100"},
 		{"too few pollers", []string{"-pollers", "0"}, "need -dispatch-n >= 10"},
 		{"no digest entries", []string{"-digest-n", "0"}, "need -digest-n >= 1"},
@@ -47,5 +48,9 @@ func TestRunNeedsSQSOnlyForItsModes(t *testing.T) {
 		if !(benchFlags{mode: "all"}).runs(mode) || !(benchFlags{mode: mode}).runs(mode) || (benchFlags{mode: "coldstart"}).runs(mode) {
 			t.Errorf("runs(%q) is wrong", mode)
 		}
+	}
+	list := benchFlags{mode: "admission,dispatch"}
+	if !list.runs("admission") || !list.runs("dispatch") || list.runs("floor") || list.only("admission") || !list.only("admission", "dispatch") {
+		t.Errorf("a comma-separated -mode: runs or only is wrong")
 	}
 }

@@ -283,6 +283,22 @@ func (s *stack) sims() []string {
 	return []string{s.sim, s.sim2}
 }
 
+// simOf returns the base URL of the simulated provider a status names ("simulator" is the
+// first of the chain, "simulator2" the second). Which one sent a message is the chain's
+// choice: after a run of "not accepted" answers the first is cooling down and the second
+// sends, so a test that reads a message follows the status, not a fixed simulator.
+func (s *stack) simOf(t *testing.T, provider string) string {
+	t.Helper()
+	switch {
+	case provider == "simulator":
+		return s.sim
+	case provider == "simulator2" && s.sim2 != "":
+		return s.sim2
+	}
+	t.Fatalf("the status names provider %q, which is no simulator of this stack", provider)
+	return ""
+}
+
 // simDoAt calls the control API of the simulator at base.
 func (s *stack) simDoAt(t *testing.T, base, method, path string, body any, out any) {
 	t.Helper()

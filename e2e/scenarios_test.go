@@ -198,12 +198,16 @@ func TestLookupOutage(t *testing.T) {
 	s := getStack(t)
 	to := number(t)
 	s.fault(t, to, "accept_then_timeout", "accept")
-	s.simDo(t, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "unavailable"}, nil)
+	for _, base := range s.sims() { // whichever provider the chain sends through
+		s.simDoAt(t, base, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "unavailable"}, nil)
+	}
 	restored := false
 	restore := func() {
 		if !restored {
 			restored = true
-			s.simDo(t, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "normal"}, nil)
+			for _, base := range s.sims() {
+				s.simDoAt(t, base, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "normal"}, nil)
+			}
 		}
 	}
 	t.Cleanup(restore)
@@ -234,8 +238,9 @@ func TestLookupOutage(t *testing.T) {
 }
 
 // TestConversionReachesTheProvider: the caller reports the code used; the record stays
-// delivered with CONVERTED, a repeat changes nothing, the simulator records the feedback on
-// the message, and the audit trail tells it.
+// delivered with CONVERTED, a repeat changes nothing, the simulator that sent the message
+// (the first of the chain, or the second while the first cools down after the failover
+// tests) records the feedback on it, and the audit trail tells it.
 func TestConversionReachesTheProvider(t *testing.T) {
 	s := getStack(t)
 	to := number(t)
@@ -255,7 +260,7 @@ func TestConversionReachesTheProvider(t *testing.T) {
 		t.Errorf("repeated conversion: %d %v %s", again.Code, again.Header, again.Body)
 	}
 	var msg simapi.Message
-	s.simDo(t, http.MethodGet, "/messages/"+st.ProviderMessageID, nil, &msg)
+	s.simDoAt(t, s.simOf(t, st.Provider), http.MethodGet, "/messages/"+st.ProviderMessageID, nil, &msg)
 	if msg.Feedback != simapi.FeedbackReceived {
 		t.Errorf("the simulator holds feedback %q for %s, want %s", msg.Feedback, st.ProviderMessageID, simapi.FeedbackReceived)
 	}

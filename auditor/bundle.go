@@ -28,7 +28,7 @@ func Collect(ctx context.Context, r *audit.Reader, from, to time.Time) (Bundle, 
 	b := Bundle{From: from, To: to}
 	var err error
 	if b.Digests, err = DigestsCovering(ctx, r.DB, r.Table, from, to); err != nil {
-		return Bundle{}, fmt.Errorf("audit.collect: %w", err)
+		return Bundle{}, fmt.Errorf("auditor.collect: %w", err)
 	}
 	coverFrom, coverTo := b.CoverSpan()
 	want := map[string]map[string]bool{} // event ID → notification IDs
@@ -42,20 +42,20 @@ func Collect(ctx context.Context, r *audit.Reader, from, to time.Time) (Bundle, 
 	}
 	for e, err := range audit.WrittenIn(ctx, r.DB, r.Table, coverFrom, coverTo) {
 		if err != nil {
-			return Bundle{}, fmt.Errorf("audit.collect: %w", err)
+			return Bundle{}, fmt.Errorf("auditor.collect: %w", err)
 		}
 		note(e)
 	}
 	for e, err := range r.Range(ctx, from, to) {
 		if err != nil {
-			return Bundle{}, fmt.Errorf("audit.collect: %w", err)
+			return Bundle{}, fmt.Errorf("auditor.collect: %w", err)
 		}
 		note(e)
 	}
 	for _, ev := range events {
 		es, err := r.Timeline(ctx, ev)
 		if err != nil {
-			return Bundle{}, fmt.Errorf("audit.collect: %w", err)
+			return Bundle{}, fmt.Errorf("auditor.collect: %w", err)
 		}
 		for _, e := range es {
 			if want[ev][e.NotificationID] {

@@ -102,7 +102,7 @@ func ReadBundle(r io.Reader) (Bundle, error) {
 	var records []json.RawMessage
 	if first, err := peekNonSpace(br); err == nil && first == '[' {
 		if err := json.NewDecoder(br).Decode(&records); err != nil {
-			return Bundle{}, fmt.Errorf("audit.read bundle: %w", err)
+			return Bundle{}, fmt.Errorf("auditor.read bundle: %w", err)
 		}
 	} else {
 		sc := bufio.NewScanner(br)
@@ -113,7 +113,7 @@ func ReadBundle(r io.Reader) (Bundle, error) {
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return Bundle{}, fmt.Errorf("audit.read bundle: %w", err)
+			return Bundle{}, fmt.Errorf("auditor.read bundle: %w", err)
 		}
 	}
 	var b Bundle
@@ -121,29 +121,29 @@ func ReadBundle(r io.Reader) (Bundle, error) {
 	for i, raw := range records {
 		var kind struct{ Type string }
 		if err := json.Unmarshal(raw, &kind); err != nil {
-			return Bundle{}, fmt.Errorf("audit.read bundle: record %d: %w", i+1, err)
+			return Bundle{}, fmt.Errorf("auditor.read bundle: record %d: %w", i+1, err)
 		}
 		switch kind.Type {
 		case recordRange:
 			var rj rangeJSON
 			if err := json.Unmarshal(raw, &rj); err != nil {
-				return Bundle{}, fmt.Errorf("audit.read bundle: record %d: %w", i+1, err)
+				return Bundle{}, fmt.Errorf("auditor.read bundle: record %d: %w", i+1, err)
 			}
 			b.From, b.To, hasRange = rj.From.UTC(), rj.To.UTC(), true
 		case recordDigest:
 			var dj digestJSON
 			if err := json.Unmarshal(raw, &dj); err != nil {
-				return Bundle{}, fmt.Errorf("audit.read bundle: record %d: %w", i+1, err)
+				return Bundle{}, fmt.Errorf("auditor.read bundle: record %d: %w", i+1, err)
 			}
 			b.Digests = append(b.Digests, dj.digest())
 		case "":
 			e, err := audit.EntryFromJSON(raw)
 			if err != nil {
-				return Bundle{}, fmt.Errorf("audit.read bundle: record %d: %w", i+1, err)
+				return Bundle{}, fmt.Errorf("auditor.read bundle: record %d: %w", i+1, err)
 			}
 			b.Entries = append(b.Entries, e)
 		default:
-			return Bundle{}, fmt.Errorf("audit.read bundle: record %d: unknown type %s", i+1, strconv.Quote(kind.Type))
+			return Bundle{}, fmt.Errorf("auditor.read bundle: record %d: unknown type %s", i+1, strconv.Quote(kind.Type))
 		}
 	}
 	if !hasRange {

@@ -55,7 +55,7 @@ func ProofJSON(p Proof) ([]byte, error) {
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("audit.proof json %s: %w", p.EventID, err)
+		return nil, fmt.Errorf("auditor.proof json %s: %w", p.EventID, err)
 	}
 	return append(b, '\n'), nil
 }
@@ -67,10 +67,10 @@ func ReadProof(raw []byte) (Proof, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
-		return Proof{}, fmt.Errorf("audit.read proof: %w", err)
+		return Proof{}, fmt.Errorf("auditor.read proof: %w", err)
 	}
 	if j.Type != proofFileType {
-		return Proof{}, fmt.Errorf("audit.read proof: not a proof file (type %q, want %q)", j.Type, proofFileType)
+		return Proof{}, fmt.Errorf("auditor.read proof: not a proof file (type %q, want %q)", j.Type, proofFileType)
 	}
 	p := Proof{EventID: j.EventID}
 	for _, d := range j.Digests {
@@ -79,7 +79,7 @@ func ReadProof(raw []byte) (Proof, error) {
 	for i, ej := range j.Entries {
 		ep, err := ej.proof()
 		if err != nil {
-			return Proof{}, fmt.Errorf("audit.read proof: entry %d: %w", i+1, err)
+			return Proof{}, fmt.Errorf("auditor.read proof: entry %d: %w", i+1, err)
 		}
 		p.Entries = append(p.Entries, ep)
 	}

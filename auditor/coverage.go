@@ -121,7 +121,7 @@ func DigestsCovering(ctx context.Context, db audit.QueryAPI, table string, from,
 	var out []audit.Digest
 	for d, err := range audit.Digests(ctx, db, table, time.Time{}, to, false) {
 		if err != nil {
-			return nil, fmt.Errorf("audit.digests covering: %w", err)
+			return nil, fmt.Errorf("auditor.digests covering: %w", err)
 		}
 		out = append(out, d)
 		if !d.PeriodEnd.After(from) {

@@ -54,7 +54,7 @@ func BuildProof(ctx context.Context, db audit.QueryAPI, table, eventID string, e
 		default:
 			t, err := periodTree(ctx, db, table, *d, trees)
 			if err != nil {
-				return Proof{}, fmt.Errorf("audit.proof %s: %w", eventID, err)
+				return Proof{}, fmt.Errorf("auditor.proof %s: %w", eventID, err)
 			}
 			ep.PeriodStart, ep.TreeSize, ep.Unproven = d.PeriodStart, d.Count, ""
 			if t == nil {
@@ -115,7 +115,7 @@ func addPaths(p *Proof, trees map[time.Time]*audit.PeriodTree) error {
 	for start, idx := range want {
 		ps, err := trees[start].InclusionPaths(idx)
 		if err != nil {
-			return fmt.Errorf("audit.proof %s: %w", p.EventID, err)
+			return fmt.Errorf("auditor.proof %s: %w", p.EventID, err)
 		}
 		paths[start] = ps
 	}

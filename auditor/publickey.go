@@ -26,11 +26,11 @@ var _ PublicKeyAPI = (*kms.Client)(nil)
 func KMSPublicKey(ctx context.Context, api PublicKeyAPI, keyID string) (*ecdsa.PublicKey, error) {
 	out, err := api.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(keyID)})
 	if err != nil {
-		return nil, fmt.Errorf("audit.public key %s: %w", keyID, err)
+		return nil, fmt.Errorf("auditor.public key %s: %w", keyID, err)
 	}
 	pub, err := parsePKIX(out.PublicKey)
 	if err != nil {
-		return nil, fmt.Errorf("audit.public key %s: %w", keyID, err)
+		return nil, fmt.Errorf("auditor.public key %s: %w", keyID, err)
 	}
 	return pub, nil
 }
@@ -39,11 +39,11 @@ func KMSPublicKey(ctx context.Context, api PublicKeyAPI, keyID string) (*ecdsa.P
 func ParsePublicKeyPEM(b []byte) (*ecdsa.PublicKey, error) {
 	block, _ := pem.Decode(b)
 	if block == nil || block.Type != "PUBLIC KEY" {
-		return nil, errors.New("audit.public key: not a PUBLIC KEY PEM block")
+		return nil, errors.New("auditor.public key: not a PUBLIC KEY PEM block")
 	}
 	pub, err := parsePKIX(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("audit.public key: %w", err)
+		return nil, fmt.Errorf("auditor.public key: %w", err)
 	}
 	return pub, nil
 }

@@ -178,7 +178,7 @@ func (r *Replayer) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 func (r *Replayer) Replay(ctx context.Context, b StreamBatchInfo) (ReplayResult, error) {
 	var res ReplayResult
 	if err := r.checkBatch(ctx, b); err != nil {
-		return res, fmt.Errorf("audit.replay: %w", err)
+		return res, fmt.Errorf("auditreplay.replay: %w", err)
 	}
 	actor := audit.Actor{Function: r.Function, Version: r.FunctionVersion}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
@@ -187,12 +187,12 @@ func (r *Replayer) Replay(ctx context.Context, b StreamBatchInfo) (ReplayResult,
 	gone, unbuildable, err := r.replayRecords(ctx, b, actor, &res)
 	switch {
 	case err != nil:
-		return res, fmt.Errorf("audit.replay %s %s: %w", b.ShardID, b.StartSequenceNumber, err)
+		return res, fmt.Errorf("auditreplay.replay %s %s: %w", b.ShardID, b.StartSequenceNumber, err)
 	case gone:
 		res.RecordsGone = true
 		keys, err := r.touchedSince(ctx, b.ApproximateArrivalOfFirstRecord.Add(-arrivalSlack))
 		if err != nil {
-			return res, fmt.Errorf("audit.replay %s %s: %w", b.ShardID, b.StartSequenceNumber, err)
+			return res, fmt.Errorf("auditreplay.replay %s %s: %w", b.ShardID, b.StartSequenceNumber, err)
 		}
 		unbuildable = append(unbuildable, keys...)
 	}
@@ -200,7 +200,7 @@ func (r *Replayer) Replay(ctx context.Context, b StreamBatchInfo) (ReplayResult,
 	for _, key := range unbuildable {
 		n, later, err := r.gapsFor(ctx, key, actor)
 		if err != nil {
-			return res, fmt.Errorf("audit.replay %s %s: %w", b.ShardID, b.StartSequenceNumber, err)
+			return res, fmt.Errorf("auditreplay.replay %s %s: %w", b.ShardID, b.StartSequenceNumber, err)
 		}
 		res.Gaps += n
 		if later {
@@ -209,7 +209,7 @@ func (r *Replayer) Replay(ctx context.Context, b StreamBatchInfo) (ReplayResult,
 	}
 	if deferred > 0 {
 		// Delivered again after the queue's visibility timeout, when they have settled.
-		return res, fmt.Errorf("audit.replay %s %s: %d notifications changed too recently to tell a lost transition from one on its way: %w",
+		return res, fmt.Errorf("auditreplay.replay %s %s: %d notifications changed too recently to tell a lost transition from one on its way: %w",
 			b.ShardID, b.StartSequenceNumber, deferred, ErrTooRecent)
 	}
 	return res, nil

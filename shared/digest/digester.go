@@ -155,7 +155,7 @@ func (d *Digester) close(ctx context.Context, start, end time.Time, prev *audit.
 	var tree audit.PeriodTree
 	for e, err := range audit.WrittenIn(ctx, d.DB, d.Table, start, end) {
 		if err != nil {
-			return audit.Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+			return audit.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
 		}
 		tree.Add(audit.LineOf(e))
 		dg.RetainUntil = max(dg.RetainUntil, e.RetainUntil)
@@ -163,12 +163,12 @@ func (d *Digester) close(ctx context.Context, start, end time.Time, prev *audit.
 	dg.Count, dg.Root = tree.Size(), tree.Root()
 	sig, err := d.Signer.Sign(ctx, audit.DigestSum(dg))
 	if err != nil {
-		return audit.Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+		return audit.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
 	}
 	dg.Signature = base64.StdEncoding.EncodeToString(sig)
 	stored, err := d.put(ctx, dg)
 	if err != nil {
-		return audit.Digest{}, fmt.Errorf("audit.digest %s: %w", dg.Period(), err)
+		return audit.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
 	}
 	return stored, nil
 }
@@ -213,7 +213,7 @@ func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, er
 	today := now.Truncate(24 * time.Hour)
 	e, found, err := audit.EarliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("audit.digest first period: %w", err)
+		return time.Time{}, fmt.Errorf("digest.digest first period: %w", err)
 	}
 	if !found {
 		return latest, nil

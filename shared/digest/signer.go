@@ -57,7 +57,7 @@ func (s KMSSigner) Sign(ctx context.Context, sum []byte) ([]byte, error) {
 		SigningAlgorithm: kmstypes.SigningAlgorithmSpecEcdsaSha256,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("audit.sign %s: %w", s.Key, err)
+		return nil, fmt.Errorf("digest.sign %s: %w", s.Key, err)
 	}
 	return out.Signature, nil
 }
@@ -74,7 +74,7 @@ func (s LocalSigner) KeyID() string { return LocalKeyID(&s.Key.PublicKey) }
 func (s LocalSigner) Sign(_ context.Context, sum []byte) ([]byte, error) {
 	sig, err := ecdsa.SignASN1(rand.Reader, s.Key, sum)
 	if err != nil {
-		return nil, fmt.Errorf("audit.sign local: %w", err)
+		return nil, fmt.Errorf("digest.sign local: %w", err)
 	}
 	return sig, nil
 }
@@ -93,11 +93,11 @@ func LocalKeyID(pub *ecdsa.PublicKey) string {
 func NewLocalKey() (*ecdsa.PrivateKey, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, fmt.Errorf("audit.new key: %w", err)
+		return nil, nil, fmt.Errorf("digest.new key: %w", err)
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("audit.new key: %w", err)
+		return nil, nil, fmt.Errorf("digest.new key: %w", err)
 	}
 	return key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
@@ -134,7 +134,7 @@ func ParsePrivateKeyPEM(b []byte) (*ecdsa.PrivateKey, error) {
 func PublicKeyPEM(pub *ecdsa.PublicKey) ([]byte, error) {
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
-		return nil, fmt.Errorf("audit.public key pem: %w", err)
+		return nil, fmt.Errorf("digest.public key pem: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }

@@ -58,26 +58,26 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		} `json:"requestContext"`
 	}
 	if err := json.Unmarshal(payload, &probe); err != nil {
-		h.Recorder.Poison(ctx, "unknown", fmt.Errorf("receipts.handle: payload is not a JSON object: %w", ErrPoison))
+		h.Recorder.Poison(ctx, "unknown", fmt.Errorf("providerevents.handle: payload is not a JSON object: %w", ErrPoison))
 		return nil, nil
 	}
 	switch {
 	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sns":
 		var ev events.SNSEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
-			h.Recorder.Poison(ctx, config.SMSEndUserSMS, fmt.Errorf("receipts.handle: unreadable SNS event: %w", ErrPoison))
+			h.Recorder.Poison(ctx, config.SMSEndUserSMS, fmt.Errorf("providerevents.handle: unreadable SNS event: %w", ErrPoison))
 			return nil, nil
 		}
 		return nil, h.HandleSNS(ctx, ev)
 	case probe.Version == "2.0" && probe.RequestContext.HTTP.Method != "":
 		var req events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(payload, &req); err != nil {
-			h.Recorder.Poison(ctx, "unknown", fmt.Errorf("receipts.handle: unreadable HTTP API event: %w", ErrPoison))
+			h.Recorder.Poison(ctx, "unknown", fmt.Errorf("providerevents.handle: unreadable HTTP API event: %w", ErrPoison))
 			return respond(http.StatusBadRequest, OutcomePoison), nil
 		}
 		return h.HandleHTTP(ctx, req)
 	}
-	h.Recorder.Poison(ctx, "unknown", fmt.Errorf("receipts.handle: neither an SNS nor an HTTP API event: %w", ErrPoison))
+	h.Recorder.Poison(ctx, "unknown", fmt.Errorf("providerevents.handle: neither an SNS nor an HTTP API event: %w", ErrPoison))
 	return nil, nil
 }
 
@@ -163,13 +163,13 @@ func (h *Handler) record(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if req.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(req.Body)
 		if err != nil {
-			h.Recorder.Poison(ctx, provider, fmt.Errorf("receipts.webhook: body is not base64: %w", ErrPoison))
+			h.Recorder.Poison(ctx, provider, fmt.Errorf("providerevents.webhook: body is not base64: %w", ErrPoison))
 			return respond(http.StatusBadRequest, OutcomePoison)
 		}
 		body = b
 	}
 	if len(body) > maxEventBytes {
-		h.Recorder.Poison(ctx, provider, fmt.Errorf("receipts.webhook: body over %d bytes: %w", maxEventBytes, ErrPoison))
+		h.Recorder.Poison(ctx, provider, fmt.Errorf("providerevents.webhook: body over %d bytes: %w", maxEventBytes, ErrPoison))
 		return respond(http.StatusRequestEntityTooLarge, OutcomePoison)
 	}
 	rc, err := parse(body)

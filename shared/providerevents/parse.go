@@ -69,15 +69,15 @@ var endUserStatus = map[string]sms.ReceiptStatus{
 // intermediate: it still proves acceptance.
 func ParseEndUserSMS(msg []byte) (Receipt, error) {
 	if len(msg) > maxEventBytes {
-		return Receipt{}, fmt.Errorf("receipts.parse endusersms: event over %d bytes: %w", maxEventBytes, ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse endusersms: event over %d bytes: %w", maxEventBytes, ErrPoison)
 	}
 	var ev endUserEvent
 	if err := json.Unmarshal(msg, &ev); err != nil {
 		// The decoder's message may quote the input: keep only its kind.
-		return Receipt{}, fmt.Errorf("receipts.parse endusersms: not an SMS event (%T): %w", err, ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse endusersms: not an SMS event (%T): %w", err, ErrPoison)
 	}
 	if !strings.HasPrefix(ev.EventType, "TEXT_") {
-		return Receipt{}, fmt.Errorf("receipts.parse endusersms: not an SMS event type: %w", ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse endusersms: not an SMS event type: %w", ErrPoison)
 	}
 	status, known := endUserStatus[ev.EventType]
 	if status == sms.ReceiptUndelivered && ev.IsFinal != nil && !*ev.IsFinal {
@@ -99,7 +99,7 @@ func ParseEndUserSMS(msg []byte) (Receipt, error) {
 		rc.At = time.UnixMilli(ev.EventTimestamp).UTC()
 	}
 	if err := rc.Validate(); err != nil {
-		return Receipt{}, fmt.Errorf("receipts.parse endusersms: %w", err)
+		return Receipt{}, fmt.Errorf("providerevents.parse endusersms: %w", err)
 	}
 	return rc, nil
 }
@@ -108,12 +108,12 @@ func ParseEndUserSMS(msg []byte) (Receipt, error) {
 // A body that cannot be read or names no attempt of ours returns an error wrapping ErrPoison.
 func ParseSimulator(body []byte) (Receipt, error) {
 	if len(body) > maxEventBytes {
-		return Receipt{}, fmt.Errorf("receipts.parse simulator: body over %d bytes: %w", maxEventBytes, ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse simulator: body over %d bytes: %w", maxEventBytes, ErrPoison)
 	}
 	var in simapi.Receipt
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&in); err != nil {
-		return Receipt{}, fmt.Errorf("receipts.parse simulator: not a receipt (%T): %w", err, ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse simulator: not a receipt (%T): %w", err, ErrPoison)
 	}
 	var status sms.ReceiptStatus
 	switch in.Status {
@@ -124,7 +124,7 @@ func ParseSimulator(body []byte) (Receipt, error) {
 	case simapi.StatusAccepted:
 		status = sms.ReceiptNone
 	default:
-		return Receipt{}, fmt.Errorf("receipts.parse simulator: unknown status: %w", ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse simulator: unknown status: %w", ErrPoison)
 	}
 	detail := string(in.Status)
 	if in.Reason != "" {
@@ -144,7 +144,7 @@ func ParseSimulator(body []byte) (Receipt, error) {
 		Detail:     safeDetail(detail),
 	}
 	if err := rc.Validate(); err != nil {
-		return Receipt{}, fmt.Errorf("receipts.parse simulator: %w", err)
+		return Receipt{}, fmt.Errorf("providerevents.parse simulator: %w", err)
 	}
 	return rc, nil
 }

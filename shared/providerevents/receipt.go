@@ -70,18 +70,18 @@ func safeDetail(code string) string {
 // quote the receipt: a malformed one may hold anything.
 func (r Receipt) Validate() error {
 	if _, _, ok := r.Attempt(); !ok || len(r.AttemptRef) > maxField {
-		return fmt.Errorf("receipts.validate: no attempt reference of ours: %w", ErrPoison)
+		return fmt.Errorf("providerevents.validate: no attempt reference of ours: %w", ErrPoison)
 	}
 	switch r.Status {
 	case sms.ReceiptNone, sms.ReceiptDelivered, sms.ReceiptUndelivered:
 	default:
-		return fmt.Errorf("receipts.validate: unknown status: %w", ErrPoison)
+		return fmt.Errorf("providerevents.validate: unknown status: %w", ErrPoison)
 	}
 	if len(r.MessageID) > maxField || len(r.Provider) > maxField || r.Provider == "" {
-		return fmt.Errorf("receipts.validate: bad message ID or provider: %w", ErrPoison)
+		return fmt.Errorf("providerevents.validate: bad message ID or provider: %w", ErrPoison)
 	}
 	if r.Detail != "" && safeDetail(r.Detail) == "" {
-		return fmt.Errorf("receipts.validate: bad detail: %w", ErrPoison)
+		return fmt.Errorf("providerevents.validate: bad detail: %w", ErrPoison)
 	}
 	return nil
 }

@@ -106,7 +106,7 @@ func (r *Recorder) Record(ctx context.Context, rc Receipt) (Result, error) {
 func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 	stored, changed, err := r.Receipts.Put(ctx, rc)
 	if err != nil {
-		return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+		return Result{}, fmt.Errorf("providerevents.record %s: %w", rc.AttemptRef, err)
 	}
 	res := Result{Outcome: OutcomeRecorded, Receipt: stored, Changed: changed}
 	if stored.Final() && rc.Final() && stored.Status != rc.Status {
@@ -126,7 +126,7 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 		return res, nil
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+		return Result{}, fmt.Errorf("providerevents.record %s: %w", rc.AttemptRef, err)
 	}
 	maxTries := r.MaxTries
 	if maxTries <= 0 {
@@ -135,13 +135,13 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 	for range maxTries {
 		done, err := r.applyOnce(ctx, stored, rc, key, id, n, &res)
 		if err != nil {
-			return Result{}, fmt.Errorf("receipts.record %s: %w", rc.AttemptRef, err)
+			return Result{}, fmt.Errorf("providerevents.record %s: %w", rc.AttemptRef, err)
 		}
 		if done {
 			return res, nil
 		}
 	}
-	return Result{}, fmt.Errorf("receipts.record %s: %d concurrent changes: %w", rc.AttemptRef, maxTries, notify.ErrConflict)
+	return Result{}, fmt.Errorf("providerevents.record %s: %d concurrent changes: %w", rc.AttemptRef, maxTries, notify.ErrConflict)
 }
 
 // applyOnce reads the record under key and does what the final receipt stored (for attempt n

@@ -59,18 +59,18 @@ var sinchStatus = map[string]sms.ReceiptStatus{
 // ours returns an error wrapping ErrPoison that never quotes the body.
 func ParseSinch(body []byte) (Receipt, error) {
 	if len(body) > maxEventBytes {
-		return Receipt{}, fmt.Errorf("receipts.parse sinch: body over %d bytes: %w", maxEventBytes, ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse sinch: body over %d bytes: %w", maxEventBytes, ErrPoison)
 	}
 	var in sinchReport
 	if err := json.Unmarshal(body, &in); err != nil {
 		// The decoder's message may quote the input: keep only its kind.
-		return Receipt{}, fmt.Errorf("receipts.parse sinch: not a delivery report (%T): %w", err, ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse sinch: not a delivery report (%T): %w", err, ErrPoison)
 	}
 	if in.Type != SinchReportType {
-		return Receipt{}, fmt.Errorf("receipts.parse sinch: not a recipient delivery report of an SMS: %w", ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse sinch: not a recipient delivery report of an SMS: %w", ErrPoison)
 	}
 	if in.BatchID == "" || in.Status == "" {
-		return Receipt{}, fmt.Errorf("receipts.parse sinch: no batch ID or no status: %w", ErrPoison)
+		return Receipt{}, fmt.Errorf("providerevents.parse sinch: no batch ID or no status: %w", ErrPoison)
 	}
 	status, known := sinchStatus[strings.ToLower(in.Status)]
 	if !known {
@@ -90,12 +90,12 @@ func ParseSinch(body []byte) (Receipt, error) {
 	if in.At != "" {
 		at, err := time.Parse(time.RFC3339Nano, in.At)
 		if err != nil {
-			return Receipt{}, fmt.Errorf("receipts.parse sinch: the report's time is not ISO-8601: %w", ErrPoison)
+			return Receipt{}, fmt.Errorf("providerevents.parse sinch: the report's time is not ISO-8601: %w", ErrPoison)
 		}
 		rc.At = at.UTC()
 	}
 	if err := rc.Validate(); err != nil {
-		return Receipt{}, fmt.Errorf("receipts.parse sinch: %w", err)
+		return Receipt{}, fmt.Errorf("providerevents.parse sinch: %w", err)
 	}
 	return rc, nil
 }

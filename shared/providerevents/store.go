@@ -125,7 +125,7 @@ func (s *Store) Put(ctx context.Context, rc Receipt) (stored Receipt, changed bo
 	rc.RecordedAt = s.clock.Now()
 	av, err := attributevalue.MarshalMap(toItem(rc, rc.RecordedAt.Add(s.retention)))
 	if err != nil {
-		return Receipt{}, false, fmt.Errorf("receipts.put %s: %w", rc.AttemptRef, err)
+		return Receipt{}, false, fmt.Errorf("providerevents.put %s: %w", rc.AttemptRef, err)
 	}
 	cond := expression.AttributeNotExists(expression.Name(tables.ReceiptAttemptRef))
 	if rc.Final() {
@@ -133,7 +133,7 @@ func (s *Store) Put(ctx context.Context, rc Receipt) (stored Receipt, changed bo
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
-		return Receipt{}, false, fmt.Errorf("receipts.put %s: build condition: %w", rc.AttemptRef, err)
+		return Receipt{}, false, fmt.Errorf("providerevents.put %s: build condition: %w", rc.AttemptRef, err)
 	}
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
@@ -148,19 +148,19 @@ func (s *Store) Put(ctx context.Context, rc Receipt) (stored Receipt, changed bo
 	}
 	var ccf *ddbtypes.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return Receipt{}, false, fmt.Errorf("receipts.put %s: %w", rc.AttemptRef, err)
+		return Receipt{}, false, fmt.Errorf("providerevents.put %s: %w", rc.AttemptRef, err)
 	}
 	if len(ccf.Item) == 0 {
 		// Not expected from DynamoDB; read it instead of guessing.
 		got, ok, err := s.Get(ctx, rc.AttemptRef)
 		if err != nil || !ok {
-			return Receipt{}, false, fmt.Errorf("receipts.put %s: condition failed, stored receipt unreadable (found %v): %w", rc.AttemptRef, ok, err)
+			return Receipt{}, false, fmt.Errorf("providerevents.put %s: condition failed, stored receipt unreadable (found %v): %w", rc.AttemptRef, ok, err)
 		}
 		return got, false, nil
 	}
 	got, err := fromItem(ccf.Item)
 	if err != nil {
-		return Receipt{}, false, fmt.Errorf("receipts.put %s: %w", rc.AttemptRef, err)
+		return Receipt{}, false, fmt.Errorf("providerevents.put %s: %w", rc.AttemptRef, err)
 	}
 	return got, false, nil
 }
@@ -176,14 +176,14 @@ func (s *Store) Get(ctx context.Context, attemptRef string) (Receipt, bool, erro
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return Receipt{}, false, fmt.Errorf("receipts.get %s: %w", attemptRef, err)
+		return Receipt{}, false, fmt.Errorf("providerevents.get %s: %w", attemptRef, err)
 	}
 	if len(out.Item) == 0 {
 		return Receipt{}, false, nil
 	}
 	rc, err := fromItem(out.Item)
 	if err != nil {
-		return Receipt{}, false, fmt.Errorf("receipts.get %s: %w", attemptRef, err)
+		return Receipt{}, false, fmt.Errorf("providerevents.get %s: %w", attemptRef, err)
 	}
 	return rc, true, nil
 }

@@ -104,7 +104,7 @@ func (s Settings) Validate() error {
 		errs = append(errs, errors.New("sweep limit and parallelism must be at least 1"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("worker.settings: %w", err)
+		return fmt.Errorf("workercore.settings: %w", err)
 	}
 	return nil
 }
@@ -126,7 +126,7 @@ func CheckRetention(p notify.Policy, s Settings) error {
 	if p.SafetyMargin+p.StatusGrace >= s.OpenAfterDeadline() {
 		return nil
 	}
-	return fmt.Errorf("worker.settings: %s (%s) plus %s (%s) is shorter than the lease and reconciliation horizon %s (%s, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, the sweeper's grace and schedule): TTL could remove a record that is still open; raise %s",
+	return fmt.Errorf("workercore.settings: %s (%s) plus %s (%s) is shorter than the lease and reconciliation horizon %s (%s, SMS_TIMEOUT, SMS_VISIBILITY_SECONDS, the sweeper's grace and schedule): TTL could remove a record that is still open; raise %s",
 		config.EnvStatusGraceHours, p.StatusGrace, config.EnvSafetyMarginSeconds, p.SafetyMargin, s.OpenAfterDeadline(),
 		config.EnvLeaseSeconds, config.EnvStatusGraceHours)
 }

@@ -201,17 +201,8 @@ func (h *Handler) status(ctx context.Context, rawKey string) result {
 	const route = RouteStatus
 	key := unescapeKey(rawKey)
 	rec, err := h.intake.Status(ctx, key)
-	switch {
-	case errors.As(err, new(*notify.ValidationError)):
-		return validationResult(route, err)
-	case errors.Is(err, notify.ErrNotFound):
-		r := notFound(route)
-		r.key = key
-		return r
-	case err != nil:
-		r := internalError(route, err)
-		r.key = key
-		return r
+	if err != nil {
+		return keyedError(route, key, err)
 	}
 	return result{status: http.StatusOK, route: route, key: key, notifID: rec.NotificationID, body: NewStatusView(rec)}
 }
@@ -222,12 +213,6 @@ func (h *Handler) cancel(ctx context.Context, rawKey string) result {
 	rec, err := h.intake.Cancel(ctx, key)
 	res := result{route: route, key: key, notifID: rec.NotificationID}
 	switch {
-	case errors.As(err, new(*notify.ValidationError)):
-		return validationResult(route, err)
-	case errors.Is(err, notify.ErrNotFound):
-		r := notFound(route)
-		r.key = key
-		return r
 	case errors.Is(err, notify.ErrNotCancellable):
 		res.status = http.StatusConflict
 		res.problem = newProblem(ProblemNotCancellable, res.status,
@@ -240,9 +225,7 @@ func (h *Handler) cancel(ctx context.Context, rawKey string) result {
 			"The notification kept changing while it was being cancelled. Repeat the request.")
 		return res
 	case err != nil:
-		r := internalError(route, err)
-		r.key = key
-		return r
+		return keyedError(route, key, err)
 	}
 	h.metrics.Transition(string(rec.State), string(rec.Reason))
 	res.status, res.body = http.StatusOK, NewStatusView(rec)
@@ -258,12 +241,6 @@ func (h *Handler) convert(ctx context.Context, rawKey string) result {
 	conv, err := h.intake.Convert(ctx, key)
 	res := result{route: route, key: key, notifID: conv.Record.NotificationID, replayed: conv.Replayed}
 	switch {
-	case errors.As(err, new(*notify.ValidationError)):
-		return validationResult(route, err)
-	case errors.Is(err, notify.ErrNotFound):
-		r := notFound(route)
-		r.key = key
-		return r
 	case errors.Is(err, notify.ErrNotSent):
 		res.status = http.StatusConflict
 		res.problem = newProblem(ProblemNotSent, res.status,
@@ -287,9 +264,7 @@ func (h *Handler) convert(ctx context.Context, rawKey string) result {
 			"The notification kept changing while the conversion was recorded. Repeat the request.")
 		return res
 	case err != nil:
-		r := internalError(route, err)
-		r.key = key
-		return r
+		return keyedError(route, key, err)
 	}
 	if conv.Replayed {
 		res.headers = map[string]string{HeaderIdempotentReplayed: "true"}
@@ -412,6 +387,21 @@ func refusalResult(route string, sub notify.Submitted, r *notify.RefusedError) r
 	}
 	res.key, res.refusal, res.replayed = sub.Key, r, sub.Replayed
 	return res
+}
+
+// keyedError answers the errors that every request naming a notification by its key can meet:
+// a refused key (validationResult), no notification with it (404) and anything else (500),
+// the last two naming the key for the log. Each route handles its own errors before this.
+func keyedError(route, key string, err error) result {
+	if errors.As(err, new(*notify.ValidationError)) {
+		return validationResult(route, err)
+	}
+	r := internalError(route, err)
+	if errors.Is(err, notify.ErrNotFound) {
+		r = notFound(route)
+	}
+	r.key = key
+	return r
 }
 
 func notFound(route string) result {

@@ -156,6 +156,14 @@ type Receipts struct {
 	// SinchToken is empty. Neither disables the Sinch webhook.
 	SinchToken      []byte
 	SinchTokenParam string
+	// TwilioTokens are the Twilio auth tokens whose X-Twilio-Signature a status callback may
+	// carry: the primary (TWILIO_AUTH_TOKEN, or the SSM SecureString TWILIO_AUTH_TOKEN_PARAM)
+	// and, during a rotation, the secondary (TWILIO_SECONDARY_AUTH_TOKEN[_PARAM]).
+	// TwilioTokenParams names the parameters still to read. TwilioCallbackURL
+	// (TWILIO_CALLBACK_URL) is the route's public URL, which the signature covers.
+	TwilioTokens      [][]byte
+	TwilioTokenParams []string
+	TwilioCallbackURL string
 }
 
 // LoadReceipts reads the receipts' variables. RECEIPTS_TABLE is required only when
@@ -187,16 +195,40 @@ func LoadReceipts(getenv func(string) string, needTable bool) (Receipts, error) 
 	} else {
 		c.SinchTokenParam = get(EnvSinchCallbackTokenParam)
 	}
+	errs = append(errs, c.loadTwilio(getenv))
 	if err := errors.Join(errs...); err != nil {
 		return Receipts{}, fmt.Errorf("config.receipts: %w", err)
 	}
 	return c, nil
 }
 
+// loadTwilio reads the Twilio status callbacks' tokens and URL: each token from its variable
+// or, when that is empty, names its SSM parameter.
+func (c *Receipts) loadTwilio(getenv func(string) string) error {
+	get := trimmed(getenv)
+	var errs []error
+	for _, v := range [][2]string{{EnvTwilioAuthToken, EnvTwilioAuthTokenParam}, {EnvTwilioSecondaryAuthToken, EnvTwilioSecondaryAuthTokenParam}} {
+		if tok := getenv(v[0]); tok != "" {
+			if len(tok) < MinTwilioAuthTokenLen {
+				errs = append(errs, fmt.Errorf("%s must be at least %d bytes", v[0], MinTwilioAuthTokenLen))
+			}
+			c.TwilioTokens = append(c.TwilioTokens, []byte(tok))
+		} else if p := get(v[1]); p != "" {
+			c.TwilioTokenParams = append(c.TwilioTokenParams, p)
+		}
+	}
+	c.TwilioCallbackURL = get(EnvTwilioCallbackURL)
+	return errors.Join(errs...)
+}
+
 // String describes the configuration without the tokens.
 func (c Receipts) String() string {
-	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s sinch_webhook=%s", c.Table, c.Retention,
-		webhookState(c.WebhookToken, c.WebhookTokenParam), webhookState(c.SinchToken, c.SinchTokenParam))
+	twilio := "off"
+	if len(c.TwilioTokens)+len(c.TwilioTokenParams) > 0 {
+		twilio = fmt.Sprintf("%d tokens (%d in ssm)", len(c.TwilioTokens)+len(c.TwilioTokenParams), len(c.TwilioTokenParams))
+	}
+	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s sinch_webhook=%s twilio_callbacks=%s", c.Table, c.Retention,
+		webhookState(c.WebhookToken, c.WebhookTokenParam), webhookState(c.SinchToken, c.SinchTokenParam), twilio)
 }
 
 // webhookState says whether a webhook has its token, and where it comes from.

@@ -44,7 +44,37 @@ const (
 	// names the SSM SecureString that holds it in AWS, read once at cold start.
 	EnvSinchCallbackToken      = "SINCH_CALLBACK_TOKEN"
 	EnvSinchCallbackTokenParam = "SINCH_CALLBACK_TOKEN_PARAM"
+
+	// Twilio Programmable Messaging. EnvTwilioAuthToken is the account's auth token (local runs;
+	// a secret): it authenticates our requests (HTTP basic, with the account SID) and is the
+	// key of the X-Twilio-Signature on its status callbacks. EnvTwilioAuthTokenParam names the
+	// SSM SecureString that holds it in AWS, read once at cold start. The secondary token
+	// (EnvTwilioSecondaryAuthToken / ...Param) is accepted on callbacks only, during a
+	// rotation. EnvTwilioCallbackURL is the stack's status callback route, without a query:
+	// dispatch adds the attempt reference (TwilioCallbackAttemptQuery), and the callback
+	// function checks signatures against it.
+	EnvTwilioBaseURL                 = "TWILIO_BASE_URL"
+	EnvTwilioAccountSID              = "TWILIO_ACCOUNT_SID"
+	EnvTwilioAuthToken               = "TWILIO_AUTH_TOKEN"
+	EnvTwilioAuthTokenParam          = "TWILIO_AUTH_TOKEN_PARAM"
+	EnvTwilioSecondaryAuthToken      = "TWILIO_SECONDARY_AUTH_TOKEN"
+	EnvTwilioSecondaryAuthTokenParam = "TWILIO_SECONDARY_AUTH_TOKEN_PARAM"
+	EnvTwilioFrom                    = "TWILIO_FROM"
+	EnvTwilioMessagingServiceSID     = "TWILIO_MESSAGING_SERVICE_SID"
+	EnvTwilioCallbackURL             = "TWILIO_CALLBACK_URL"
 )
+
+// TwilioCallbackAttemptQuery is the query parameter of each Twilio message's StatusCallback
+// URL that carries the attempt reference: Twilio's Messages resource has no client reference,
+// so the callback URL, which is ours to choose per message, names the attempt.
+const TwilioCallbackAttemptQuery = "attempt"
+
+// DefaultTwilioBaseURL is Twilio's REST API root.
+const DefaultTwilioBaseURL = "https://api.twilio.com"
+
+// MinTwilioAuthTokenLen is the shortest Twilio auth token accepted (Twilio's are 32
+// hexadecimal characters).
+const MinTwilioAuthTokenLen = 16
 
 // SinchCallbackTokenQuery is the query parameter of the callback URL that carries the Sinch
 // callback token. Sinch signs no SMS delivery report (its basic authentication and OAuth for
@@ -58,6 +88,7 @@ const (
 	SMSSimulator  = "simulator"
 	SMSEndUserSMS = "endusersms"
 	SMSSinch      = "sinch"
+	SMSTwilio     = "twilio"
 	// SMSSimulator2 is a second simulated provider (the simulator started in its
 	// second-provider mode, at SMS_SIMULATOR2_URL), for failover tests.
 	SMSSimulator2 = "simulator2"
@@ -83,6 +114,10 @@ func DefaultSMSVisibility(kind string) time.Duration {
 		// Events travel service → SNS → provider-events → table; give them minutes.
 		return 5 * time.Minute
 	case SMSSinch:
+		return time.Minute
+	case SMSTwilio:
+		// Only a lookup by Message SID is made, never a list: the window sets when a missing
+		// callback is worth a log line, not when "not found" counts (it never does).
 		return time.Minute
 	}
 	return 0
@@ -124,6 +159,17 @@ type SMS struct {
 	// the SSM SecureString that holds it in AWS.
 	SinchCallbackToken      string
 	SinchCallbackTokenParam string
+
+	TwilioBaseURL    string
+	TwilioAccountSID string
+	// TwilioAuthToken is a secret; TwilioAuthTokenParam names its SSM SecureString.
+	TwilioAuthToken      string
+	TwilioAuthTokenParam string
+	// TwilioFrom or TwilioMessagingServiceSID (one of them) is the sender.
+	TwilioFrom                string
+	TwilioMessagingServiceSID string
+	// TwilioCallbackURL is the status callback route, without a query.
+	TwilioCallbackURL string
 }
 
 // LoadSMS reads the SMS provider's variables through getenv and checks what the chosen kind
@@ -149,6 +195,14 @@ func LoadSMS(getenv func(string) string) (SMS, error) {
 		SinchCallbackURL:        get(EnvSinchCallbackURL),
 		SinchCallbackToken:      get(EnvSinchCallbackToken),
 		SinchCallbackTokenParam: get(EnvSinchCallbackTokenParam),
+
+		TwilioBaseURL:             get(EnvTwilioBaseURL),
+		TwilioAccountSID:          get(EnvTwilioAccountSID),
+		TwilioAuthToken:           get(EnvTwilioAuthToken),
+		TwilioAuthTokenParam:      get(EnvTwilioAuthTokenParam),
+		TwilioFrom:                get(EnvTwilioFrom),
+		TwilioMessagingServiceSID: get(EnvTwilioMessagingServiceSID),
+		TwilioCallbackURL:         get(EnvTwilioCallbackURL),
 	}
 	if len(chain) > 0 {
 		cfg.Kind = chain[0]
@@ -156,6 +210,9 @@ func LoadSMS(getenv func(string) string) (SMS, error) {
 	errs := append(cfg.loadTimings(get), chainErr)
 	if cfg.SinchBaseURL == "" {
 		cfg.SinchBaseURL = DefaultSinchBaseURL
+	}
+	if cfg.TwilioBaseURL == "" && slices.Contains(chain, SMSTwilio) {
+		cfg.TwilioBaseURL = DefaultTwilioBaseURL
 	}
 	errs = append(errs, cfg.Validate())
 	if err := errors.Join(errs...); err != nil {
@@ -254,9 +311,11 @@ func (cfg SMS) validateKind(kind string) error {
 		}
 		need(cfg.SinchFrom, EnvSinchFrom)
 		errs = append(errs, cfg.validateSinchCallback())
+	case SMSTwilio:
+		errs = append(errs, cfg.validateTwilio())
 	default:
 		// The kind is not a secret: naming it helps the operator find the typo.
-		errs = append(errs, fmt.Errorf("%s %q is not one of %s, %s, %s, %s", EnvSMSProviders, kind, SMSSimulator, SMSSimulator2, SMSEndUserSMS, SMSSinch))
+		errs = append(errs, fmt.Errorf("%s %q is not one of %s, %s, %s, %s, %s", EnvSMSProviders, kind, SMSSimulator, SMSSimulator2, SMSEndUserSMS, SMSSinch, SMSTwilio))
 	}
 	return errors.Join(errs...)
 }
@@ -282,6 +341,32 @@ func (cfg SMS) validateSinchCallback() error {
 	return errors.Join(errs...)
 }
 
+// validateTwilio checks what Twilio needs: the account SID, the auth token (or its
+// parameter), exactly one sender (TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID), and the status
+// callback URL. The callback is required: an attempt whose answer was lost carries no Message
+// SID, and only its callback can settle it.
+func (cfg SMS) validateTwilio() error {
+	var errs []error
+	kind := SMSTwilio
+	if cfg.TwilioAccountSID == "" {
+		errs = append(errs, fmt.Errorf("%s is required for %s=%s", EnvTwilioAccountSID, EnvSMSProviders, kind))
+	}
+	if cfg.TwilioAuthToken == "" && cfg.TwilioAuthTokenParam == "" {
+		errs = append(errs, fmt.Errorf("%s or %s is required for %s=%s", EnvTwilioAuthToken, EnvTwilioAuthTokenParam, EnvSMSProviders, kind))
+	}
+	if cfg.TwilioAuthToken != "" && len(cfg.TwilioAuthToken) < MinTwilioAuthTokenLen {
+		errs = append(errs, fmt.Errorf("%s must be at least %d bytes", EnvTwilioAuthToken, MinTwilioAuthTokenLen))
+	}
+	if (cfg.TwilioFrom == "") == (cfg.TwilioMessagingServiceSID == "") {
+		errs = append(errs, fmt.Errorf("exactly one of %s and %s is required for %s=%s", EnvTwilioFrom, EnvTwilioMessagingServiceSID, EnvSMSProviders, kind))
+	}
+	u, err := url.Parse(cfg.TwilioCallbackURL)
+	if cfg.TwilioCallbackURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("%s must be an http(s) URL without user, query or fragment for %s=%s", EnvTwilioCallbackURL, EnvSMSProviders, kind))
+	}
+	return errors.Join(errs...)
+}
+
 // MinValidity returns the shortest validity period every provider of cfg's chain accepts: a
 // send with less is refused before it leaves the process. Providers that count validity in
 // whole seconds accept no less than a second.
@@ -299,13 +384,14 @@ func (cfg SMS) One(kind string) SMS {
 	return cfg
 }
 
-// String describes cfg with its secrets (the Sinch API and callback tokens, the simulator
-// token) replaced, so that logging or printing it never shows them.
+// String describes cfg with its secrets (the Sinch API and callback tokens, the Twilio auth
+// token, the simulator token) replaced, so that logging or printing it never shows them.
 func (cfg SMS) String() string {
-	return fmt.Sprintf("providers=%s timeout=%s visibility=%s simulator_url=%s simulator2_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s sinch_callback_url=%s sinch_callback_token=%s",
+	return fmt.Sprintf("providers=%s timeout=%s visibility=%s simulator_url=%s simulator2_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s sinch_callback_url=%s sinch_callback_token=%s twilio_base_url=%s twilio_account_sid=%s twilio_auth_token=%s twilio_from=%s twilio_messaging_service_sid=%s twilio_callback_url=%s",
 		strings.Join(cfg.Chain, ","), cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, cfg.Simulator2URL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
 		cfg.ConfigurationSetName, cfg.ProtectConfigurationID, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom,
-		cfg.SinchCallbackURL, secretState(cfg.SinchCallbackToken, cfg.SinchCallbackTokenParam))
+		cfg.SinchCallbackURL, secretState(cfg.SinchCallbackToken, cfg.SinchCallbackTokenParam),
+		cfg.TwilioBaseURL, cfg.TwilioAccountSID, secretState(cfg.TwilioAuthToken, cfg.TwilioAuthTokenParam), cfg.TwilioFrom, cfg.TwilioMessagingServiceSID, cfg.TwilioCallbackURL)
 }
 
 // GoString keeps %#v from printing the secrets too.

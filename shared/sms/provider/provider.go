@@ -30,6 +30,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
 	"github.com/resetnotify/resetnotify/shared/sms/simclient"
 	"github.com/resetnotify/resetnotify/shared/sms/sinch"
+	"github.com/resetnotify/resetnotify/shared/sms/twilio"
 )
 
 // The provider kinds SMS_PROVIDER names. Each is also the name recorded on the records.
@@ -38,6 +39,7 @@ const (
 	Simulator  = simclient.Provider
 	EndUserSMS = endusersms.Provider
 	Sinch      = sinch.Provider
+	Twilio     = twilio.Provider
 	// Simulator2 is the simulator in its second-provider mode, at SMS_SIMULATOR2_URL.
 	Simulator2 = config.SMSSimulator2
 )
@@ -72,9 +74,19 @@ const MinSinchAPITokenLen = 16
 // ResolveSecrets returns cfg with the secrets that configuration names but does not hold
 // read from SSM Parameter Store: the Sinch API token from SINCH_API_TOKEN_PARAM, and, when
 // delivery reports are asked for (SINCH_CALLBACK_URL), the callback token from
-// SINCH_CALLBACK_TOKEN_PARAM. Only the functions that call the provider (dispatch, reconcile)
+// SINCH_CALLBACK_TOKEN_PARAM; and the Twilio auth token from TWILIO_AUTH_TOKEN_PARAM. Only the
+// functions that call the provider (dispatch, reconcile)
 // call it, once at cold start.
 func ResolveSecrets(ctx context.Context, cfg Config, params secretparam.API) (Config, error) {
+	if cfg.Kind == Twilio || slices.Contains(cfg.Chain, Twilio) {
+		if cfg.TwilioAuthToken == "" && cfg.TwilioAuthTokenParam != "" {
+			v, err := secretparam.Read(ctx, params, cfg.TwilioAuthTokenParam, config.MinTwilioAuthTokenLen)
+			if err != nil {
+				return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
+			}
+			cfg.TwilioAuthToken = string(v)
+		}
+	}
 	if cfg.Kind != Sinch && !slices.Contains(cfg.Chain, Sinch) {
 		return cfg, nil
 	}
@@ -165,6 +177,19 @@ func New(cfg Config, deps Deps) (Provider, error) {
 			BaseURL: cfg.SinchBaseURL, ServicePlanID: cfg.SinchServicePlanID, APIToken: cfg.SinchAPIToken,
 			From: cfg.SinchFrom, CallbackURL: cfg.SinchCallbackURL, CallbackToken: cfg.SinchCallbackToken, Timeout: cfg.Timeout,
 			Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
+		})
+		if err != nil {
+			return Provider{}, fmt.Errorf("provider.new: %w", err)
+		}
+		p.Sender, p.Lookup = c, sms.OnlyLookup(c)
+	case Twilio:
+		if cfg.TwilioAuthToken == "" {
+			return Provider{}, errors.New("provider.new: the Twilio auth token is not resolved (TWILIO_AUTH_TOKEN_PARAM: call ResolveSecrets)")
+		}
+		c, err := twilio.New(twilio.Config{
+			BaseURL: cfg.TwilioBaseURL, AccountSID: cfg.TwilioAccountSID, AuthToken: cfg.TwilioAuthToken,
+			From: cfg.TwilioFrom, MessagingServiceSID: cfg.TwilioMessagingServiceSID, CallbackURL: cfg.TwilioCallbackURL,
+			Timeout: cfg.Timeout, Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
 		})
 		if err != nil {
 			return Provider{}, fmt.Errorf("provider.new: %w", err)

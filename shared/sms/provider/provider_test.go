@@ -193,7 +193,7 @@ func TestSinchCallbackTokenFromSSM(t *testing.T) {
 // linking the adapters, knows them by their own names and minimum validity periods.
 func TestConfigNamesTheAdapters(t *testing.T) {
 	for _, tc := range []struct{ config, adapter string }{
-		{config.SMSSimulator, provider.Simulator}, {config.SMSEndUserSMS, provider.EndUserSMS}, {config.SMSSinch, provider.Sinch},
+		{config.SMSSimulator, provider.Simulator}, {config.SMSEndUserSMS, provider.EndUserSMS}, {config.SMSSinch, provider.Sinch}, {config.SMSTwilio, provider.Twilio},
 	} {
 		if tc.config != tc.adapter {
 			t.Errorf("config names %q, the adapter %q", tc.config, tc.adapter)
@@ -201,5 +201,41 @@ func TestConfigNamesTheAdapters(t *testing.T) {
 		if got, want := (config.SMS{Kind: tc.config}).MinValidity(), provider.MinValidity(tc.adapter); got != want {
 			t.Errorf("%s: config's min validity %s, the adapter's %s", tc.config, got, want)
 		}
+	}
+}
+
+// TestTwilioTokenFromSSM: dispatch and reconcile read the Twilio auth token from SSM at cold
+// start, and only then build the client; the token never shows in the configuration's
+// description or in an error.
+func TestTwilioTokenFromSSM(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	cfg, err := config.LoadSMS(env(map[string]string{
+		"SMS_PROVIDERS": "simulator,twilio", "SMS_SIMULATOR_URL": "http://127.0.0.1:1", "TWILIO_ACCOUNT_SID": "AC1",
+		"TWILIO_AUTH_TOKEN_PARAM": "/resetnotify/twilio-auth-token", "TWILIO_FROM": "+15005550006",
+		"TWILIO_CALLBACK_URL": "https://api.example/v1/provider-events/twilio",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.NewChain(cfg, provider.Deps{}); err == nil {
+		t.Error("NewChain built a Twilio client without resolving the token")
+	}
+	f := &secretparamtest.SSM{ByName: map[string]string{"/resetnotify/twilio-auth-token": token}}
+	got, err := provider.ResolveSecrets(context.Background(), cfg, f)
+	if err != nil || got.TwilioAuthToken != token || len(f.Inputs) != 1 {
+		t.Fatalf("ResolveSecrets: %v; %d calls", err, len(f.Inputs))
+	}
+	if strings.Contains(got.String(), token) || strings.Contains(fmt.Sprintf("%#v", got), token) {
+		t.Errorf("the configuration describes its token: %s", got)
+	}
+	chain, err := provider.NewChain(got, provider.Deps{})
+	if err != nil || len(chain) != 2 || chain[1].Name != provider.Twilio {
+		t.Fatalf("NewChain: %v, %+v", err, chain)
+	}
+	if _, ok := any(chain[1].Lookup).(sms.Sender); ok {
+		t.Error("the Twilio lookup can send")
+	}
+	if _, err := provider.ResolveSecrets(context.Background(), cfg, &secretparamtest.SSM{Value: "short"}); err == nil || strings.Contains(err.Error(), "short") {
+		t.Errorf("a short token: %v", err)
 	}
 }

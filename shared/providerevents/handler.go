@@ -22,6 +22,7 @@ import (
 const (
 	SimulatorRoute = "POST /v1/provider-events/simulator"
 	SinchRoute     = "POST /v1/provider-events/sinch"
+	TwilioRoute    = "POST /v1/provider-events/twilio"
 )
 
 // ErrRetryLater means an event was recorded but must be delivered again: a final receipt
@@ -39,6 +40,12 @@ type Handler struct {
 	// (config.SinchCallbackTokenQuery), as dispatch gave it to Sinch. Empty disables the
 	// Sinch webhook: every call is refused.
 	SinchToken []byte
+	// TwilioTokens are the Twilio auth tokens a status callback's X-Twilio-Signature may be
+	// made with: the current one and, during a rotation, the secondary. TwilioCallbackURL is
+	// the route's public URL as dispatch gives it to Twilio (without the query), which the
+	// signature covers. Either empty disables the Twilio webhook: every call is refused.
+	TwilioTokens      [][]byte
+	TwilioCallbackURL string
 }
 
 // Handle is the function's one entry point for lambda.Start: it looks at the shape of the raw
@@ -102,11 +109,14 @@ func (h *Handler) HandleSNS(ctx context.Context, ev events.SNSEvent) error {
 }
 
 // HandleHTTP hands an HTTP API event to the webhook of its route: HandleSinchWebhook for
-// SinchRoute, HandleSimulatorWebhook for any other (SimulatorRoute, which the simulator's
+// SinchRoute, HandleTwilioWebhook for TwilioRoute, HandleSimulatorWebhook for any other (SimulatorRoute, which the simulator's
 // function alone is given).
 func (h *Handler) HandleHTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	if req.RouteKey == SinchRoute || req.RequestContext.RouteKey == SinchRoute {
 		return h.HandleSinchWebhook(ctx, req)
+	}
+	if req.RouteKey == TwilioRoute || req.RequestContext.RouteKey == TwilioRoute {
+		return h.HandleTwilioWebhook(ctx, req)
 	}
 	return h.HandleSimulatorWebhook(ctx, req)
 }
@@ -155,6 +165,69 @@ func (h *Handler) HandleSinchWebhook(ctx context.Context, req events.APIGatewayV
 	return h.record(ctx, req, config.SMSSinch, ParseSinch), nil
 }
 
+// HandleTwilioWebhook records one status callback Twilio POSTed to the StatusCallback URL
+// dispatch gave the message: its URL names the attempt (config.TwilioCallbackAttemptQuery),
+// its form the MessageSid and MessageStatus (ParseTwilio), and it is matched on provider
+// twilio, the SID and the attempt reference, and applied as every receipt is.
+//
+// The X-Twilio-Signature is checked first, before anything is parsed or counted: HMAC-SHA1,
+// under either configured auth token, of TwilioCallbackURL with the request's raw query string
+// followed by the sorted form parameters (TwilioSignatureValid). A missing or wrong signature,
+// a callback signed under a Webhooks Rule's settings, or a disabled webhook answers 403 and
+// changes nothing. A replayed callback is recorded again, which changes nothing (recording is
+// idempotent). It answers as HandleSimulatorWebhook does otherwise; Twilio does not retry a
+// status callback by default, so a 503 (a store failed) loses it, and the attempt is left to
+// its SID lookup, or to expire. Neither the tokens nor the callback's To and From are logged.
+func (h *Handler) HandleTwilioWebhook(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if req.RequestContext.HTTP.Method != http.MethodPost {
+		return respondStatus(http.StatusMethodNotAllowed, "method not allowed"), nil
+	}
+	refuse := func(reason string) (events.APIGatewayV2HTTPResponse, error) {
+		h.Recorder.log().WarnContext(ctx, "twilio webhook refused", "reason", reason, "source_ip", req.RequestContext.HTTP.SourceIP)
+		return respondStatus(http.StatusForbidden, "forbidden"), nil
+	}
+	if len(h.TwilioTokens) == 0 || h.TwilioCallbackURL == "" {
+		return refuse("webhook not configured")
+	}
+	if header(req, TwilioSignatureSettingsHeader) != "" {
+		return refuse("signed under a webhooks rule")
+	}
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return refuse("body is not base64")
+		}
+		body = b
+	}
+	if len(body) > maxEventBytes {
+		return refuse("body too large to verify")
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return refuse("body is not a form")
+	}
+	full := h.TwilioCallbackURL
+	if req.RawQueryString != "" {
+		full += "?" + req.RawQueryString
+	}
+	if !TwilioSignatureValid(h.TwilioTokens, full, form, header(req, TwilioSignatureHeader)) {
+		return refuse("missing or wrong signature")
+	}
+	ref := queryParam(req, config.TwilioCallbackAttemptQuery)
+	return h.record(ctx, req, config.SMSTwilio, func([]byte) (Receipt, error) { return ParseTwilio(ref, form) }), nil
+}
+
+// header returns req's header name, whatever its case (API Gateway lower-cases them).
+func header(req events.APIGatewayV2HTTPRequest, name string) string {
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
 // record decodes an authorised webhook call's body, parses it with parse and records the
 // receipt, answering 200 with the outcome, 400 or 413 for poison, and 503 with Retry-After
 // when a store failed.
@@ -190,14 +263,20 @@ func (h *Handler) record(ctx context.Context, req events.APIGatewayV2HTTPRequest
 // decoded parameters (several values of one name joined by commas); the raw query string is
 // read when they are absent.
 func queryToken(req events.APIGatewayV2HTTPRequest) string {
-	if v, ok := req.QueryStringParameters[config.SinchCallbackTokenQuery]; ok {
+	return queryParam(req, config.SinchCallbackTokenQuery)
+}
+
+// queryParam returns the query parameter name of req: from the decoded parameters API Gateway
+// passes, else from the raw query string.
+func queryParam(req events.APIGatewayV2HTTPRequest, name string) string {
+	if v, ok := req.QueryStringParameters[name]; ok {
 		return v
 	}
 	q, err := url.ParseQuery(req.RawQueryString)
 	if err != nil {
 		return ""
 	}
-	return q.Get(config.SinchCallbackTokenQuery)
+	return q.Get(name)
 }
 
 // tokenMatches compares a request's token with the configured one in constant time; an empty

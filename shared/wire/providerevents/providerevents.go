@@ -33,7 +33,9 @@ var Function = wire.Function[*providerevents.Handler]{Name: "provider-events", N
 // RECEIPT_RETENTION_DAYS), the notifications store and its by_notification index
 // (NOTIFICATIONS_TABLE), the simulator webhook's token (SIMULATOR_WEBHOOK_TOKEN locally,
 // else the SSM SecureString SIMULATOR_WEBHOOK_TOKEN_PARAM, read once here), the Sinch
-// webhook's (SINCH_CALLBACK_TOKEN, else SINCH_CALLBACK_TOKEN_PARAM, likewise), and the End
+// webhook's (SINCH_CALLBACK_TOKEN, else SINCH_CALLBACK_TOKEN_PARAM, likewise), Twilio's auth
+// tokens and callback URL (TWILIO_AUTH_TOKEN[_PARAM], TWILIO_SECONDARY_AUTH_TOKEN[_PARAM],
+// TWILIO_CALLBACK_URL), and the End
 // User Messaging configuration set whose events it applies (SMS_CONFIGURATION_SET).
 func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*providerevents.Handler, error) {
 	cfg, err := config.Load(env, config.NeedNotificationsTable)
@@ -59,12 +61,15 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 			// The End User Messaging events of this stack's configuration set only.
 			ConfigurationSet: strings.TrimSpace(env(config.EnvSMSConfigurationSet)),
 		},
-		WebhookToken: rcfg.WebhookToken,
-		SinchToken:   rcfg.SinchToken,
+		WebhookToken:      rcfg.WebhookToken,
+		SinchToken:        rcfg.SinchToken,
+		TwilioTokens:      rcfg.TwilioTokens,
+		TwilioCallbackURL: rcfg.TwilioCallbackURL,
 	}, nil
 }
 
-// readTokens reads the webhooks' tokens that rcfg names in SSM but does not hold.
+// readTokens reads the webhooks' tokens that rcfg names in SSM but does not hold. None is
+// ever logged.
 func readTokens(ctx context.Context, awsCfg aws.Config, rcfg *config.Receipts) error {
 	for _, t := range []struct {
 		token *[]byte
@@ -79,5 +84,14 @@ func readTokens(ctx context.Context, awsCfg aws.Config, rcfg *config.Receipts) e
 		}
 		*t.token = v
 	}
+	// Twilio's auth tokens: the current one and, during a rotation, the secondary.
+	for _, param := range rcfg.TwilioTokenParams {
+		v, err := secretparam.Read(ctx, ssm.NewFromConfig(awsCfg), param, config.MinTwilioAuthTokenLen)
+		if err != nil {
+			return fmt.Errorf("wire.provider events: %w", err)
+		}
+		rcfg.TwilioTokens = append(rcfg.TwilioTokens, v)
+	}
+	rcfg.TwilioTokenParams = nil
 	return nil
 }

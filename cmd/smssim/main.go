@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,7 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		hang          = fs.Duration("hang", smssim.DefaultHang, "longest hang of the timeout modes")
 		retryAfter    = fs.Duration("retry-after", smssim.DefaultRetryAfter, "Retry-After of 429 and 503")
 		token         = fs.String("token", "", "bearer token required on /messages (default: none)")
-		providerName  = fs.String("provider", "simulator", "provider stood in for: simulator, or simulator2 (the second-provider mode: its own receipts and message IDs)")
+		providerName  = fs.String("provider", "simulator", "provider stood in for: simulator, simulator2 (the second-provider mode: its own receipts and message IDs), or twilio (Twilio's Messages API and signed status callbacks)")
+		twilioAccount = fs.String("twilio-account-sid", "", "the account SID the twilio mode requires")
+		twilioToken   = fs.String("twilio-auth-token-file", "", "file holding the auth token the twilio mode requires and signs its callbacks with")
+		listLag       = fs.Duration("list-lag", 0, "how long the twilio mode leaves an accepted message out of its message list")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,6 +70,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rules, err := smssim.ParseRules(*rulesFlag)
 	if err != nil {
 		return err
+	}
+	var authToken string
+	if *twilioToken != "" {
+		b, err := os.ReadFile(*twilioToken)
+		if err != nil {
+			return fmt.Errorf("twilio auth token: %w", err)
+		}
+		authToken = strings.TrimSpace(string(b))
+	}
+	if *providerName == smssim.ProviderTwilio && (*twilioAccount == "" || authToken == "") {
+		return errors.New("-provider twilio needs -twilio-account-sid and -twilio-auth-token-file")
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	srv := smssim.New(smssim.Config{
@@ -82,6 +97,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Token:         *token,
 		Logger:        logger,
 		Provider:      *providerName,
+
+		TwilioAccountSID: *twilioAccount,
+		TwilioAuthToken:  authToken,
+		ListLag:          *listLag,
 	})
 	return serve(ctx, srv, *addr, *sendAddr, stdout, logger.With("seed", *seed, "mix", mix.String(), "rules", len(rules), "visibility", *visibility))
 }

@@ -92,18 +92,18 @@ func (s *Server) readSend(w http.ResponseWriter, r *http.Request) (simapi.SendRe
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, e *simapi.RequestEntry, req simapi.SendRequest, mode Mode, receipt simapi.Status) {
 	switch mode {
 	case ModeReject:
-		writeError(w, http.StatusBadRequest, simapi.CodeDestinationRejected, "destination rejected permanently")
+		s.refuse(w, r, http.StatusBadRequest, simapi.CodeDestinationRejected, "destination rejected permanently")
 		s.finish(e, http.StatusBadRequest, "")
 	case ModeRejectCountry:
-		writeError(w, http.StatusBadRequest, simapi.CodeCountryNotSupported, "destination country not supported by this provider")
+		s.refuse(w, r, http.StatusBadRequest, simapi.CodeCountryNotSupported, "destination country not supported by this provider")
 		s.finish(e, http.StatusBadRequest, "")
 	case ModeThrottle:
 		w.Header().Set("Retry-After", retryAfterSeconds(s.cfg.RetryAfter))
-		writeError(w, http.StatusTooManyRequests, simapi.CodeThrottled, "too many requests; not processed")
+		s.refuse(w, r, http.StatusTooManyRequests, simapi.CodeThrottled, "too many requests; not processed")
 		s.finish(e, http.StatusTooManyRequests, "")
 	case ModeUnavailable:
 		w.Header().Set("Retry-After", retryAfterSeconds(s.cfg.RetryAfter))
-		writeError(w, http.StatusServiceUnavailable, simapi.CodeNotProcessed, "unavailable; not processed")
+		s.refuse(w, r, http.StatusServiceUnavailable, simapi.CodeNotProcessed, "unavailable; not processed")
 		s.finish(e, http.StatusServiceUnavailable, "")
 	case ModeTimeoutBeforeAccept:
 		note := s.hang(r)
@@ -120,7 +120,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, e *simapi.Reques
 		s.drop(w)
 	case ModeErrorAfterAccept:
 		s.record(e, req, mode, receipt)
-		writeError(w, http.StatusInternalServerError, simapi.CodeInternal, "internal error")
+		s.refuse(w, r, http.StatusInternalServerError, simapi.CodeInternal, "internal error")
 		s.finish(e, http.StatusInternalServerError, "")
 	case ModeBadGatewayBeforeAccept, ModeBadGatewayAfterAccept, ModeGatewayTimeoutAfterAccept, ModeGarbageAfterAccept:
 		if mode.Records() {
@@ -149,7 +149,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, e *simapi.Reques
 		fallthrough
 	default:
 		m := s.record(e, req, mode, receipt)
-		writeJSON(w, http.StatusCreated, simapi.SendResponse{MessageID: m.MessageID})
+		s.accepted(w, r, m)
 		s.finish(e, http.StatusCreated, "")
 	}
 }
@@ -357,9 +357,9 @@ func (s *Server) handleSetFault(w http.ResponseWriter, r *http.Request) {
 		modes = append(modes, m)
 	}
 	switch f.Receipt {
-	case "", simapi.StatusDelivered, simapi.StatusUndelivered:
+	case "", simapi.StatusDelivered, simapi.StatusUndelivered, simapi.StatusSilent:
 	default:
-		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "receipt must be delivered or undelivered")
+		writeError(w, http.StatusBadRequest, simapi.CodeInvalidRequest, "receipt must be delivered, undelivered or silent")
 		return
 	}
 	s.SetFault(f.To, modes...)

@@ -74,6 +74,14 @@ type Config struct {
 	// message IDs (default "simulator"). "simulator2" is the second-provider mode: a second
 	// simulator, with faults of its own, that the provider chain reaches as its own provider.
 	Provider string
+	// TwilioAccountSID and TwilioAuthToken are the account the Twilio mode (Provider
+	// "twilio") stands in for: its API requires them (HTTP basic) and its status callbacks are
+	// signed with the token.
+	TwilioAccountSID string
+	TwilioAuthToken  string
+	// ListLag is how long after acceptance a message stays out of the Twilio mode's message
+	// list (its lookup by SID sees it at once), as Twilio's eventually consistent list does.
+	ListLag time.Duration
 }
 
 // LookupMode makes lookups fail, to test reconciliation's inconclusive path.
@@ -140,6 +148,8 @@ type Server struct {
 	requests   []*simapi.RequestEntry
 	lookupMode LookupMode
 	timers     map[*time.Timer]struct{}
+	// callbacks holds each Twilio attempt's StatusCallback URL, by client reference.
+	callbacks map[string]string
 
 	httpSrv *http.Server
 	url     string
@@ -190,6 +200,9 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST /control/lookup", s.handleLookupFault)
 	s.mux.HandleFunc("POST /control/reset", s.handleReset)
 	s.mux.HandleFunc("POST /control/connections", s.handleConnections)
+	if cfg.Provider == ProviderTwilio {
+		s.twilioRoutes()
+	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	return s
 }
@@ -316,6 +329,7 @@ func (s *Server) reset() {
 	s.byRef = map[string][]*Message{}
 	s.requests = nil
 	s.lookupMode = LookupNormal
+	s.callbacks = map[string]string{}
 }
 
 // Messages returns every accepted message, in the order they were accepted.
@@ -426,29 +440,47 @@ func (s *Server) record(e *simapi.RequestEntry, req simapi.SendRequest, mode Mod
 	if m.Lapsed || receipt == simapi.StatusUndelivered {
 		m.Receipt = simapi.StatusUndelivered
 	}
+	if receipt == simapi.StatusSilent {
+		m.Receipt = simapi.StatusAccepted
+	}
 	s.messages = append(s.messages, m)
 	s.byID[m.MessageID] = m
 	s.byRef[m.ClientRef] = append(s.byRef[m.ClientRef], m)
 	e.Recorded, e.MessageID = true, m.MessageID
-	if s.cfg.WebhookURL != "" && !s.closed {
+	if s.closed || m.Receipt == simapi.StatusAccepted {
+		return m
+	}
+	if cb := s.callbacks[m.ClientRef]; s.cfg.Provider == ProviderTwilio && cb != "" {
+		msg := *m
+		s.after(s.cfg.DeliveryDelay, func() { s.postTwilioCallback(cb, msg) })
+	} else if s.cfg.WebhookURL != "" {
 		rc := receiptOf(*m, s.cfg.Provider)
-		s.wg.Add(1)
-		var t *time.Timer
-		t = time.AfterFunc(s.cfg.DeliveryDelay, func() {
-			defer s.wg.Done()
-			s.mu.Lock()
-			delete(s.timers, t)
-			s.mu.Unlock()
-			s.postReceipt(rc)
-		})
-		s.timers[t] = struct{}{}
+		s.after(s.cfg.DeliveryDelay, func() { s.postReceipt(rc) })
 	}
 	return m
+}
+
+// after runs f after d, unless Close comes first, which waits for it once it runs. Call with
+// s.mu held.
+func (s *Server) after(d time.Duration, f func()) {
+	s.wg.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		defer s.wg.Done()
+		s.mu.Lock()
+		delete(s.timers, t)
+		s.mu.Unlock()
+		f()
+	})
+	s.timers[t] = struct{}{}
 }
 
 // messageID returns the ID of the message numbered s.seq: sim-<n> for the first provider,
 // <provider>-<n> in the second-provider mode. Call with s.mu held.
 func (s *Server) messageID() string {
+	if s.cfg.Provider == ProviderTwilio {
+		return fmt.Sprintf("SM%032x", s.seq)
+	}
 	if s.cfg.Provider == simapi.DefaultProvider {
 		return fmt.Sprintf("sim-%08d", s.seq)
 	}
@@ -514,7 +546,7 @@ func view(m Message, now time.Time) simapi.Message {
 		ValiditySeconds: int64(m.Validity / time.Second),
 		Feedback:        m.Feedback,
 	}
-	if !now.Before(m.DeliverAt) {
+	if !now.Before(m.DeliverAt) && m.Receipt != simapi.StatusAccepted {
 		rc := receiptOf(m, "")
 		v.Status, v.Reason = rc.Status, rc.Reason
 		at := m.DeliverAt

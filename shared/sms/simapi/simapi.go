@@ -101,6 +101,10 @@ const (
 	StatusAccepted    Status = "accepted"
 	StatusDelivered   Status = "delivered"
 	StatusUndelivered Status = "undelivered"
+	// StatusSilent, only as a Fault's Receipt, makes the carrier never report: the messages
+	// later accepted for the destination stay accepted, and no receipt or status callback is
+	// ever posted for them.
+	StatusSilent Status = "silent"
 )
 
 // Reasons for an undelivered message.
@@ -150,7 +154,7 @@ const DefaultProvider = "simulator"
 // Fault is the body of POST /control/faults. Modes are consumed one per send request to To,
 // and the last one stays in force; Mode is shorthand for a single mode. Receipt, when set,
 // is the final status of every message later accepted for To ("delivered" or
-// "undelivered").
+// "undelivered"), or "silent": none is ever reported.
 type Fault struct {
 	To      string   `json:"to"`
 	Mode    string   `json:"mode,omitempty"`

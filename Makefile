@@ -84,9 +84,10 @@ build-DispatchFunction:         FUNCTION_DIR := functions/dispatch
 build-ReconcileFunction:        FUNCTION_DIR := functions/reconcile
 build-SweeperFunction:          FUNCTION_DIR := functions/sweeper
 build-ProviderEventsFunction:   FUNCTION_DIR := functions/provider-events
-# The simulator's and Sinch's webhooks run provider-events' code, each on its own route and role.
+# The simulator's, Sinch's and Twilio's webhooks run provider-events' code, each on its own route and role.
 build-SimulatorWebhookFunction: FUNCTION_DIR := functions/provider-events
 build-SinchWebhookFunction:     FUNCTION_DIR := functions/provider-events
+build-TwilioWebhookFunction:    FUNCTION_DIR := functions/provider-events
 build-AuditFunction:            FUNCTION_DIR := functions/audit
 build-AuditReplayFunction:      FUNCTION_DIR := functions/audit-replay
 build-DigestFunction:           FUNCTION_DIR := functions/digest

@@ -71,16 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var authToken string
-	if *twilioToken != "" {
-		b, err := os.ReadFile(*twilioToken)
-		if err != nil {
-			return fmt.Errorf("twilio auth token: %w", err)
-		}
-		authToken = strings.TrimSpace(string(b))
-	}
-	if *providerName == smssim.ProviderTwilio && (*twilioAccount == "" || authToken == "") {
-		return errors.New("-provider twilio needs -twilio-account-sid and -twilio-auth-token-file")
+	authToken, err := twilioAuthToken(*providerName, *twilioAccount, *twilioToken)
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	srv := smssim.New(smssim.Config{
@@ -103,6 +96,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ListLag:          *listLag,
 	})
 	return serve(ctx, srv, *addr, *sendAddr, stdout, logger.With("seed", *seed, "mix", mix.String(), "rules", len(rules), "visibility", *visibility))
+}
+
+// twilioAuthToken reads the Twilio mode's auth token from file (never a flag's value, which
+// other users could see), and checks that the twilio mode has its account and token.
+func twilioAuthToken(provider, account, file string) (string, error) {
+	var token string
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("twilio auth token: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if provider == smssim.ProviderTwilio && (account == "" || token == "") {
+		return "", errors.New("-provider twilio needs -twilio-account-sid and -twilio-auth-token-file")
+	}
+	return token, nil
 }
 
 // serve starts srv on addr, and its send port on sendAddr when set, prints their URLs, serves

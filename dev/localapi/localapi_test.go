@@ -146,6 +146,7 @@ func TestRoutesSameInEveryForm(t *testing.T) {
 		{Function: "IntakeFunction", Method: "POST", Path: "/v1/notifications/{key}/conversion"},
 		{Function: "SimulatorWebhookFunction", Method: "POST", Path: "/v1/provider-events/simulator"},
 		{Function: "SinchWebhookFunction", Method: "POST", Path: "/v1/provider-events/sinch"},
+		{Function: "TwilioWebhookFunction", Method: "POST", Path: "/v1/provider-events/twilio"},
 	}
 	written, err := RoutesFromTemplate(tpl)
 	if err != nil {
@@ -183,7 +184,8 @@ func TestRoutesSameInEveryForm(t *testing.T) {
 	for _, id := range cfn.Of("AWS::ApiGatewayV2::Route") {
 		props := cfn.Resources[id].Properties
 		wantAuth := "AWS_IAM"
-		if props["RouteKey"] == "POST /v1/provider-events/simulator" || props["RouteKey"] == "POST /v1/provider-events/sinch" {
+		if props["RouteKey"] == "POST /v1/provider-events/simulator" || props["RouteKey"] == "POST /v1/provider-events/sinch" ||
+			props["RouteKey"] == "POST /v1/provider-events/twilio" {
 			wantAuth = "NONE"
 		}
 		if props["AuthorizationType"] != wantAuth {

@@ -1,6 +1,7 @@
 package policycheck_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,7 +25,11 @@ var variants = map[string][]string{
 	"simulator":        {"SmsProviders=simulator", "SmsSimulatorUrl=https://sim.example"},
 	"endusersms,sinch": {"SmsProviders=endusersms,sinch", "SmsOriginationIdentity=arn:aws:sms-voice:us-east-1:123456789012:pool/pool-0123", "SinchServicePlanId=plan0123", "SinchFrom=Shop"},
 	"two simulators":   {"SmsProviders=simulator,simulator2", "SmsSimulatorUrl=https://sim.example", "SmsSimulator2Url=https://sim2.example"},
-	"own key":          {"SealingKeyArn=arn:aws:kms:us-east-1:123456789012:key/0123abcd-0000-0000-0000-000000000000"},
+	"twilio":           {"SmsProviders=twilio", "TwilioAccountSid=AC0123456789abcdef0123456789abcdef", "TwilioFrom=+15005550006"},
+	"endusersms,twilio": {"SmsProviders=endusersms,twilio", "SmsOriginationIdentity=arn:aws:sms-voice:us-east-1:123456789012:pool/pool-0123",
+		"TwilioAccountSid=AC0123456789abcdef0123456789abcdef", "TwilioMessagingServiceSid=MG0123456789abcdef0123456789abcdef",
+		"TwilioSecondaryAuthTokenParameter=/resetnotify/twilio-auth-token-next"},
+	"own key": {"SealingKeyArn=arn:aws:kms:us-east-1:123456789012:key/0123abcd-0000-0000-0000-000000000000"},
 }
 
 // starAllowed are the only actions an Allow may grant on Resource "*", and why.
@@ -50,7 +55,8 @@ var functionRoles = map[string]string{
 	"IntakeFunction": "IntakeRole", "DispatchFunction": "DispatchRole", "ReconcileFunction": "ReconcileRole",
 	"SweeperFunction": "SweeperRole", "AuditFunction": "AuditRole", "ProviderEventsFunction": "ProviderEventsRole",
 	"SimulatorWebhookFunction": "SimulatorWebhookRole", "SinchWebhookFunction": "SinchWebhookRole", "DigestFunction": "DigestRole",
-	"AuditReplayFunction": "AuditReplayRole",
+	"TwilioWebhookFunction": "TwilioWebhookRole",
+	"AuditReplayFunction":   "AuditReplayRole",
 }
 
 // expanded caches expansions by their parameters: each takes seconds.
@@ -270,9 +276,9 @@ func TestSendsAreScopedToTheConfiguredIdentity(t *testing.T) {
 // (for dispatch and reconcile, which both call Sinch's API); and that the reconcile role
 // still cannot send on any of them.
 func TestIAMFollowsTheChain(t *testing.T) {
-	for name, want := range map[string]struct{ eum, sinch bool }{
+	for name, want := range map[string]struct{ eum, sinch, twilio bool }{
 		"endusersms": {eum: true}, "sinch": {sinch: true}, "simulator": {}, "two simulators": {},
-		"endusersms,sinch": {eum: true, sinch: true},
+		"endusersms,sinch": {eum: true, sinch: true}, "twilio": {twilio: true}, "endusersms,twilio": {eum: true, twilio: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			params := map[string]string{}
@@ -292,8 +298,8 @@ func TestIAMFollowsTheChain(t *testing.T) {
 				t.Errorf("dispatch may send through End User Messaging = %v, want %v", got, want.eum)
 			}
 			for _, role := range []string{"DispatchRole", "ReconcileRole"} {
-				if got := allows(role, "ssm:GetParameter"); got != want.sinch {
-					t.Errorf("%s may read the Sinch API token = %v, want %v", role, got, want.sinch)
+				if got := allows(role, "ssm:GetParameter"); got != (want.sinch || want.twilio) {
+					t.Errorf("%s may read a provider token = %v, want %v", role, got, want.sinch || want.twilio)
 				}
 			}
 			// The callback token: dispatch puts it in every batch's callback URL; reconcile,
@@ -308,6 +314,12 @@ func TestIAMFollowsTheChain(t *testing.T) {
 			}
 			if reads("ReconcileRole", "SinchCallbackTokenParameter") {
 				t.Error("reconcile may read the Sinch callback token")
+			}
+			// Twilio's auth token: dispatch and reconcile call Twilio's API with it.
+			for _, role := range []string{"DispatchRole", "ReconcileRole"} {
+				if got := reads(role, "TwilioAuthTokenParameter"); got != want.twilio {
+					t.Errorf("%s may read the Twilio auth token = %v, want %v", role, got, want.twilio)
+				}
 			}
 			for _, action := range sendActions {
 				if allows("ReconcileRole", action) {
@@ -440,8 +452,80 @@ func TestSinchWebhookOnlyWithSinch(t *testing.T) {
 	}
 }
 
+// TestTwilioWebhookOnlyWithTwilio: Twilio's status callback route, its function, role and log
+// group exist exactly in the stacks whose chain holds twilio, without SigV4 (Twilio signs with
+// its auth token instead); the auth token is read from SSM, never an environment variable; the
+// only roles that may read it are dispatch's, reconcile's and the callback function's (the
+// secondary token the callback function's alone, and only while one is named); and dispatch
+// is given the route's URL only there.
+func TestTwilioWebhookOnlyWithTwilio(t *testing.T) {
+	for name, want := range map[string]bool{"twilio": true, "endusersms,twilio": true, "endusersms": false, "sinch": false, "two simulators": false} {
+		t.Run(name, func(t *testing.T) {
+			params := map[string]string{}
+			for _, p := range variants[name] {
+				k, v, _ := strings.Cut(p, "=")
+				params[k] = v
+			}
+			tpl, err := policycheck.Resolved(expand(t, variants[name]...), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			routes := 0
+			for rn, r := range tpl.Resources {
+				if r.Type == "AWS::ApiGatewayV2::Route" && r.Properties["RouteKey"] == "POST /v1/provider-events/twilio" {
+					routes++
+					if r.Properties["AuthorizationType"] != "NONE" {
+						t.Errorf("%s: authorisation %v, want NONE (Twilio cannot sign with SigV4)", rn, r.Properties["AuthorizationType"])
+					}
+				}
+			}
+			if want != (routes == 1) || routes > 1 {
+				t.Errorf("%d routes for Twilio's status callbacks, want one: %v", routes, want)
+			}
+			for _, res := range []string{"TwilioWebhookFunction", "TwilioWebhookRole", "TwilioWebhookLogs", "TwilioWebhookApiPermission", "TwilioLatencyAlarm"} {
+				if _, ok := tpl.Resources[res]; ok != want {
+					t.Errorf("%s exists = %v, want %v", res, ok, want)
+				}
+			}
+			dispatchEnv := envOf(tpl, "DispatchFunction")
+			if got := policycheck.ResourceText(dispatchEnv[config.EnvTwilioCallbackURL]); strings.Contains(got, "/v1/provider-events/twilio") != want {
+				t.Errorf("dispatch's TWILIO_CALLBACK_URL = %s, want the route only with twilio", got)
+			}
+			readers := map[string]bool{}
+			for role, stmts := range policycheck.RolePolicies(tpl) {
+				for _, s := range stmts {
+					if s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "TwilioAuthTokenParameter") {
+						readers[role] = true
+					}
+					if s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "TwilioSecondaryAuthTokenParameter") && role != "TwilioWebhookRole" {
+						t.Errorf("%s may read the secondary Twilio token", role)
+					}
+				}
+			}
+			wantReaders := map[string]bool{}
+			if want {
+				wantReaders = map[string]bool{"DispatchRole": true, "ReconcileRole": true, "TwilioWebhookRole": true}
+			}
+			if !maps.Equal(readers, wantReaders) {
+				t.Errorf("roles that may read the Twilio auth token: %v, want %v", readers, wantReaders)
+			}
+			if !want {
+				return
+			}
+			env := envOf(tpl, "TwilioWebhookFunction")
+			if policycheck.Ref(env[config.EnvTwilioAuthTokenParam]) != "TwilioAuthTokenParameter" || env[config.EnvTwilioAuthToken] != nil || env[config.EnvTwilioSecondaryAuthToken] != nil {
+				t.Errorf("the Twilio webhook's token comes from %v, want the SSM parameter TwilioAuthTokenParameter only", env[config.EnvTwilioAuthTokenParam])
+			}
+			if got := policycheck.ResourceText(env[config.EnvTwilioCallbackURL]); !strings.Contains(got, "/v1/provider-events/twilio") {
+				t.Errorf("the Twilio webhook checks signatures against %s, want the route", got)
+			}
+		})
+	}
+}
+
 func TestNoSecretInAnEnvironmentVariable(t *testing.T) {
-	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, config.EnvSimulatorWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN", config.EnvSinchCallbackToken}
+	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, config.EnvSimulatorWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN", config.EnvSinchCallbackToken,
+		config.EnvTwilioAuthToken, config.EnvTwilioSecondaryAuthToken}
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		for name, r := range tpl.Resources {
 			if r.Type != "AWS::Lambda::Function" {

@@ -68,7 +68,9 @@ func TestTwilioWebhook(t *testing.T) {
 	sentTwilio := []notify.Change{leaseTwilio, {To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: twilioSID, Provider: "twilio"}}
 	// A timeout after the request was written: no SID on the record.
 	unknownTwilio := []notify.Change{leaseTwilio, timedOut}
-	forge := func(r *events.APIGatewayV2HTTPRequest) { r.Headers["x-twilio-signature"] = "i110IZUc8BD0fud7mM3xqkblGKE=" }
+	forge := func(r *events.APIGatewayV2HTTPRequest) {
+		r.Headers["x-twilio-signature"] = "i110IZUc8BD0fud7mM3xqkblGKE="
+	}
 	tests := []struct {
 		name       string
 		path       []notify.Change
@@ -102,7 +104,9 @@ func TestTwilioWebhook(t *testing.T) {
 				r.RawQueryString, r.QueryStringParameters = url.Values{"attempt": {a1}}.Encode(), map[string]string{"attempt": a1}
 			}, wantStatus: 403, wantState: notify.StateSent},
 		{name: "the body changed after signing", path: sentTwilio, req: twilioCallback(twilioToken, a1, "delivered", nil),
-			edit: func(r *events.APIGatewayV2HTTPRequest) { r.Body = strings.Replace(r.Body, "delivered", "undelivered", 2) }, wantStatus: 403, wantState: notify.StateSent},
+			edit: func(r *events.APIGatewayV2HTTPRequest) {
+				r.Body = strings.Replace(r.Body, "delivered", "undelivered", 2)
+			}, wantStatus: 403, wantState: notify.StateSent},
 		{name: "signed under a webhooks rule", path: sentTwilio, req: twilioCallback(twilioToken, a1, "delivered", nil),
 			edit: func(r *events.APIGatewayV2HTTPRequest) {
 				r.Headers["x-twilio-webhooks-signature-settings"] = "key=K,algorithm=HMAC_SHA256"

@@ -183,20 +183,29 @@ func New(cfg Config, deps Deps) (Provider, error) {
 		}
 		p.Sender, p.Lookup = c, sms.OnlyLookup(c)
 	case Twilio:
-		if cfg.TwilioAuthToken == "" {
-			return Provider{}, errors.New("provider.new: the Twilio auth token is not resolved (TWILIO_AUTH_TOKEN_PARAM: call ResolveSecrets)")
-		}
-		c, err := twilio.New(twilio.Config{
-			BaseURL: cfg.TwilioBaseURL, AccountSID: cfg.TwilioAccountSID, AuthToken: cfg.TwilioAuthToken,
-			From: cfg.TwilioFrom, MessagingServiceSID: cfg.TwilioMessagingServiceSID, CallbackURL: cfg.TwilioCallbackURL,
-			Timeout: cfg.Timeout, Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
-		})
+		c, err := newTwilio(cfg, deps)
 		if err != nil {
-			return Provider{}, fmt.Errorf("provider.new: %w", err)
+			return Provider{}, err
 		}
 		p.Sender, p.Lookup = c, sms.OnlyLookup(c)
 	}
 	return p, nil
+}
+
+// newTwilio builds the Twilio client of cfg, whose auth token ResolveSecrets has read.
+func newTwilio(cfg Config, deps Deps) (*twilio.Client, error) {
+	if cfg.TwilioAuthToken == "" {
+		return nil, errors.New("provider.new: the Twilio auth token is not resolved (TWILIO_AUTH_TOKEN_PARAM: call ResolveSecrets)")
+	}
+	c, err := twilio.New(twilio.Config{
+		BaseURL: cfg.TwilioBaseURL, AccountSID: cfg.TwilioAccountSID, AuthToken: cfg.TwilioAuthToken,
+		From: cfg.TwilioFrom, MessagingServiceSID: cfg.TwilioMessagingServiceSID, CallbackURL: cfg.TwilioCallbackURL,
+		Timeout: cfg.Timeout, Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("provider.new: %w", err)
+	}
+	return c, nil
 }
 
 // NewChain builds every provider of cfg's chain, in its order. Each shares cfg's timeout and

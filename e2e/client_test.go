@@ -31,7 +31,10 @@ type stack struct {
 	api, sim string
 	// sim2 is the second simulated provider of the chain, when the stack has one
 	// (RESETNOTIFY_E2E_SIM2).
-	sim2        string
+	sim2 string
+	// twilio is the simulator in its Twilio mode, the chain's third provider, when the stack
+	// has one (RESETNOTIFY_E2E_TWILIO_SIM).
+	twilio      string
 	creds       aws.CredentialsProvider
 	region      string
 	auditctlBin string
@@ -62,6 +65,7 @@ func TestMain(m *testing.M) {
 	theStack, setupErr = newStack(api, os.Getenv("RESETNOTIFY_E2E_SIM"), dir)
 	if theStack != nil {
 		theStack.sim2 = strings.TrimSuffix(os.Getenv("RESETNOTIFY_E2E_SIM2"), "/")
+		theStack.twilio = strings.TrimSuffix(os.Getenv("RESETNOTIFY_E2E_TWILIO_SIM"), "/")
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -277,10 +281,14 @@ func (s *stack) simDo(t *testing.T, method, path string, body any, out any) {
 
 // sims returns the base URL of every simulated provider of the stack's chain.
 func (s *stack) sims() []string {
-	if s.sim2 == "" {
-		return []string{s.sim}
+	out := []string{s.sim}
+	if s.sim2 != "" {
+		out = append(out, s.sim2)
 	}
-	return []string{s.sim, s.sim2}
+	if s.twilio != "" {
+		out = append(out, s.twilio)
+	}
+	return out
 }
 
 // simOf returns the base URL of the simulated provider a status names ("simulator" is the
@@ -294,6 +302,8 @@ func (s *stack) simOf(t *testing.T, provider string) string {
 		return s.sim
 	case provider == "simulator2" && s.sim2 != "":
 		return s.sim2
+	case provider == "twilio" && s.twilio != "":
+		return s.twilio
 	}
 	t.Fatalf("the status names provider %q, which is no simulator of this stack", provider)
 	return ""

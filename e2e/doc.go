@@ -15,6 +15,10 @@
 //	RESETNOTIFY_E2E_SINCH_WEBHOOK, RESETNOTIFY_E2E_SINCH_TOKEN_FILE
 //	                          the Sinch webhook route and a file holding its token, when the
 //	                          suite may stand in for Sinch (make e2e)
+//	RESETNOTIFY_E2E_TWILIO_SIM, RESETNOTIFY_E2E_TWILIO_WEBHOOK, RESETNOTIFY_E2E_TWILIO_TOKEN_FILE
+//	                          the simulator in its Twilio mode (the chain's third provider),
+//	                          the Twilio status callback route and a file holding the auth
+//	                          token its callbacks are signed with (make e2e)
 //	AUDIT_TABLE               the audit table, read by auditctl
 //	AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL_DYNAMODB ...
 //	                          the AWS SDK's usual variables, for signing and for auditctl

@@ -5,7 +5,7 @@
 #
 # It builds the bootstraps for this machine (make build), starts cmd/local on a free loopback
 # port, waits for its `ready:` line, exports the endpoints it prints (RESETNOTIFY_E2E_API,
-# RESETNOTIFY_E2E_SIM, RESETNOTIFY_E2E_SIM2, RESETNOTIFY_E2E_SINCH_*, AUDIT_TABLE,
+# RESETNOTIFY_E2E_SIM, RESETNOTIFY_E2E_SIM2, RESETNOTIFY_E2E_SINCH_*, RESETNOTIFY_E2E_TWILIO_*, AUDIT_TABLE,
 # AWS_ENDPOINT_URL_* ...), runs the command, and stops the
 # local stack, by PID, on any exit.
 set -euo pipefail
@@ -35,8 +35,14 @@ RESETNOTIFY_E2E_SIM2=$(sed -n 's/^sms simulator2: \([^ ]*\).*/\1/p' "$work/local
 # The suite stands in for Sinch at its webhook route, with the token cmd/local wrote to a file.
 RESETNOTIFY_E2E_SINCH_WEBHOOK=$(sed -n 's/^sinch webhook: \([^ ]*\) .*/\1/p' "$work/local.out")
 RESETNOTIFY_E2E_SINCH_TOKEN_FILE=$(sed -n 's/^sinch webhook: .*(its token in \([^)]*\))$/\1/p' "$work/local.out")
+# Twilio is the chain's third provider: the suite drives its simulator and stands in for Twilio
+# (and for a forger) at its status callback route, with the auth token cmd/local wrote to a file.
+RESETNOTIFY_E2E_TWILIO_SIM=$(sed -n 's/^twilio simulator: \([^ ]*\) .*/\1/p' "$work/local.out")
+RESETNOTIFY_E2E_TWILIO_TOKEN_FILE=$(sed -n 's/^twilio simulator: .*its auth token in \([^)]*\))$/\1/p' "$work/local.out")
+RESETNOTIFY_E2E_TWILIO_WEBHOOK=$(sed -n 's/^twilio webhook: \([^ ]*\)$/\1/p' "$work/local.out")
 export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E_SIM2 RESETNOTIFY_E2E=required \
-  RESETNOTIFY_E2E_SINCH_WEBHOOK RESETNOTIFY_E2E_SINCH_TOKEN_FILE
+  RESETNOTIFY_E2E_SINCH_WEBHOOK RESETNOTIFY_E2E_SINCH_TOKEN_FILE \
+  RESETNOTIFY_E2E_TWILIO_SIM RESETNOTIFY_E2E_TWILIO_TOKEN_FILE RESETNOTIFY_E2E_TWILIO_WEBHOOK
 echo "local-e2e: local stack at $RESETNOTIFY_E2E_API, simulator at $RESETNOTIFY_E2E_SIM"
 
 if [[ $# -eq 0 ]]; then

@@ -11,9 +11,11 @@
 // Functions run as their real bootstrap binaries (bin/<name>/bootstrap from `make build`, or
 // $RESETNOTIFY_BIN_DIR) under the Lambda Runtime Interface Emulator, one emulator process per
 // function; RESETNOTIFY_LOCAL_RUNTIME=inprocess calls the same handlers in this process
-// instead. The SMS providers are two in-process simulators, the chain simulator,simulator2
-// (RESETNOTIFY_SIM_MIX and RESETNOTIFY_SIM_RULES set the first one's faults), and their
-// receipts go to the provider-events route. The stack sends to the first one's send port,
+// instead. The SMS providers are three in-process simulators, the chain
+// simulator,simulator2,twilio (RESETNOTIFY_SIM_MIX and RESETNOTIFY_SIM_RULES set the first
+// one's faults; the third speaks Twilio's API, its status callbacks signed with a random auth
+// token per run, in the file the `twilio simulator:` line names), and their receipts go to the
+// provider-events routes. The stack sends to the first one's send port,
 // which POST /control/connections on its printed address closes (every connection refused)
 // and reopens. The Sinch webhook route is served too, with a random token per run in the
 // file the `sinch webhook:` line names, so that a test can post Sinch's delivery reports.
@@ -32,6 +34,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,6 +122,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	defer l.sim.Close()
 	defer l.sim2.Close()
+	defer l.twilio.Close()
 	fns, err := startFunctions(ctx, l.awsCfg, stderr, st)
 	if err != nil {
 		return err
@@ -139,13 +143,17 @@ type local struct {
 	port string
 	// sinchTokenFile holds the Sinch webhook's token (SINCH_CALLBACK_TOKEN).
 	sinchTokenFile string
+	// twilio is the third provider of the chain, the simulator in its Twilio mode;
+	// twilioTokenFile holds its auth token (TWILIO_AUTH_TOKEN).
+	twilio          *smssim.Server
+	twilioTokenFile string
 }
 
 // provision sets this process's environment as template.yaml would set the functions' (the
 // emulators' endpoints, the tables, the queues, random secrets, the simulator), and creates
 // the tables and queues.
 func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, st settings) (local, error) {
-	l := local{stack: stack, port: port, sinchTokenFile: filepath.Join(keyDir, sinchTokenFile)}
+	l := local{stack: stack, port: port, sinchTokenFile: filepath.Join(keyDir, sinchTokenFile), twilioTokenFile: filepath.Join(keyDir, twilioTokenFile)}
 	env, err := environment(stack, keyDir, st)
 	if err != nil {
 		return local{}, err
@@ -166,16 +174,17 @@ func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, 
 	if err := setenv(l.queues.env()); err != nil {
 		return local{}, err
 	}
-	if err := l.startSimulators(env[config.EnvSimulatorWebhookToken]); err != nil {
+	if err := l.startSimulators(env[config.EnvSimulatorWebhookToken], env[config.EnvTwilioAccountSID], env[config.EnvTwilioAuthToken]); err != nil {
 		return local{}, err
 	}
 	return l, nil
 }
 
-// startSimulators starts the two simulated providers of the local chain, simulator and
+// startSimulators starts the three simulated providers of the local chain: simulator and
 // simulator2 (the second-provider mode), both posting receipts to the simulator webhook
-// route, and sets the providers' variables.
-func (l *local) startSimulators(webhookToken string) error {
+// route, and twilio (the Twilio mode), whose signed status callbacks go to each message's
+// StatusCallback URL, the Twilio route; and sets the providers' variables.
+func (l *local) startSimulators(webhookToken, twilioAccount, twilioToken string) error {
 	webhook := "http://127.0.0.1:" + l.port + "/v1/provider-events/simulator"
 	var err error
 	if l.sim, err = startSimulator(webhook, webhookToken, config.SMSSimulator); err != nil {
@@ -185,14 +194,22 @@ func (l *local) startSimulators(webhookToken string) error {
 		l.sim.Close()
 		return err
 	}
+	if l.twilio, err = startTwilioSimulator(twilioAccount, twilioToken); err != nil {
+		l.sim.Close()
+		l.sim2.Close()
+		return err
+	}
 	err = setenv(map[string]string{
-		config.EnvSMSProviders:     config.SMSSimulator + "," + config.SMSSimulator2,
-		config.EnvSMSSimulatorURL:  l.sim.SendURL(),
-		config.EnvSMSSimulator2URL: l.sim2.URL(),
+		config.EnvSMSProviders:      config.SMSSimulator + "," + config.SMSSimulator2 + "," + config.SMSTwilio,
+		config.EnvSMSSimulatorURL:   l.sim.SendURL(),
+		config.EnvSMSSimulator2URL:  l.sim2.URL(),
+		config.EnvTwilioBaseURL:     l.twilio.URL(),
+		config.EnvTwilioCallbackURL: "http://127.0.0.1:" + l.port + "/v1/provider-events/twilio",
 	})
 	if err != nil {
 		l.sim.Close()
 		l.sim2.Close()
+		l.twilio.Close()
 	}
 	return err
 }
@@ -241,6 +258,7 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 			// SinchWebhookFunction, which run provider-events' code (template.yaml): here one
 			// handler serves both, choosing by the route.
 			"IntakeFunction": fns.intake, "SimulatorWebhookFunction": fns.providerEvents, "SinchWebhookFunction": fns.providerEvents,
+			"TwilioWebhookFunction": fns.providerEvents,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
@@ -254,6 +272,8 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults, POST /control/connections; the stack sends to %s)\n", l.sim.URL(), l.sim.SendURL())
 	fmt.Fprintf(stdout, "sms simulator2: %s (the second provider of the chain)\n", l.sim2.URL())
 	fmt.Fprintf(stdout, "sinch webhook: http://127.0.0.1:%s/v1/provider-events/sinch (its token in %s)\n", l.port, l.sinchTokenFile)
+	fmt.Fprintf(stdout, "twilio simulator: %s (the third provider of the chain; its auth token in %s)\n", l.twilio.URL(), l.twilioTokenFile)
+	fmt.Fprintf(stdout, "twilio webhook: http://127.0.0.1:%s/v1/provider-events/twilio\n", l.port)
 	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", l.port)
 
 	var runErr error
@@ -300,6 +320,10 @@ func runSources(ctx context.Context, l local, st settings, fns functions, log *s
 // webhook's token.
 const sinchTokenFile = "sinch-callback-token"
 
+// twilioTokenFile is the name, in the run's key directory, of the file holding the Twilio
+// simulator's auth token, with which a test signs (or forges) status callbacks.
+const twilioTokenFile = "twilio-auth-token"
+
 // The local digest settings: one-minute periods, closed 10 s after they end (the local audit
 // poller writes within milliseconds; AWS needs more than the audit function's timeout).
 const (
@@ -321,7 +345,8 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	token := make([]byte, 24)
 	sinchToken := make([]byte, 24)
 	fingerprintKey := make([]byte, 32)
-	for _, b := range [][]byte{key, fingerprintKey, pepper, token, sinchToken} {
+	twilioToken, twilioAccount := make([]byte, 16), make([]byte, 16)
+	for _, b := range [][]byte{key, fingerprintKey, pepper, token, sinchToken, twilioToken, twilioAccount} {
 		if _, err := rand.Read(b); err != nil {
 			return nil, err
 		}
@@ -339,12 +364,23 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	set(config.EnvGuardTable, guardTable)
 	set(config.EnvAllowedCountries, st.allowedCountries)
 	set(config.EnvConversionTable, conversionTable)
+	// The simulators' window (0): Twilio's default (60 s) would only slow the local runs down,
+	// since no Twilio answer ever counts as "not found".
+	set(config.EnvSMSVisibilitySeconds, "0")
 	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	// A test stands in for Sinch with it: in a file only this user reads, never printed.
 	env[config.EnvSinchCallbackToken] = base64.RawURLEncoding.EncodeToString(sinchToken)
 	tokenFile := filepath.Join(keyDir, sinchTokenFile)
 	if err := os.WriteFile(tokenFile, []byte(env[config.EnvSinchCallbackToken]), 0o600); err != nil {
 		return nil, fmt.Errorf("write %s: %w", tokenFile, err)
+	}
+	// Twilio's, as its auth tokens look (32 hexadecimal characters), in a file likewise.
+	env[config.EnvTwilioAccountSID] = "AC" + hex.EncodeToString(twilioAccount)
+	env[config.EnvTwilioAuthToken] = hex.EncodeToString(twilioToken)
+	env[config.EnvTwilioFrom] = "+15005550006"
+	twilioFile := filepath.Join(keyDir, twilioTokenFile)
+	if err := os.WriteFile(twilioFile, []byte(env[config.EnvTwilioAuthToken]), 0o600); err != nil {
+		return nil, fmt.Errorf("write %s: %w", twilioFile, err)
 	}
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)

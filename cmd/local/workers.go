@@ -53,6 +53,30 @@ func startSimulator(webhookURL, webhookToken, provider string) (*smssim.Server, 
 	return sim, nil
 }
 
+// twilioDeliveryDelay is how long after acceptance the Twilio simulator reports a message's
+// final status: longer than a send's timeout (SMS_TIMEOUT, 5 s by default), so that the
+// status callback of an attempt whose answer was lost arrives after dispatch has recorded it
+// as unknown, as a late callback does.
+const twilioDeliveryDelay = 8 * time.Second
+
+// twilioListLag is how long the Twilio simulator leaves a message out of its message list:
+// far past any visibility window, so that a client reading the list as "not found" would
+// send twice (ours never reads it).
+const twilioListLag = 10 * time.Minute
+
+// startTwilioSimulator starts the simulator in its Twilio mode for account and token on a
+// free loopback port. Faults can be set per number as for the others.
+func startTwilioSimulator(account, token string) (*smssim.Server, error) {
+	sim := smssim.New(smssim.Config{
+		Seed: time.Now().UnixNano(), DeliveryDelay: twilioDeliveryDelay, ListLag: twilioListLag,
+		Provider: smssim.ProviderTwilio, TwilioAccountSID: account, TwilioAuthToken: token,
+	})
+	if _, err := sim.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	return sim, nil
+}
+
 // pumpQueue receives batches from queueURL and hands them to h, as the SQS event source
 // mapping src of template.yaml would (its batch size, partial batch failures), until ctx ends.
 func pumpQueue(ctx context.Context, client *sqs.Client, queueURL string, src samtemplate.Source, h workercore.BatchHandler, log *slog.Logger) error {

@@ -106,7 +106,10 @@ func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispa
 	fmt.Fprintf(out, "fault_mix_seconds=%.1f\n", faultTook.Seconds())
 	fmt.Fprintf(out, "requests_per_notification_fault_mix=%.2f\n", float64(total(faultCounts))/float64(o.Fault))
 	fmt.Fprintf(out, "requests_per_notification_fault_mix_breakdown=%s\n", awscount.FormatCounts(faultCounts, float64(o.Fault)))
-	return failoverBench(ctx, ddbEndpoint, sqsEndpoint, o.Fault, o.Pollers, out)
+	if err := failoverBench(ctx, ddbEndpoint, sqsEndpoint, o.Fault, o.Pollers, out); err != nil {
+		return err
+	}
+	return twilioBench(ctx, ddbEndpoint, sqsEndpoint, o.Fault, o.Pollers, out)
 }
 
 func total(counts map[awscount.Op]int64) int64 {

@@ -19,7 +19,9 @@
 // (dispatch_notifications_per_s), and the AWS requests per notification, counted by an SDK
 // middleware (awscount.Counter) from admission to the end, on the happy path and under the
 // fault matrix's provider mix (requests_per_notification_happy, _fault_mix, and a
-// per-operation _breakdown line each). The replay benchmark (replay.go) counts the AWS requests
+// per-operation _breakdown line each), with the chain's primary down (failover.go), and
+// through Twilio, each notification delivered by its signed status callback
+// (requests_per_notification_twilio, twilio.go). The replay benchmark (replay.go) counts the AWS requests
 // of one replay (requests_per_replay, goal 1) and the dispatch messages that 64 concurrent
 // duplicates of one request put on the queue (dispatch_messages_per_64_duplicates, goal at
 // most 2). The audit burst benchmark (auditburst.go) writes the 4 audit entries of each of

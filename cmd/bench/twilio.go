@@ -47,26 +47,11 @@ func twilioBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, poller
 	defer dropTables(context.Background(), p.db, tables.Names{Receipts: receipts})
 	account, token := "AC"+randomHex(16), randomHex(16)
 
-	// provider-events on the Twilio route, as TwilioWebhookFunction runs it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	hook, stop, err := p.twilioWebhook(ddbEndpoint, receipts, token)
 	if err != nil {
 		return err
 	}
-	hook := "http://" + ln.Addr().String() + "/v1/provider-events/twilio"
-	db := awsclient.DynamoDB(p.countedCfg, ddbEndpoint)
-	notifications := dynamostore.New(db, p.table)
-	h := &providerevents.Handler{
-		Recorder: &providerevents.Recorder{
-			Receipts: providerevents.NewStore(db, receipts, config.DefaultReceiptRetention, notify.SystemClock{}),
-			Keys:     notifications, Notifications: notifications, Clock: notify.SystemClock{},
-			Metrics: &obs.Metrics{W: io.Discard, Function: "provider-events"},
-		},
-		TwilioTokens: [][]byte{[]byte(token)}, TwilioCallbackURL: hook,
-	}
-	srv := &http.Server{Handler: localapi.NewServer([]localapi.Route{{Function: "TwilioWebhookFunction", Method: http.MethodPost, Path: "/v1/provider-events/twilio"}},
-		map[string]localapi.HandlerFunc{"TwilioWebhookFunction": h.HandleHTTP}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer stop()
 
 	// Callbacks a second after acceptance: Twilio's come after the create's answer.
 	sim := smssim.New(smssim.Config{Provider: smssim.ProviderTwilio, TwilioAccountSID: account, TwilioAuthToken: token, DeliveryDelay: time.Second})
@@ -100,6 +85,31 @@ func twilioBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, poller
 	fmt.Fprintf(out, "requests_per_notification_twilio=%.2f\n", float64(total(counts))/float64(n))
 	fmt.Fprintf(out, "requests_per_notification_twilio_breakdown=%s\n", awscount.FormatCounts(counts, float64(n)))
 	return nil
+}
+
+// twilioWebhook serves provider-events' handler on the Twilio route, as TwilioWebhookFunction
+// runs it, with counted clients over the pipeline's table and receipts, checking signatures
+// under token; it returns the route's URL and a function that stops it.
+func (p *pipeline) twilioWebhook(ddbEndpoint, receipts, token string) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hook := "http://" + ln.Addr().String() + "/v1/provider-events/twilio"
+	db := awsclient.DynamoDB(p.countedCfg, ddbEndpoint)
+	notifications := dynamostore.New(db, p.table)
+	h := &providerevents.Handler{
+		Recorder: &providerevents.Recorder{
+			Receipts: providerevents.NewStore(db, receipts, config.DefaultReceiptRetention, notify.SystemClock{}),
+			Keys:     notifications, Notifications: notifications, Clock: notify.SystemClock{},
+			Metrics: &obs.Metrics{W: io.Discard, Function: "provider-events"},
+		},
+		TwilioTokens: [][]byte{[]byte(token)}, TwilioCallbackURL: hook,
+	}
+	srv := &http.Server{Handler: localapi.NewServer([]localapi.Route{{Function: "TwilioWebhookFunction", Method: http.MethodPost, Path: "/v1/provider-events/twilio"}},
+		map[string]localapi.HandlerFunc{"TwilioWebhookFunction": h.HandleHTTP}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return hook, func() { _ = srv.Close() }, nil
 }
 
 // waitDelivered polls, with the uncounted client, until every record of the pipeline is

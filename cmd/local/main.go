@@ -345,8 +345,7 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	token := make([]byte, 24)
 	sinchToken := make([]byte, 24)
 	fingerprintKey := make([]byte, 32)
-	twilioToken, twilioAccount := make([]byte, 16), make([]byte, 16)
-	for _, b := range [][]byte{key, fingerprintKey, pepper, token, sinchToken, twilioToken, twilioAccount} {
+	for _, b := range [][]byte{key, fingerprintKey, pepper, token, sinchToken} {
 		if _, err := rand.Read(b); err != nil {
 			return nil, err
 		}
@@ -364,9 +363,6 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	set(config.EnvGuardTable, guardTable)
 	set(config.EnvAllowedCountries, st.allowedCountries)
 	set(config.EnvConversionTable, conversionTable)
-	// The simulators' window (0): Twilio's default (60 s) would only slow the local runs down,
-	// since no Twilio answer ever counts as "not found".
-	set(config.EnvSMSVisibilitySeconds, "0")
 	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	// A test stands in for Sinch with it: in a file only this user reads, never printed.
 	env[config.EnvSinchCallbackToken] = base64.RawURLEncoding.EncodeToString(sinchToken)
@@ -374,13 +370,8 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	if err := os.WriteFile(tokenFile, []byte(env[config.EnvSinchCallbackToken]), 0o600); err != nil {
 		return nil, fmt.Errorf("write %s: %w", tokenFile, err)
 	}
-	// Twilio's, as its auth tokens look (32 hexadecimal characters), in a file likewise.
-	env[config.EnvTwilioAccountSID] = "AC" + hex.EncodeToString(twilioAccount)
-	env[config.EnvTwilioAuthToken] = hex.EncodeToString(twilioToken)
-	env[config.EnvTwilioFrom] = "+15005550006"
-	twilioFile := filepath.Join(keyDir, twilioTokenFile)
-	if err := os.WriteFile(twilioFile, []byte(env[config.EnvTwilioAuthToken]), 0o600); err != nil {
-		return nil, fmt.Errorf("write %s: %w", twilioFile, err)
+	if err := twilioEnv(env, keyDir); err != nil {
+		return nil, err
 	}
 	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
@@ -402,6 +393,31 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	set(config.EnvAuditDigestGraceSeconds, localDigestGraceSeconds)
 	env[config.EnvFingerprintKey] = base64.RawStdEncoding.EncodeToString(fingerprintKey)
 	return env, nil
+}
+
+// twilioEnv sets the Twilio simulator's account and auth token in env, random and as Twilio's
+// look (the token 32 hexadecimal characters), and writes the token to a file of keyDir only
+// this user reads, never printed: a test signs (or forges) status callbacks with it. Unless
+// set, the chain's visibility window stays the simulators' (0): Twilio's default (60 s) would
+// only slow the local runs down, since no Twilio answer ever counts as "not found".
+func twilioEnv(env map[string]string, keyDir string) error {
+	account, token := make([]byte, 16), make([]byte, 16)
+	for _, b := range [][]byte{account, token} {
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+	}
+	if os.Getenv(config.EnvSMSVisibilitySeconds) == "" {
+		env[config.EnvSMSVisibilitySeconds] = "0"
+	}
+	env[config.EnvTwilioAccountSID] = "AC" + hex.EncodeToString(account)
+	env[config.EnvTwilioAuthToken] = hex.EncodeToString(token)
+	env[config.EnvTwilioFrom] = "+15005550006"
+	file := filepath.Join(keyDir, twilioTokenFile)
+	if err := os.WriteFile(file, []byte(env[config.EnvTwilioAuthToken]), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	return nil
 }
 
 // printExports prints the shell lines that point the AWS CLI, the SDKs and auditctl at the

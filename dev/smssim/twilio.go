@@ -31,7 +31,8 @@ import (
 // permissions), throttle 429 with 20429, unavailable 503, 500_after_accept 500. At its final
 // status each message's StatusCallback is POSTed the form Twilio sends (MessageSid,
 // MessageStatus, ErrorCode, AccountSid, To, From, ApiVersion), signed in X-Twilio-Signature
-// with the auth token: HMAC-SHA1 of the URL followed by the sorted parameters, written here
+// with the auth token (posted up to three times on a failure, where Twilio by default does not
+// retry): HMAC-SHA1 of the URL followed by the sorted parameters, written here
 // apart from provider-events' check so that one cannot hide a mistake of the other. The
 // attempt reference the callback URL carries (?attempt=) is the message's client reference in
 // the inbox.

@@ -116,8 +116,9 @@ func DefaultSMSVisibility(kind string) time.Duration {
 	case SMSSinch:
 		return time.Minute
 	case SMSTwilio:
-		// Only a lookup by Message SID is made, never a list: the window sets when a missing
-		// callback is worth a log line, not when "not found" counts (it never does).
+		// No Twilio answer ever counts as "not found" (a lookup is by Message SID only), so the
+		// window only spaces reconciliation, and keeps a record past its deadline open that
+		// long for a late status callback.
 		return time.Minute
 	}
 	return 0

@@ -1,6 +1,6 @@
 // Package providerevents is the provider-events function: it takes the delivery events an SMS
 // provider reports (AWS End User Messaging SMS events through SNS; Sinch's delivery report
-// callbacks and the simulator's webhook through the HTTP API),
+// callbacks, Twilio's signed status callbacks and the simulator's webhook through the HTTP API),
 // keeps each as evidence in the receipts table, and moves a sent notification to delivered or
 // undelivered when the event is final.
 //
@@ -54,7 +54,8 @@
 // payload (json.RawMessage, which lambda.Start passes through undecoded) and dispatches on its
 // shape: an SNS event (Records[].EventSource "aws:sns") goes to HandleSNS, an API Gateway HTTP
 // API payload 2.0 event (version "2.0") goes to HandleHTTP, which hands the route
-// SinchRoute to HandleSinchWebhook and any other to HandleSimulatorWebhook. The typed
+// SinchRoute to HandleSinchWebhook, TwilioRoute to HandleTwilioWebhook and any other to
+// HandleSimulatorWebhook. The typed
 // methods are exported so that the local stack can serve the webhook routes directly.
 //
 // HandleSNS returns an error, so that Lambda's asynchronous invocation retries the event, only
@@ -65,5 +66,8 @@
 // (Retry-After) when a store failed and the provider should try again. HandleSinchWebhook
 // answers the same way; its token is in the callback URL's query (Sinch signs no SMS delivery
 // report), and its receipts are matched on provider sinch, the batch ID and the
-// client_reference dispatch sent with the batch.
+// client_reference dispatch sent with the batch. HandleTwilioWebhook checks the
+// X-Twilio-Signature (HMAC-SHA1 under either configured auth token, TwilioSignatureValid) before
+// anything else and answers 403 when it fails; its receipts are matched on provider twilio, the
+// MessageSid and the attempt reference the callback URL carries.
 package providerevents

@@ -173,8 +173,8 @@ func (h *Handler) HandleSinchWebhook(ctx context.Context, req events.APIGatewayV
 // The X-Twilio-Signature is checked first, before anything is parsed or counted: HMAC-SHA1,
 // under either configured auth token, of TwilioCallbackURL with the request's raw query string
 // followed by the sorted form parameters (TwilioSignatureValid). A missing or wrong signature,
-// a callback signed under a Webhooks Rule's settings, or a disabled webhook answers 403 and
-// changes nothing. A replayed callback is recorded again, which changes nothing (recording is
+// a body that cannot be verified (not a form, or over 8 KiB), a callback signed under a
+// Webhooks Rule's settings, or a disabled webhook answers 403 and changes nothing. A replayed callback is recorded again, which changes nothing (recording is
 // idempotent). It answers as HandleSimulatorWebhook does otherwise; Twilio does not retry a
 // status callback by default, so a 503 (a store failed) loses it, and the attempt is left to
 // its SID lookup, or to expire. Neither the tokens nor the callback's To and From are logged.

@@ -15,6 +15,8 @@
 //	RESETNOTIFY_E2E_SINCH_WEBHOOK, RESETNOTIFY_E2E_SINCH_TOKEN_FILE
 //	                          the Sinch webhook route and a file holding its token, when the
 //	                          suite may stand in for Sinch (make e2e)
+//	RESETNOTIFY_E2E_EXAMPLES  set: run the documented examples too (examples_test.go), which
+//	                          need make local's stack (no signature checked, a fresh stack)
 //	AUDIT_TABLE               the audit table, read by auditctl
 //	AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL_DYNAMODB ...
 //	                          the AWS SDK's usual variables, for signing and for auditctl

@@ -19,6 +19,8 @@
 //	                          the simulator in its Twilio mode (the chain's third provider),
 //	                          the Twilio status callback route and a file holding the auth
 //	                          token its callbacks are signed with (make e2e)
+//	RESETNOTIFY_E2E_EXAMPLES  set: run the documented examples too (examples_test.go), which
+//	                          need make local's stack (no signature checked, a fresh stack)
 //	AUDIT_TABLE               the audit table, read by auditctl
 //	AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL_DYNAMODB ...
 //	                          the AWS SDK's usual variables, for signing and for auditctl

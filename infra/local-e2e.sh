@@ -5,7 +5,8 @@
 #
 # It builds the bootstraps for this machine (make build), starts cmd/local on a free loopback
 # port, waits for its `ready:` line, exports the endpoints it prints (RESETNOTIFY_E2E_API,
-# RESETNOTIFY_E2E_SIM, RESETNOTIFY_E2E_SIM2, RESETNOTIFY_E2E_SINCH_*, RESETNOTIFY_E2E_TWILIO_*, AUDIT_TABLE,
+# RESETNOTIFY_E2E_SIM, RESETNOTIFY_E2E_SIM2, RESETNOTIFY_E2E_SINCH_*, RESETNOTIFY_E2E_TWILIO_*,
+# RESETNOTIFY_E2E_EXAMPLES, AUDIT_TABLE,
 # AWS_ENDPOINT_URL_* ...), runs the command, and stops the
 # local stack, by PID, on any exit.
 set -euo pipefail
@@ -40,9 +41,13 @@ RESETNOTIFY_E2E_SINCH_TOKEN_FILE=$(sed -n 's/^sinch webhook: .*(its token in \([
 RESETNOTIFY_E2E_TWILIO_SIM=$(sed -n 's/^twilio simulator: \([^ ]*\) .*/\1/p' "$work/local.out")
 RESETNOTIFY_E2E_TWILIO_TOKEN_FILE=$(sed -n 's/^twilio simulator: .*its auth token in \([^)]*\))$/\1/p' "$work/local.out")
 RESETNOTIFY_E2E_TWILIO_WEBHOOK=$(sed -n 's/^twilio webhook: \([^ ]*\)$/\1/p' "$work/local.out")
+# The documented examples (e2e/examples_test.go) run against this stack only: it checks no
+# signature, and it is fresh, so the examples' keys and numbers are unused.
+RESETNOTIFY_E2E_EXAMPLES=1
 export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E_SIM2 RESETNOTIFY_E2E=required \
   RESETNOTIFY_E2E_SINCH_WEBHOOK RESETNOTIFY_E2E_SINCH_TOKEN_FILE \
-  RESETNOTIFY_E2E_TWILIO_SIM RESETNOTIFY_E2E_TWILIO_TOKEN_FILE RESETNOTIFY_E2E_TWILIO_WEBHOOK
+  RESETNOTIFY_E2E_TWILIO_SIM RESETNOTIFY_E2E_TWILIO_TOKEN_FILE RESETNOTIFY_E2E_TWILIO_WEBHOOK \
+  RESETNOTIFY_E2E_EXAMPLES
 echo "local-e2e: local stack at $RESETNOTIFY_E2E_API, simulator at $RESETNOTIFY_E2E_SIM"
 
 if [[ $# -eq 0 ]]; then

@@ -53,7 +53,8 @@ type lifecycle struct {
 	Busy        map[string]time.Duration
 	// Requests are the AWS calls of the whole run, counted by awscount.Counter.
 	Requests map[awscount.Op]int64
-	// Roles names each physical table by its role (notifications, audit, receipts).
+	// Roles names each physical table by its role (notifications, audit, receipts, guard,
+	// conversion).
 	Roles map[string]string
 }
 
@@ -70,7 +71,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // bytes each function writes, its invocations and busy time, and the AWS requests.
 func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) (lifecycle, storageSizes, error) {
 	meter := newCapacityMeter()
-	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, capacityKind, meter.Instrument)
+	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, capacityKind, meter.Instrument)
 	if err != nil {
 		return lifecycle{}, nil, err
 	}
@@ -80,7 +81,7 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 		return lifecycle{}, nil, err
 	}
 	defer dropTables(context.Background(), p.db, tables.Names{Receipts: receiptsTable})
-	lc := newLifecycle(n, map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts"})
+	lc := newLifecycle(n, map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts", p.guard: "guard", p.conversions: "conversion"})
 	logs := functionLogs()
 	countedDB := awsclient.DynamoDB(p.countedCfg, ddbEndpoint)
 	p.counter.Reset()
@@ -227,8 +228,8 @@ func (p *pipeline) admitHTTP(ctx context.Context, n int, log io.Writer, lc *life
 	_, err := measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
 		key := fmt.Sprintf("%s-%06d", p.name, i)
 		p.keys[i] = key
-		body := fmt.Sprintf(`{"event_id":"evt-%s","channel":"sms","purpose":"password_reset","to":"+1555%07d","locale":"en","params":{"code":"%06d"},"expires_at":"%s"}`,
-			key, i, i, expires)
+		body := fmt.Sprintf(`{"event_id":"evt-%s","channel":"sms","purpose":"password_reset","to":"%s","locale":"en","params":{"code":"%06d"},"expires_at":"%s"}`,
+			key, benchNumber(i), i, expires)
 		start := time.Now()
 		resp, err := h.Handle(ctx, events.APIGatewayV2HTTPRequest{
 			RouteKey: "POST /v1/notifications", RawPath: "/v1/notifications", Body: body,

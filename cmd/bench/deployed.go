@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,52 +18,37 @@ import (
 	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
-	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/phoneregion"
 	"github.com/resetnotify/resetnotify/shared/tables"
-	intakewire "github.com/resetnotify/resetnotify/shared/wire/intake"
 )
 
 // deployed is the intake as deployed, over one set of tables: the handler and service built by
-// the intake function's own wiring (intakewire.Service) from the template's defaults (guard on,
-// allow-list "1", limits 5/10/6/20, decision bound 500 ms), on local keys instead of SSM and
-// KMS, and with an in-memory queue instead of SQS so that the figures compare our code with
-// the database alone.
+// the intake function's own wiring (intakewire.Service) from template.yaml's environment at its
+// defaults (deployedIntake: guard on, allow-list US,CA, limits 5/10/6/20, the conversion
+// guard, the decision bound), on local keys instead of SSM and KMS, and with an in-memory
+// queue instead of SQS so that the figures compare our code with the database alone.
 type deployed struct {
 	handler *intake.Handler
+	// in is the admission service behind handler.
+	in      *notify.Intake
 	queue   *countingQueue
 	expires string
 }
 
 // newDeployed wires the intake over names with awsCfg (whose clients the caller instruments).
 func newDeployed(ctx context.Context, awsCfg aws.Config, names tables.Names) (*deployed, error) {
-	env := map[string]string{
-		config.EnvNotificationsTable: names.Notifications,
-		config.EnvDispatchQueueURL:   "http://127.0.0.1:1/000000000000/unused",
-		config.EnvSealLocalKey:       base64.StdEncoding.EncodeToString(randomKey()),
-		config.EnvDestinationPepper:  base64.StdEncoding.EncodeToString(randomKey()),
-		config.EnvFingerprintKey:     base64.StdEncoding.EncodeToString(randomKey()),
-		config.EnvGuardTable:         names.Guard,
-		// The template sets CONVERSION_TABLE too: the prefix block check is part of admission.
-		config.EnvConversionTable: names.Conversions,
-		// The template's default allow-list; every other guard setting is at its default.
-		config.EnvAllowedCountries: "US,CA",
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
+	in, err := deployedIntake(ctx, awsCfg, intakeTables{notifications: names.Notifications, guard: names.Guard, conversions: names.Conversions},
+		"http://127.0.0.1:1/000000000000/unused", "", randomKey())
 	if err != nil {
-		return nil, fmt.Errorf("deployed intake: %w", err)
-	}
-	in, err := intakewire.Service(ctx, cfg, awsCfg)
-	if err != nil {
-		return nil, fmt.Errorf("deployed intake: %w", err)
+		return nil, err
 	}
 	q := &countingQueue{}
 	in.Queue = q
 	h := intake.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
-	return &deployed{handler: h, queue: q, expires: time.Now().UTC().Add(time.Hour).Format(time.RFC3339)}, nil
+	return &deployed{handler: h, in: in, queue: q, expires: time.Now().UTC().Add(time.Hour).Format(time.RFC3339)}, nil
 }
 
 // benchNumber is a distinct number in the template's default allow-list (US, CA) for each i

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
@@ -28,8 +27,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/reconcile"
-	"github.com/resetnotify/resetnotify/shared/sms/provider"
-	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	dispatchwire "github.com/resetnotify/resetnotify/shared/wire/dispatch"
 	reconcilewire "github.com/resetnotify/resetnotify/shared/wire/reconcile"
@@ -61,9 +58,8 @@ type dispatchOptions struct {
 //     running until every record is done sending. The sweeper is not run: nothing is lost,
 //     and its cost is per run (one query per due-index shard), not per notification.
 func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispatchOptions, out io.Writer) error {
-	// A generous provider timeout on the happy path: a call cut short by a busy machine would
-	// turn into an unknown outcome and leave the happy path.
-	happy, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, "happy")
+	fmt.Fprintln(out, "dispatch_measured_against=DynamoDB Local and moto; intake, dispatch and reconcile as deployed (template.yaml's defaults: guard and conversion guard on, allow-list US,CA, max attempts, provider timeout, backoff), the SMS simulator standing in for the provider with its own lookup window")
+	happy, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, "happy")
 	if err != nil {
 		return err
 	}
@@ -82,7 +78,7 @@ func dispatchBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o dispa
 	happyCounts := happy.counter.Counts()
 
 	faulty, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint,
-		smssim.Config{Seed: 7, Mix: smssim.FaultMix, RetryAfter: time.Second, Visibility: time.Second, DeliveryDelay: time.Hour}, time.Second, "fault")
+		smssim.Config{Seed: 7, Mix: smssim.FaultMix, RetryAfter: time.Second, Visibility: time.Second, DeliveryDelay: time.Hour}, "fault")
 	if err != nil {
 		return err
 	}
@@ -140,20 +136,23 @@ type pipeline struct {
 	// countedCfg builds more counted clients (the capacity benchmark's audit writer and
 	// receipts recorder).
 	countedCfg aws.Config
-	// wiring is what the workers were built from.
-	wiring workercorewire.Wiring
+	// wiring and reconcileWiring are what the workers were built from.
+	wiring, reconcileWiring workercorewire.Wiring
+	// guard and conversions are the intake's guard tables; the endpoints are the emulators'.
+	guard, conversions       string
+	ddbEndpoint, sqsEndpoint string
 }
 
 // capacityKind is the kind of the capacity benchmark's pipeline, the one that reads its
 // notifications table's stream (the audit writer's input).
 const capacityKind = "capacity"
 
-// newPipeline builds a pipeline whose simulator has simCfg and whose provider calls time out
-// after timeout. Each of instrument is applied to the counted clients' config too (the
-// capacity meter is one). Only a pipeline of capacityKind keeps its table's stream.
-func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg smssim.Config, timeout time.Duration, kind string, instrument ...func(*aws.Config)) (_ *pipeline, err error) {
+// newPipeline builds a pipeline whose simulator has simCfg, its intake and workers as
+// deployed (asdeployed.go). Each of instrument is applied to the counted clients' config too
+// (the capacity meter is one). Only a pipeline of capacityKind keeps its table's stream.
+func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg smssim.Config, kind string, instrument ...func(*aws.Config)) (_ *pipeline, err error) {
 	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
-	p := &pipeline{name: fmt.Sprintf("bench-%s-%d", kind, time.Now().UnixNano()), counter: awscount.NewCounter()}
+	p := &pipeline{name: fmt.Sprintf("bench-%s-%d", kind, time.Now().UnixNano()), counter: awscount.NewCounter(), ddbEndpoint: ddbEndpoint, sqsEndpoint: sqsEndpoint}
 	p.db = awsclient.DynamoDB(plain, ddbEndpoint)
 	p.queues = awsclient.SQS(plain, sqsEndpoint)
 	defer func() {
@@ -178,31 +177,30 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	p.countedCfg = counted
 	p.counted = awsclient.SQS(counted, sqsEndpoint)
 	key := randomKey()
-	policy := notify.DefaultPolicy()
-	policy.MaxAttempts = 10 // so a record never waits for its deadline after a run of refusals
-	p.wiring = p.workerWiring(ddbEndpoint, sqsEndpoint, simURL, simCfg.Visibility, timeout, policy, key)
+	if p.wiring, err = p.workerWiringFor("DispatchFunction", simURL, simCfg.Visibility, key, config.NeedDispatch); err != nil {
+		return nil, err
+	}
+	if p.reconcileWiring, err = p.workerWiringFor("ReconcileFunction", simURL, simCfg.Visibility, key, config.NeedReconcile); err != nil {
+		return nil, err
+	}
 	if err := p.buildWorkers(ctx); err != nil {
 		return nil, err
 	}
-	box, hasher, fingerprints, err := intakeKeysSealingWith(key)
+	intakeCfg := counted
+	intakeCfg.BaseEndpoint = aws.String(ddbEndpoint)
+	p.intake, err = deployedIntake(ctx, intakeCfg, intakeTables{notifications: p.table, guard: p.guard, conversions: p.conversions}, p.dispatchURL, simURL, key)
 	if err != nil {
 		return nil, err
 	}
-	p.intake = &notify.Intake{
-		Store:  dynamostore.New(awsclient.DynamoDB(counted, ddbEndpoint), p.table),
-		Sealer: box, Hasher: hasher, Fingerprints: fingerprints,
-		Queue: sqsqueue.New(p.counted, p.dispatchURL, ""),
-		Clock: notify.SystemClock{}, Policy: policy,
-		NewID: func() string { return ulid.Make().String() },
-	}
+	p.intake.Queue = p.intakeQueue()
 	return p, nil
 }
 
 // createStorage creates the pipeline's tables and its dispatch and reconcile queues. The
 // notifications table keeps its stream only when the pipeline reads it (see disableStream).
 func (p *pipeline) createStorage(ctx context.Context, readsStream bool) error {
-	p.table, p.audit = p.name+"-notifications", p.name+"-audit"
-	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit}); err != nil {
+	p.table, p.audit, p.guard, p.conversions = p.name+"-notifications", p.name+"-audit", p.name+"-guard", p.name+"-conversion"
+	if err := tablesetup.Create(ctx, p.db, p.names()); err != nil {
 		return err
 	}
 	if !readsStream {
@@ -224,19 +222,9 @@ func (p *pipeline) createStorage(ctx context.Context, readsStream bool) error {
 	return nil
 }
 
-// workerWiring is what the pipeline's workers are built from, as the Lambda functions build
-// theirs: the counted clients, the simulator at simURL, and a lease long enough for timeout.
-func (p *pipeline) workerWiring(ddbEndpoint, sqsEndpoint, simURL string, visibility, timeout time.Duration, policy notify.Policy, key []byte) workercorewire.Wiring {
-	return workercorewire.Wiring{
-		Config: config.Config{
-			NotificationsTable: p.table, DispatchQueueURL: p.dispatchURL, ReconcileQueueURL: p.reconcileURL,
-			Policy: policy, SealLocalKey: key,
-			Worker: config.Worker{Lease: timeout + workercore.LeaseMargin + time.Second, BackoffBase: 200 * time.Millisecond, BackoffMax: 2 * time.Second},
-		},
-		AWS: p.countedCfg, DynamoDBEndpoint: ddbEndpoint, SQSEndpoint: sqsEndpoint,
-		SMS: provider.Config{Kind: provider.Simulator, SimulatorURL: simURL, Timeout: timeout, Visibility: visibility},
-		Out: io.Discard,
-	}
+// names are the pipeline's tables.
+func (p *pipeline) names() tables.Names {
+	return tables.Names{Notifications: p.table, Audit: p.audit, Guard: p.guard, Conversions: p.conversions}
 }
 
 // buildWorkers builds the dispatch and reconcile workers from p.wiring.
@@ -244,7 +232,7 @@ func (p *pipeline) buildWorkers(ctx context.Context) (err error) {
 	if p.dispatcher, err = dispatchwire.Build(ctx, p.wiring); err != nil {
 		return err
 	}
-	p.reconciler, err = reconcilewire.Build(ctx, p.wiring)
+	p.reconciler, err = reconcilewire.Build(ctx, p.reconcileWiring)
 	return err
 }
 
@@ -260,7 +248,7 @@ func (p *pipeline) close() {
 			_, _ = p.queues.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	}
-	dropTables(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit})
+	dropTables(ctx, p.db, p.names())
 }
 
 // admit admits n notifications through the intake service, eight at a time, each to its own
@@ -273,7 +261,7 @@ func (p *pipeline) admit(ctx context.Context, n int) error {
 		p.keys[i] = key
 		_, err := p.intake.Submit(ctx, notify.Request{
 			IdempotencyKey: key, EventID: "evt-" + key, Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,
-			To: fmt.Sprintf("+1555%07d", i), Locale: "en", Params: map[string]string{notify.ParamCode: fmt.Sprintf("%06d", i)},
+			To: benchNumber(i), Locale: "en", Params: map[string]string{notify.ParamCode: fmt.Sprintf("%06d", i)},
 			ExpiresAt: expires,
 		})
 		return err

@@ -55,7 +55,7 @@ type failoverResult struct {
 // failoverRun is one run of failoverBench, with or without the cool-down.
 func failoverRun(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, pollers int, cooldown bool) (failoverResult, error) {
 	primary := smssim.Config{Mix: smssim.Mix{{Mode: smssim.ModeUnavailable, Weight: 1}}, RetryAfter: time.Second, Visibility: time.Second, DeliveryDelay: time.Hour}
-	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, primary, time.Second, "failover")
+	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, primary, "failover")
 	if err != nil {
 		return failoverResult{}, err
 	}
@@ -66,8 +66,7 @@ func failoverRun(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, poller
 	if err != nil {
 		return failoverResult{}, err
 	}
-	p.wiring.SMS.Chain = []string{provider.Simulator, provider.Simulator2}
-	p.wiring.SMS.Simulator2URL = url2
+	p.setChain(url2, provider.Simulator, provider.Simulator2)
 	if err := p.buildWorkers(ctx); err != nil {
 		return failoverResult{}, err
 	}

@@ -1,6 +1,11 @@
 // Command bench measures resetnotify against one DynamoDB Local and prints one `name=value`
 // line per number, so `make bench` output can be read by people and by scripts alike.
 //
+// Every mode builds what it measures as deployed (asdeployed.go): the functions' own wiring
+// from the environment template.yaml gives them at its defaults, local stand-ins only for what
+// a deploy creates and for the provider. A figure of another path carries a name of its own
+// (guard_off_..., allowlist_off_..., ..._no_cooldown).
+//
 // The admission benchmark (deployed.go) measures admission as deployed: the intake's own
 // wiring (shared/wire/intake) at the template's defaults, the abuse guard on, a new number each
 // time, with an in-memory queue, so the figures compare our code with the database alone. It

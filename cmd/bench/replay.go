@@ -26,7 +26,7 @@ const duplicates = 64
 //     submissions of one new request at once (goal at most 2: the admission's, and at most
 //     one re-send by a replay that found the first presumed lost).
 func replayBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, replays int, out io.Writer) error {
-	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, "replay")
+	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, "replay")
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func replayBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, replays i
 	request := func(key string) notify.Request {
 		return notify.Request{
 			IdempotencyKey: key, EventID: "evt-" + key, Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,
-			To: "+15555550123", Locale: "en", Params: map[string]string{notify.ParamCode: "123456"},
+			To: "+12015550123", Locale: "en", Params: map[string]string{notify.ParamCode: "123456"},
 			ExpiresAt: time.Now().UTC().Add(10 * time.Minute),
 		}
 	}

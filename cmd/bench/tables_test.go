@@ -48,7 +48,7 @@ func TestOnlyTheCapacityBenchKeepsAStream(t *testing.T) {
 
 	ddb, sqsEndpoint := os.Getenv(emulator.EnvDynamoDBEndpoint), os.Getenv(emulator.EnvSQSEndpoint)
 	for kind, want := range map[string]bool{"fault": false, "replay": false, capacityKind: true} {
-		p, err := newPipeline(ctx, ddb, sqsEndpoint, smssim.Config{}, time.Second, kind)
+		p, err := newPipeline(ctx, ddb, sqsEndpoint, smssim.Config{}, kind)
 		if err != nil {
 			t.Fatal(err)
 		}

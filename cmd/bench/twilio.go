@@ -35,7 +35,7 @@ import (
 //     at the template's defaults (SmsTimeoutSeconds 5, SmsVisibilitySeconds 300);
 //   - twilio_final_states, and a check that Twilio accepted each notification exactly once.
 func twilioBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, pollers int, out io.Writer) error {
-	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, 5*time.Second, "twilio")
+	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, "twilio")
 	if err != nil {
 		return err
 	}
@@ -60,8 +60,9 @@ func twilioBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, poller
 	if err != nil {
 		return err
 	}
+	// The template's provider timeout and visibility window, Twilio's simulator as the chain.
 	p.wiring.SMS = provider.Config{
-		Kind: provider.Twilio, Chain: []string{provider.Twilio}, Timeout: 5 * time.Second, Visibility: 300 * time.Second,
+		Kind: provider.Twilio, Chain: []string{provider.Twilio}, Timeout: p.wiring.SMS.Timeout, Visibility: p.wiring.SMS.Visibility,
 		TwilioBaseURL: base, TwilioAccountSID: account, TwilioAuthToken: token, TwilioFrom: "+15005550006", TwilioCallbackURL: hook,
 	}
 	if err := p.buildWorkers(ctx); err != nil {

@@ -22,7 +22,7 @@ const sendHelp = `usage: resetctl send [flags] --event-id E --purpose P --to-fil
 The number and the params are secrets, so send reads them from files, never from its command
 line, where ps and the shell history would show them. "-" as a file name is standard input
 (for one of the two at most).
-  --to-file FILE     the E.164 number, e.g. +15555550100; surrounding whitespace and the
+  --to-file FILE     the E.164 number, e.g. +12015550177; surrounding whitespace and the
                      final newline are ignored.
   --param-file FILE  one name=value line per param (reset_url, code or link; the purpose says
                      which): the name is what comes before the first "=", the value all after

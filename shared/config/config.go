@@ -304,37 +304,26 @@ func (r *reader) sealing(kmsKeyID string) []byte {
 // pepper reads DESTINATION_PEPPER (the pepper, local runs) or, when it is unset,
 // DESTINATION_PEPPER_PARAM (an SSM SecureString name, AWS; the wiring reads it once).
 func (r *reader) pepper() ([]byte, string) {
-	if v := r.getenv(EnvDestinationPepper); v != "" {
-		if len(v) < MinPepperLen {
-			r.problem(EnvDestinationPepper, "must be at least %d bytes", MinPepperLen)
-		}
-		return []byte(v), ""
-	}
-	if v := r.get(EnvDestinationPepperParam); v != "" {
-		return nil, v
-	}
-	if r.need&NeedPepper != 0 {
-		r.problem(EnvDestinationPepper, "or "+EnvDestinationPepperParam+" is required")
-	}
-	return nil, ""
+	return r.secret(NeedPepper, EnvDestinationPepper, EnvDestinationPepperParam, MinPepperLen)
 }
 
 // fingerprintKey reads REQUEST_FINGERPRINT_KEY (the key, local runs) or, when it is unset,
 // REQUEST_FINGERPRINT_KEY_PARAM (an SSM SecureString name, AWS; the wiring reads it once).
 func (r *reader) fingerprintKey() ([]byte, string) {
-	if v := r.getenv(EnvFingerprintKey); v != "" {
-		if len(v) < MinFingerprintKeyLen {
-			r.problem(EnvFingerprintKey, "must be at least %d bytes", MinFingerprintKeyLen)
-		}
-		return []byte(v), ""
+	return r.secret(NeedFingerprintKey, EnvFingerprintKey, EnvFingerprintKeyParam, MinFingerprintKeyLen)
+}
+
+// secret reads a secret's two variables with secretVars, and records a problem when neither
+// is set and n is needed.
+func (r *reader) secret(n Need, inlineEnv, paramEnv string, minLen int) ([]byte, string) {
+	inline, param, err := secretVars(r.getenv, inlineEnv, paramEnv, minLen)
+	if err != nil {
+		r.errs = append(r.errs, err)
 	}
-	if v := r.get(EnvFingerprintKeyParam); v != "" {
-		return nil, v
+	if inline == nil && param == "" && r.need&n != 0 {
+		r.problem(inlineEnv, "or "+paramEnv+" is required")
 	}
-	if r.need&NeedFingerprintKey != 0 {
-		r.problem(EnvFingerprintKey, "or "+EnvFingerprintKeyParam+" is required")
-	}
-	return nil, ""
+	return inline, param
 }
 
 // keysDiffer refuses a request fingerprint key that is the pepper or the sealing key.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -179,22 +180,10 @@ func LoadReceipts(getenv func(string) string, needTable bool) (Receipts, error) 
 	if c.Retention, err = days(get(EnvReceiptRetentionDays), 3650, DefaultReceiptRetention, EnvReceiptRetentionDays); err != nil {
 		errs = append(errs, err)
 	}
-	if v := getenv(EnvSimulatorWebhookToken); v != "" {
-		if len(v) < MinWebhookTokenLen {
-			errs = append(errs, fmt.Errorf("%s must be at least %d bytes", EnvSimulatorWebhookToken, MinWebhookTokenLen))
-		}
-		c.WebhookToken = []byte(v)
-	} else {
-		c.WebhookTokenParam = get(EnvSimulatorWebhookTokenParam)
-	}
-	if v := getenv(EnvSinchCallbackToken); v != "" {
-		if len(v) < MinWebhookTokenLen {
-			errs = append(errs, fmt.Errorf("%s must be at least %d bytes", EnvSinchCallbackToken, MinWebhookTokenLen))
-		}
-		c.SinchToken = []byte(v)
-	} else {
-		c.SinchTokenParam = get(EnvSinchCallbackTokenParam)
-	}
+	var webhookErr, sinchErr error
+	c.WebhookToken, c.WebhookTokenParam, webhookErr = secretVars(getenv, EnvSimulatorWebhookToken, EnvSimulatorWebhookTokenParam, MinWebhookTokenLen)
+	c.SinchToken, c.SinchTokenParam, sinchErr = secretVars(getenv, EnvSinchCallbackToken, EnvSinchCallbackTokenParam, MinWebhookTokenLen)
+	errs = append(errs, webhookErr, sinchErr)
 	errs = append(errs, c.loadTwilio(getenv))
 	if err := errors.Join(errs...); err != nil {
 		return Receipts{}, fmt.Errorf("config.receipts: %w", err)
@@ -255,4 +244,19 @@ func days(s string, maxDays int, def time.Duration, name string) (time.Duration,
 		return 0, fmt.Errorf("%s must be a whole number of days from 1 to %d", name, maxDays)
 	}
 	return time.Duration(n) * 24 * time.Hour, nil
+}
+
+// secretVars reads a secret given in one of two variables, the rule every secret of the
+// functions follows: inlineEnv holds the secret itself (local runs; at least minLen bytes), or,
+// when it is unset, paramEnv names the SSM SecureString that holds it (AWS). At most one of
+// inline and param is set; the wiring turns them into the secret with secretparam.Resolve, the
+// one resolver, once at cold start.
+func secretVars(getenv func(string) string, inlineEnv, paramEnv string, minLen int) (inline []byte, param string, err error) {
+	if v := getenv(inlineEnv); v != "" {
+		if len(v) < minLen {
+			err = fmt.Errorf("%s must be at least %d bytes", inlineEnv, minLen)
+		}
+		return []byte(v), "", err
+	}
+	return nil, strings.TrimSpace(getenv(paramEnv)), nil
 }

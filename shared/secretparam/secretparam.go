@@ -1,11 +1,13 @@
 // Package secretparam reads the functions' secrets from SSM Parameter Store SecureStrings,
 // once, at cold start. In AWS no secret is an environment variable: a variable names the
-// parameter, and its value is decrypted in memory. Errors name the parameter, never its
-// value.
+// parameter, and its value is decrypted in memory. Locally a secret may be given inline
+// instead; Resolve is the one place that chooses between the two. Errors name the parameter,
+// never its value.
 package secretparam
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,4 +32,22 @@ func Read(ctx context.Context, api API, name string, minLen int) ([]byte, error)
 		return nil, fmt.Errorf("secretparam.read %s: the parameter must hold at least %d bytes", name, minLen)
 	}
 	return []byte(aws.ToString(out.Parameter.Value)), nil
+}
+
+// ErrUnset means a secret was given neither inline nor by parameter.
+var ErrUnset = errors.New("the secret is given neither inline nor by an SSM parameter")
+
+// Resolve returns a secret as configuration gives it, the one rule every function follows:
+// the inline value when set (local runs; configuration checked it when it read it), else the
+// SSM SecureString named param, read with decryption and holding at least minLen bytes (AWS).
+// With neither it returns ErrUnset, which a caller whose secret is optional (a webhook that is
+// off without its token) tells apart with errors.Is. It never reads SSM for an inline secret.
+func Resolve(ctx context.Context, api API, inline []byte, param string, minLen int) ([]byte, error) {
+	switch {
+	case len(inline) > 0:
+		return inline, nil
+	case param == "":
+		return nil, ErrUnset
+	}
+	return Read(ctx, api, param, minLen)
 }

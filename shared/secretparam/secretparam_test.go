@@ -41,3 +41,39 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+func TestResolve(t *testing.T) {
+	const (
+		inline = "inline-secret-0123456789"
+		stored = "stored-secret-0123456789"
+	)
+	tests := []struct {
+		name    string
+		inline  string
+		param   string
+		want    string
+		wantErr error
+		reads   int
+	}{
+		{name: "inline wins and reads nothing", inline: inline, param: "/p", want: inline},
+		{name: "parameter when not inline", param: "/p", want: stored, reads: 1},
+		{name: "neither", wantErr: secretparam.ErrUnset},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &secretparamtest.SSM{Value: stored}
+			v, err := secretparam.Resolve(context.Background(), f, []byte(tc.inline), tc.param, 16)
+			if !errors.Is(err, tc.wantErr) || string(v) != tc.want || len(f.Inputs) != tc.reads {
+				t.Fatalf("Resolve = %q, %v after %d reads; want %q, %v after %d", v, err, len(f.Inputs), tc.want, tc.wantErr, tc.reads)
+			}
+			if tc.reads > 0 && (aws.ToString(f.Last().Name) != tc.param || !aws.ToBool(f.Last().WithDecryption)) {
+				t.Errorf("read %+v", f.Last())
+			}
+		})
+	}
+	// A stored secret is held to the minimum length, and the error names the parameter only.
+	_, err := secretparam.Resolve(context.Background(), &secretparamtest.SSM{Value: "short"}, nil, "/p", 16)
+	if err == nil || errors.Is(err, secretparam.ErrUnset) || strings.Contains(err.Error(), "short") {
+		t.Errorf("short stored secret: %v", err)
+	}
+}

@@ -25,6 +25,11 @@
 // the reconcile worker should take a LookupOnly (a concrete type), so that the compiler, not
 // a convention, guarantees it never sends.
 //
+// HTTPSender is the send skeleton the HTTP providers share (validity in whole seconds, a
+// bounded exchange, a failure without an answer classified by whether the request was written);
+// an adapter gives it a request builder and a classifier, normally ClassifySend with the
+// provider's documented semantics. Exchange and ClassifySend are its parts, for a lookup.
+//
 // Nothing here logs, and no error an adapter returns contains the destination number or the
 // message body: SendRequest redacts both when printed or logged, and a provider's refusal is
 // reported as a ProviderError carrying only its status and code, never its free-text message

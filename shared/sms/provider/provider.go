@@ -90,20 +90,19 @@ func ResolveSecrets(ctx context.Context, cfg Config, params secretparam.API) (Co
 	if cfg.Kind != Sinch && !slices.Contains(cfg.Chain, Sinch) {
 		return cfg, nil
 	}
-	if cfg.SinchAPIToken == "" && cfg.SinchAPITokenParam != "" {
-		v, err := secretparam.Read(ctx, params, cfg.SinchAPITokenParam, MinSinchAPITokenLen)
-		if err != nil {
-			return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
-		}
-		cfg.SinchAPIToken = string(v)
+	v, err := secretparam.Resolve(ctx, params, []byte(cfg.SinchAPIToken), cfg.SinchAPITokenParam, MinSinchAPITokenLen)
+	if err != nil && !errors.Is(err, secretparam.ErrUnset) {
+		return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
 	}
-	if cfg.SinchCallbackURL != "" && cfg.SinchCallbackToken == "" && cfg.SinchCallbackTokenParam != "" {
-		v, err := secretparam.Read(ctx, params, cfg.SinchCallbackTokenParam, config.MinWebhookTokenLen)
-		if err != nil {
-			return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
-		}
-		cfg.SinchCallbackToken = string(v)
+	cfg.SinchAPIToken = string(v)
+	if cfg.SinchCallbackURL == "" {
+		return cfg, nil
 	}
+	v, err = secretparam.Resolve(ctx, params, []byte(cfg.SinchCallbackToken), cfg.SinchCallbackTokenParam, config.MinWebhookTokenLen)
+	if err != nil && !errors.Is(err, secretparam.ErrUnset) {
+		return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
+	}
+	cfg.SinchCallbackToken = string(v)
 	return cfg, nil
 }
 

@@ -121,28 +121,26 @@ func (c *Client) newRequest(ctx context.Context, method, path string, query url.
 	return req, nil
 }
 
-// Send makes one attempt to send req.
+// Send makes one attempt to send req, with the skeleton every HTTP provider shares
+// (sms.HTTPSender).
 func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
-	secs, err := sms.WholeSeconds(req.ValidityPeriod, 1, simapi.MaxValiditySeconds)
-	if err != nil {
-		return sms.TooShort(fmt.Errorf("simclient.send %s: %w", req.AttemptRef, err))
-	}
+	return sms.HTTPSender{
+		Op: "simclient.send", MaxValiditySeconds: simapi.MaxValiditySeconds,
+		Client: c.hc, Timeout: c.timeout, MaxResponse: maxResponse,
+		Request: c.sendRequest,
+		Classify: func(resp sms.HTTPResponse, req sms.SendRequest) sms.Outcome {
+			return classify(c.name, resp, req.AttemptRef, c.clock.Now())
+		},
+	}.Send(ctx, req)
+}
+
+// sendRequest is the POST /messages of req, valid for secs.
+func (c *Client) sendRequest(ctx context.Context, req sms.SendRequest, secs int64) (*http.Request, error) {
 	body, err := json.Marshal(simapi.SendRequest{To: req.To, Body: req.Body, ClientRef: req.AttemptRef, ValiditySeconds: secs})
 	if err != nil {
-		return sms.NotAccepted(sms.DetailNotWritten, 0, fmt.Errorf("simclient.send %s: encoding: %w", req.AttemptRef, err))
+		return nil, fmt.Errorf("encoding: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	hr, err := c.newRequest(ctx, http.MethodPost, "/messages", nil, body)
-	if err != nil {
-		return sms.NotAccepted(sms.DetailNotWritten, 0, fmt.Errorf("simclient.send %s: %w", req.AttemptRef, err))
-	}
-	resp, failure, ok := sms.Exchange(c.hc, hr, maxResponse)
-	if !ok {
-		failure.Err = fmt.Errorf("simclient.send %s: %w", req.AttemptRef, failure.Err)
-		return failure
-	}
-	return classify(c.name, resp, req.AttemptRef, c.clock.Now())
+	return c.newRequest(ctx, http.MethodPost, "/messages", nil, body)
 }
 
 // Name returns the provider name the client answers as.

@@ -222,12 +222,21 @@ func (c *Client) newRequest(ctx context.Context, method string, u *url.URL, body
 	return req, nil
 }
 
-// Send makes one attempt to send req.
+// Send makes one attempt to send req, with the skeleton every HTTP provider shares
+// (sms.HTTPSender).
 func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
-	secs, err := sms.WholeSeconds(req.ValidityPeriod, 1, MaxValiditySeconds)
-	if err != nil {
-		return sms.TooShort(fmt.Errorf("sinch.send %s: %w", req.AttemptRef, err))
-	}
+	return sms.HTTPSender{
+		Op: "sinch.send", MaxValiditySeconds: MaxValiditySeconds,
+		Client: c.hc, Timeout: c.cfg.Timeout, MaxResponse: maxResponse,
+		Request: c.sendRequest,
+		Classify: func(resp sms.HTTPResponse, req sms.SendRequest) sms.Outcome {
+			return classify(resp, req.AttemptRef, c.cfg.Clock.Now())
+		},
+	}.Send(ctx, req)
+}
+
+// sendRequest is the POST /batches of req, expiring secs after now.
+func (c *Client) sendRequest(ctx context.Context, req sms.SendRequest, secs int64) (*http.Request, error) {
 	now := c.cfg.Clock.Now()
 	body, err := json.Marshal(batchRequest{
 		From:            c.cfg.From,
@@ -240,20 +249,9 @@ func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
 		CallbackURL:    c.callback,
 	})
 	if err != nil {
-		return sms.NotAccepted(sms.DetailNotWritten, 0, fmt.Errorf("sinch.send %s: encoding: %w", req.AttemptRef, err))
+		return nil, fmt.Errorf("encoding: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	hr, err := c.newRequest(ctx, http.MethodPost, c.batches, body)
-	if err != nil {
-		return sms.NotAccepted(sms.DetailNotWritten, 0, fmt.Errorf("sinch.send %s: %w", req.AttemptRef, err))
-	}
-	resp, failure, ok := sms.Exchange(c.hc, hr, maxResponse)
-	if !ok {
-		failure.Err = fmt.Errorf("sinch.send %s: %w", req.AttemptRef, failure.Err)
-		return failure
-	}
-	return classify(resp, req.AttemptRef, c.cfg.Clock.Now())
+	return c.newRequest(ctx, http.MethodPost, c.batches, body)
 }
 
 // classify turns Sinch's answer to a send into an outcome. Sinch does not document a 503 as

@@ -70,10 +70,11 @@ func Build(ctx context.Context, w workercorewire.Wiring) (*dispatch.Dispatcher, 
 }
 
 // conversions returns the conversion guard that counts sends, or nil without CONVERSION_TABLE.
+// Its table is a DynamoDB table like the store's, at the same endpoint.
 func conversions(w workercorewire.Wiring, clock notify.Clock) *notify.Conversions {
 	c := w.Config.Conversion
 	if c.Table == "" {
 		return nil
 	}
-	return convstore.Guard(awsclient.DynamoDB(w.AWS, ""), c.Table, c.Policy, clock)
+	return convstore.Guard(awsclient.DynamoDB(w.AWS, w.DynamoDBEndpoint), c.Table, c.Policy, clock)
 }

@@ -160,15 +160,9 @@ func fingerprinters(ctx context.Context, cfg config.Config, params secretparam.A
 // Pepper returns the destination-fingerprint pepper: DESTINATION_PEPPER when set (local runs),
 // else the SSM SecureString named by DESTINATION_PEPPER_PARAM, read once with decryption.
 func Pepper(ctx context.Context, cfg config.Config, params secretparam.API) ([]byte, error) {
-	if len(cfg.DestinationPepper) > 0 {
-		return cfg.DestinationPepper, nil
-	}
-	if cfg.DestinationPepperParam == "" {
-		return nil, fmt.Errorf("wire.pepper: neither %s nor %s is set", config.EnvDestinationPepper, config.EnvDestinationPepperParam)
-	}
-	v, err := secretparam.Read(ctx, params, cfg.DestinationPepperParam, config.MinPepperLen)
+	v, err := secretparam.Resolve(ctx, params, cfg.DestinationPepper, cfg.DestinationPepperParam, config.MinPepperLen)
 	if err != nil {
-		return nil, fmt.Errorf("wire.pepper: %w", err)
+		return nil, fmt.Errorf("wire.pepper %s or %s: %w", config.EnvDestinationPepper, config.EnvDestinationPepperParam, err)
 	}
 	return v, nil
 }
@@ -177,15 +171,9 @@ func Pepper(ctx context.Context, cfg config.Config, params secretparam.API) ([]b
 // runs), else the SSM SecureString named by REQUEST_FINGERPRINT_KEY_PARAM, read once with
 // decryption.
 func FingerprintKey(ctx context.Context, cfg config.Config, params secretparam.API) ([]byte, error) {
-	if len(cfg.FingerprintKey) > 0 {
-		return cfg.FingerprintKey, nil
-	}
-	if cfg.FingerprintKeyParam == "" {
-		return nil, fmt.Errorf("wire.fingerprint key: neither %s nor %s is set", config.EnvFingerprintKey, config.EnvFingerprintKeyParam)
-	}
-	v, err := secretparam.Read(ctx, params, cfg.FingerprintKeyParam, config.MinFingerprintKeyLen)
+	v, err := secretparam.Resolve(ctx, params, cfg.FingerprintKey, cfg.FingerprintKeyParam, config.MinFingerprintKeyLen)
 	if err != nil {
-		return nil, fmt.Errorf("wire.fingerprint key: %w", err)
+		return nil, fmt.Errorf("wire.fingerprint key %s or %s: %w", config.EnvFingerprintKey, config.EnvFingerprintKeyParam, err)
 	}
 	return v, nil
 }

@@ -43,7 +43,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	if err := errors.Join(err, rerr); err != nil {
 		return nil, err
 	}
-	if err := readTokens(ctx, awsCfg, &rcfg); err != nil {
+	if err := readTokens(ctx, ssm.NewFromConfig(awsCfg), &rcfg); err != nil {
 		return nil, err
 	}
 	db := awsclient.DynamoDB(awsCfg, "")
@@ -68,25 +68,25 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 	}, nil
 }
 
-// readTokens reads the webhooks' tokens that rcfg names in SSM but does not hold. None is
-// ever logged.
-func readTokens(ctx context.Context, awsCfg aws.Config, rcfg *config.Receipts) error {
+// readTokens reads the webhooks' tokens that rcfg names in SSM but does not hold. A webhook
+// given neither stays off. None is ever logged.
+func readTokens(ctx context.Context, api secretparam.API, rcfg *config.Receipts) error {
 	for _, t := range []struct {
 		token *[]byte
 		param string
 	}{{&rcfg.WebhookToken, rcfg.WebhookTokenParam}, {&rcfg.SinchToken, rcfg.SinchTokenParam}} {
-		if len(*t.token) > 0 || t.param == "" {
-			continue
-		}
-		v, err := secretparam.Read(ctx, ssm.NewFromConfig(awsCfg), t.param, config.MinWebhookTokenLen)
-		if err != nil {
+		v, err := secretparam.Resolve(ctx, api, *t.token, t.param, config.MinWebhookTokenLen)
+		switch {
+		case errors.Is(err, secretparam.ErrUnset):
+		case err != nil:
 			return fmt.Errorf("wire.provider events: %w", err)
+		default:
+			*t.token = v
 		}
-		*t.token = v
 	}
 	// Twilio's auth tokens: the current one and, during a rotation, the secondary.
 	for _, param := range rcfg.TwilioTokenParams {
-		v, err := secretparam.Read(ctx, ssm.NewFromConfig(awsCfg), param, config.MinTwilioAuthTokenLen)
+		v, err := secretparam.Read(ctx, api, param, config.MinTwilioAuthTokenLen)
 		if err != nil {
 			return fmt.Errorf("wire.provider events: %w", err)
 		}

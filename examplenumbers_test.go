@@ -1,0 +1,56 @@
+package resetnotify_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// e164 finds a whole E.164 number in a document.
+var e164 = regexp.MustCompile(`\+[0-9]{8,15}\b`)
+
+// fictionNumber is NANPA's range for fiction and documentation: 555-0100 to 555-0199 in any
+// area code.
+var fictionNumber = regexp.MustCompile(`^\+1[2-9][0-9]{2}55501[0-9]{2}$`)
+
+// TestExampleNumbersAreFictionAndAdmitted checks every number an example a reader can copy
+// shows (README.md, docs/, openapi.yaml, resetctl's help and the replay benchmark): it is in
+// NANPA's fiction range, so it reaches no one, and the phone-number library intake uses finds
+// it a valid number of the template's default allow-list (US, CA) of a type the intake admits
+// (mobile, or fixed line or mobile), so the example answers as its text says.
+func TestExampleNumbersAreFictionAndAdmitted(t *testing.T) {
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, path := range append(docs, "README.md", "openapi.yaml", "cmd/resetctl/secrets.go", "cmd/bench/replay.go") {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range e164.FindAllString(string(text), -1) {
+			found++
+			if !fictionNumber.MatchString(n) {
+				t.Errorf("%s: %s is not in NANPA's fiction range +1 NXX 555 0100-0199", path, n)
+				continue
+			}
+			p, err := phonenumbers.Parse(n, "")
+			if err != nil || !phonenumbers.IsValidNumber(p) {
+				t.Errorf("%s: %s is not a valid number to the phone-number library (%v)", path, n, err)
+				continue
+			}
+			region, kind := phonenumbers.GetRegionCodeForNumber(p), phonenumbers.GetNumberType(p)
+			if !slices.Contains([]string{"US", "CA"}, region) || (kind != phonenumbers.MOBILE && kind != phonenumbers.FIXED_LINE_OR_MOBILE) {
+				t.Errorf("%s: %s is in %s, of type %d: not admitted by the template's defaults", path, n, region, kind)
+			}
+		}
+	}
+	if found < 7 {
+		t.Errorf("found %d example numbers; the examples lost theirs?", found)
+	}
+}

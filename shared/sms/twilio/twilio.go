@@ -225,27 +225,17 @@ func (c *Client) newRequest(ctx context.Context, method, u string, form url.Valu
 	return req, nil
 }
 
-// Send makes one attempt to send req. Its steps are those of the HTTP providers' shared send
-// skeleton (validity in whole seconds within Twilio's bounds, the request built under the
-// timeout, the bounded exchange, then Classify): request and Classify are the two parts that
-// are Twilio's own.
+// Send makes one attempt to send req through the skeleton every HTTP provider shares
+// (sms.HTTPSender): request and Classify are the two parts that are Twilio's own.
 func (c *Client) Send(ctx context.Context, req sms.SendRequest) sms.Outcome {
-	secs, err := sms.WholeSeconds(req.ValidityPeriod, 1, MaxValiditySeconds)
-	if err != nil {
-		return sms.TooShort(fmt.Errorf("twilio.send %s: %w", req.AttemptRef, err))
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	hr, err := c.request(ctx, req, secs)
-	if err != nil {
-		return sms.NotAccepted(sms.DetailNotWritten, 0, fmt.Errorf("twilio.send %s: %w", req.AttemptRef, err))
-	}
-	resp, failure, ok := sms.Exchange(c.hc, hr, maxResponse)
-	if !ok {
-		failure.Err = fmt.Errorf("twilio.send %s: %w", req.AttemptRef, failure.Err)
-		return failure
-	}
-	return Classify(resp, req.AttemptRef, c.cfg.Clock.Now())
+	return sms.HTTPSender{
+		Op: "twilio.send", MinValiditySeconds: 1, MaxValiditySeconds: MaxValiditySeconds,
+		Client: c.hc, Timeout: c.cfg.Timeout, MaxResponse: maxResponse,
+		Request: c.request,
+		Classify: func(resp sms.HTTPResponse, req sms.SendRequest) sms.Outcome {
+			return Classify(resp, req.AttemptRef, c.cfg.Clock.Now())
+		},
+	}.Send(ctx, req)
 }
 
 // request builds the message create for req, valid for secs seconds: the form with the

@@ -79,13 +79,11 @@ const MinSinchAPITokenLen = 16
 // call it, once at cold start.
 func ResolveSecrets(ctx context.Context, cfg Config, params secretparam.API) (Config, error) {
 	if cfg.Kind == Twilio || slices.Contains(cfg.Chain, Twilio) {
-		if cfg.TwilioAuthToken == "" && cfg.TwilioAuthTokenParam != "" {
-			v, err := secretparam.Read(ctx, params, cfg.TwilioAuthTokenParam, config.MinTwilioAuthTokenLen)
-			if err != nil {
-				return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
-			}
-			cfg.TwilioAuthToken = string(v)
+		v, err := secretparam.Resolve(ctx, params, []byte(cfg.TwilioAuthToken), cfg.TwilioAuthTokenParam, config.MinTwilioAuthTokenLen)
+		if err != nil && !errors.Is(err, secretparam.ErrUnset) {
+			return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
 		}
+		cfg.TwilioAuthToken = string(v)
 	}
 	if cfg.Kind != Sinch && !slices.Contains(cfg.Chain, Sinch) {
 		return cfg, nil

@@ -149,7 +149,7 @@ func (d *Dispatcher) guard(ctx context.Context, c workercore.Core, m notify.Mess
 		c.Skip(workercore.OutcomeNotDue, rec)
 		return true, nil
 	}
-	if rec.State == notify.StateRetryScheduled && rec.EarlyReceipt != notify.StateNone {
+	if rec.State == notify.StateRetryScheduled && rec.EarlyReceipt.Held() {
 		// The provider answered "not accepted" and yet reported the attempt's delivery: it
 		// did accept. No further attempt, on this provider or another; the record waits for
 		// its deadline and expires, and the receipts table keeps the evidence.

@@ -95,7 +95,7 @@ func toItem(r notify.Record) item {
 		TTL:                ttlOf(r.PurgeAt),
 		LeaseToken:         r.LeaseToken,
 		Actor:              r.Actor.String(),
-		EarlyReceipt:       string(r.EarlyReceipt),
+		EarlyReceipt:       formatEarlyReceipt(r.EarlyReceipt),
 		RequeuedAt:         tables.FormatTime(r.RequeuedAt),
 		PrefixFP:           r.PrefixFP,
 		Country:            r.Country,
@@ -153,7 +153,6 @@ func (it item) toRecord() (notify.Record, error) {
 		ReconcileCount:     it.ReconcileCount,
 		LeaseToken:         it.LeaseToken,
 		Actor:              notify.ParseActor(it.Actor),
-		EarlyReceipt:       notify.State(it.EarlyReceipt),
 		PrefixFP:           it.PrefixFP, Country: it.Country,
 	}
 	if it.TTL != 0 {
@@ -163,8 +162,9 @@ func (it item) toRecord() (notify.Record, error) {
 	if !r.State.Valid() {
 		errs = append(errs, fmt.Errorf("%s: unknown state %q", tables.AttrState, it.State))
 	}
-	if r.EarlyReceipt != notify.StateNone && r.EarlyReceipt != notify.StateDelivered && r.EarlyReceipt != notify.StateUndelivered {
-		errs = append(errs, fmt.Errorf("%s: not a final receipt %q", tables.AttrEarlyReceipt, it.EarlyReceipt))
+	var err error
+	if r.EarlyReceipt, err = parseEarlyReceipt(it.EarlyReceipt); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", tables.AttrEarlyReceipt, err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return notify.Record{}, fmt.Errorf("item %s: %w", it.IdempotencyKey, err)

@@ -81,7 +81,7 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		// The creator's refusal loses to a duplicate's settle after the decision bound.
 		cond = cond.And(expression.AttributeNotExists(name(tables.AttrDecidedAt)))
 	}
-	if prev.State == notify.StateDispatching && prev.EarlyReceipt == notify.StateNone {
+	if prev.State == notify.StateDispatching && !prev.EarlyReceipt.Held() {
 		cond = cond.And(expression.AttributeNotExists(name(tables.AttrEarlyReceipt)))
 	}
 	return expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()

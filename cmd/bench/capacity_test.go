@@ -78,7 +78,7 @@ func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := notify.NewRecord(req, notify.Admission{NotificationID: "01JCAP0000000000000000000", Sealed: sealed, DestinationFP: "0123456789abcdef0123456789abcdef",
-		RequestFingerprint: "hmac-sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}, now, notify.DefaultPolicy())
+		RequestFingerprint: "h1:0123456789abcdef012345"}, now, notify.DefaultPolicy())
 
 	step := func(name string, f func() error) {
 		t.Helper()

@@ -203,7 +203,7 @@ func (d *Dispatcher) lease(ctx context.Context, c workercore.Core, rec notify.Re
 	}
 	leased, err := c.Transition(ctx, rec, notify.Change{
 		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
-		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text(), Provider: provider,
+		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text()[:16], Provider: provider,
 	}, now)
 	if errors.Is(err, notify.ErrConflict) {
 		return notify.Record{}, false, d.lostLease(ctx, c, rec)

@@ -40,8 +40,9 @@ type item struct {
 	AttemptProviders []string `dynamodbav:"attempt_providers,omitempty"`
 	LeaseUntil       string   `dynamodbav:"lease_until,omitempty"`
 	AttemptedAt      string   `dynamodbav:"attempted_at,omitempty"`
-	ReconcileCount   int      `dynamodbav:"reconcile_count"`
-	NextActionAt     string   `dynamodbav:"next_action_at,omitempty"`
+	// ReconcileCount is absent at 0 (older records hold the 0).
+	ReconcileCount int    `dynamodbav:"reconcile_count,omitempty"`
+	NextActionAt   string `dynamodbav:"next_action_at,omitempty"`
 	// DueShard is a pointer because shard 0 is a real shard; nil keeps it off the due index.
 	DueShard     *int   `dynamodbav:"due_shard,omitempty"`
 	TTL          int64  `dynamodbav:"ttl,omitempty"`
@@ -87,7 +88,7 @@ func toItem(r notify.Record) item {
 		DestinationFP:      r.DestinationFP,
 		Provider:           r.Provider,
 		ProviderMessageID:  r.ProviderMessageID,
-		AttemptProviders:   r.AttemptProviders,
+		AttemptProviders:   storedProviders(r),
 		LeaseUntil:         tables.FormatTime(r.LeaseUntil),
 		AttemptedAt:        tables.FormatTime(r.AttemptedAt),
 		ReconcileCount:     r.ReconcileCount,
@@ -115,6 +116,18 @@ func toItem(r notify.Record) item {
 		it.Sealed = nil
 	}
 	return it
+}
+
+// storedProviders returns what attempt_providers stores for r: nothing when every attempt went
+// to r's provider, which notify.Record.Providers completes from the provider alone (a list
+// is kept only once the chain failed over).
+func storedProviders(r notify.Record) []string {
+	for _, p := range r.AttemptProviders {
+		if p != r.Provider {
+			return r.AttemptProviders
+		}
+	}
+	return nil
 }
 
 // ttlOf returns the TTL attribute for a purge time: epoch seconds, rounded up so that a record
@@ -157,6 +170,10 @@ func (it item) toRecord() (notify.Record, error) {
 	}
 	if it.TTL != 0 {
 		r.PurgeAt = time.Unix(it.TTL, 0).UTC()
+	}
+	if len(r.AttemptProviders) == 0 && r.Attempt > 0 {
+		// Not stored when every attempt went to the record's provider (storedProviders).
+		r.AttemptProviders = r.Providers()
 	}
 	errs := it.parseTimes(&r)
 	if !r.State.Valid() {

@@ -69,8 +69,13 @@ func isConditionFailed(err error) bool {
 	return false
 }
 
-// newToken returns a random write token: 128 bits, so two writes never share one.
-func newToken() string { return rand.Text() }
+// newToken returns a random write token: 16 base32 characters, 80 bits, so two writes of a
+// record never share one (the chance is 2^-80 a pair), in 16 bytes of the record where
+// rand.Text's 130 bits took 26.
+func newToken() string { return rand.Text()[:tokenLen] }
+
+// tokenLen is the length of a write token.
+const tokenLen = 16
 
 // failedItem decodes the item a failed condition returned with ALL_OLD, and its write token.
 func failedItem(err error) (notify.Record, string, error) {

@@ -250,10 +250,16 @@ func (r Record) lease(next *Record, ch Change, now time.Time) error {
 	return nil
 }
 
-// tidy drops what r's new state no longer needs (the sealed secret once sending is done, a
-// held receipt once terminal) and sets when it is due: never once sent or terminal, else by
-// the dispatch deadline at the latest (now when nothing set it).
+// tidy drops what r's new state no longer needs (the decision bound once it has left
+// accepted, the sealed secret once sending is done, a held receipt once terminal) and sets
+// when it is due: never once sent or terminal, else by the dispatch deadline at the latest
+// (now when nothing set it). What it drops keeps the record under 1 KB, one write unit a
+// write (docs/benchmarks.md).
 func (r *Record) tidy(deadline, now time.Time) {
+	if r.State != StateAccepted {
+		// Only an accepted record can be undecided (Undecided).
+		r.DecideBy, r.DecidedAt = time.Time{}, time.Time{}
+	}
 	if r.State.SendingDone() {
 		r.Sealed = nil
 	}

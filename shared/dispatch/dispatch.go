@@ -201,6 +201,7 @@ func (d *Dispatcher) lease(ctx context.Context, c workercore.Core, rec notify.Re
 	if c.TooLate(rec, now) {
 		return notify.Record{}, false, c.Expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
+	// 80 random bits tell this lease from any other of the record's, in 16 bytes of it.
 	leased, err := c.Transition(ctx, rec, notify.Change{
 		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
 		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text()[:16], Provider: provider,

@@ -5,8 +5,10 @@
 // still being ahead). It never decides a transition; notify.Record.Apply does.
 //
 // The package has its own storage model (item), so no attribute name reaches the domain.
-// Timestamps are stored as tables.FormatTime strings (RFC 3339 UTC, nine fraction digits, so
-// string order is time order); ttl is epoch seconds as DynamoDB TTL requires; due_shard and
+// Timestamps that an expression compares or another reader parses are stored as
+// tables.FormatTime strings (RFC 3339 UTC, nine fraction digits, so string order is time
+// order); those only this package reads as Unix milliseconds (msTime), to keep the record
+// under 1 KB; ttl is epoch seconds as DynamoDB TTL requires; due_shard and
 // next_action_at are present only while the record is due for the sweeper, which keeps the
 // due index sparse.
 package dynamostore

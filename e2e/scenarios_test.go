@@ -266,3 +266,57 @@ func TestConversionReachesTheProvider(t *testing.T) {
 	}
 	s.audited(t, n.EventID, "(RECEIPT_DELIVERED)", "(CONVERTED)")
 }
+
+// TestAcceptedFaultsKeepMessageID: the provider accepts the send, then the answer is lost
+// (accept_then_timeout, accept_then_drop, 500_after_accept), so the outcome is unknown and a
+// receipt, held on the record while it was dispatching or stored, or the lookup settles it.
+// Whichever does, the record ends with the provider's message ID in its status and in the
+// last entry of its audit trail, and nothing is sent again.
+func TestAcceptedFaultsKeepMessageID(t *testing.T) {
+	s := getStack(t)
+	for _, mode := range []string{"accept_then_timeout", "accept_then_drop", "500_after_accept"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			to := number(t)
+			s.fault(t, to, mode, "accept")
+			n := s.newNotification(t, "msgid-"+strings.ReplaceAll(mode, "_", "-"), to, 10*time.Minute)
+			if r := s.submit(t, n); r.Code != http.StatusAccepted {
+				t.Fatalf("POST: %d %s", r.Code, r.Body)
+			}
+			st := s.waitState(t, n.key(), settle, "delivered", "undelivered", "failed", "expired")
+			if st.State != "delivered" && st.State != "undelivered" {
+				t.Fatalf("ended %s/%s, want delivered or undelivered", st.State, st.Reason)
+			}
+			if st.ProviderMessageID == "" {
+				t.Errorf("status %s/%s has no provider_message_id", st.State, st.Reason)
+			}
+			if got := s.sent(t, to); got != 1 {
+				t.Errorf("simulator accepted %d messages, want exactly 1", got)
+			}
+			last := s.lastAuditEntry(t, n.EventID, st.State)
+			if last["provider_message_id"] != st.ProviderMessageID {
+				t.Errorf("last audit entry (%v -> %v, %v) has provider_message_id %q, want the status's %q",
+					last["from_state"], last["to_state"], last["reason"], last["provider_message_id"], st.ProviderMessageID)
+			}
+		})
+	}
+}
+
+// lastAuditEntry waits until the last audit entry of event eventID (it has one notification)
+// moves to state, and returns it, as `auditctl timeline --format jsonl` prints it.
+func (s *stack) lastAuditEntry(t *testing.T, eventID, state string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var out string
+	for time.Now().Before(deadline) {
+		out, _ = s.auditctl(t, "timeline", "--event-id", eventID, "--format", "jsonl")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var last map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err == nil && last["to_state"] == state {
+			return last
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("audit timeline of %s never ended in %s:\n%s", eventID, state, out)
+	return nil
+}

@@ -309,8 +309,8 @@ func TestReceiptWhileDispatchingIsHeld(t *testing.T) {
 		t.Errorf("receipt during the call: %s with the record %s, want early while dispatching", early.Outcome, early.State)
 	}
 	got := st.Get(t, key)
-	if got.State != notify.StateDelivered || got.Reason != notify.ReasonReceiptDelivered || got.EarlyReceipt != notify.StateNone {
-		t.Errorf("record %s/%s holding %q, want delivered/RECEIPT_DELIVERED with nothing held", got.State, got.Reason, got.EarlyReceipt)
+	if got.State != notify.StateDelivered || got.Reason != notify.ReasonReceiptDelivered || got.EarlyReceipt.Held() {
+		t.Errorf("record %s/%s holding %+v, want delivered/RECEIPT_DELIVERED with nothing held", got.State, got.Reason, got.EarlyReceipt)
 	}
 	if diff := cmp.Diff(steps("dispatching/LEASE_ACQUIRED", "sent/PROVIDER_ACCEPTED", "delivered/RECEIPT_DELIVERED"), st.Transitions(key)); diff != "" {
 		t.Errorf("worker path (-want +got):\n%s", diff)

@@ -149,7 +149,7 @@ func (d *Dispatcher) guard(ctx context.Context, c workercore.Core, m notify.Mess
 		c.Skip(workercore.OutcomeNotDue, rec)
 		return true, nil
 	}
-	if rec.State == notify.StateRetryScheduled && rec.EarlyReceipt != notify.StateNone {
+	if rec.State == notify.StateRetryScheduled && rec.EarlyReceipt.Held() {
 		// The provider answered "not accepted" and yet reported the attempt's delivery: it
 		// did accept. No further attempt, on this provider or another; the record waits for
 		// its deadline and expires, and the receipts table keeps the evidence.
@@ -201,9 +201,10 @@ func (d *Dispatcher) lease(ctx context.Context, c workercore.Core, rec notify.Re
 	if c.TooLate(rec, now) {
 		return notify.Record{}, false, c.Expire(ctx, rec, notify.ReasonExpiredBeforeDispatch, now)
 	}
+	// 80 random bits tell this lease from any other of the record's, in 16 bytes of it.
 	leased, err := c.Transition(ctx, rec, notify.Change{
 		To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired,
-		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text(), Provider: provider,
+		LeaseUntil: now.Add(d.Settings.Lease), LeaseToken: rand.Text()[:16], Provider: provider,
 	}, now)
 	if errors.Is(err, notify.ErrConflict) {
 		return notify.Record{}, false, d.lostLease(ctx, c, rec)

@@ -10,20 +10,21 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// HoldReceipt keeps a final receipt (notify.StateDelivered or StateUndelivered) for rec's
-// current attempt on the record while rec is dispatching, so the transition that ends the
-// attempt applies it (see notify.Record.EarlyReceipt). It is one UpdateItem conditioned on the
+// HoldReceipt keeps a final receipt (notify.StateDelivered or StateUndelivered, with its
+// provider, message ID and time) for rec's current attempt on the record while rec is
+// dispatching, so the transition that ends the attempt applies it (see
+// notify.Record.EarlyReceipt and formatEarlyReceipt). It is one UpdateItem conditioned on the
 // record still being rec's version, dispatching, and holding no receipt yet; it changes no
 // version. A failed condition returns a *notify.ConflictError (the caller re-reads and acts on
 // the new state), unless the stored item carries this write's own token.
-func (s *Store) HoldReceipt(ctx context.Context, rec notify.Record, receipt notify.State) error {
+func (s *Store) HoldReceipt(ctx context.Context, rec notify.Record, receipt notify.Receipt) error {
 	key := rec.IdempotencyKey
-	if rec.State != notify.StateDispatching || (receipt != notify.StateDelivered && receipt != notify.StateUndelivered) {
-		return fmt.Errorf("store.hold_receipt %s: %s receipt on a %s record", key, receipt, rec.State)
+	if rec.State != notify.StateDispatching || (receipt.State != notify.StateDelivered && receipt.State != notify.StateUndelivered) {
+		return fmt.Errorf("store.hold_receipt %s: %s receipt on a %s record", key, receipt.State, rec.State)
 	}
 	token := newToken()
 	name := expression.Name
-	update := expression.Set(name(tables.AttrEarlyReceipt), expression.Value(string(receipt))).
+	update := expression.Set(name(tables.AttrEarlyReceipt), expression.Value(formatEarlyReceipt(receipt))).
 		Set(name(tables.AttrWriteToken), expression.Value(token))
 	cond := name(tables.AttrVersion).Equal(expression.Value(rec.Version)).
 		And(name(tables.AttrState).Equal(expression.Value(string(notify.StateDispatching)))).

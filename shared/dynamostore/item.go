@@ -24,9 +24,9 @@ type item struct {
 	Reason             string `dynamodbav:"reason"`
 	Version            int64  `dynamodbav:"version"`
 	Attempt            int    `dynamodbav:"attempt"`
-	CreatedAt          string `dynamodbav:"created_at"`
+	CreatedAt          msTime `dynamodbav:"created_at"`
 	UpdatedAt          string `dynamodbav:"updated_at"`
-	ExpiresAt          string `dynamodbav:"expires_at"`
+	ExpiresAt          msTime `dynamodbav:"expires_at"`
 	DispatchDeadline   string `dynamodbav:"dispatch_deadline"`
 	PolicyVersion      string `dynamodbav:"policy_version"`
 	SafetyMarginMS     int64  `dynamodbav:"safety_margin_ms"`
@@ -38,10 +38,11 @@ type item struct {
 	// AttemptProviders is the provider of each attempt, in order (absent on records leased
 	// before it was kept).
 	AttemptProviders []string `dynamodbav:"attempt_providers,omitempty"`
-	LeaseUntil       string   `dynamodbav:"lease_until,omitempty"`
-	AttemptedAt      string   `dynamodbav:"attempted_at,omitempty"`
-	ReconcileCount   int      `dynamodbav:"reconcile_count"`
-	NextActionAt     string   `dynamodbav:"next_action_at,omitempty"`
+	LeaseUntil       msTime   `dynamodbav:"lease_until,omitempty"`
+	AttemptedAt      msTime   `dynamodbav:"attempted_at,omitempty"`
+	// ReconcileCount is absent at 0 (older records hold the 0).
+	ReconcileCount int    `dynamodbav:"reconcile_count,omitempty"`
+	NextActionAt   string `dynamodbav:"next_action_at,omitempty"`
 	// DueShard is a pointer because shard 0 is a real shard; nil keeps it off the due index.
 	DueShard     *int   `dynamodbav:"due_shard,omitempty"`
 	TTL          int64  `dynamodbav:"ttl,omitempty"`
@@ -49,12 +50,12 @@ type item struct {
 	WriteToken   string `dynamodbav:"write_token,omitempty"`
 	Actor        string `dynamodbav:"actor,omitempty"`
 	EarlyReceipt string `dynamodbav:"early_receipt,omitempty"`
-	RequeuedAt   string `dynamodbav:"requeued_at,omitempty"`
+	RequeuedAt   msTime `dynamodbav:"requeued_at,omitempty"`
 	// AttemptedNotificationID is NotificationID once an attempt was leased (Attempt > 0): the
 	// key of the sparse by_notification index. It never changes afterwards, so no later write
 	// touches the index.
 	AttemptedNotificationID string `dynamodbav:"attempted_notification_id,omitempty"`
-	PrefixFP                string `dynamodbav:"prefix_fp,omitempty"`
+	PrefixFP                hexFP  `dynamodbav:"prefix_fp,omitempty"`
 	Country                 string `dynamodbav:"country,omitempty"`
 	ConvertedAt             string `dynamodbav:"converted_at,omitempty"`
 	// DecideBy, DecidedAt and RetryAt are the abuse guard's decision (notify.Record); absent
@@ -76,9 +77,9 @@ func toItem(r notify.Record) item {
 		Reason:             string(r.Reason),
 		Version:            r.Version,
 		Attempt:            r.Attempt,
-		CreatedAt:          tables.FormatTime(r.CreatedAt),
+		CreatedAt:          msOf(r.CreatedAt, roundDown),
 		UpdatedAt:          tables.FormatTime(r.UpdatedAt),
-		ExpiresAt:          tables.FormatTime(r.ExpiresAt),
+		ExpiresAt:          msOf(r.ExpiresAt, roundDown),
 		DispatchDeadline:   tables.FormatTime(r.DispatchDeadline),
 		PolicyVersion:      r.PolicyVersion,
 		SafetyMarginMS:     r.SafetyMargin.Milliseconds(),
@@ -87,17 +88,17 @@ func toItem(r notify.Record) item {
 		DestinationFP:      r.DestinationFP,
 		Provider:           r.Provider,
 		ProviderMessageID:  r.ProviderMessageID,
-		AttemptProviders:   r.AttemptProviders,
-		LeaseUntil:         tables.FormatTime(r.LeaseUntil),
-		AttemptedAt:        tables.FormatTime(r.AttemptedAt),
+		AttemptProviders:   storedProviders(r),
+		LeaseUntil:         msOf(r.LeaseUntil, roundUp),
+		AttemptedAt:        msOf(r.AttemptedAt, roundUp),
 		ReconcileCount:     r.ReconcileCount,
 		NextActionAt:       tables.FormatTime(r.NextActionAt),
 		TTL:                ttlOf(r.PurgeAt),
 		LeaseToken:         r.LeaseToken,
 		Actor:              r.Actor.String(),
-		EarlyReceipt:       string(r.EarlyReceipt),
-		RequeuedAt:         tables.FormatTime(r.RequeuedAt),
-		PrefixFP:           r.PrefixFP,
+		EarlyReceipt:       formatEarlyReceipt(r.EarlyReceipt),
+		RequeuedAt:         msOf(r.RequeuedAt, roundDown),
+		PrefixFP:           hexFP(r.PrefixFP),
 		Country:            r.Country,
 		ConvertedAt:        tables.FormatTime(r.ConvertedAt),
 		DecideBy:           tables.FormatTime(r.DecideBy),
@@ -115,6 +116,18 @@ func toItem(r notify.Record) item {
 		it.Sealed = nil
 	}
 	return it
+}
+
+// storedProviders returns what attempt_providers stores for r: nothing when every attempt went
+// to r's provider, which notify.Record.Providers completes from the provider alone (a list
+// is kept only once the chain failed over).
+func storedProviders(r notify.Record) []string {
+	for _, p := range r.AttemptProviders {
+		if p != r.Provider {
+			return r.AttemptProviders
+		}
+	}
+	return nil
 }
 
 // ttlOf returns the TTL attribute for a purge time: epoch seconds, rounded up so that a record
@@ -153,18 +166,22 @@ func (it item) toRecord() (notify.Record, error) {
 		ReconcileCount:     it.ReconcileCount,
 		LeaseToken:         it.LeaseToken,
 		Actor:              notify.ParseActor(it.Actor),
-		EarlyReceipt:       notify.State(it.EarlyReceipt),
-		PrefixFP:           it.PrefixFP, Country: it.Country,
+		PrefixFP:           string(it.PrefixFP), Country: it.Country,
 	}
 	if it.TTL != 0 {
 		r.PurgeAt = time.Unix(it.TTL, 0).UTC()
+	}
+	if len(r.AttemptProviders) == 0 && r.Attempt > 0 {
+		// Not stored when every attempt went to the record's provider (storedProviders).
+		r.AttemptProviders = r.Providers()
 	}
 	errs := it.parseTimes(&r)
 	if !r.State.Valid() {
 		errs = append(errs, fmt.Errorf("%s: unknown state %q", tables.AttrState, it.State))
 	}
-	if r.EarlyReceipt != notify.StateNone && r.EarlyReceipt != notify.StateDelivered && r.EarlyReceipt != notify.StateUndelivered {
-		errs = append(errs, fmt.Errorf("%s: not a final receipt %q", tables.AttrEarlyReceipt, it.EarlyReceipt))
+	var err error
+	if r.EarlyReceipt, err = parseEarlyReceipt(it.EarlyReceipt); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", tables.AttrEarlyReceipt, err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return notify.Record{}, fmt.Errorf("item %s: %w", it.IdempotencyKey, err)
@@ -210,20 +227,20 @@ func (it item) parseTimes(r *notify.Record) []error {
 		in   string
 		out  *time.Time
 	}{
-		{tables.AttrCreatedAt, it.CreatedAt, &r.CreatedAt},
+		{tables.AttrCreatedAt, string(it.CreatedAt), &r.CreatedAt},
 		{tables.AttrUpdatedAt, it.UpdatedAt, &r.UpdatedAt},
-		{tables.AttrExpiresAt, it.ExpiresAt, &r.ExpiresAt},
+		{tables.AttrExpiresAt, string(it.ExpiresAt), &r.ExpiresAt},
 		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
-		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
-		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
+		{tables.AttrLeaseUntil, string(it.LeaseUntil), &r.LeaseUntil},
+		{tables.AttrAttemptedAt, string(it.AttemptedAt), &r.AttemptedAt},
 		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
-		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
+		{tables.AttrRequeuedAt, string(it.RequeuedAt), &r.RequeuedAt},
 		{tables.AttrDecideBy, it.DecideBy, &r.DecideBy},
 		{tables.AttrDecidedAt, it.DecidedAt, &r.DecidedAt},
 		{tables.AttrRetryAt, it.RetryAt, &r.RetryAt},
 		{tables.AttrConvertedAt, it.ConvertedAt, &r.ConvertedAt},
 	} {
-		t, err := tables.ParseTime(f.in)
+		t, err := parseStamp(f.in)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
 		}

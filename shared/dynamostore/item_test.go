@@ -108,6 +108,12 @@ func TestItemRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The times kept in milliseconds (msTime) come back rounded, the safe way.
+			ceil := func(t time.Time) time.Time {
+				return t.Add(time.Millisecond - time.Nanosecond).Truncate(time.Millisecond)
+			}
+			rec.CreatedAt, rec.ExpiresAt = rec.CreatedAt.Truncate(time.Millisecond), rec.ExpiresAt.Truncate(time.Millisecond)
+			rec.LeaseUntil, rec.AttemptedAt = ceil(rec.LeaseUntil), ceil(rec.AttemptedAt)
 			if diff := cmp.Diff(rec, back); diff != "" {
 				t.Errorf("round trip differs (-want +got):\n%s", diff)
 			}
@@ -126,11 +132,31 @@ func TestItemRoundTrip(t *testing.T) {
 func TestStoredTimes(t *testing.T) {
 	rec := sampleRecord()
 	it := toItem(rec)
-	if it.CreatedAt != "2026-11-01T12:00:00.123456789Z" {
-		t.Errorf("created_at stored as %q", it.CreatedAt)
+	if it.UpdatedAt != "2026-11-01T12:00:01.123456789Z" || it.DispatchDeadline != "2026-11-01T12:14:00.123456789Z" {
+		t.Errorf("updated_at, dispatch_deadline stored as %q, %q", it.UpdatedAt, it.DispatchDeadline)
 	}
-	if it.AttemptedAt != "2026-11-01T12:00:01.123456789Z" {
-		t.Errorf("attempted_at stored as %q", it.AttemptedAt)
+	// Unix milliseconds, rounded down, or up where an earlier time would be unsafe.
+	if it.CreatedAt != "1793534400123" || it.ExpiresAt != "1793535300123" {
+		t.Errorf("created_at, expires_at stored as %q, %q", it.CreatedAt, it.ExpiresAt)
+	}
+	if it.AttemptedAt != "1793534401124" || it.LeaseUntil != "1793534431124" {
+		t.Errorf("attempted_at, lease_until stored as %q, %q", it.AttemptedAt, it.LeaseUntil)
+	}
+	av, err := ItemFromRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := av[tables.AttrLeaseUntil].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "1793534431124" {
+		t.Errorf("lease_until stored as %#v, want the number", av[tables.AttrLeaseUntil])
+	}
+	// A record written before holds these times as strings, and still reads.
+	for _, attr := range []string{tables.AttrCreatedAt, tables.AttrExpiresAt, tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrRequeuedAt} {
+		av[attr] = &ddbtypes.AttributeValueMemberS{Value: "2026-11-01T12:00:00.123456789Z"}
+	}
+	old, err := RecordFromItem(av)
+	want := time.Date(2026, 11, 1, 12, 0, 0, 123456789, time.UTC)
+	if err != nil || !old.CreatedAt.Equal(want) || !old.ExpiresAt.Equal(want) || !old.LeaseUntil.Equal(want) || !old.AttemptedAt.Equal(want) || !old.RequeuedAt.Equal(want) {
+		t.Errorf("old-shape times read as %s %s %s %s %s, %v", old.CreatedAt, old.ExpiresAt, old.LeaseUntil, old.AttemptedAt, old.RequeuedAt, err)
 	}
 	if want := rec.PurgeAt.Unix(); it.TTL != want {
 		t.Errorf("ttl = %d, want %d", it.TTL, want)

@@ -52,17 +52,18 @@ func TestRetriedWritesAreOwnWrites(t *testing.T) {
 	if err := s.Transition(ctx, due, v2); err != nil {
 		t.Fatalf("lease: %v", err)
 	}
-	if err := s.HoldReceipt(ctx, v2, notify.StateDelivered); err != nil {
+	held := notify.Receipt{State: notify.StateDelivered, Provider: "simulator", MessageID: "m-1", At: now.Truncate(time.Millisecond)}
+	if err := s.HoldReceipt(ctx, v2, held); err != nil {
 		t.Fatalf("hold receipt: %v", err)
 	}
-	v2.EarlyReceipt = notify.StateDelivered
+	v2.EarlyReceipt = held
 	v3 := apply(t, v2, notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "m-1"}, now)
 	if err := s.Transition(ctx, v2, v3); err != nil {
 		t.Fatalf("sent: %v", err)
 	}
 	got, err := f.store.Get(ctx, "twice")
-	if err != nil || got.Version != 3 || got.State != notify.StateSent || got.EarlyReceipt != notify.StateDelivered {
-		t.Fatalf("stored %s v%d holding %q, %v", got.State, got.Version, got.EarlyReceipt, err)
+	if err != nil || got.Version != 3 || got.State != notify.StateSent || got.EarlyReceipt != held {
+		t.Fatalf("stored %s v%d holding %+v, %v", got.State, got.Version, got.EarlyReceipt, err)
 	}
 	// A real rival is still a conflict, carrying the stored record.
 	err = s.Transition(ctx, v2, v3)
@@ -85,7 +86,7 @@ func TestRescheduleAndHoldReceiptConditions(t *testing.T) {
 	if _, _, err := f.store.Admit(ctx, v1); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.HoldReceipt(ctx, v1, notify.StateDelivered); err == nil {
+	if err := f.store.HoldReceipt(ctx, v1, notify.Receipt{State: notify.StateDelivered}); err == nil {
 		t.Error("a receipt was held on an accepted record")
 	}
 	first, second := v1.Requeue(now, time.Minute), v1.Requeue(now.Add(time.Millisecond), time.Minute)
@@ -111,16 +112,16 @@ func TestRescheduleAndHoldReceiptConditions(t *testing.T) {
 	if got, _ := f.store.Get(ctx, "cond"); got.LeaseToken != "lease-2" || got.Actor != lease.Actor || !got.RequeuedAt.IsZero() {
 		t.Errorf("leased: token %q actor %+v requeued %s", got.LeaseToken, got.Actor, got.RequeuedAt)
 	}
-	if err := f.store.HoldReceipt(ctx, lease, notify.StateUndelivered); err != nil {
+	if err := f.store.HoldReceipt(ctx, lease, notify.Receipt{State: notify.StateUndelivered, Provider: "simulator", MessageID: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.HoldReceipt(ctx, lease, notify.StateDelivered); !errors.Is(err, notify.ErrConflict) {
+	if err := f.store.HoldReceipt(ctx, lease, notify.Receipt{State: notify.StateDelivered}); !errors.Is(err, notify.ErrConflict) {
 		t.Errorf("second receipt: %v, want ErrConflict (the first final word wins)", err)
 	}
 	sent := apply(t, lease, notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "m"}, now)
 	err := f.store.Transition(ctx, lease, sent)
 	cur, ok := notify.CurrentOf(err)
-	if !errors.Is(err, notify.ErrConflict) || !ok || cur.Version != lease.Version || cur.EarlyReceipt != notify.StateUndelivered {
+	if !errors.Is(err, notify.ErrConflict) || !ok || cur.Version != lease.Version || cur.EarlyReceipt.State != notify.StateUndelivered || cur.EarlyReceipt.MessageID != "m" {
 		t.Fatalf("transition over a held receipt: %v (current %+v)", err, cur)
 	}
 }

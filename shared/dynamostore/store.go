@@ -5,8 +5,10 @@
 // still being ahead). It never decides a transition; notify.Record.Apply does.
 //
 // The package has its own storage model (item), so no attribute name reaches the domain.
-// Timestamps are stored as tables.FormatTime strings (RFC 3339 UTC, nine fraction digits, so
-// string order is time order); ttl is epoch seconds as DynamoDB TTL requires; due_shard and
+// Timestamps that an expression compares or another reader parses are stored as
+// tables.FormatTime strings (RFC 3339 UTC, nine fraction digits, so string order is time
+// order); those only this package reads as Unix milliseconds (msTime), to keep the record
+// under 1 KB; ttl is epoch seconds as DynamoDB TTL requires; due_shard and
 // next_action_at are present only while the record is due for the sweeper, which keeps the
 // due index sparse.
 package dynamostore
@@ -69,8 +71,13 @@ func isConditionFailed(err error) bool {
 	return false
 }
 
-// newToken returns a random write token: 128 bits, so two writes never share one.
-func newToken() string { return rand.Text() }
+// newToken returns a random write token: 16 base32 characters, 80 bits, so two writes of a
+// record never share one (the chance is 2^-80 a pair), in 16 bytes of the record where
+// rand.Text's 130 bits took 26.
+func newToken() string { return rand.Text()[:tokenLen] }
+
+// tokenLen is the length of a write token.
+const tokenLen = 16
 
 // failedItem decodes the item a failed condition returned with ALL_OLD, and its write token.
 func failedItem(err error) (notify.Record, string, error) {

@@ -11,8 +11,9 @@ import (
 )
 
 // Transition replaces prev by next in one UpdateItem. It SETs the fields a transition may
-// change and REMOVEs those that became empty: sealed once sending is done, next_action_at and
-// due_shard once nothing is due, lease_until and lease_token when the lease is released. The
+// change and REMOVEs those that became empty: decide_by and decided_at once the record has
+// left accepted, sealed once sending is done, next_action_at and due_shard once nothing is
+// due, lease_until and lease_token when the lease is released, reconcile_count at 0. The
 // fields fixed at admission (key, IDs, request fingerprint, deadlines, policy, ttl) are never
 // written again. It also writes next's actor and a fresh write token.
 //
@@ -51,7 +52,6 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		Set(name(tables.AttrVersion), expression.Value(it.Version)).
 		Set(name(tables.AttrAttempt), expression.Value(it.Attempt)).
 		Set(name(tables.AttrUpdatedAt), expression.Value(it.UpdatedAt)).
-		Set(name(tables.AttrReconcileCount), expression.Value(it.ReconcileCount)).
 		Set(name(tables.AttrWriteToken), expression.Value(token))
 	update = setOrRemove(update,
 		optional{tables.AttrSealed, it.Sealed != nil, it.Sealed},
@@ -68,6 +68,10 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		optional{tables.AttrRequeuedAt, it.RequeuedAt != "", it.RequeuedAt},
 		optional{tables.AttrAttemptedNotificationID, it.AttemptedNotificationID != "", it.AttemptedNotificationID},
 		optional{tables.AttrConvertedAt, it.ConvertedAt != "", it.ConvertedAt},
+		optional{tables.AttrReconcileCount, it.ReconcileCount != 0, it.ReconcileCount},
+		// The decision bound ends with accepted (notify.Record.tidy).
+		optional{tables.AttrDecideBy, it.DecideBy != "", it.DecideBy},
+		optional{tables.AttrDecidedAt, it.DecidedAt != "", it.DecidedAt},
 	)
 	if it.RetryAt != "" {
 		update = update.Set(name(tables.AttrRetryAt), expression.Value(it.RetryAt))
@@ -81,7 +85,7 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		// The creator's refusal loses to a duplicate's settle after the decision bound.
 		cond = cond.And(expression.AttributeNotExists(name(tables.AttrDecidedAt)))
 	}
-	if prev.State == notify.StateDispatching && prev.EarlyReceipt == notify.StateNone {
+	if prev.State == notify.StateDispatching && !prev.EarlyReceipt.Held() {
 		cond = cond.And(expression.AttributeNotExists(name(tables.AttrEarlyReceipt)))
 	}
 	return expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()

@@ -40,11 +40,12 @@ type Record struct {
 	LeaseToken string
 	// Actor is who made the last transition.
 	Actor Actor
-	// EarlyReceipt is a final delivery receipt (StateDelivered or StateUndelivered) for the
-	// current attempt that arrived while the record was dispatching. It is kept on the record
-	// and applied by the transitions that follow (sent → delivered or undelivered; reconciliation
-	// of dispatch_unknown), so it is never lost when the receipt's own redelivery runs out.
-	EarlyReceipt State
+	// EarlyReceipt is a final delivery receipt for the current attempt that arrived while the
+	// record was dispatching (zero when none is held). It is kept on the record and applied by
+	// the transitions that follow (sent → delivered or undelivered; reconciliation of
+	// dispatch_unknown), so it is never lost when the receipt's own redelivery runs out, and
+	// it keeps the provider's message ID, which the settling transition writes onto the record.
+	EarlyReceipt Receipt
 	// RequeuedAt is when the dispatch or reconcile message of the current version was last
 	// presumed lost and sent again (by the sweeper or by a replay of the request); zero after
 	// every transition. A requeued record is due although its NextActionAt moved forward.
@@ -74,6 +75,32 @@ type Record struct {
 	// RetryAt is, on a refused record, when the window that refused it ends: a new request
 	// (with a new key) may pass from then on.
 	RetryAt time.Time
+}
+
+// Receipt is a provider's final delivery receipt for an attempt, as a record holds it: the
+// evidence a transition settles the attempt by.
+type Receipt struct {
+	// State is StateDelivered or StateUndelivered; StateNone when no receipt is held.
+	State State
+	// Provider names the provider that reported it; MessageID is its message ID for the
+	// attempt (empty on a receipt held before the record kept it).
+	Provider  string
+	MessageID string
+	// At is when the provider says the receipt's event happened (zero when unknown).
+	At time.Time
+}
+
+// Held reports whether rc is a receipt (a final state), not the zero value.
+func (rc Receipt) Held() bool { return rc.State != StateNone }
+
+// Matches reports whether rc can speak for an attempt that went to provider and, once known,
+// has the message ID messageID: an empty name on either side matches anything, as in
+// sms.Receipt.Matches. A receipt that does not match is evidence of a mismatch, never applied.
+func (rc Receipt) Matches(provider, messageID string) bool {
+	if provider != "" && rc.Provider != "" && rc.Provider != provider {
+		return false
+	}
+	return messageID == "" || rc.MessageID == "" || rc.MessageID == messageID
 }
 
 // Undecided reports whether r's admission may still be refused: it is accepted, with a
@@ -207,7 +234,7 @@ func (r Record) lease(next *Record, ch Change, now time.Time) error {
 	next.AttemptProviders = append(r.Providers(), ch.Provider)
 	next.LeaseUntil, next.LeaseToken = ch.LeaseUntil, ch.LeaseToken
 	// A receipt held for the previous attempt says nothing about this one.
-	next.EarlyReceipt = StateNone
+	next.EarlyReceipt = Receipt{}
 	next.AttemptedAt = now
 	next.ReconcileCount = 0
 	// If the worker dies, the sweeper finds the record once the lease has run out and
@@ -223,16 +250,22 @@ func (r Record) lease(next *Record, ch Change, now time.Time) error {
 	return nil
 }
 
-// tidy drops what r's new state no longer needs (the sealed secret once sending is done, a
-// held receipt once terminal) and sets when it is due: never once sent or terminal, else by
-// the dispatch deadline at the latest (now when nothing set it).
+// tidy drops what r's new state no longer needs (the decision bound once it has left
+// accepted, the sealed secret once sending is done, a held receipt once terminal) and sets
+// when it is due: never once sent or terminal, else by the dispatch deadline at the latest
+// (now when nothing set it). What it drops keeps the record under 1 KB, one write unit a
+// write (docs/benchmarks.md).
 func (r *Record) tidy(deadline, now time.Time) {
+	if r.State != StateAccepted {
+		// Only an accepted record can be undecided (Undecided).
+		r.DecideBy, r.DecidedAt = time.Time{}, time.Time{}
+	}
 	if r.State.SendingDone() {
 		r.Sealed = nil
 	}
 	if r.State.Terminal() {
 		// Applied, or past the point where it could be.
-		r.EarlyReceipt = StateNone
+		r.EarlyReceipt = Receipt{}
 	}
 	if r.State.Terminal() {
 		r.NextActionAt = time.Time{}
@@ -264,18 +297,29 @@ func (r Record) Providers() []string {
 }
 
 // HeldReceipt returns the change that applies the early receipt r holds, when r is sent and
-// holds one: delivered / RECEIPT_DELIVERED or undelivered / RECEIPT_FAILED.
+// holds one that matches its provider and message ID: delivered / RECEIPT_DELIVERED or
+// undelivered / RECEIPT_FAILED, with the receipt's message ID. A held receipt that names
+// another provider or message is not applied (see HeldMismatch).
 func (r Record) HeldReceipt() (Change, bool) {
-	if r.State != StateSent {
+	if r.State != StateSent || !r.EarlyReceipt.Matches(r.Provider, r.ProviderMessageID) {
 		return Change{}, false
 	}
-	switch r.EarlyReceipt {
+	ch := Change{To: r.EarlyReceipt.State, Provider: r.EarlyReceipt.Provider, ProviderMessageID: r.EarlyReceipt.MessageID}
+	switch r.EarlyReceipt.State {
 	case StateDelivered:
-		return Change{To: StateDelivered, Reason: ReasonReceiptDelivered}, true
+		ch.Reason = ReasonReceiptDelivered
 	case StateUndelivered:
-		return Change{To: StateUndelivered, Reason: ReasonReceiptFailed}, true
+		ch.Reason = ReasonReceiptFailed
+	default:
+		return Change{}, false
 	}
-	return Change{}, false
+	return ch, true
+}
+
+// HeldMismatch reports whether r holds a receipt for its current attempt that names another
+// provider or message than the attempt's: evidence of a mismatch, never applied.
+func (r Record) HeldMismatch() bool {
+	return r.EarlyReceipt.Held() && !r.EarlyReceipt.Matches(r.Provider, r.ProviderMessageID)
 }
 
 // Requeue returns r as it stands once its queue message has been presumed lost and sent again

@@ -33,10 +33,12 @@ func TestLeaseTokenAndActor(t *testing.T) {
 	}
 }
 
-// TestHeldReceipt checks which records hold a receipt to apply and what applying it means.
+// TestHeldReceipt checks which records hold a receipt to apply and what applying it means:
+// the receipt's message ID goes onto the record with it, and one that names another provider
+// or message than the attempt's is never applied.
 func TestHeldReceipt(t *testing.T) {
 	now := t0.Add(time.Second)
-	lease, err := admitted(t, t0, 10*time.Minute).Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(time.Minute), LeaseToken: "tok"}, now)
+	lease, err := admitted(t, t0, 10*time.Minute).Apply(notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(time.Minute), LeaseToken: "tok", Provider: "sim"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,24 +50,32 @@ func TestHeldReceipt(t *testing.T) {
 		}
 		return next
 	}
+	delivered := notify.Receipt{State: notify.StateDelivered, Provider: "sim", MessageID: "m", At: now}
+	undelivered := notify.Receipt{State: notify.StateUndelivered, Provider: "sim", MessageID: "m", At: now}
+	oldShape := notify.Receipt{State: notify.StateDelivered}
+	accepted := notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "m"}
 	cases := []struct {
 		name    string
-		held    notify.State
+		held    notify.Receipt
 		then    notify.Change
 		want    notify.Change
 		wantOK  bool
-		wantsIt notify.State // what the record still holds after then
+		wantsIt notify.Receipt // what the record still holds after then
 	}{
-		{"delivered, then sent", notify.StateDelivered, notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "m"},
-			notify.Change{To: notify.StateDelivered, Reason: notify.ReasonReceiptDelivered}, true, notify.StateDelivered},
-		{"undelivered, then sent", notify.StateUndelivered, notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "m"},
-			notify.Change{To: notify.StateUndelivered, Reason: notify.ReasonReceiptFailed}, true, notify.StateUndelivered},
-		{"delivered, then unknown: left to reconciliation", notify.StateDelivered, notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonProviderTimeout},
-			notify.Change{}, false, notify.StateDelivered},
-		{"delivered, then rejected: terminal drops it", notify.StateDelivered, notify.Change{To: notify.StateFailed, Reason: notify.ReasonProviderRejected},
-			notify.Change{}, false, notify.StateNone},
-		{"nothing held, then sent", notify.StateNone, notify.Change{To: notify.StateSent, Reason: notify.ReasonProviderAccepted, ProviderMessageID: "m"},
-			notify.Change{}, false, notify.StateNone},
+		{"delivered, then sent", delivered, accepted,
+			notify.Change{To: notify.StateDelivered, Reason: notify.ReasonReceiptDelivered, Provider: "sim", ProviderMessageID: "m"}, true, delivered},
+		{"undelivered, then sent", undelivered, accepted,
+			notify.Change{To: notify.StateUndelivered, Reason: notify.ReasonReceiptFailed, Provider: "sim", ProviderMessageID: "m"}, true, undelivered},
+		{"held before receipts kept their message ID, then sent", oldShape, accepted,
+			notify.Change{To: notify.StateDelivered, Reason: notify.ReasonReceiptDelivered}, true, oldShape},
+		{"another message, then sent: a mismatch, not applied", notify.Receipt{State: notify.StateDelivered, Provider: "sim", MessageID: "other"}, accepted,
+			notify.Change{}, false, notify.Receipt{State: notify.StateDelivered, Provider: "sim", MessageID: "other"}},
+		{"delivered, then unknown: left to reconciliation", delivered, notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonProviderTimeout},
+			notify.Change{}, false, delivered},
+		{"delivered, then rejected: terminal drops it", delivered, notify.Change{To: notify.StateFailed, Reason: notify.ReasonProviderRejected},
+			notify.Change{}, false, notify.Receipt{}},
+		{"nothing held, then sent", notify.Receipt{}, accepted,
+			notify.Change{}, false, notify.Receipt{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,24 +83,28 @@ func TestHeldReceipt(t *testing.T) {
 			r.EarlyReceipt = tc.held
 			next := move(t, r, tc.then)
 			if next.EarlyReceipt != tc.wantsIt {
-				t.Errorf("holds %q after %s, want %q", next.EarlyReceipt, next.State, tc.wantsIt)
+				t.Errorf("holds %+v after %s, want %+v", next.EarlyReceipt, next.State, tc.wantsIt)
 			}
 			got, ok := next.HeldReceipt()
 			if ok != tc.wantOK || got != tc.want {
 				t.Fatalf("HeldReceipt = %+v %v, want %+v %v", got, ok, tc.want, tc.wantOK)
 			}
+			if mismatch := next.State == notify.StateSent && next.EarlyReceipt.Held() && !ok; next.HeldMismatch() != mismatch {
+				t.Errorf("HeldMismatch = %v, want %v", next.HeldMismatch(), mismatch)
+			}
 			if ok {
-				if applied := move(t, next, got); applied.EarlyReceipt != notify.StateNone || !applied.State.Terminal() {
-					t.Errorf("applied: %s holding %q", applied.State, applied.EarlyReceipt)
+				applied := move(t, next, got)
+				if applied.EarlyReceipt.Held() || !applied.State.Terminal() || applied.ProviderMessageID != "m" {
+					t.Errorf("applied: %s holding %+v, message ID %q", applied.State, applied.EarlyReceipt, applied.ProviderMessageID)
 				}
 			}
 		})
 	}
 	// A new attempt drops a receipt held for the previous one.
 	retry := lease
-	retry.EarlyReceipt = notify.StateDelivered
+	retry.EarlyReceipt = delivered
 	retry = move(t, retry, notify.Change{To: notify.StateRetryScheduled, Reason: notify.ReasonProviderThrottled, NextActionAt: now})
-	if next := move(t, retry, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(time.Minute), LeaseToken: "tok-2"}); next.EarlyReceipt != notify.StateNone {
+	if next := move(t, retry, notify.Change{To: notify.StateDispatching, Reason: notify.ReasonLeaseAcquired, LeaseUntil: now.Add(time.Minute), LeaseToken: "tok-2"}); next.EarlyReceipt.Held() {
 		t.Errorf("attempt %d still holds the receipt of attempt 1", next.Attempt)
 	}
 }

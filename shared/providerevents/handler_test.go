@@ -158,8 +158,8 @@ func TestHandleSNS(t *testing.T) {
 		// The worker records sent over the record that holds it; a redelivered event finishes
 		// the job as well (the worker would have applied the held receipt itself).
 		rec, _ := f.store.Get(ctx, "k")
-		if rec.EarlyReceipt != notify.StateDelivered {
-			t.Fatalf("record holds %q, want the delivered receipt", rec.EarlyReceipt)
+		if rec.EarlyReceipt.State != notify.StateDelivered || rec.EarlyReceipt.MessageID == "" || rec.EarlyReceipt.Provider == "" || rec.EarlyReceipt.At.IsZero() {
+			t.Fatalf("record holds %+v, want the delivered receipt with its provider, message ID and time", rec.EarlyReceipt)
 		}
 		next, err := rec.Apply(acceptedEUM, t0)
 		if err != nil {

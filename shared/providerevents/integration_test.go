@@ -395,7 +395,7 @@ func recordSent(t *testing.T, store *dynamostore.Store, rec notify.Record, ch no
 		t.Fatal(err)
 	}
 	err = store.Transition(ctx, rec, next)
-	if cur, ok := notify.CurrentOf(err); ok && cur.Version == rec.Version && cur.EarlyReceipt != notify.StateNone {
+	if cur, ok := notify.CurrentOf(err); ok && cur.Version == rec.Version && cur.EarlyReceipt.Held() {
 		if next, err = cur.Apply(ch, time.Now().UTC()); err != nil {
 			t.Fatal(err)
 		}

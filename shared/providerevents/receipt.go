@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
@@ -46,6 +47,11 @@ func (r Receipt) Attempt() (notificationID string, n int, ok bool) {
 // SMS returns the receipt as the sms package's ReceiptReader reports it.
 func (r Receipt) SMS() sms.Receipt {
 	return sms.Receipt{AttemptRef: r.AttemptRef, MessageID: r.MessageID, Provider: r.Provider, Status: r.Status, At: r.At}
+}
+
+// Held returns the final receipt r as a record holds it (notify.Record.EarlyReceipt).
+func (r Receipt) Held() notify.Receipt {
+	return notify.Receipt{State: r.Status.State(), Provider: r.Provider, MessageID: r.MessageID, At: r.At}
 }
 
 // Final reports whether the receipt is the provider's final word on delivery.

@@ -28,7 +28,7 @@ type Keys interface {
 type Notifications interface {
 	Get(ctx context.Context, key string) (notify.Record, error)
 	Transition(ctx context.Context, prev, next notify.Record) error
-	HoldReceipt(ctx context.Context, rec notify.Record, receipt notify.State) error
+	HoldReceipt(ctx context.Context, rec notify.Record, receipt notify.Receipt) error
 }
 
 // Component names provider-events in the actor of its transitions when it runs outside
@@ -159,13 +159,15 @@ func (r *Recorder) applyOnce(ctx context.Context, stored, in Receipt, key, id st
 		return false, err
 	}
 	res.State = rec.State
-	outcome, ch := decide(rec, id, n, applicable(rec, stored, in))
+	ap := applicable(rec, stored, in)
+	outcome, ch := decide(rec, id, n, ap)
 	switch outcome {
 	case OutcomeTransitioned:
 	case OutcomeEarly:
 		// The dispatch worker is still calling the provider: keep the receipt on the record,
-		// and the transition that ends the attempt applies it.
-		err := r.Notifications.HoldReceipt(ctx, rec, stored.Status.State())
+		// with what settles the attempt by it (provider, message ID, time), and the transition
+		// that ends the attempt applies it.
+		err := r.Notifications.HoldReceipt(ctx, rec, ap.Held())
 		if errors.Is(err, notify.ErrConflict) {
 			return false, nil
 		}
@@ -236,7 +238,7 @@ func decide(rec notify.Record, id string, n int, rc Receipt) (Outcome, notify.Ch
 	switch {
 	case rec.State == notify.StateSent && sameAttempt:
 		return OutcomeTransitioned, notify.Change{To: rc.Status.State(), Reason: rc.Status.Reason()}
-	case rec.State == notify.StateDispatching && sameAttempt && rec.EarlyReceipt == notify.StateNone:
+	case rec.State == notify.StateDispatching && sameAttempt && !rec.EarlyReceipt.Held():
 		return OutcomeEarly, notify.Change{}
 	case rec.State == notify.StateDispatching && sameAttempt:
 		// One final receipt is already held for the attempt; the first final word wins.

@@ -129,24 +129,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 	return r.inconclusive(ctx, c, m, rec, res, now)
 }
 
-// byReceipt reads the receipt stored for rec's current attempt: the final receipt held on the
-// record (it arrived while the record was dispatching), else the receipts table. It returns
-// the change that settles rec (To is StateNone when the receipts say nothing conclusive) and
-// whether any receipt was found. A failed read is returned, so the message is retried: a
-// lookup's "not found" must not be trusted while a receipt may be stored.
+// byReceipt reads the receipt of rec's current attempt: the final receipt held on the record
+// (it arrived while the record was dispatching), else the one in the receipts table. It
+// returns the change that settles rec, with the receipt's message ID (To is StateNone when
+// the receipts say nothing conclusive), and whether any receipt was found. A receipt that
+// names another provider or message than the attempt's is a mismatch: counted, logged, never
+// applied, but seen. A failed read is returned, so the message is retried: a lookup's "not
+// found" must not be trusted while a receipt may be stored.
 func (r *Reconciler) byReceipt(ctx context.Context, c workercore.Core, rec notify.Record) (notify.Change, bool, error) {
 	ch := notify.Change{Reason: notify.ReasonReconciledByReceipt}
 	if rec.Attempt < 1 {
 		return notify.Change{}, false, nil
 	}
-	if rec.EarlyReceipt == notify.StateDelivered || rec.EarlyReceipt == notify.StateUndelivered {
-		ch.To = rec.EarlyReceipt
+	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
+	if held := rec.EarlyReceipt; held.Held() {
+		if !held.Matches(rec.Provider, rec.ProviderMessageID) {
+			r.mismatch(c, rec, ref, held.Provider)
+			return notify.Change{}, true, nil
+		}
+		ch.To, ch.ProviderMessageID = held.State, held.MessageID
+		if held.MessageID == "" {
+			// Held before the record kept the receipt's message ID: the stored receipt has it.
+			ch.ProviderMessageID = r.storedMessageID(ctx, c, rec, ref)
+		}
 		return ch, true, nil
 	}
 	if r.Receipts == nil {
 		return notify.Change{}, false, nil
 	}
-	ref := sms.AttemptRef(rec.NotificationID, rec.Attempt)
 	rc, ok, err := r.Receipts.FindByAttemptRef(ctx, ref)
 	if err != nil {
 		return notify.Change{}, false, fmt.Errorf("reconcile.receipts %s: %w", ref, err)
@@ -156,10 +166,7 @@ func (r *Reconciler) byReceipt(ctx context.Context, c workercore.Core, rec notif
 	}
 	c.Logger().Info("stored receipt", append(workercore.Attrs(rec), "attempt_ref", ref, "receipt_status", string(rc.Status), "receipt_provider", rc.Provider)...)
 	if !rc.Matches(rec.Provider, rec.ProviderMessageID) {
-		// Not from the provider that had the attempt (or for another message): evidence,
-		// never applied. It still counts as seen, so that no "not found" authorises a send.
-		r.Metrics.EmitRollup(map[string]string{workercore.DimProvider: rc.Provider}, [][]string{{}}, obs.Metric{Name: workercore.MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
-		c.Logger().Error("stored receipt names another provider or message; not applied", append(workercore.Attrs(rec), "attempt_ref", ref, "receipt_provider", rc.Provider)...)
+		r.mismatch(c, rec, ref, rc.Provider)
 		return notify.Change{}, true, nil
 	}
 	ch.ProviderMessageID = rc.MessageID
@@ -173,6 +180,30 @@ func (r *Reconciler) byReceipt(ctx context.Context, c workercore.Core, rec notif
 		return notify.Change{}, true, nil
 	}
 	return ch, true, nil
+}
+
+// mismatch counts and logs a receipt for rec's attempt ref from another provider than the
+// attempt's (or for another message): evidence, never applied. It still counts as seen, so
+// that no "not found" authorises a send.
+func (r *Reconciler) mismatch(c workercore.Core, rec notify.Record, ref, provider string) {
+	r.Metrics.EmitRollup(map[string]string{workercore.DimProvider: provider}, [][]string{{}}, obs.Metric{Name: workercore.MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
+	c.Logger().Error("receipt names another provider or message; not applied", append(workercore.Attrs(rec), "attempt_ref", ref, "receipt_provider", provider)...)
+}
+
+// storedMessageID returns the message ID of the receipt stored for rec's attempt ref when it
+// matches the attempt, else "": a failed read only costs the ID, the held receipt settles rec.
+func (r *Reconciler) storedMessageID(ctx context.Context, c workercore.Core, rec notify.Record, ref string) string {
+	if r.Receipts == nil {
+		return ""
+	}
+	rc, ok, err := r.Receipts.FindByAttemptRef(ctx, ref)
+	if err != nil {
+		c.Logger().Warn("stored receipt not read; settled without its message ID", append(workercore.Attrs(rec), "attempt_ref", ref, "error", err)...)
+	}
+	if !ok || err != nil || !rc.Matches(rec.Provider, rec.ProviderMessageID) {
+		return ""
+	}
+	return rc.MessageID
 }
 
 // lookup asks the provider about rec's current attempt. A lookup error becomes an inconclusive

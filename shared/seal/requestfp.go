@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -14,7 +15,16 @@ import (
 
 // RequestFPPrefix starts every request fingerprint RequestFingerprinter writes, so a keyed
 // fingerprint can be told from the unkeyed SHA-256 that records admitted before it hold.
-const RequestFPPrefix = "hmac-sha256:"
+const RequestFPPrefix = "h1:"
+
+// RequestFPSize is how many bytes of the HMAC-SHA256 a fingerprint keeps: 128 bits, written
+// in unpadded base64url (22 characters). Telling a replay from a key reuse needs no more:
+// without the key no one can make two requests collide, and by chance two do with a
+// probability of 2^-128. The record's size is what it saves (docs/benchmarks.md).
+const RequestFPSize = 16
+
+// legacyKeyedPrefix starts the keyed fingerprints of earlier versions: the whole HMAC in hex.
+const legacyKeyedPrefix = "hmac-sha256:"
 
 // MinRequestKeySize is the shortest fingerprint key RequestFingerprinter accepts, in bytes.
 const MinRequestKeySize = 32
@@ -22,14 +32,16 @@ const MinRequestKeySize = 32
 // legacyFPLen is the length of the unkeyed fingerprint of earlier versions: hex SHA-256.
 const legacyFPLen = 2 * sha256.Size
 
-// RequestFingerprinter computes request fingerprints: RequestFPPrefix and the hex HMAC-SHA256
-// of the request's canonical form under a key of its own (neither the sealing key nor the
-// destination pepper). Without the key a stored fingerprint is no help in guessing a code.
+// RequestFingerprinter computes request fingerprints: RequestFPPrefix and the first
+// RequestFPSize bytes of the HMAC-SHA256 of the request's canonical form under a key of its
+// own (neither the sealing key nor the destination pepper), in unpadded base64url. Without
+// the key a stored fingerprint is no help in guessing a code.
 //
-// Records admitted before fingerprints were keyed hold the bare hex SHA-256 of the same
+// Records admitted before hold an earlier form: the whole HMAC in hex behind
+// "hmac-sha256:", or, before fingerprints were keyed, the bare hex SHA-256 of the same
 // canonical form. SameRequest still recognises a replay of such a record, so a client that
-// retries across the upgrade gets its 200 rather than a 422; the unkeyed form is never
-// written again, and such records are gone once the longest record life (MAX_AHEAD_HOURS plus
+// retries across the upgrade gets its 200 rather than a 422; the old forms are never written
+// again, and such records are gone once the longest record life (MAX_AHEAD_HOURS plus
 // STATUS_GRACE_HOURS) has passed since the upgrade.
 type RequestFingerprinter struct {
 	key []byte
@@ -48,14 +60,18 @@ func NewRequestFingerprinter(key []byte) (*RequestFingerprinter, error) {
 
 // RequestFP returns the keyed fingerprint of canonical.
 func (f *RequestFingerprinter) RequestFP(canonical []byte) string {
-	return RequestFPPrefix + hex.EncodeToString(f.mac(canonical))
+	return RequestFPPrefix + base64.RawURLEncoding.EncodeToString(f.mac(canonical)[:RequestFPSize])
 }
 
 // SameRequest reports whether stored is the fingerprint of canonical: a keyed one under this
 // key, or the unkeyed SHA-256 of a record admitted before keying. Comparisons take constant
 // time.
 func (f *RequestFingerprinter) SameRequest(stored string, canonical []byte) bool {
-	if hexFP, ok := strings.CutPrefix(stored, RequestFPPrefix); ok {
+	if b64, ok := strings.CutPrefix(stored, RequestFPPrefix); ok {
+		got, err := base64.RawURLEncoding.DecodeString(b64)
+		return err == nil && hmac.Equal(got, f.mac(canonical)[:RequestFPSize])
+	}
+	if hexFP, ok := strings.CutPrefix(stored, legacyKeyedPrefix); ok {
 		got, err := hex.DecodeString(hexFP)
 		return err == nil && hmac.Equal(got, f.mac(canonical))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -75,26 +76,38 @@ func bruteForce(match func(canonical []byte) bool) []string {
 	return found
 }
 
+// storedBytes decodes a stored fingerprint: the keyed form (base64url behind its prefix) or
+// the bare hex of an unkeyed one.
+func storedBytes(stored string) []byte {
+	if b64, ok := strings.CutPrefix(stored, seal.RequestFPPrefix); ok {
+		b, _ := base64.RawURLEncoding.DecodeString(b64)
+		return b
+	}
+	b, _ := hex.DecodeString(stored)
+	return b
+}
+
 // plainSHA256 matches a stored fingerprint that would be the unkeyed SHA-256 of the canonical
-// form, bare or behind the keyed form's prefix.
+// form (truncated as stored), bare or behind the keyed form's prefix.
 func plainSHA256(stored string) func([]byte) bool {
-	want, _ := hex.DecodeString(strings.TrimPrefix(stored, seal.RequestFPPrefix))
+	want := storedBytes(stored)
 	return func(c []byte) bool {
 		sum := sha256.Sum256(c)
-		return bytes.Equal(sum[:], want)
+		return len(want) > 0 && bytes.Equal(sum[:len(want)], want)
 	}
 }
 
-// keyedWith matches a stored fingerprint that would be the HMAC-SHA256 under key.
+// keyedWith matches a stored fingerprint that would be the HMAC-SHA256 under key (truncated
+// as stored).
 func keyedWith(key []byte, stored string) func([]byte) bool {
-	want, _ := hex.DecodeString(strings.TrimPrefix(stored, seal.RequestFPPrefix))
+	want := storedBytes(stored)
 	m := hmac.New(sha256.New, key)
 	var sum []byte
 	return func(c []byte) bool {
 		m.Reset()
 		m.Write(c)
 		sum = m.Sum(sum[:0])
-		return bytes.Equal(sum, want)
+		return len(want) > 0 && bytes.Equal(sum[:len(want)], want)
 	}
 }
 
@@ -141,8 +154,8 @@ func TestRequestFingerprintDependsOnTheKey(t *testing.T) {
 	if again.RequestFingerprint != a.RequestFingerprint {
 		t.Errorf("the same key gave %q and %q", a.RequestFingerprint, again.RequestFingerprint)
 	}
-	if !strings.HasPrefix(a.RequestFingerprint, seal.RequestFPPrefix) || len(a.RequestFingerprint) != len(seal.RequestFPPrefix)+64 {
-		t.Errorf("fingerprint %q is not %s and a hex HMAC-SHA256", a.RequestFingerprint, seal.RequestFPPrefix)
+	if !strings.HasPrefix(a.RequestFingerprint, seal.RequestFPPrefix) || len(a.RequestFingerprint) != len(seal.RequestFPPrefix)+22 {
+		t.Errorf("fingerprint %q is not %s and 128 bits of HMAC-SHA256 in base64url", a.RequestFingerprint, seal.RequestFPPrefix)
 	}
 }
 
@@ -169,10 +182,15 @@ func TestRequestFingerprintSameRequest(t *testing.T) {
 		{"keyed under another key", other.RequestFP(canonical), canonical, false},
 		// Admitted before fingerprints were keyed: a replay is still a replay.
 		{"unkeyed, same request", hex.EncodeToString(legacy[:]), canonical, true},
+		// Keyed before fingerprints were truncated: the whole HMAC in hex.
+		{"keyed in hex, same request", "hmac-sha256:" + hex.EncodeToString(macOf(fpKeyA, canonical)), canonical, true},
+		{"keyed in hex, another request", "hmac-sha256:" + hex.EncodeToString(macOf(fpKeyA, canonical)), changed, false},
+		{"keyed in hex under another key", "hmac-sha256:" + hex.EncodeToString(macOf(fpKeyB, canonical)), canonical, false},
 		{"unkeyed, another request", hex.EncodeToString(legacy[:]), changed, false},
-		{"prefix with bad hex", seal.RequestFPPrefix + "zz", canonical, false},
+		{"prefix with bad base64", seal.RequestFPPrefix + "!!", canonical, false},
+		{"old prefix with bad hex", "hmac-sha256:zz", canonical, false},
 		{"empty", "", canonical, false},
-		{"truncated", fps.RequestFP(canonical)[:40], canonical, false},
+		{"truncated", fps.RequestFP(canonical)[:15], canonical, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,4 +246,11 @@ func TestKeyReuseWithKeyedFingerprints(t *testing.T) {
 	if _, err := in.Submit(ctx, changed); !errors.Is(err, notify.ErrKeyReuse) {
 		t.Errorf("changed request on a pre-upgrade record: %v, want ErrKeyReuse", err)
 	}
+}
+
+// macOf is the whole HMAC-SHA256 of c under key.
+func macOf(key, c []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(c)
+	return m.Sum(nil)
 }

@@ -6,12 +6,12 @@
 // tell which key sealed it:
 //
 //	offset  size  field
-//	0       1     format version (1)
+//	0       1     format version: 2 (1 before: JSON plaintext, still read; see plaintext.go)
 //	1       1     key kind (1 static, 2 KMS)
 //	2       2     length n of the key reference, big-endian
 //	4       n     key reference: a static key's ID, or the KMS-encrypted data key
 //	4+n     12    GCM nonce, random
-//	16+n    rest  ciphertext and 16-byte GCM tag of the JSON-encoded notify.Secret
+//	16+n    rest  ciphertext and 16-byte GCM tag of the notify.Secret (plaintext.go)
 //
 // The associated data is the envelope header (bytes 0 to 4+n) followed by the idempotency
 // key, so a payload cannot be moved to another record, nor its header altered, without Open
@@ -25,15 +25,14 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
-// Version is the envelope format written by Seal.
-const Version byte = 1
+// Version is the envelope format written by Seal: the compact plaintext of plaintext.go.
+const Version byte = 2
 
 // KeyKind identifies the KeySource that sealed an envelope.
 type KeyKind byte
@@ -113,13 +112,13 @@ func (b *Box) Seal(ctx context.Context, key string, s notify.Secret) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("seal.seal %s: %w", key, err)
 	}
-	plain, err := json.Marshal(s)
+	plain, version, err := encodeSecret(s)
 	if err != nil {
 		return nil, fmt.Errorf("seal.seal %s: encode: %w", key, err)
 	}
 	hlen := headerFixed + len(dk.Ref)
 	out := make([]byte, hlen+nonceSize, hlen+nonceSize+len(plain)+tagSize)
-	out[0] = Version
+	out[0] = version
 	out[1] = byte(b.src.Kind())
 	binary.BigEndian.PutUint16(out[2:4], uint16(len(dk.Ref)))
 	copy(out[headerFixed:], dk.Ref)
@@ -138,7 +137,7 @@ func (b *Box) Open(ctx context.Context, key string, sealed []byte) (notify.Secre
 	if len(sealed) < headerFixed {
 		return notify.Secret{}, fmt.Errorf("seal.open %s: short envelope: %w", key, ErrOpen)
 	}
-	if sealed[0] != Version {
+	if sealed[0] != Version && sealed[0] != versionJSON {
 		return notify.Secret{}, fmt.Errorf("seal.open %s: envelope version %d: %w", key, sealed[0], ErrOpen)
 	}
 	if kind := KeyKind(sealed[1]); kind != b.src.Kind() {
@@ -164,8 +163,8 @@ func (b *Box) Open(ctx context.Context, key string, sealed []byte) (notify.Secre
 	if err != nil {
 		return notify.Secret{}, fmt.Errorf("seal.open %s: %w", key, ErrOpen)
 	}
-	var s notify.Secret
-	if err := json.Unmarshal(plain, &s); err != nil {
+	s, err := decodeSecret(sealed[0], plain)
+	if err != nil {
 		// The GCM tag was valid, so this is a bug in Seal, not tampering; never quote plain.
 		return notify.Secret{}, fmt.Errorf("seal.open %s: decode: %w", key, ErrOpen)
 	}

@@ -37,7 +37,7 @@ var failoverReasons = []notify.Reason{
 // one: rec is retry_scheduled for one of failoverReasons and holds no receipt for the last
 // attempt (a receipt says the provider accepted it, whatever it answered).
 func FailoverAllowed(rec notify.Record) bool {
-	return rec.State == notify.StateRetryScheduled && rec.EarlyReceipt == notify.StateNone &&
+	return rec.State == notify.StateRetryScheduled && !rec.EarlyReceipt.Held() &&
 		slices.Contains(failoverReasons, rec.Reason)
 }
 

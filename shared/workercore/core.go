@@ -223,6 +223,13 @@ func (c Core) Transition(ctx context.Context, rec notify.Record, ch notify.Chang
 	if err != nil {
 		return notify.Record{}, err
 	}
+	if next.State == notify.StateSent && next.HeldMismatch() {
+		// The receipt held while dispatching names another provider or message than the one
+		// the provider just accepted: evidence, never applied; the attempt's own receipt
+		// settles the record when it comes.
+		c.metrics.EmitRollup(map[string]string{DimProvider: next.EarlyReceipt.Provider}, [][]string{{}}, obs.Metric{Name: MetricReceiptMismatch, Unit: obs.UnitCount, Value: 1})
+		c.Logger().Error("held receipt names another provider or message; not applied", append(Attrs(next), "receipt_provider", next.EarlyReceipt.Provider)...)
+	}
 	if held, ok := next.HeldReceipt(); ok {
 		held.Actor = ch.Actor
 		applied, err := c.write(ctx, next, held, now)
@@ -239,7 +246,7 @@ func (c Core) Transition(ctx context.Context, rec notify.Record, ch notify.Chang
 // heldSince reports whether cur is rec with nothing changed but a receipt held since.
 func heldSince(rec, cur notify.Record) bool {
 	return cur.Version == rec.Version && cur.State == rec.State && cur.NotificationID == rec.NotificationID &&
-		rec.EarlyReceipt == notify.StateNone && cur.EarlyReceipt != notify.StateNone
+		!rec.EarlyReceipt.Held() && cur.EarlyReceipt.Held()
 }
 
 // write is one Apply and one conditional Transition, logged and counted.

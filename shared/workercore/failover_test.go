@@ -188,7 +188,7 @@ func TestNoFailoverWhileAReceiptSaysAccepted(t *testing.T) {
 		rec := f.admitKey(t, "k")
 		f.dispatch(t, notify.MessageOf(rec))
 		held := f.get(t, "k")
-		held.EarlyReceipt = notify.StateDelivered
+		held.EarlyReceipt = notify.Receipt{State: notify.StateDelivered, Provider: held.Provider}
 		f.put(t, held)
 		f.drain(t, 10)
 		if f.sender2.Calls() != 0 || f.sender.Calls() != 1 {
@@ -291,7 +291,7 @@ func TestChooseStaysWithoutProof(t *testing.T) {
 		{"not found after reconciliation", func(r *notify.Record) { r.Reason = notify.ReasonReconciledNotFound }, secondary},
 		{"a reason that proves nothing", func(r *notify.Record) { r.Reason = notify.ReasonReconcileInconclusive }, primary},
 		{"a receipt held for the last attempt", func(r *notify.Record) {
-			r.Reason, r.EarlyReceipt = notify.ReasonProviderUnavailable, notify.StateDelivered
+			r.Reason, r.EarlyReceipt = notify.ReasonProviderUnavailable, notify.Receipt{State: notify.StateDelivered}
 		}, primary},
 		{"first attempt, primary cooling down", func(r *notify.Record) { r.State, r.Attempt, r.Provider = notify.StateAccepted, 0, "" }, secondary},
 	} {

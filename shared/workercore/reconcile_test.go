@@ -348,7 +348,7 @@ func TestReconcileByReceipt(t *testing.T) {
 	tests := []struct {
 		name    string
 		receipt *sms.Receipt
-		held    notify.State
+		held    notify.Receipt
 		readErr error
 		answer  workercoretest.Answer
 		want    state
@@ -361,7 +361,7 @@ func TestReconcileByReceipt(t *testing.T) {
 			answer: notFound, want: state{notify.StateUndelivered, notify.ReasonReconciledByReceipt}},
 		{name: "intermediate receipt with an ID: sent, no lookup", receipt: &sms.Receipt{MessageID: "pm-r"},
 			answer: notFound, want: state{notify.StateSent, notify.ReasonReconciledByReceipt}},
-		{name: "receipt held on the record", held: notify.StateDelivered,
+		{name: "receipt held on the record", held: notify.Receipt{State: notify.StateDelivered, Provider: providerSim, MessageID: "pm-h"},
 			answer: notFound, want: state{notify.StateDelivered, notify.ReasonReconciledByReceipt}},
 		{name: "intermediate receipt without an ID: the lookup's not found is inconclusive", receipt: &sms.Receipt{},
 			answer: notFound, want: state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, lookups: 1},
@@ -374,7 +374,7 @@ func TestReconcileByReceipt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			rec := f.unknownRecord(t, request("k", 10*time.Minute))
-			if tc.held != notify.StateNone {
+			if tc.held.Held() {
 				rec.EarlyReceipt = tc.held
 				f.put(t, rec)
 			}

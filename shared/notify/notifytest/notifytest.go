@@ -99,7 +99,7 @@ func (s *Store) Transition(_ context.Context, prev, next notify.Record) error {
 	if !ok {
 		return fmt.Errorf("notifytest.transition %s: %w", prev.IdempotencyKey, notify.ErrConflict)
 	}
-	held := prev.State == notify.StateDispatching && prev.EarlyReceipt == notify.StateNone && cur.EarlyReceipt != notify.StateNone
+	held := prev.State == notify.StateDispatching && !prev.EarlyReceipt.Held() && cur.EarlyReceipt.Held()
 	if cur.Version != prev.Version || held {
 		return fmt.Errorf("notifytest.transition %s: %w", prev.IdempotencyKey, &notify.ConflictError{Current: cur})
 	}
@@ -149,15 +149,18 @@ func (s *Store) Settle(_ context.Context, rec notify.Record, at time.Time) (noti
 }
 
 // HoldReceipt keeps receipt on the record if it is still rec's version, dispatching, and holds
-// none yet.
-func (s *Store) HoldReceipt(_ context.Context, rec notify.Record, receipt notify.State) error {
+// none yet. Like the real store, it refuses a receipt that is not final.
+func (s *Store) HoldReceipt(_ context.Context, rec notify.Record, receipt notify.Receipt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
 		return s.Err
 	}
+	if receipt.State != notify.StateDelivered && receipt.State != notify.StateUndelivered {
+		return fmt.Errorf("notifytest.hold_receipt %s: %s receipt", rec.IdempotencyKey, receipt.State)
+	}
 	cur, ok := s.records[rec.IdempotencyKey]
-	if !ok || cur.Version != rec.Version || cur.State != notify.StateDispatching || cur.EarlyReceipt != notify.StateNone {
+	if !ok || cur.Version != rec.Version || cur.State != notify.StateDispatching || cur.EarlyReceipt.Held() {
 		return fmt.Errorf("notifytest.hold_receipt %s: %w", rec.IdempotencyKey, &notify.ConflictError{Current: cur})
 	}
 	cur.EarlyReceipt = receipt

@@ -192,7 +192,10 @@ const (
 	GuardDayCount     = "day_count"
 	GuardHourPrefix   = "h"
 	GuardDestinations = "fps"
-	GuardTTL          = "ttl"
+	// GuardCounted is, on a destination's day, the string set of the notification IDs its
+	// counts hold, so that counting one notification again counts nothing more.
+	GuardCounted = "ids"
+	GuardTTL     = "ttl"
 )
 
 // Names are the physical names of the tables. In AWS they come from the template (the

@@ -115,7 +115,8 @@ func newConvReplay(ctx context.Context, endpoint string, params trace.Params) (*
 		config.EnvGuardTable:        names.Guard, config.EnvConversionTable: names.Conversions,
 		// No allow-list: the trace draws numbers by calling code and random digits, which the
 		// phone-number metadata need not place in a country; this mode measures the conversion
-		// guard, the allow-list has its own (-mode country).
+		// guard, the allow-list has its own (-mode country). Off, explicitly.
+		config.EnvAllowedCountries: config.Off,
 	}
 	c, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
 	var in *notify.Intake

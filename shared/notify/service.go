@@ -105,11 +105,13 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	out := Submitted{Record: stored, Replayed: !created}
 	send := created
 	switch {
-	case created && stored.Undecided():
+	case !stored.Undecided() || in.Guard == nil:
+		// Decided; or undecided with this intake's guard off, explicitly: it counts nothing.
+	case created:
 		var own bool
 		out.Record, own, err = in.decider().Decide(ctx, stored)
 		out.LateDecision = !own
-	case stored.Undecided():
+	default:
 		out.Record, send, err = in.awaitDecision(ctx, stored, in.Clock.Now().Sub(put))
 	}
 	if refused, ok := RefusalOf(out.Record, d.CountryCode, in.Clock.Now()); ok {

@@ -57,10 +57,10 @@ const (
 	AttrCountry  = "country"
 	// AttrConvertedAt is when the caller reported the code or link used.
 	AttrConvertedAt = "converted_at"
-	// AttrDecideBy is, on a record admitted with the abuse guard on, until when its creator
-	// may still refuse it; AttrDecidedAt is when a duplicate settled it as admitted after that
-	// (a refusal can no longer be written); AttrRetryAt is, on a refused record, when the
-	// window that refused it ends.
+	// AttrDecideBy is, on a record admitted with the abuse guard on, until when a duplicate
+	// waits for its creator's decision; AttrDecidedAt is when whoever counted it (the
+	// creator, or a request in its place) marked it admitted (a refusal can no longer be
+	// written); AttrRetryAt is, on a refused record, when the window that refused it ends.
 	AttrDecideBy  = "decide_by"
 	AttrDecidedAt = "decided_at"
 	AttrRetryAt   = "retry_at"

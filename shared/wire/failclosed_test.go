@@ -2,7 +2,11 @@ package wire_test
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,5 +59,36 @@ func TestGuardsFailClosed(t *testing.T) {
 				t.Errorf("with %s=off: %v, want a start with that guard off", tc.without, err)
 			}
 		})
+	}
+}
+
+// TestBootstrapRefusesToStartWithoutItsGuard runs intake's real bootstrap, as Lambda starts it,
+// with every setting but GUARD_TABLE: it exits 1 at its cold start, and its log names the
+// setting and the explicit off.
+func TestBootstrapRefusesToStartWithoutItsGuard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the intake bootstrap")
+	}
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bootstrap, "../../functions/intake")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bootstrap)
+	cmd.Env = []string{"AWS_REGION=eu-west-1", "PATH=" + os.Getenv("PATH"),
+		config.EnvNotificationsTable + "=n", config.EnvDispatchQueueURL + "=http://127.0.0.1:1/q",
+		config.EnvSealLocalKey + "=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		config.EnvDestinationPepper + "=wiring-test-pepper-0123", config.EnvFingerprintKey + "=wiring-test-fingerprint-key-0123456789",
+		config.EnvAllowedCountries + "=US,CA"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("bootstrap without %s: %v, want exit status 1", config.EnvGuardTable, err)
+	}
+	if log := stderr.String(); !strings.Contains(log, config.EnvGuardTable+" is required") || !strings.Contains(log, "cold start failed") {
+		t.Errorf("its log does not say why:\n%s", log)
 	}
 }

@@ -133,16 +133,17 @@ func (dc Decider) Decide(ctx context.Context, rec Record) (Record, bool, error) 
 	if dc.Actor != nil {
 		next.Actor = dc.Actor(ctx)
 	}
-	err = dc.Store.Transition(ctx, rec, next)
+	if err := dc.Store.Transition(ctx, rec, next); err != nil {
+		// Another decision stands. The count stays: if that decision admitted the record, it
+		// is this count that the admission's own count found.
+		return dc.lost(rec, err)
+	}
 	if refused.DestinationCounted {
-		// After the refusal's write, won or lost: a count left behind refuses too early,
-		// never sends more, and a picker-up that admits must find its count again.
+		// Best effort, once the refusal is written: a count left behind refuses too early,
+		// never sends more.
 		_ = dc.Guard.Release(ctx, d, rec.NotificationID, at)
 	}
-	if err == nil {
-		return next, true, refused
-	}
-	return dc.lost(rec, err)
+	return next, true, refused
 }
 
 // MarkAdmitted marks rec, counted and admitted, as decided (DecidedAt). won is false when

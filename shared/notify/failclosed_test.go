@@ -125,3 +125,53 @@ func TestDuplicatesReadAtMostTwice(t *testing.T) {
 		t.Errorf("counted %d, want 1", k)
 	}
 }
+
+// refusesFirst refuses its first count for the prefix, after taking the destination's count
+// (DestinationCounted), running during it the hook during; every later count admits.
+type refusesFirst struct {
+	mu              sync.Mutex
+	calls, released int
+	during          func()
+}
+
+func (g *refusesFirst) Admit(context.Context, notify.Destination, string, time.Time) error {
+	g.mu.Lock()
+	g.calls++
+	first := g.calls == 1
+	g.mu.Unlock()
+	if !first {
+		return nil
+	}
+	g.during()
+	return &notify.RefusedError{Reason: notify.RefusedPrefixVelocity, RetryAfter: time.Minute, DestinationCounted: true}
+}
+
+func (g *refusesFirst) Release(context.Context, notify.Destination, string, time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.released++
+	return nil
+}
+
+// TestLostRefusalKeepsTheCount: a creator whose prefix refusal loses to a duplicate that
+// admitted the record in its place (its count found the creator's destination count) keeps
+// that count: releasing it would leave an admitted notification uncounted.
+func TestLostRefusalKeepsTheCount(t *testing.T) {
+	ctx := context.Background()
+	f, _, _ := guardedIntake()
+	guard := &refusesFirst{}
+	f.in.Guard = guard
+	req := parse(t, body(nil), "k")
+	var dupErr error
+	guard.during = func() {
+		f.clock.Advance(notify.DefaultDecisionBound + notify.SkewMargin)
+		_, dupErr = f.in.Submit(ctx, req)
+	}
+	sub, err := f.in.Submit(ctx, req)
+	if err != nil || dupErr != nil || !sub.LateDecision || sub.Record.State != notify.StateAccepted {
+		t.Fatalf("creator %+v %v, duplicate %v; want both admitted, the creator late", sub, err, dupErr)
+	}
+	if guard.released != 0 {
+		t.Errorf("released %d counts of an admitted notification, want 0", guard.released)
+	}
+}

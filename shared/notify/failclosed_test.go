@@ -28,6 +28,10 @@ func TestGuardFailureAnswersUnavailableAndSendsNothing(t *testing.T) {
 			if n := len(f.queue.Sent()); n != 0 {
 				t.Fatalf("%d dispatch messages after a guard failure, want none", n)
 			}
+			// Due at once, so the sweeper hands it to dispatch (which counts it) without a repeat.
+			if rec, _ := f.store.Get(ctx, "k"); !rec.NextActionAt.Equal(t0) {
+				t.Errorf("next_action_at %s after a guard failure, want now (%s)", rec.NextActionAt, t0)
+			}
 			guard.Err = nil
 			if over {
 				guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationDay, RetryAfter: time.Hour}
@@ -49,6 +53,10 @@ func TestGuardFailureAnswersUnavailableAndSendsNothing(t *testing.T) {
 			// not the sweep grace.
 			if n := len(f.queue.Sent()); n != 1 || f.clock.Now().Sub(t0) > notify.DefaultDecisionBound+notify.SkewMargin {
 				t.Errorf("%d dispatch messages after %s; want 1 within the bound", n, f.clock.Now().Sub(t0))
+			}
+			// The repeat claimed the send: a later replay does not send it again.
+			if _, err := f.in.Submit(ctx, req); err != nil || len(f.queue.Sent()) != 1 {
+				t.Errorf("a later replay: %v, %d dispatch messages; want 1", err, len(f.queue.Sent()))
 			}
 		})
 	}

@@ -117,6 +117,11 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if refused, ok := RefusalOf(out.Record, d.CountryCode, in.Clock.Now()); ok {
 		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, refused)
 	}
+	if errors.Is(err, ErrGuardUnavailable) && out.Record.Undecided() {
+		// Due at once: the sweeper's next run hands it to dispatch, which counts it, even if
+		// the caller never repeats the request.
+		in.markDue(ctx, out.Record, in.Clock.Now())
+	}
 	if err != nil {
 		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
@@ -135,15 +140,19 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 
 // hand sends the dispatch message of rec, accepted and decided, when send is set (this
 // request created it, or decided it in its creator's place) or when a replay finds the first
-// message presumed lost (redispatch). The creator marks its counted admission decided in a
+// message presumed lost (redispatch; a take-over of a record already due claims it the same
+// way). The creator marks its counted admission decided in a
 // write beside the message (created and rec still undecided): the mark costs no round trip of
 // its own, and dispatch counts a record it finds unmarked again, which counts nothing more. It
 // returns rec as stored afterwards; a failed message is ErrEnqueue, and rec is then due at
 // once.
 func (in *Intake) hand(ctx context.Context, rec Record, created, send bool) (Record, error) {
-	if !send {
-		queued, send, err := in.redispatch(ctx, rec, in.Clock.Now())
-		if !send {
+	if now := in.Clock.Now(); !send || !now.Before(rec.NextActionAt) {
+		// A replay; or a take-over of a record already due (its creator's 503 made it due),
+		// which claims the send as a replay does, so that the sweeper or a later replay does
+		// not send it again.
+		queued, claimed, err := in.redispatch(ctx, rec, now)
+		if !claimed {
 			return rec, err
 		}
 		rec = queued

@@ -141,11 +141,10 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 // hand sends the dispatch message of rec, accepted and decided, when send is set (this
 // request created it, or decided it in its creator's place) or when a replay finds the first
 // message presumed lost (redispatch; a take-over of a record already due claims it the same
-// way). The creator marks its counted admission decided in a
-// write beside the message (created and rec still undecided): the mark costs no round trip of
-// its own, and dispatch counts a record it finds unmarked again, which counts nothing more. It
-// returns rec as stored afterwards; a failed message is ErrEnqueue, and rec is then due at
-// once.
+// way). The creator marks its counted admission decided in a write beside the message
+// (created and rec still undecided): the mark costs no round trip of its own, and dispatch
+// counts a record it finds unmarked again, which counts nothing more. It returns rec as stored
+// afterwards; a failed message is ErrEnqueue, and rec is then due at once.
 func (in *Intake) hand(ctx context.Context, rec Record, created, send bool) (Record, error) {
 	if now := in.Clock.Now(); !send || !now.Before(rec.NextActionAt) {
 		// A replay; or a take-over of a record already due (its creator's 503 made it due),

@@ -266,18 +266,29 @@ func deployedUnits(ctx context.Context, endpoint string, out io.Writer) error {
 // the AWS requests and capacity units of one replay (requests_per_replay, goal at most 1: the
 // conditional PutItem, which returns the stored, decided record).
 func (m *unitsMeter) replays(ctx context.Context, n int, out io.Writer) error {
+	u, err := m.replay(ctx, n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "requests_per_replay=%.2f\n", u.requests)
+	fmt.Fprintf(out, "requests_per_replay_breakdown=%s\n", u.breakdown)
+	fmt.Fprintf(out, "write_units_per_replay=%.2f\nread_units_per_replay=%.2f\n", u.writes, u.reads)
+	return nil
+}
+
+// replay replays the first admissions 0..n-1 of admit("") and returns the averages; each must
+// answer 200.
+func (m *unitsMeter) replay(ctx context.Context, n int) (units, error) {
 	m.counter.Reset()
 	m.meter.Reset()
 	for i := range n {
 		if status, err := m.d.post(ctx, "units-"+strconv.Itoa(i), benchNumber(i)); err != nil || status != 200 {
-			return fmt.Errorf("deployed replay %d: %d %v", i, status, err)
+			return units{}, fmt.Errorf("deployed replay %d: %d %v", i, status, err)
 		}
 	}
 	r, w := m.meter.Snapshot().total(nil)
-	fmt.Fprintf(out, "requests_per_replay=%.2f\n", float64(m.counter.Total())/float64(n))
-	fmt.Fprintf(out, "requests_per_replay_breakdown=%s\n", awscount.FormatCounts(m.counter.Counts(), float64(n)))
-	fmt.Fprintf(out, "write_units_per_replay=%.2f\nread_units_per_replay=%.2f\n", w/float64(n), r/float64(n))
-	return nil
+	return units{requests: float64(m.counter.Total()) / float64(n), writes: w / float64(n), reads: r / float64(n),
+		breakdown: awscount.FormatCounts(m.counter.Counts(), float64(n))}, nil
 }
 
 // unitsMeter is a deployed intake whose AWS calls are counted and priced.

@@ -257,6 +257,8 @@ func contractCases() []contractCase {
 		}, method: "GET", path: coll + "/r3", specValid: true, status: 200},
 		{name: "503 dispatch queue down", setup: func(f *contractFixture) { f.queue.Err = errors.New("queue down") },
 			method: "POST", path: coll, headers: withKey("q1"), body: resetBody(nil), specValid: true, status: 503, problem: intake.ProblemQueueUnavailable},
+		{name: "503 guard down", setup: func(f *contractFixture) { f.guard.Err = errors.New("guard table down") },
+			method: "POST", path: coll, headers: withKey("g1"), body: resetBody(nil), specValid: true, status: 503, problem: intake.ProblemGuardUnavailable},
 		{name: "500 POST, store down", setup: func(f *contractFixture) { f.store.fail = true },
 			method: "POST", path: coll, headers: withKey("s1"), body: resetBody(nil), specValid: true, status: 500, problem: intake.ProblemInternal},
 

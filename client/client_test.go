@@ -639,6 +639,7 @@ func TestProblemTypesAreTheAPIs(t *testing.T) {
 		client.ProblemNotCancellable:       intake.ProblemNotCancellable,
 		client.ProblemConcurrentChange:     intake.ProblemConcurrentChange,
 		client.ProblemQueueUnavailable:     intake.ProblemQueueUnavailable,
+		client.ProblemGuardUnavailable:     intake.ProblemGuardUnavailable,
 		client.ProblemInternal:             intake.ProblemInternal,
 	} {
 		if got != want.URI() {

@@ -24,6 +24,7 @@ const (
 	ProblemNotCancellable       = ProblemBase + "not-cancellable"
 	ProblemConcurrentChange     = ProblemBase + "concurrent-change"
 	ProblemQueueUnavailable     = ProblemBase + "dispatch-queue-unavailable"
+	ProblemGuardUnavailable     = ProblemBase + "guard-unavailable"
 	ProblemInternal             = ProblemBase + "internal-error"
 	// The conversion's answers (POST .../conversion).
 	ProblemNotSent             = ProblemBase + "not-sent"

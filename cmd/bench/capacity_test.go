@@ -120,9 +120,10 @@ func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 }
 
 // TestDeployedAdmissionBudget holds admission as deployed (the guard on) to its budget: a
-// number's first admission of the day at most 3 requests and 4 write units, a repeat at most
-// 3 write units, and no read but the conversion guard's one Query of its cached block list
-// per refresh.
+// number's first admission of the day at most 4 requests and 5 write units (the put, the two
+// counters, the creator's mark), a repeat at most 3 and 4, no read but the conversion guard's
+// one Query of its cached block list per refresh, and a replay the one PutItem, writing
+// nothing.
 func TestDeployedAdmissionBudget(t *testing.T) {
 	testenv.DynamoDB(t) // skips or fails as the package documents when there is no emulator
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -135,7 +136,7 @@ func TestDeployedAdmissionBudget(t *testing.T) {
 	for _, step := range []struct {
 		kind               string
 		requests, writeMax float64
-	}{{"", 3, 4}, {"_repeat", 2, 3}} {
+	}{{"", 4, 5}, {"_repeat", 3, 4}} {
 		const n = 5
 		u, err := m.admit(ctx, step.kind, n)
 		if err != nil {
@@ -147,5 +148,12 @@ func TestDeployedAdmissionBudget(t *testing.T) {
 			t.Errorf("admission%s: %.2f requests (%s), %.2f write units, %.2f read units; want at most %.0f, at most %.0f, none",
 				step.kind, u.requests, u.breakdown, u.writes, u.reads, step.requests, step.writeMax)
 		}
+	}
+	u, err := m.replay(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.requests != 1 || u.writes != 0 {
+		t.Errorf("replay: %.2f requests (%s), %.2f write units; want the one PutItem, no write", u.requests, u.breakdown, u.writes)
 	}
 }

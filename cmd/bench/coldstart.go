@@ -172,7 +172,9 @@ func coldStartEnv() ([]string, error) {
 		"SMS_PROVIDER": "simulator", "SMS_SIMULATOR_URL": refuse, "LOG_LEVEL": "info",
 		// The template's default allow-list: intake checks it against the phone-number metadata.
 		config.EnvAllowedCountries: "US,CA",
-		"AUDIT_FAILURE_QUEUE_URL":  refuse + "/000000000000/audit-failure",
+		// The template names the guard table; a function that needs it refuses to start without.
+		config.EnvGuardTable:      "guard",
+		"AUDIT_FAILURE_QUEUE_URL": refuse + "/000000000000/audit-failure",
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {

@@ -114,8 +114,8 @@ func newConvReplay(ctx context.Context, endpoint string, params trace.Params) (*
 	// by calling code and random digits over eight countries, which the phone-number metadata
 	// need not place, and most of which the default allow-list refuses at the door; this mode
 	// measures the conversion guard, the allow-list has its own (-mode country). The figures
-	// that depend on it are named allowlist_off_....
-	local[config.EnvAllowedCountries] = ""
+	// that depend on it are named allowlist_off_.... Off, explicitly.
+	local[config.EnvAllowedCountries] = config.Off
 	env, err := templateEnv("IntakeFunction", local)
 	if err != nil {
 		drop()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -101,30 +102,24 @@ func (d *deployed) admitCall(prefix string) func(context.Context, int) error {
 
 // rawCalls returns the DynamoDB calls of a guarded first admission made raw, in the same order
 // and parallelism: the conditional PutItem of a record-shaped item, then the destination's
-// counter update and the prefix's set update at once, each with the guard's item shape and
-// condition.
+// counter update (with the notification's ID, as the guard counts once per notification) and
+// the prefix's set update at once, each with the guard's item shape and condition, then the
+// creator's mark on the record (decided_at, conditioned as the store conditions it).
 func rawCalls(db *dynamodb.Client, names tables.Names) (func(context.Context, int) error, error) {
 	put, err := rawPutCall(db, names.Notifications)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now().UTC()
-	day, hour, fps := expression.Name(tables.GuardDayCount), expression.Name(tables.GuardHourPrefix+now.Format("15")), expression.Name(tables.GuardDestinations)
-	limits := notify.DefaultGuardLimits()
-	dest, err := expression.NewBuilder().
-		WithUpdate(expression.Add(day, expression.Value(1)).Add(hour, expression.Value(1)).Set(expression.Name(tables.GuardTTL), expression.Value(now.Add(48*time.Hour).Unix()))).
-		WithCondition(expression.And(
-			expression.Or(expression.AttributeNotExists(day), day.LessThan(expression.Value(limits.PerDay))),
-			expression.Or(expression.AttributeNotExists(hour), hour.LessThan(expression.Value(limits.PerHour))))).
-		Build()
-	if err != nil {
-		return nil, err
-	}
-	update := func(ctx context.Context, key string, expr expression.Expression, values map[string]ddbtypes.AttributeValue) error {
-		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(names.Guard), Key: map[string]ddbtypes.AttributeValue{tables.GuardKey: &ddbtypes.AttributeValueMemberS{Value: key}},
+	update := func(ctx context.Context, table, keyName, key string, b expression.Builder) error {
+		expr, err := b.Build()
+		if err != nil {
+			return err
+		}
+		_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(table), Key: map[string]ddbtypes.AttributeValue{keyName: &ddbtypes.AttributeValueMemberS{Value: key}},
 			UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: values,
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		})
 		return err
 	}
@@ -134,23 +129,49 @@ func rawCalls(db *dynamodb.Client, names tables.Names) (func(context.Context, in
 			return err
 		}
 		fp := fmt.Sprintf("%032x", i)
-		set, err := expression.NewBuilder().
-			WithUpdate(expression.Add(fps, expression.Value(rawSet{fp})).Set(expression.Name(tables.GuardTTL), expression.Value(now.Add(2*time.Hour).Unix()))).
-			WithCondition(expression.Or(expression.AttributeNotExists(fps), expression.Contains(fps, fp), fps.Size().LessThan(expression.Value(limits.PrefixPerMinute)))).
-			Build()
-		if err != nil {
-			return err
-		}
 		var wg sync.WaitGroup
 		var setErr error
-		wg.Go(func() { setErr = update(ctx, "p#raw-"+fp+"#"+now.Format("200601021504"), set, set.Values()) })
-		destErr := update(ctx, "d#raw-"+fp+"#"+now.Format("20060102"), dest, dest.Values())
+		wg.Go(func() {
+			setErr = update(ctx, names.Guard, tables.GuardKey, "p#raw-"+fp+"#"+now.Format("200601021504"), rawPrefixUpdate(fp, now))
+		})
+		destErr := update(ctx, names.Guard, tables.GuardKey, "d#raw-"+fp+"#"+now.Format("20060102"), rawDestinationUpdate(fp, now))
 		wg.Wait()
-		if destErr != nil {
-			return destErr
+		if err := errors.Join(destErr, setErr); err != nil {
+			return err
 		}
-		return setErr
+		return update(ctx, names.Notifications, tables.AttrIdempotencyKey, "raw-"+strconv.Itoa(10_000_000+i), rawMark(now))
 	}, nil
+}
+
+// rawDestinationUpdate is the guard's destination update for the notification id at now.
+func rawDestinationUpdate(id string, now time.Time) expression.Builder {
+	day, hour, ids := expression.Name(tables.GuardDayCount), expression.Name(tables.GuardHourPrefix+now.Format("15")), expression.Name(tables.GuardCounted)
+	limits := notify.DefaultGuardLimits()
+	return expression.NewBuilder().
+		WithUpdate(expression.Add(day, expression.Value(1)).Add(hour, expression.Value(1)).Add(ids, expression.Value(rawSet{id})).
+			Set(expression.Name(tables.GuardTTL), expression.Value(now.Add(48*time.Hour).Unix()))).
+		WithCondition(expression.And(expression.Not(expression.Contains(ids, id)),
+			expression.Or(expression.AttributeNotExists(day), day.LessThan(expression.Value(limits.PerDay))),
+			expression.Or(expression.AttributeNotExists(hour), hour.LessThan(expression.Value(limits.PerHour)))))
+}
+
+// rawPrefixUpdate is the guard's prefix update for the destination fp at now.
+func rawPrefixUpdate(fp string, now time.Time) expression.Builder {
+	fps := expression.Name(tables.GuardDestinations)
+	return expression.NewBuilder().
+		WithUpdate(expression.Add(fps, expression.Value(rawSet{fp})).Set(expression.Name(tables.GuardTTL), expression.Value(now.Add(2*time.Hour).Unix()))).
+		WithCondition(expression.Or(expression.AttributeNotExists(fps), expression.Contains(fps, fp),
+			fps.Size().LessThan(expression.Value(notify.DefaultGuardLimits().PrefixPerMinute))))
+}
+
+// rawMark is the creator's mark of its counted admission.
+func rawMark(now time.Time) expression.Builder {
+	name := expression.Name
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(name(tables.AttrDecidedAt), expression.Value(tables.FormatTime(now)))).
+		WithCondition(name(tables.AttrVersion).Equal(expression.Value(1)).
+			And(name(tables.AttrState).Equal(expression.Value(string(notify.StateAccepted)))).
+			And(expression.AttributeNotExists(name(tables.AttrDecidedAt))))
 }
 
 // rawSet marshals as a DynamoDB string set, as the guard's prefix update sends it.
@@ -219,7 +240,39 @@ func deployedUnits(ctx context.Context, endpoint string, out io.Writer) error {
 		fmt.Fprintf(out, "write_units_per_admission%s=%.2f\n", kind, u.writes)
 		fmt.Fprintf(out, "read_units_per_admission%s=%.2f\n", kind, u.reads)
 	}
-	return deployedDuplicates(ctx, m.d, out)
+	if err := m.replays(ctx, n, out); err != nil {
+		return err
+	}
+	return deployedDuplicates(ctx, m, out)
+}
+
+// replays replays the n first admissions (same key, same body), one after another, and prints
+// the AWS requests and capacity units of one replay (requests_per_replay, goal at most 1: the
+// conditional PutItem, which returns the stored, decided record).
+func (m *unitsMeter) replays(ctx context.Context, n int, out io.Writer) error {
+	u, err := m.replay(ctx, n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "requests_per_replay=%.2f\n", u.requests)
+	fmt.Fprintf(out, "requests_per_replay_breakdown=%s\n", u.breakdown)
+	fmt.Fprintf(out, "write_units_per_replay=%.2f\nread_units_per_replay=%.2f\n", u.writes, u.reads)
+	return nil
+}
+
+// replay replays the first admissions 0..n-1 of admit("") and returns the averages; each must
+// answer 200.
+func (m *unitsMeter) replay(ctx context.Context, n int) (units, error) {
+	m.counter.Reset()
+	m.meter.Reset()
+	for i := range n {
+		if status, err := m.d.post(ctx, "units-"+strconv.Itoa(i), benchNumber(i)); err != nil || status != 200 {
+			return units{}, fmt.Errorf("deployed replay %d: %d %v", i, status, err)
+		}
+	}
+	r, w := m.meter.Snapshot().total(nil)
+	return units{requests: float64(m.counter.Total()) / float64(n), writes: w / float64(n), reads: r / float64(n),
+		breakdown: awscount.FormatCounts(m.counter.Counts(), float64(n))}, nil
 }
 
 // unitsMeter is a deployed intake whose AWS calls are counted and priced.
@@ -269,8 +322,10 @@ func (m *unitsMeter) admit(ctx context.Context, kind string, n int) (units, erro
 
 // deployedDuplicates admits 4 resets for one number, then sends 64 identical requests with a
 // new key at once, and prints how many callers did not get the one admission (202 for one,
-// 200 for the rest): errors_per_64_duplicates.
-func deployedDuplicates(ctx context.Context, d *deployed, out io.Writer) error {
+// 200 for the rest): errors_per_64_duplicates; and the AWS requests the 64 made in all, the
+// creator's put, count and mark included (requests_per_64_duplicates, goal at most 192).
+func deployedDuplicates(ctx context.Context, m *unitsMeter, out io.Writer) error {
+	d := m.d
 	number := benchNumber(50_000)
 	for i := range 4 {
 		if status, err := d.post(ctx, "dup-prior-"+strconv.Itoa(i), number); err != nil || status != 202 {
@@ -278,6 +333,7 @@ func deployedDuplicates(ctx context.Context, d *deployed, out io.Writer) error {
 		}
 	}
 	before := d.queue.n.Load()
+	m.counter.Reset()
 	statuses := make([]int, duplicates)
 	var wg sync.WaitGroup
 	for i := range statuses {
@@ -298,6 +354,8 @@ func deployedDuplicates(ctx context.Context, d *deployed, out io.Writer) error {
 	if tally[202] != 1 {
 		errs += max(tally[202]-1, 1)
 	}
+	fmt.Fprintf(out, "requests_per_64_duplicates=%d\n", m.counter.Total())
+	fmt.Fprintf(out, "requests_per_64_duplicates_breakdown=%s\n", awscount.FormatCounts(m.counter.Counts(), 1))
 	fmt.Fprintf(out, "errors_per_64_duplicates=%d\n", errs)
 	fmt.Fprintf(out, "answers_per_64_duplicates=%v\n", tally)
 	fmt.Fprintf(out, "dispatch_messages_per_64_guarded_duplicates=%d\n", d.queue.n.Load()-before)

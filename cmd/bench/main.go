@@ -11,8 +11,10 @@
 // time, with an in-memory queue, so the figures compare our code with the database alone. It
 // prints the AWS requests and DynamoDB capacity units of a number's first admission of the day
 // and of a repeat (requests_per_admission, write_units_per_admission, read_units_per_admission,
-// and _repeat), the answers of 64 concurrent duplicates for a number with 4 admissions this
-// hour (errors_per_64_duplicates, goal 0), and, at concurrency 1 and 16, admissions per second
+// and _repeat), of a replay (requests_per_replay, goal 1), the answers of 64 concurrent
+// duplicates for a number with 4 admissions this hour (errors_per_64_duplicates, goal 0) and
+// the requests they make in all (requests_per_64_duplicates, goal 192), and, at concurrency 1
+// and 16, admissions per second
 // against raw conditional puts (admission_vs_raw_put_ratio_c1, _c16) and against the same
 // DynamoDB calls made raw in the same order and parallelism (admission_vs_raw_calls_ratio_c1,
 // _c16); the unsuffixed ratios are the lower of the two. The phases alternate in rounds. The
@@ -26,10 +28,10 @@
 // fault matrix's provider mix (requests_per_notification_happy, _fault_mix, and a
 // per-operation _breakdown line each), with the chain's primary down (failover.go), and
 // through Twilio, each notification delivered by its signed status callback
-// (requests_per_notification_twilio, twilio.go). The replay benchmark (replay.go) counts the AWS requests
-// of one replay (requests_per_replay, goal 1) and the dispatch messages that 64 concurrent
-// duplicates of one request put on the queue (dispatch_messages_per_64_duplicates, goal at
-// most 2). The audit burst benchmark (auditburst.go) writes the 4 audit entries of each of
+// (requests_per_notification_twilio, twilio.go). The replay benchmark (replay.go) counts, without the
+// guard, the AWS requests of one replay (guard_off_requests_per_replay, goal 1) and the
+// dispatch messages that 64 concurrent duplicates of one request put on the queue
+// (guard_off_dispatch_messages_per_64_duplicates, goal at most 2). The audit burst benchmark (auditburst.go) writes the 4 audit entries of each of
 // -audit-n delivered notifications at once and prints the share of the audit index's writes its
 // hottest partition key value took and the notification rate at which that value reaches a
 // partition's 1,000 write units a second (audit_max_notifications_per_s). The digest benchmark

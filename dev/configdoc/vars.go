@@ -29,8 +29,10 @@ var (
 	providerUsers = []string{"dispatch", "reconcile"}
 	auditWriters  = []string{"audit", "audit-replay", "digest"}
 	intakeOnly    = []string{"intake"}
-	digestOnly    = []string{"digest"}
-	receiptsOnly  = []string{"provider-events"}
+	// guardUsers count admissions: intake, and dispatch for a record whose creator did not.
+	guardUsers   = []string{"intake", "dispatch"}
+	digestOnly   = []string{"digest"}
+	receiptsOnly = []string{"provider-events"}
 	// conversionUsers count sends and conversions; intake also reports conversions to the
 	// provider (feedback), so it reads the provider's name and address too.
 	conversionUsers       = []string{"intake", "dispatch"}
@@ -67,13 +69,13 @@ var vars = []Var{
 	{config.EnvBackoffBaseMS, workers, "1000", "base of the jittered exponential backoff of retries and lookups, in ms"},
 	{config.EnvBackoffMaxSeconds, workers, "300", "cap of that backoff, in seconds"},
 	{config.EnvSMSMaxSegments, []string{"intake", "dispatch"}, "2", "SMS segment budget of a rendered message"},
-	{config.EnvGuardTable, intakeOnly, "", "the abuse guard's counter table; unset turns the counters off"},
-	{config.EnvGuardPerHour, intakeOnly, "5", "admissions per destination per UTC clock hour (0: off)"},
-	{config.EnvGuardPerDay, intakeOnly, "10", "admissions per destination per UTC day (0: off)"},
-	{config.EnvGuardPrefixDigits, intakeOnly, "6", "digits of the number, calling code included, that form its prefix"},
-	{config.EnvGuardPrefixPerMinute, intakeOnly, "20", "distinct destinations a prefix may admit per UTC minute (0: off)"},
-	{config.EnvGuardDecisionMS, intakeOnly, "500", "how long, in ms, the request that created a record may still refuse it, and its duplicates wait at most for that decision"},
-	{config.EnvAllowedCountries, intakeOnly, "", "ISO 3166-1 alpha-2 countries intake accepts, e.g. `US,CA,GB`; a number is in the country its digits belong to (+1 876 is JM); unset allows every number (template: `US,CA`)"},
+	{config.EnvGuardTable, guardUsers, "", "the abuse guard's counter table (dispatch counts a record whose creator never did); required: `off` turns the counters off, explicitly (template: `AbuseGuard`)"},
+	{config.EnvGuardPerHour, guardUsers, "5", "admissions per destination per UTC clock hour (0: off)"},
+	{config.EnvGuardPerDay, guardUsers, "10", "admissions per destination per UTC day (0: off)"},
+	{config.EnvGuardPrefixDigits, guardUsers, "6", "digits of the number, calling code included, that form its prefix"},
+	{config.EnvGuardPrefixPerMinute, guardUsers, "20", "distinct destinations a prefix may admit per UTC minute (0: off)"},
+	{config.EnvGuardDecisionMS, intakeOnly, "500", "how long, in ms, a duplicate waits for the creator's decision (plus a 250 ms clock-skew margin) before it counts the record in the creator's place"},
+	{config.EnvAllowedCountries, intakeOnly, "", "ISO 3166-1 alpha-2 countries intake accepts, e.g. `US,CA,GB`; a number is in the country its digits belong to (+1 876 is JM); required: `off` allows every country, explicitly (template: `US,CA`)"},
 	{config.EnvSMSProviders, feedbackUsers, "", "the ordered provider chain, e.g. `endusersms,sinch`: `simulator`, `simulator2`, `endusersms`, `sinch`, `twilio`; the first is tried first (intake: whom to report conversions to)"},
 	{config.EnvSMSProvider, feedbackUsers, "", "the single provider of earlier versions, read as a chain of one when `SMS_PROVIDERS` is unset"},
 	{config.EnvSMSTimeout, workers, config.DefaultSMSTimeout.String(), "bound on one provider call, a Go duration such as `5s` or `800ms`"},
@@ -83,7 +85,7 @@ var vars = []Var{
 	{config.EnvSMSSimulatorToken, providerUsers, "", "the simulator's bearer token, when it requires one (a secret)"},
 	{config.EnvSMSOriginationIdentity, providerUsers, "", "phone number, sender ID or pool, ID or ARN (`endusersms`)"},
 	{config.EnvSMSConfigurationSet, []string{"dispatch", "reconcile", "provider-events"}, "", "configuration set whose event destination feeds provider-events (`endusersms`); provider-events applies only its events"},
-	{config.EnvSMSProtectConfiguration, []string{"dispatch"}, "", "protect configuration every send names, whose country rules End User Messaging enforces (`endusersms`; the template sets it)"},
+	{config.EnvSMSProtectConfiguration, []string{"dispatch"}, "", "protect configuration every send names, whose country rules End User Messaging enforces; required with `endusersms` in the chain: `off` sends under none, explicitly (template: `SmsProtect`)"},
 	{config.EnvSMSEndpoint, feedbackProviderUsers, "", "End User Messaging SMS endpoint override (tests and emulators)"},
 	{config.EnvSinchBaseURL, providerUsers, config.DefaultSinchBaseURL, "Sinch's regional API root (`sinch`)"},
 	{config.EnvSinchServicePlanID, providerUsers, "", "Sinch service plan (`sinch`)"},

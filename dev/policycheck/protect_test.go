@@ -72,9 +72,10 @@ func TestSmsProtectBlocksEveryCountryButTheAllowList(t *testing.T) {
 
 // TestEverySendNamesTheProtectConfiguration: the function that sends names the stack's protect
 // configuration on every send (its adapter sets ProtectConfigurationId from the variable),
-// and its role may send through no other; the emulator and other providers get none.
+// unless the template says SmsProtect=off, and its role may send through no other; the
+// emulator and other providers get none.
 func TestEverySendNamesTheProtectConfiguration(t *testing.T) {
-	want := `{"Fn::If":["UseEndUserSms",{"Ref":"SmsProtectConfiguration"},""]}`
+	want := `{"Fn::If":["UseEndUserSms",{"Fn::If":["SmsProtectOff","off",{"Ref":"SmsProtectConfiguration"}]},""]}`
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		for name, r := range tpl.Resources {
 			if r.Type != "AWS::Lambda::Function" {

@@ -90,12 +90,24 @@ const (
 	NeedReconcileQueue
 	// NeedFingerprintKey wants REQUEST_FINGERPRINT_KEY or REQUEST_FINGERPRINT_KEY_PARAM.
 	NeedFingerprintKey
+	// NeedGuardTable wants GUARD_TABLE: the abuse guard's counter table, or Off.
+	NeedGuardTable
+	// NeedCountries wants ALLOWED_COUNTRIES: the allowed countries, or Off.
+	NeedCountries
 )
+
+// Off is the value that turns an abuse guard off, explicitly: GUARD_TABLE=off (no counters),
+// ALLOWED_COUNTRIES=off (every country), SMS_PROTECT_CONFIGURATION_ID=off (End User
+// Messaging sends under no protect configuration). A guard's setting left empty is an error
+// in a function that needs it, so a stack never starts without a guard by omission.
+const Off = "off"
 
 // What each function needs.
 const (
-	NeedIntake    = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper | NeedFingerprintKey
-	NeedDispatch  = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue | NeedSealing
+	NeedIntake = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper | NeedFingerprintKey |
+		NeedGuardTable | NeedCountries
+	// Dispatch counts a record that reaches it undecided (its creator failed) before sending.
+	NeedDispatch  = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue | NeedSealing | NeedGuardTable
 	NeedReconcile = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
 	NeedSweeper   = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
 )
@@ -149,7 +161,8 @@ type Config struct {
 	// FingerprintKeyParam names the SSM SecureString that holds the fingerprint key in AWS;
 	// it is used only when FingerprintKey is empty.
 	FingerprintKeyParam string
-	// GuardTable is GUARD_TABLE, the guard's counter table; empty turns the guard off.
+	// GuardTable is GUARD_TABLE, the guard's counter table; empty when GUARD_TABLE is Off
+	// (or unset in a function that does not need it): the counters are off.
 	GuardTable string
 	// Guard is notify.DefaultGuardLimits with GUARD_PER_HOUR, GUARD_PER_DAY,
 	// GUARD_PREFIX_DIGITS and GUARD_PREFIX_PER_MINUTE applied (0 turns a limit off).
@@ -159,7 +172,7 @@ type Config struct {
 	// (notify.Intake.DecisionBound).
 	GuardDecision time.Duration
 	// AllowedCountries is ALLOWED_COUNTRIES, comma-separated ISO 3166-1 alpha-2 countries such
-	// as "US,CA", upper-cased; empty allows every country. Load checks their shape only: the
+	// as "US,CA", upper-cased; empty when ALLOWED_COUNTRIES is Off: every country is allowed. Load checks their shape only: the
 	// intake function checks each against its phone-number metadata when it starts
 	// (notify.NewCountries), so that no other function links that metadata.
 	AllowedCountries []string
@@ -371,16 +384,40 @@ func (r *reader) guard() (string, notify.GuardLimits, []string) {
 	if err := limits.Validate(); err != nil {
 		r.errs = append(r.errs, fmt.Errorf("%s, %s, %s: %w", EnvGuardPerHour, EnvGuardPerDay, EnvGuardPrefixDigits, err))
 	}
-	return r.get(EnvGuardTable), limits, r.countries()
+	return r.guardTable(), limits, r.countries()
+}
+
+// guardTable reads GUARD_TABLE: a table name, or Off ("").
+func (r *reader) guardTable() string {
+	switch v := r.get(EnvGuardTable); {
+	case strings.EqualFold(v, Off):
+		return ""
+	case v == "" && r.need&NeedGuardTable != 0:
+		r.problem(EnvGuardTable, "is required: it names the abuse guard's counter table (template: GuardTable); "+
+			"set it to %q, explicitly, to run without the per-destination and per-prefix limits (docs/abuse-guards.md)", Off)
+		return ""
+	default:
+		return v
+	}
 }
 
 // countryCode is the shape of an ISO 3166-1 alpha-2 country.
 var countryCode = regexp.MustCompile(`^[A-Z]{2}$`)
 
-// countries reads ALLOWED_COUNTRIES: comma-separated alpha-2 codes, any case, each once.
+// countries reads ALLOWED_COUNTRIES: comma-separated alpha-2 codes, any case, each once; or
+// Off (nil: every country).
 func (r *reader) countries() []string {
+	v := r.get(EnvAllowedCountries)
+	switch {
+	case strings.EqualFold(v, Off):
+		return nil
+	case v == "" && r.need&NeedCountries != 0:
+		r.problem(EnvAllowedCountries, "is required: it lists the countries intake sends to, such as US,CA (template: AllowedCountries); "+
+			"set it to %q, explicitly, to allow every country (docs/abuse-guards.md)", Off)
+		return nil
+	}
 	var out []string
-	for _, c := range strings.Split(r.get(EnvAllowedCountries), ",") {
+	for _, c := range strings.Split(v, ",") {
 		if c = strings.ToUpper(strings.TrimSpace(c)); c == "" {
 			continue
 		}

@@ -31,6 +31,8 @@ func intakeEnv() map[string]string {
 		config.EnvSealLocalKey:       localKey,
 		config.EnvDestinationPepper:  pepper,
 		config.EnvFingerprintKey:     fpKey,
+		config.EnvGuardTable:         config.Off,
+		config.EnvAllowedCountries:   config.Off,
 	}
 }
 

@@ -143,8 +143,10 @@ type SMS struct {
 	OriginationIdentity  string
 	ConfigurationSetName string
 	// ProtectConfigurationID is SMS_PROTECT_CONFIGURATION_ID, the protect configuration every
-	// End User Messaging send names (its country rules); empty names none.
+	// End User Messaging send names (its country rules); empty names none. ProtectOff is set
+	// when the variable says Off: no protect configuration, on purpose (see CheckProtect).
 	ProtectConfigurationID string
+	ProtectOff             bool
 	Endpoint               string
 
 	SinchBaseURL       string
@@ -207,6 +209,9 @@ func LoadSMS(getenv func(string) string) (SMS, error) {
 	}
 	if len(chain) > 0 {
 		cfg.Kind = chain[0]
+	}
+	if strings.EqualFold(cfg.ProtectConfigurationID, Off) {
+		cfg.ProtectConfigurationID, cfg.ProtectOff = "", true
 	}
 	errs := append(cfg.loadTimings(get), chainErr)
 	if cfg.SinchBaseURL == "" {
@@ -288,6 +293,19 @@ func (cfg SMS) Validate() error {
 		errs = append(errs, cfg.validateKind(kind))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckProtect refuses a chain with End User Messaging and no protect configuration, unless
+// SMS_PROTECT_CONFIGURATION_ID says Off: its country rules are the guard behind intake's
+// allow-list, and a send without one goes to any country the account may reach. The function
+// that sends (dispatch) calls it; the others never send.
+func (cfg SMS) CheckProtect() error {
+	if !slices.Contains(cfg.Chain, SMSEndUserSMS) || cfg.ProtectConfigurationID != "" || cfg.ProtectOff {
+		return nil
+	}
+	return fmt.Errorf("config.sms: %s is required with %s in %s: it names the protect configuration whose country rules "+
+		"every send is held to (template: SmsProtectConfiguration); set it to %q, explicitly, to send without one (docs/abuse-guards.md)",
+		EnvSMSProtectConfiguration, SMSEndUserSMS, EnvSMSProviders, Off)
 }
 
 // validateKind reports what cfg lacks for the provider kind.

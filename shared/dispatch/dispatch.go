@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/render"
@@ -40,6 +41,11 @@ type Dispatcher struct {
 	// a prefix whose conversion share is low (see notify.Conversions.Sent). A failure there
 	// never fails the send.
 	Conversions *notify.Conversions
+	// Guard, when set, counts a record that reaches dispatch undecided (its creator failed or
+	// died between the put and the count) before it is sent, and refuses it over the limits
+	// (see notify.Decider). It is the intake's guard, on the same table. Nil: the guard is
+	// off.
+	Guard notify.Guard
 	workercore.Base
 }
 
@@ -103,6 +109,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, m notify.Message) error {
 // Its steps: guard, unseal and render, lease, re-check the clock, call the provider, record.
 func (d *Dispatcher) attempt(ctx context.Context, c workercore.Core, m notify.Message, rec notify.Record, now time.Time) error {
 	if done, err := d.guard(ctx, c, m, rec, now); done {
+		return err
+	}
+	if done, err := d.decide(ctx, c, rec); done {
 		return err
 	}
 	secret, msg, ok, err := d.prepare(ctx, c, rec)
@@ -170,6 +179,35 @@ func (d *Dispatcher) guard(ctx context.Context, c workercore.Core, m notify.Mess
 		// untouched and let the message come back, rather than lease and be cut off mid-call.
 		return true, fmt.Errorf("dispatch %s: %s left in this invocation: %w", rec.IdempotencyKey, time.Until(dl).Round(time.Millisecond), workercore.ErrNoTime)
 	}
+	return false, nil
+}
+
+// decide takes the guard's decision on rec when it is still undecided: its creator failed or
+// died between the put and the count, or its mark has not landed yet (the count then finds it
+// counted and counts nothing more). Nothing is sent uncounted. done is true when rec must not
+// be attempted: refused or moved on meanwhile (acknowledged), or a guard or store failure (the
+// message is retried).
+func (d *Dispatcher) decide(ctx context.Context, c workercore.Core, rec notify.Record) (done bool, err error) {
+	if d.Guard == nil || !rec.Undecided() {
+		return false, nil
+	}
+	dc := notify.Decider{Guard: d.Guard, Conversions: d.Conversions, Store: d.Store, Clock: d.Clock,
+		Actor: func(ctx context.Context) notify.Actor { return invocation.Of(ctx, "dispatch") }}
+	decided, own, err := dc.Decide(ctx, rec)
+	var refused *notify.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		c.Skip(workercore.OutcomeRefused, decided)
+		return true, nil
+	case err != nil:
+		return true, fmt.Errorf("dispatch.decide %s: %w", rec.IdempotencyKey, err)
+	case !own && decided.State != notify.StateAccepted:
+		// Moved on meanwhile (leased by another worker, cancelled): its writer owns it.
+		c.Skip(workercore.OutcomeConflict, decided)
+		return true, nil
+	}
+	// Counted and admitted (by this count, or marked meanwhile, which leaves the version): the
+	// lease, next, ends the undecided state.
 	return false, nil
 }
 

@@ -11,13 +11,13 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// Settle writes decided_at = at onto rec in one UpdateItem conditioned on the stored record
-// being rec's version, accepted, and without decided_at; the version and everything else stay,
-// so it is no transition and the audit trail does not change. A failed condition returns a
-// *notify.ConflictError with the stored record (ALL_OLD): refused by its creator, settled by
-// another duplicate (or by this very write, retried by the SDK after it committed: the answer
-// is the same, admitted), or moved on by a worker or a caller. It writes no write token: no
-// outcome depends on telling its own retry apart.
+// Settle writes decided_at = at onto rec, counted and admitted by the guard, in one UpdateItem
+// conditioned on the stored record being rec's version, accepted, and without decided_at; the
+// version and everything else stay, so it is no transition and the audit trail does not
+// change. A failed condition returns a *notify.ConflictError with the stored record (ALL_OLD):
+// refused, marked by another request that counted it too (or by this very write, retried by
+// the SDK after it committed: its decided_at is at, which notify.Decider recognises), or moved
+// on by a worker or a caller. It writes no write token.
 func (s *Store) Settle(ctx context.Context, rec notify.Record, at time.Time) (notify.Record, error) {
 	key := rec.IdempotencyKey
 	name := expression.Name

@@ -1,18 +1,24 @@
 // Package guardstore implements notify.Guard on the DynamoDB guard table: small items, each
 // changed only by one conditional UpdateItem, so concurrent admissions never exceed a limit
-// and nothing is read and then written. Windows are fixed UTC clock windows. A destination's
-// hour and day live in one item per destination and day ("d#<fp>#<yyyymmdd>", an attribute per
-// hour; ADD under "each count still below its limit"). A prefix's minute is one item
+// and nothing is read and then written. Windows are fixed UTC clock windows, those of the
+// notification's admission time whenever it is counted. A destination's hour and day live in
+// one item per destination and day ("d#<fp>#<yyyymmdd>", an attribute per hour), with the set
+// of the notification IDs counted in it: ADD under "this notification not counted yet and each
+// count still below its limit", so counting a notification twice (its creator and a picker-up,
+// or an SDK retry of a committed write) counts it once, and the failed condition's old item
+// tells "already counted" (admitted) from "full" (refused). A prefix's minute is one item
 // ("p#<prefix fp>#<yyyymmddhhmm>") holding the set of destination fingerprints admitted in it;
 // a destination joins it only while the set is below the ceiling or already holds it, so the
-// ceiling counts distinct destinations exactly under any concurrency. The two updates of an
-// admission run concurrently. Every item carries a TTL shortly after its window ends.
+// ceiling counts distinct destinations exactly under any concurrency, and a second count of the
+// same destination adds nothing. The two updates of an admission run concurrently. Every item
+// carries a TTL shortly after its window ends.
 package guardstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,20 +57,22 @@ func New(client API, table string, limits notify.GuardLimits) *Store {
 	return &Store{client: client, table: table, limits: limits, seen: newSeenToday(maxSeen)}
 }
 
-// Admit counts one admission of d at now: in d's destination item and, unless this instance
-// admitted d earlier today (it is then no new destination of the prefix), in its prefix's
-// minute set, the two updates concurrently. A refusal is a *notify.RefusedError. A destination
-// refusal leaves the prefix's set as the concurrent update made it (it may hold d: the ceiling
-// over-counts, never under-counts); a prefix refusal after the destination was counted sets
-// DestinationCounted, and the caller releases the count.
-func (s *Store) Admit(ctx context.Context, d notify.Destination, now time.Time) error {
-	now = now.UTC()
+// Admit counts the notification notificationID to d in the windows of at (a guard item lives
+// ttlSlack after its window, longer than notify.RecountAfter):
+// in d's destination item and, unless this instance admitted d earlier that day (it is then no
+// new destination of the prefix), in its prefix's minute set, the two updates concurrently. A
+// notification counted already is admitted without counting. A refusal is a
+// *notify.RefusedError. A destination refusal leaves the prefix's set as the concurrent update
+// made it (it may hold d: the ceiling over-counts, never under-counts); a prefix refusal after
+// the destination was counted sets DestinationCounted, and the caller releases the count.
+func (s *Store) Admit(ctx context.Context, d notify.Destination, notificationID string, at time.Time) error {
+	at = at.UTC()
 	var prefixErr error
 	var wg sync.WaitGroup
-	if s.limits.PrefixPerMinute > 0 && !s.seen.has(d.FP, now) {
-		wg.Go(func() { prefixErr = s.countPrefix(ctx, d, now) })
+	if s.limits.PrefixPerMinute > 0 && !s.seen.has(d.FP, at) {
+		wg.Go(func() { prefixErr = s.countPrefix(ctx, d, at) })
 	}
-	destErr := s.countDestination(ctx, d, now)
+	destErr := s.countDestination(ctx, d, notificationID, at)
 	wg.Wait()
 	var refused *notify.RefusedError
 	switch {
@@ -77,25 +85,28 @@ func (s *Store) Admit(ctx context.Context, d notify.Destination, now time.Time) 
 		// The destination's count stays: it refuses early, never sends more.
 		return prefixErr
 	}
-	s.seen.add(d.FP, now)
+	s.seen.add(d.FP, at)
 	return nil
 }
 
-// Release takes one admission at now back from d's destination item, after the prefix refused
-// it. The prefix's set is left as it is.
-func (s *Store) Release(ctx context.Context, d notify.Destination, now time.Time) error {
-	now = now.UTC()
+// Release takes the count of notificationID, at at, back from d's destination item, after the
+// prefix refused it. A count the item does not hold is left alone; the prefix's set is left as
+// it is.
+func (s *Store) Release(ctx context.Context, d notify.Destination, notificationID string, at time.Time) error {
+	at = at.UTC()
+	ids := expression.Name(tables.GuardCounted)
 	expr, err := expression.NewBuilder().
 		WithUpdate(expression.Add(expression.Name(tables.GuardDayCount), expression.Value(-1)).
-			Add(expression.Name(hourAttr(now)), expression.Value(-1))).
-		WithCondition(expression.AttributeExists(expression.Name(tables.GuardKey))).
+			Add(expression.Name(hourAttr(at)), expression.Value(-1)).
+			Delete(ids, expression.Value(stringSet{notificationID}))).
+		WithCondition(expression.Contains(ids, notificationID)).
 		Build()
 	if err != nil {
 		return fmt.Errorf("guard.release %s: build: %w", d.FP, err)
 	}
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(destinationKey(d.FP, now)),
+		Key:                       key(destinationKey(d.FP, at)),
 		UpdateExpression:          expr.Update(),
 		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
@@ -107,16 +118,19 @@ func (s *Store) Release(ctx context.Context, d notify.Destination, now time.Time
 	return nil
 }
 
-// countDestination adds one to d's day and hour counts if both are below their limits.
-func (s *Store) countDestination(ctx context.Context, d notify.Destination, now time.Time) error {
-	day, hour := expression.Name(tables.GuardDayCount), expression.Name(hourAttr(now))
-	update := expression.Add(day, expression.Value(1)).Add(hour, expression.Value(1)).
-		Set(expression.Name(tables.GuardTTL), expression.Value(ttlAt(nextDay(now))))
-	b := expression.NewBuilder().WithUpdate(update)
-	if cond, ok := below(s.limits.PerDay, day, s.limits.PerHour, hour); ok {
-		b = b.WithCondition(cond)
+// countDestination adds notificationID to d's day and hour counts if it is not counted yet and
+// both are below their limits. With neither limit set it counts nothing: nothing would read it.
+func (s *Store) countDestination(ctx context.Context, d notify.Destination, notificationID string, now time.Time) error {
+	day, hour, ids := expression.Name(tables.GuardDayCount), expression.Name(hourAttr(now)), expression.Name(tables.GuardCounted)
+	limit, ok := below(s.limits.PerDay, day, s.limits.PerHour, hour)
+	if !ok {
+		return nil
 	}
-	expr, err := b.Build()
+	update := expression.Add(day, expression.Value(1)).Add(hour, expression.Value(1)).
+		Add(ids, expression.Value(stringSet{notificationID})).
+		Set(expression.Name(tables.GuardTTL), expression.Value(ttlAt(nextDay(now))))
+	expr, err := expression.NewBuilder().WithUpdate(update).
+		WithCondition(expression.Not(expression.Contains(ids, notificationID)).And(limit)).Build()
 	if err != nil {
 		return fmt.Errorf("guard.admit %s: build: %w", d.FP, err)
 	}
@@ -130,7 +144,7 @@ func (s *Store) countDestination(ctx context.Context, d notify.Destination, now 
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if isConditionFailed(err) {
-		return s.destinationRefusal(err, d, now)
+		return s.destinationRefusal(err, d, notificationID, now)
 	}
 	if err != nil {
 		return fmt.Errorf("guard.admit %s: %w", d.FP, err)
@@ -138,13 +152,18 @@ func (s *Store) countDestination(ctx context.Context, d notify.Destination, now 
 	return nil
 }
 
-// destinationRefusal names the limit a failed destination update hit, from the item it
-// returned: the day's when the day is full (its window ends later), else the hour's.
-func (s *Store) destinationRefusal(err error, d notify.Destination, now time.Time) error {
+// destinationRefusal reads the item a failed destination update returned: nil when it holds
+// notificationID (counted already: admitted), else a refusal naming the limit hit, the day's
+// when the day is full (its window ends later), else the hour's.
+func (s *Store) destinationRefusal(err error, d notify.Destination, notificationID string, now time.Time) error {
 	refused := &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: nextHour(now).Sub(now),
 		DestinationFP: d.FP, CountryCode: d.CountryCode}
 	var ccf *ddbtypes.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		var counted []string
+		if attributevalue.Unmarshal(ccf.Item[tables.GuardCounted], &counted) == nil && slices.Contains(counted, notificationID) {
+			return nil
+		}
 		if n, nerr := number(ccf.Item, tables.GuardDayCount); nerr == nil && s.limits.PerDay > 0 && n >= s.limits.PerDay {
 			refused.Reason, refused.RetryAfter = notify.RefusedDestinationDay, nextDay(now).Sub(now)
 		}

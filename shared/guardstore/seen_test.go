@@ -2,6 +2,7 @@ package guardstore
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -42,14 +43,14 @@ func TestRepeatSkipsThePrefixUpdateThatDay(t *testing.T) {
 		want int
 	}{{now, 2}, {now.Add(time.Minute), 1}, {now.Add(3 * time.Minute), 2}} {
 		before := api.calls()
-		if err := s.Admit(context.Background(), d, step.at); err != nil {
+		if err := s.Admit(context.Background(), d, "n"+strconv.Itoa(i), step.at); err != nil {
 			t.Fatal(err)
 		}
 		if got := api.calls() - before; got != step.want {
 			t.Errorf("admission %d at %s: %d updates, want %d", i, step.at.Format(time.TimeOnly), got, step.want)
 		}
 	}
-	if other := (notify.Destination{FP: "fp-2", PrefixFP: "pfp-1"}); s.Admit(context.Background(), other, now) != nil || api.calls() != 7 {
+	if other := (notify.Destination{FP: "fp-2", PrefixFP: "pfp-1"}); s.Admit(context.Background(), other, "n-other", now) != nil || api.calls() != 7 {
 		t.Errorf("another destination: %d updates in all, want 7", api.calls())
 	}
 }
@@ -100,7 +101,7 @@ func (a *barrierAPI) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...f
 func TestCountersRunConcurrently(t *testing.T) {
 	api := &barrierAPI{arrived: make(chan struct{}, 1), both: make(chan struct{})}
 	s := New(api, "guard", notify.DefaultGuardLimits())
-	if err := s.Admit(context.Background(), notify.Destination{FP: "fp", PrefixFP: "pfp"}, time.Now()); err != nil {
+	if err := s.Admit(context.Background(), notify.Destination{FP: "fp", PrefixFP: "pfp"}, "n", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	api.mu.Lock()

@@ -10,6 +10,7 @@
 //	                                400 malformed-request | invalid-request | idempotency-key-mismatch
 //	                                413 payload-too-large, 415 unsupported-media-type
 //	                                422 idempotency-key-reused, 503 dispatch-queue-unavailable + Retry-After
+//	                                503 guard-unavailable + Retry-After (stored, not counted, not sent)
 //	GET    /v1/notifications/{key}  200 status view, 400 invalid-request, 404 notification-not-found
 //	DELETE /v1/notifications/{key}  200 cancelled status view, 400, 404, 409 not-cancellable | concurrent-change
 //	any other route key             404 route-not-found

@@ -42,6 +42,12 @@ const MaxBodyBytes = 8 << 10
 // RetryAfterSeconds is the Retry-After of a 503 when the dispatch queue was unavailable.
 const RetryAfterSeconds = 2
 
+// GuardRetryAfterSeconds is the Retry-After of a 503 when the abuse guard could not count an
+// admission: past the decision bound and its skew margin (notify.DefaultDecisionBound,
+// notify.SkewMargin), so that the repeat counts the record at once instead of waiting for
+// the failed creator.
+const GuardRetryAfterSeconds = 1
+
 // Response header names. API Gateway passes them through as written.
 const (
 	HeaderContentType        = "Content-Type"
@@ -171,12 +177,11 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 			"This idempotency key was already used with a different request. Use a new key for a new request.")
 		return res
 	case errors.Is(err, notify.ErrEnqueue):
-		res.status = http.StatusServiceUnavailable
-		res.problem = newProblem(ProblemQueueUnavailable, res.status,
+		return unavailable(res, err, ProblemQueueUnavailable, RetryAfterSeconds,
 			"The notification is stored but could not be queued for dispatch. Repeat the same request to queue it again.")
-		res.headers = map[string]string{HeaderRetryAfter: strconv.Itoa(RetryAfterSeconds)}
-		res.cause = err
-		return res
+	case errors.Is(err, notify.ErrGuardUnavailable):
+		return unavailable(res, err, ProblemGuardUnavailable, GuardRetryAfterSeconds,
+			"The notification is stored but its abuse check could not run, so it is not sent. Repeat the same request after Retry-After seconds to have it checked and sent.")
 	case err != nil:
 		r := internalError(route, err)
 		r.key = sub.Key
@@ -194,6 +199,16 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if sub.LateDecision {
 		h.metrics.GuardDecisionLate()
 	}
+	return res
+}
+
+// unavailable is res as a 503 of type t for the cause err, with Retry-After retry seconds:
+// the request may be repeated as it is.
+func unavailable(res result, err error, t ProblemType, retry int, detail string) result {
+	res.status = http.StatusServiceUnavailable
+	res.problem = newProblem(t, res.status, detail)
+	res.headers = map[string]string{HeaderRetryAfter: strconv.Itoa(retry)}
+	res.cause = err
 	return res
 }
 

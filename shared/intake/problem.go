@@ -45,6 +45,10 @@ const (
 	// the dispatch queue; repeat the same request after Retry-After seconds and it is queued
 	// again.
 	ProblemQueueUnavailable ProblemType = "dispatch-queue-unavailable"
+	// ProblemGuardUnavailable (503): the notification was stored but the abuse guard could
+	// not count it, so it is not sent; repeat the same request after Retry-After seconds and
+	// it is counted (and refused over the limits, or sent).
+	ProblemGuardUnavailable ProblemType = "guard-unavailable"
 	// ProblemRateLimited (429): the destination reached its admissions per hour or per day.
 	// The refusal is stored under the key (state refused): a repeat gets it again; a new
 	// request with a new key may pass after Retry-After seconds.
@@ -85,6 +89,7 @@ var problemTitles = map[ProblemType]string{
 	ProblemConcurrentChange:      "Notification changed concurrently",
 	ProblemRouteNotFound:         "Not found",
 	ProblemQueueUnavailable:      "Dispatch queue unavailable",
+	ProblemGuardUnavailable:      "Abuse check unavailable",
 	ProblemRateLimited:           "Too many notifications for this destination",
 	ProblemPrefixRateLimited:     "Too many new destinations in this number range",
 	ProblemDestinationNotAllowed: "Destination not allowed",

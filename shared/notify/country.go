@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sync/atomic"
 )
 
 // The country allow-list: intake refuses, before any record is written, a destination whose
@@ -29,13 +28,7 @@ type Regions interface {
 type Countries struct {
 	allowed []string
 	regions Regions
-	// last is the last number placed and its country: intake asks twice per admission (the
-	// allow-list, then the guard's view of the number), and a lookup costs tens of µs.
-	last *atomic.Pointer[placed]
 }
-
-// placed is a number and its country, as Of found it.
-type placed struct{ number, country string }
 
 // NewCountries returns the allow-list of countries, placed by regions; an empty list allows
 // every number. Each country must be upper-case alpha-2 and supported by regions.
@@ -48,26 +41,22 @@ func NewCountries(countries []string, regions Regions) (Countries, error) {
 			return Countries{}, fmt.Errorf("notify.countries: %q is not an ISO 3166-1 alpha-2 country with phone numbers", c)
 		}
 	}
-	return Countries{allowed: slices.Clone(countries), regions: regions, last: new(atomic.Pointer[placed])}, nil
+	return Countries{allowed: slices.Clone(countries), regions: regions}, nil
 }
 
 var countryPattern = regexp.MustCompile(`^[A-Z]{2}$`)
 
 // Of returns the country of a valid E.164 number, UnknownCountry when it cannot be placed,
-// and "" when the list has no Regions (the zero value).
+// and "" when the list has no Regions (the zero value). Intake asks it once per request, where
+// the request's Destination is worked out.
 func (c Countries) Of(e164 string) string {
 	if c.regions == nil {
 		return ""
 	}
-	if p := c.last.Load(); p != nil && p.number == e164 {
-		return p.country
+	if country := c.regions.Region(e164); country != "" {
+		return country
 	}
-	country := c.regions.Region(e164)
-	if country == "" {
-		country = UnknownCountry
-	}
-	c.last.Store(&placed{number: e164, country: country})
-	return country
+	return UnknownCountry
 }
 
 // Allows reports whether country is on the list, or the list is empty.
@@ -75,15 +64,11 @@ func (c Countries) Allows(country string) bool {
 	return len(c.allowed) == 0 || slices.Contains(c.allowed, country)
 }
 
-// checkCountry refuses req when its country is not on the allow-list. An empty list places
-// nothing and refuses nothing.
-func (in *Intake) checkCountry(req Request) error {
-	if len(in.Countries.allowed) == 0 {
+// checkCountry refuses d when its country is not on the allow-list. An empty list refuses
+// nothing.
+func (in *Intake) checkCountry(d Destination) error {
+	if in.Countries.Allows(d.CountryCode) {
 		return nil
 	}
-	country := in.Countries.Of(req.To)
-	if in.Countries.Allows(country) {
-		return nil
-	}
-	return &RefusedError{Reason: RefusedCountry, DestinationFP: in.Hasher.DestinationFP(req.To), CountryCode: country}
+	return &RefusedError{Reason: RefusedCountry, DestinationFP: d.FP, CountryCode: d.CountryCode}
 }

@@ -4,40 +4,50 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
-// One decision per key. With the guard on, admission is:
+// One decision per key, never taken uncounted. With the guard on, admission is:
 //
 //  1. the conditional put of the record (accepted, DecideBy = now + the decision bound). A
 //     duplicate gets the stored record from the same call;
-//  2. the creator alone counts the admission (Guard.Admit: the destination's and the prefix's
-//     counters, concurrently). Admitted: the dispatch message is sent, nothing more is written.
-//     Refused: the creator moves the record accepted → refused (reason and RetryAt) in one
-//     conditional write that also requires the record not settled, so a repeat of the key gets
-//     the same 429 and the audit trail says why it stopped;
-//  3. a duplicate that finds the record undecided waits (polling with consistent reads, backing
-//     off) until it is no longer accepted or DecideBy has passed; then it settles the record as
-//     admitted (DecidedAt, no transition), unless the creator's refusal won that race.
+//  2. the creator counts the admission (Guard.Admit, idempotent per notification: counting it
+//     again counts nothing more). Admitted: it marks the record decided (DecidedAt, no
+//     transition) in a write that runs beside the dispatch message, so the mark costs no
+//     round trip of its own. Refused: it moves the record accepted → refused (reason and
+//     RetryAt). A guard failure answers ErrGuardUnavailable (503) and leaves the record
+//     undecided: nothing is sent;
+//  3. a duplicate that finds the record undecided waits for that decision with two
+//     consistent reads at most: one when the creator has probably decided, one after DecideBy
+//     plus SkewMargin. Still undecided then, the creator failed or died: the duplicate takes
+//     its place and runs the same count (Decider.Decide), marks or refuses, and, having
+//     decided an admission, sends the dispatch message at once;
+//  4. dispatch, handed an undecided record by anyone (the creator's racing message, the
+//     sweeper), runs the same count before it takes the lease, and refuses a record over the
+//     limits.
 //
-// So every request with a key gets the same final answer. A creator slower than the bound that
-// also has concurrent duplicates loses to their settle and answers admitted with them
-// (Submitted.LateDecision): the guard's refusal is lost for that one record. A duplicate never
-// settles before DecideBy, so two identical requests cannot bypass the guard. A creator that
-// dies between the put and its decision leaves an accepted record: a duplicate after the bound
-// finds it admitted, and the sweeper dispatches it after the policy's SweepAfter.
+// Every decision write (the mark, the refusal) is conditioned on no decision stored yet, so
+// the first written is final and every request with the key answers it. A record is decided
+// when it is not accepted, or holds DecidedAt, or has no DecideBy (admitted without the
+// guard): nothing is ever admitted "by rule" because time passed, so a record whose creator
+// never counted it is counted by whoever touches it next.
 
-// DefaultDecisionBound is how long a duplicate waits at most for the creator's decision when
-// Intake.DecisionBound is not set.
+// DefaultDecisionBound is how long a duplicate waits for the creator's decision before taking
+// its place, when Intake.DecisionBound is not set.
 const DefaultDecisionBound = 500 * time.Millisecond
 
-// The waiting duplicate's polls: first after firstPoll, doubling up to maxPoll; after
-// maxPolls (a clock that does not move) it gives up with an error.
+// SkewMargin is added to a record's DecideBy before a duplicate takes the creator's place, so
+// that a creator on a clock slightly behind the duplicate's is not overtaken while it is still
+// deciding. Overtaking one is safe (the count is idempotent, the first decision written wins);
+// the margin only saves the double work.
+const SkewMargin = 250 * time.Millisecond
+
+// firstRead bounds the duplicate's first read: it waits about as long as the creator needs
+// after its own put (the count and the mark, two more round trips like the put the duplicate
+// just timed), at least firstReadMin.
 const (
-	firstPoll = 10 * time.Millisecond
-	maxPoll   = 100 * time.Millisecond
-	maxPolls  = 1000
+	firstReadMin  = 20 * time.Millisecond
+	firstReadRTTs = 3
 )
 
 // refusalReasons pairs each guard refusal with the reason code stored on the refused record.
@@ -74,82 +84,139 @@ func RefusalOf(rec Record, countryCode string, now time.Time) (*RefusedError, bo
 	return refused, true
 }
 
-// decide counts the admission of rec, which this request created, and writes a refusal onto
-// it. It returns the record as decided, whether the decision came too late (a duplicate
-// settled rec first: rec is admitted), and an error: the *RefusedError of a refusal written,
-// or a guard or store failure, which leaves rec undecided (a repeat after the bound finds it
-// admitted).
-func (in *Intake) decide(ctx context.Context, req Request, rec Record, now time.Time) (Record, bool, error) {
-	d := in.destinationOf(req, rec.DestinationFP)
+// Decider takes the guard's decision on an undecided record: the creator's, and that of
+// whoever picks the record up in its place (a duplicate, dispatch). Its fields are those of
+// the Intake or worker that uses it.
+type Decider struct {
+	Guard Guard
+	// Conversions, when set, refuses a blocked prefix before anything is counted.
+	Conversions *Conversions
+	Store       Store
+	Clock       Clock
+	// Actor, when set, names who decides; it is written onto a refusal (else the record's
+	// actor stays).
+	Actor func(context.Context) Actor
+}
+
+// Decide counts rec, undecided, at its admission time and writes a refusal onto it. It returns
+// the record as now decided, whether that decision is this call's own (false when another
+// decision was written first), and an error:
+//   - counted and admitted: rec itself, nil; the caller marks it (MarkAdmitted) or leases it,
+//     either of which ends its undecided state;
+//   - refused: the refused record and its *RefusedError;
+//   - decided by someone else first (the refusal's write lost): the stored record, and its
+//     *RefusedError when it is refused;
+//   - a guard failure: rec and an error wrapping ErrGuardUnavailable; a store failure: rec
+//     and that error. Nothing is decided.
+func (dc Decider) Decide(ctx context.Context, rec Record) (Record, bool, error) {
+	d, now := DestinationOf(rec), dc.Clock.Now()
+	at := rec.CreatedAt
+	if now.Sub(at) > RecountAfter {
+		at = now
+	}
 	// A blocked prefix is refused before anything is counted: the lookup reads nothing.
-	err := in.checkBlocked(ctx, d, now)
+	err := dc.checkBlocked(ctx, d, now)
 	if err == nil {
-		err = in.Guard.Admit(ctx, d, now)
+		err = dc.Guard.Admit(ctx, d, rec.NotificationID, at)
 	}
 	var refused *RefusedError
-	if !errors.As(err, &refused) {
-		return rec, false, err
+	switch {
+	case err == nil:
+		return rec, true, nil
+	case !errors.As(err, &refused):
+		return rec, true, fmt.Errorf("notify.decide %s: %w: %w", rec.IdempotencyKey, ErrGuardUnavailable, err)
 	}
-	next, err := rec.Refuse(refused, now, in.Clock.Now())
+	next, err := rec.Refuse(refused, now, now)
 	if err != nil {
-		return rec, false, err
+		return rec, true, err
 	}
-	var wg sync.WaitGroup
+	if dc.Actor != nil {
+		next.Actor = dc.Actor(ctx)
+	}
+	if err := dc.Store.Transition(ctx, rec, next); err != nil {
+		// Another decision stands. The count stays: if that decision admitted the record, it
+		// is this count that the admission's own count found.
+		return dc.lost(rec, err)
+	}
 	if refused.DestinationCounted {
-		// Best effort, beside the refusal's write: a count left behind refuses too early,
+		// Best effort, once the refusal is written: a count left behind refuses too early,
 		// never sends more.
-		wg.Go(func() { _ = in.Guard.Release(ctx, d, now) })
+		_ = dc.Guard.Release(ctx, d, rec.NotificationID, at)
 	}
-	err = in.Store.Transition(ctx, rec, next)
-	wg.Wait()
+	return next, true, refused
+}
+
+// MarkAdmitted marks rec, counted and admitted, as decided (DecidedAt). won is false when
+// another decision was written first: it returns that record (with its *RefusedError when
+// refused). A failed mark leaves rec counted but unmarked: whoever picks it up counts it
+// again, which counts nothing more.
+func (dc Decider) MarkAdmitted(ctx context.Context, rec Record) (_ Record, won bool, _ error) {
+	at := dc.Clock.Now()
+	marked, err := dc.Store.Settle(ctx, rec, at)
 	if err == nil {
-		return next, false, refused
+		return marked, true, nil
 	}
+	cur, _, err := dc.lost(rec, err)
+	// A mark the SDK retried after it committed finds its own stamp.
+	return cur, err == nil && cur.State == StateAccepted && cur.DecidedAt.Equal(at), err
+}
+
+// lost returns the decision stored in place of the one whose write failed with err: the
+// record the conflict carries (and its refusal, if refused), or rec and err when the write
+// failed for another reason.
+func (dc Decider) lost(rec Record, err error) (Record, bool, error) {
 	cur, ok := CurrentOf(err)
 	if !ok {
-		return rec, false, fmt.Errorf("intake.decide %s: %w", rec.IdempotencyKey, err)
+		return rec, false, fmt.Errorf("notify.decide %s: %w", rec.IdempotencyKey, err)
 	}
-	// A duplicate settled it after DecideBy, or a worker or a caller moved it on: admitted.
-	return cur, true, nil
+	if refused, ok := RefusalOf(cur, rec.Country, dc.Clock.Now()); ok {
+		return cur, false, refused
+	}
+	return cur, false, nil
 }
 
-// awaitDecision returns rec, found by a request that did not create it, once decided: it polls
-// an undecided rec until its creator refused it, or something moved it on, or its DecideBy
-// passed, and then settles it as admitted.
-func (in *Intake) awaitDecision(ctx context.Context, rec Record) (Record, error) {
-	wait := firstPoll
-	for polls := 0; rec.Undecided(); polls++ {
-		now := in.Clock.Now()
-		if polls == maxPolls {
-			return rec, fmt.Errorf("intake.await %s: still undecided after %d polls, the clock at %s, the bound at %s",
-				rec.IdempotencyKey, polls, now.Format(time.RFC3339Nano), rec.DecideBy.Format(time.RFC3339Nano))
+// decider is the intake's Decider.
+func (in *Intake) decider() Decider {
+	return Decider{Guard: in.Guard, Conversions: in.Conversions, Store: in.Store, Clock: in.Clock, Actor: in.Actor}
+}
+
+// awaitDecision returns rec, found undecided by a request that did not create it, once
+// decided: it reads it when its creator has probably decided (after about firstReadRTTs times
+// rtt, the duration of this request's own put), and once more after DecideBy plus SkewMargin;
+// still undecided then, it takes the creator's place (takeOver). takenOver reports that this
+// request decided an admission: the dispatch message is then its to send.
+func (in *Intake) awaitDecision(ctx context.Context, rec Record, rtt time.Duration) (_ Record, takenOver bool, _ error) {
+	takeover := rec.DecideBy.Add(SkewMargin)
+	first := in.Clock.Now().Add(max(firstReadMin, firstReadRTTs*rtt))
+	for _, at := range []time.Time{earliest(first, takeover), takeover} {
+		if !rec.Undecided() {
+			return rec, false, nil
 		}
-		if !now.Before(rec.DecideBy) {
-			return in.settle(ctx, rec, now)
+		if wait := at.Sub(in.Clock.Now()); wait > 0 {
+			if err := in.sleep(ctx, wait); err != nil {
+				return rec, false, fmt.Errorf("intake.await %s: %w", rec.IdempotencyKey, err)
+			}
 		}
-		if err := in.sleep(ctx, min(wait, rec.DecideBy.Sub(now))); err != nil {
-			return rec, fmt.Errorf("intake.await %s: %w", rec.IdempotencyKey, err)
-		}
-		wait = min(2*wait, maxPoll)
 		var err error
 		if rec, err = in.Store.Get(ctx, rec.IdempotencyKey); err != nil {
-			return rec, fmt.Errorf("intake.await %s: %w", rec.IdempotencyKey, err)
+			return rec, false, fmt.Errorf("intake.await %s: %w", rec.IdempotencyKey, err)
 		}
 	}
-	return rec, nil
+	if !rec.Undecided() {
+		return rec, false, nil
+	}
+	return in.takeOver(ctx, rec)
 }
 
-// settle marks the undecided rec admitted at now. If the write loses, the record it returns
-// says what won: the creator's refusal, another duplicate's settle, or a worker.
-func (in *Intake) settle(ctx context.Context, rec Record, now time.Time) (Record, error) {
-	settled, err := in.Store.Settle(ctx, rec, now)
-	if err == nil {
-		return settled, nil
+// takeOver decides rec in place of a creator that failed or died: the creator's count, then
+// the mark. takenOver is true when this request's mark decided the admission.
+func (in *Intake) takeOver(ctx context.Context, rec Record) (_ Record, takenOver bool, _ error) {
+	dc := in.decider()
+	decided, _, err := dc.Decide(ctx, rec)
+	if err != nil || !decided.Undecided() {
+		return decided, false, err
 	}
-	if cur, ok := CurrentOf(err); ok {
-		return cur, nil
-	}
-	return rec, fmt.Errorf("intake.settle %s: %w", rec.IdempotencyKey, err)
+	return dc.MarkAdmitted(ctx, decided)
 }
 
 // decisionBound is DecisionBound, or DefaultDecisionBound when it is not set.

@@ -62,7 +62,10 @@ func guardedIntake() (intakeFixture, *notifytest.Guard, *countingStore) {
 	return f, guard, store
 }
 
-func TestGuardCountsOnlyTheCreatorAndReplaysWaitForTheBound(t *testing.T) {
+// TestCreatorCountsAndMarksAndAReplayIsOnePut: the creator puts, counts and marks the record
+// decided (beside the dispatch message); a replay is then the one put, never counted again and
+// never refused.
+func TestCreatorCountsAndMarksAndAReplayIsOnePut(t *testing.T) {
 	ctx := context.Background()
 	f, guard, store := guardedIntake()
 	req := parse(t, body(nil), "k")
@@ -70,37 +73,27 @@ func TestGuardCountsOnlyTheCreatorAndReplaysWaitForTheBound(t *testing.T) {
 	if err != nil || first.Replayed || first.Record.State != notify.StateAccepted {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	if want := t0.Add(notify.DefaultDecisionBound); !first.Record.DecideBy.Equal(want) {
-		t.Errorf("DecideBy %s, want %s", first.Record.DecideBy, want)
+	if want := t0.Add(notify.DefaultDecisionBound); !first.Record.DecideBy.Equal(want) || first.Record.DecidedAt.IsZero() {
+		t.Errorf("DecideBy %s (want %s), DecidedAt %s (want set)", first.Record.DecideBy, want, first.Record.DecidedAt)
 	}
-	if c := store.snapshot(); c.gets != 0 || c.admits != 1 {
-		t.Errorf("first admission: %d reads, %d puts; want no read and one put", c.gets, c.admits)
+	if c := store.snapshot(); c != (storeCalls{admits: 1, settles: 1}) {
+		t.Errorf("first admission: store calls %+v; want the put and the mark, no read", c)
 	}
-	// A replay within the bound waits for it, never settling before it, and then settles.
-	again, err := f.in.Submit(ctx, req)
-	if err != nil || !again.Replayed || again.Record.State != notify.StateAccepted {
-		t.Fatalf("replay: %+v %v", again, err)
-	}
-	if again.Record.DecidedAt.Before(first.Record.DecideBy) {
-		t.Errorf("settled at %s, before the bound %s", again.Record.DecidedAt, first.Record.DecideBy)
-	}
-	if c := store.snapshot(); c.settles != 1 || c.gets == 0 {
-		t.Errorf("replay within the bound: %d settles, %d reads; want 1 settle after polling", c.settles, c.gets)
-	}
-	// Once settled, a replay is the one put, and is never refused or counted.
 	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
-	before := store.snapshot()
-	again, err = f.in.Submit(ctx, req)
-	if err != nil || !again.Replayed {
-		t.Fatalf("replay under a full window: %+v %v", again, err)
+	for range 3 {
+		before := store.snapshot()
+		again, err := f.in.Submit(ctx, req)
+		if err != nil || !again.Replayed || again.Record.State != notify.StateAccepted {
+			t.Fatalf("replay under a full window: %+v %v", again, err)
+		}
+		want := before
+		want.admits++
+		if c := store.snapshot(); c != want {
+			t.Errorf("replay: store calls %+v -> %+v, want only the put", before, c)
+		}
 	}
-	want := before
-	want.admits++
-	if c := store.snapshot(); c != want {
-		t.Errorf("settled replay: store calls %+v -> %+v, want only the put", before, c)
-	}
-	if n, _ := guard.Counts(); n != 1 {
-		t.Errorf("counted %d admissions for one key, want 1", n)
+	if guard.Calls != 1 {
+		t.Errorf("guard asked %d times for one key, want 1", guard.Calls)
 	}
 	if n := len(f.queue.Sent()); n != 1 {
 		t.Errorf("%d dispatch messages, want 1", n)
@@ -209,30 +202,62 @@ func TestDuplicateWaitsForTheCreatorsRefusal(t *testing.T) {
 	}
 }
 
-// TestLateCreatorLosesToTheSettle lets a duplicate arrive after the bound while the creator is
-// still in the guard: the duplicate settles the record as admitted, the creator's refusal
-// loses, and both answer admitted, with one dispatch message.
-func TestLateCreatorLosesToTheSettle(t *testing.T) {
+// TestDuplicateAfterTheBoundTakesOverTheCount lets a duplicate arrive after the bound while
+// the creator is still in the guard: the duplicate runs the count in its place, and the
+// creator's count then finds the notification counted. One count, both admitted, the record
+// marked once.
+func TestDuplicateAfterTheBoundTakesOverTheCount(t *testing.T) {
 	ctx := context.Background()
-	f, guard, _ := guardedIntake()
-	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
+	f, guard, store := guardedIntake()
 	req := parse(t, body(nil), "k")
 	var dup notify.Submitted
 	var dupErr error
 	guard.Before = func() {
 		guard.Before = nil
-		f.clock.Advance(notify.DefaultDecisionBound)
+		f.clock.Advance(notify.DefaultDecisionBound + notify.SkewMargin)
 		dup, dupErr = f.in.Submit(ctx, req)
 	}
 	sub, err := f.in.Submit(ctx, req)
 	if err != nil || dupErr != nil {
 		t.Fatalf("creator %v, duplicate %v; want both admitted", err, dupErr)
 	}
-	if !sub.LateDecision || sub.Replayed || !dup.Replayed || sub.Record.State != notify.StateAccepted || sub.Record.DecidedAt.IsZero() {
-		t.Errorf("creator %+v, duplicate replayed=%v; want a late, settled admission", sub, dup.Replayed)
+	if sub.Replayed || !dup.Replayed || sub.Record.State != notify.StateAccepted || sub.Record.DecidedAt.IsZero() {
+		t.Errorf("creator %+v, duplicate replayed=%v; want a marked admission", sub, dup.Replayed)
 	}
-	if n := len(f.queue.Sent()); n != 1 {
-		t.Errorf("%d dispatch messages, want 1 (the creator's)", n)
+	if n, _ := guard.Counts(); n != 1 || guard.Calls != 2 {
+		t.Errorf("counted %d in %d guard calls; want 1 count, asked twice", n, guard.Calls)
+	}
+	if c := store.snapshot(); c.settles != 2 {
+		t.Errorf("%d marks tried, want 2 (one wins)", c.settles)
+	}
+	// The duplicate decided it and sent it at once; the creator sends its own too.
+	if n := len(f.queue.Sent()); n != 2 {
+		t.Errorf("%d dispatch messages, want 2", n)
+	}
+}
+
+// TestDuplicateAfterTheBoundRefusesAsTheCreatorWould: taking over a refused count refuses; both
+// answer the one stored refusal and nothing is queued.
+func TestDuplicateAfterTheBoundRefusesAsTheCreatorWould(t *testing.T) {
+	ctx := context.Background()
+	f, guard, _ := guardedIntake()
+	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
+	req := parse(t, body(nil), "k")
+	var dupErr error
+	guard.Before = func() {
+		guard.Before = nil
+		f.clock.Advance(notify.DefaultDecisionBound + notify.SkewMargin)
+		_, dupErr = f.in.Submit(ctx, req)
+	}
+	sub, err := f.in.Submit(ctx, req)
+	if !errors.Is(err, notify.ErrRateLimited) || !errors.Is(dupErr, notify.ErrRateLimited) {
+		t.Fatalf("creator %v, duplicate %v; want both refused", err, dupErr)
+	}
+	if !sub.LateDecision || sub.Record.State != notify.StateRefused {
+		t.Errorf("creator %+v; want the duplicate's refusal, late", sub)
+	}
+	if n := len(f.queue.Sent()); n != 0 {
+		t.Errorf("%d dispatch messages, want none", n)
 	}
 }
 

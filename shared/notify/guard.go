@@ -77,23 +77,48 @@ func (e *RefusedError) Unwrap() error {
 	return ErrRateLimited
 }
 
-// Destination is what the guard knows of a number: keyed fingerprints of the number and of
-// its prefix, and its country (see RefusedError.CountryCode). It never holds the number or
-// the prefix digits.
+// Destination is what admission knows of a number, worked out once where the request enters
+// (Intake.destination) and passed along: keyed fingerprints of the number and of its prefix,
+// and its country (see RefusedError.CountryCode). It never holds the number or the prefix
+// digits. The record keeps the same three (DestinationOf), so a worker that picks a record up
+// has the guard's view of its number without the number. A number's type, when the port that
+// places numbers tells it, belongs here too.
 type Destination struct {
 	FP          string
 	PrefixFP    string
 	CountryCode string
 }
 
-// Guard counts admissions per destination and per prefix, atomically, in shared storage.
+// DestinationOf returns the destination stored on rec at its admission.
+func DestinationOf(rec Record) Destination {
+	return Destination{FP: rec.DestinationFP, PrefixFP: rec.PrefixFP, CountryCode: rec.Country}
+}
+
+// RecountAfter is how long after a notification's admission a Guard still counts it in the
+// windows of its admission: a count taken later (a record whose creator died, picked up that
+// late) goes in the windows of the moment it runs, where the guard still keeps counts. A Guard
+// keeps each window's counts at least this long after the window ends.
+const RecountAfter = 45 * time.Minute
+
+// ErrGuardUnavailable means the guard could not count an admission: its storage failed. The
+// record stays undecided (nothing is sent), and repeating the request counts it then.
+var ErrGuardUnavailable = errors.New("abuse guard unavailable")
+
+// Guard counts admissions per destination and per prefix, atomically, in shared storage. Its
+// counts are idempotent per notification: counting the same notification again, by whoever
+// picks its record up, counts nothing more and answers as the first count did (admitted), so
+// that a record whose creator failed or died can be counted by the next one to touch it.
 type Guard interface {
-	// Admit counts one admission of d at now, or returns a *RefusedError. A refusal counts
+	// Admit counts one admission of the notification notificationID, to d, in the windows of
+	// at (its admission time, whenever the count runs), or returns a *RefusedError. A
+	// notification already counted is admitted again without counting. A refusal counts
 	// nothing in the window that refused; when DestinationCounted is set, the destination's
-	// count was taken (the prefix refused) and Release gives it back.
-	Admit(ctx context.Context, d Destination, now time.Time) error
-	// Release takes back the destination count of a refusal that Admit counted at now.
-	Release(ctx context.Context, d Destination, now time.Time) error
+	// count was taken (the prefix refused) and Release gives it back. Any other error is a
+	// failure of the guard's storage.
+	Admit(ctx context.Context, d Destination, notificationID string, at time.Time) error
+	// Release takes back the destination count of notificationID that Admit took at at; a
+	// count not held is left alone.
+	Release(ctx context.Context, d Destination, notificationID string, at time.Time) error
 }
 
 // GuardLimits are the guard's limits. A zero limit turns that check off.
@@ -141,14 +166,15 @@ func Prefix(e164 string, n int) string {
 // prefixFPDomain separates a prefix's fingerprint from a number's, which shares the HMAC key.
 const prefixFPDomain = "prefix:"
 
-// destinationOf returns the guard's view of req's number, whose fingerprint is fp.
-func (in *Intake) destinationOf(req Request, fp string) Destination {
+// destination works out req's destination: the one place a number is fingerprinted and
+// placed in its country.
+func (in *Intake) destination(req Request) Destination {
 	digits := in.PrefixDigits
 	if digits <= 0 {
 		digits = DefaultGuardLimits().PrefixDigits
 	}
 	return Destination{
-		FP:          fp,
+		FP:          in.Hasher.DestinationFP(req.To),
 		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(req.To, digits)),
 		CountryCode: in.Countries.Of(req.To),
 	}
@@ -157,12 +183,12 @@ func (in *Intake) destinationOf(req Request, fp string) Destination {
 // checkBlocked refuses d when its prefix is blocked (see Conversions.Blocked): a lookup in a
 // cached list of decisions, no read of its own. A failed refresh of the list is not a refusal:
 // it answers from the list it had, and OnError hears of it.
-func (in *Intake) checkBlocked(ctx context.Context, d Destination, now time.Time) error {
-	if in.Conversions == nil {
+func (dc Decider) checkBlocked(ctx context.Context, d Destination, now time.Time) error {
+	if dc.Conversions == nil {
 		return nil
 	}
-	b, blocked, err := in.Conversions.Blocked(ctx, d.PrefixFP, now)
-	in.Conversions.failed("refresh", err)
+	b, blocked, err := dc.Conversions.Blocked(ctx, d.PrefixFP, now)
+	dc.Conversions.failed("refresh", err)
 	if !blocked {
 		return nil
 	}

@@ -24,12 +24,13 @@ type Store interface {
 	// next_action_at are still prev's; otherwise it returns an error wrapping ErrConflict.
 	// Whoever wins it is the one that sends the replacement queue message.
 	Reschedule(ctx context.Context, prev, next Record) error
-	// Settle marks rec, undecided and past its DecideBy, as admitted at at (DecidedAt), without
-	// a transition, in one conditional write that succeeds only if the stored record is still
-	// rec's version, accepted and not settled. It returns the settled record, or an error
-	// wrapping a *ConflictError holding the stored record (refused by its creator, settled by
-	// another duplicate, or moved on). Transition to StateRefused is conditioned on the record
-	// not being settled, so of a late refusal and a settle exactly one wins.
+	// Settle marks rec, undecided, counted and admitted by the guard, as decided at at
+	// (DecidedAt), without a transition, in one conditional write that succeeds only if the
+	// stored record is still rec's version, accepted and not marked. It returns the marked
+	// record, or an error wrapping a *ConflictError holding the stored record (refused,
+	// marked by another request that counted it too, or moved on). Transition to StateRefused
+	// is conditioned on the record not being marked, so of a refusal and a mark exactly one
+	// wins (see Decider).
 	Settle(ctx context.Context, rec Record, at time.Time) (Record, error)
 }
 

@@ -65,12 +65,13 @@ type Record struct {
 	// ConvertedAt is when the caller reported the code or link used (reason CONVERTED); zero
 	// until then. No later transition clears it.
 	ConvertedAt time.Time
-	// DecideBy is set at admission when the abuse guard is on: until then the request that
-	// created the record may still refuse it, and a duplicate waits for its decision. Zero on
-	// records admitted without the guard or before it existed: they are decided.
+	// DecideBy is set at admission when the abuse guard is on: until then (plus SkewMargin)
+	// a duplicate waits for the creator's decision, and after it takes the creator's place.
+	// Zero on records admitted without the guard: they are decided.
 	DecideBy time.Time
-	// DecidedAt is when a duplicate, finding the record still accepted after DecideBy, settled
-	// it as admitted (no transition, no version change); a refusal can no longer be written.
+	// DecidedAt is when whoever counted the record (its creator, or a request or worker in its
+	// place) marked it admitted (no transition, no version change); a refusal can no longer be
+	// written.
 	DecidedAt time.Time
 	// RetryAt is, on a refused record, when the window that refused it ends: a new request
 	// (with a new key) may pass from then on.
@@ -103,9 +104,9 @@ func (rc Receipt) Matches(provider, messageID string) bool {
 	return messageID == "" || rc.MessageID == "" || rc.MessageID == messageID
 }
 
-// Undecided reports whether r's admission may still be refused: it is accepted, with a
-// decision bound, and no duplicate has settled it yet. Only its creator's refusal or a settle
-// after DecideBy ends that; a creator that admitted writes nothing more.
+// Undecided reports whether r's admission is still to be decided: it is accepted, with a
+// decision bound, and not marked. Nobody has counted it for sure: whoever picks it up counts it
+// (see Decider) before it is sent, whatever the time.
 func (r Record) Undecided() bool {
 	return r.State == StateAccepted && !r.DecideBy.IsZero() && r.DecidedAt.IsZero()
 }

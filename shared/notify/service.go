@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -42,8 +43,8 @@ type Intake struct {
 	Conversions *Conversions
 	// Feedback, when set, reports a conversion to the provider.
 	Feedback Feedback
-	// DecisionBound is how long after admission the creator of a record may still refuse it,
-	// and so how long a duplicate waits at most for that decision (0: DefaultDecisionBound).
+	// DecisionBound is how long a duplicate waits for the creator's decision (plus
+	// SkewMargin) before it takes the creator's place (0: DefaultDecisionBound).
 	DecisionBound time.Duration
 	// Sleep, when set, replaces the timer a waiting duplicate sleeps on (tests).
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -57,8 +58,8 @@ type Submitted struct {
 	// Key is the request's idempotency key (set by SubmitJSON, also when it fails after
 	// parsing).
 	Key string
-	// LateDecision is set when this request created the record but a duplicate settled it
-	// as admitted before the guard's refusal could be written: it is admitted.
+	// LateDecision is set when this request created the record but another decision (a
+	// duplicate's or dispatch's, in its place) was written before its own refusal.
 	LateDecision bool
 }
 
@@ -84,14 +85,16 @@ func (in *Intake) SubmitJSON(ctx context.Context, body []byte, headerKey string)
 // presumed lost (see redispatch); otherwise a replay is the one conditional put. A request
 // whose message cannot be rendered returns a *ValidationError and one outside the country
 // allow-list a *RefusedError; neither stores anything. With a Guard, the request that created
-// the record counts it and may refuse it, and every request with the key answers the same
-// decision, a refusal as a *RefusedError with the refused record (see decide.go).
+// the record counts it and may refuse it, every request with the key answers the same
+// decision, a refusal as a *RefusedError with the refused record, and a guard failure returns
+// an error wrapping ErrGuardUnavailable with the record left undecided (see decide.go).
 func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
-	rec, err := in.prepare(ctx, req)
+	d := in.destination(req)
+	rec, err := in.prepare(ctx, req, d)
 	if err != nil {
 		return Submitted{}, err
 	}
-	now := rec.CreatedAt
+	put := in.Clock.Now()
 	stored, created, err := in.Store.Admit(ctx, rec)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
@@ -100,14 +103,24 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{Record: stored, Replayed: true}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, ErrKeyReuse)
 	}
 	out := Submitted{Record: stored, Replayed: !created}
+	send := created
 	switch {
-	case created && stored.Undecided():
-		out.Record, out.LateDecision, err = in.decide(ctx, req, stored, now)
-	case !created:
-		out.Record, err = in.awaitDecision(ctx, stored)
+	case !stored.Undecided() || in.Guard == nil:
+		// Decided; or undecided with this intake's guard off, explicitly: it counts nothing.
+	case created:
+		var own bool
+		out.Record, own, err = in.decider().Decide(ctx, stored)
+		out.LateDecision = !own
+	default:
+		out.Record, send, err = in.awaitDecision(ctx, stored, in.Clock.Now().Sub(put))
 	}
-	if refused, ok := RefusalOf(out.Record, in.Countries.Of(req.To), in.Clock.Now()); ok {
+	if refused, ok := RefusalOf(out.Record, d.CountryCode, in.Clock.Now()); ok {
 		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, refused)
+	}
+	if errors.Is(err, ErrGuardUnavailable) && out.Record.Undecided() {
+		// Due at once: the sweeper's next run hands it to dispatch, which counts it, even if
+		// the caller never repeats the request.
+		in.markDue(ctx, out.Record, in.Clock.Now())
 	}
 	if err != nil {
 		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
@@ -115,23 +128,53 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if out.Record.State != StateAccepted {
 		return out, nil
 	}
-	queued := out.Record
-	if !created {
-		var send bool
-		if queued, send, err = in.redispatch(ctx, out.Record, in.Clock.Now()); !send {
-			return out, err
-		}
+	out.Record, err = in.hand(ctx, out.Record, created, send)
+	if refused, ok := RefusalOf(out.Record, d.CountryCode, in.Clock.Now()); ok {
+		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, refused)
 	}
-	if err := in.Queue.Enqueue(ctx, DispatchQueue, MessageOf(queued), 0); err != nil {
-		in.markDue(ctx, queued, in.Clock.Now())
-		return out, fmt.Errorf("intake.submit %s: %w: %w", req.IdempotencyKey, ErrEnqueue, err)
+	if err != nil {
+		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
 	return out, nil
 }
 
+// hand sends the dispatch message of rec, accepted and decided, when send is set (this
+// request created it, or decided it in its creator's place) or when a replay finds the first
+// message presumed lost (redispatch; a take-over of a record already due claims it the same
+// way). The creator marks its counted admission decided in a write beside the message
+// (created and rec still undecided): the mark costs no round trip of its own, and dispatch
+// counts a record it finds unmarked again, which counts nothing more. It returns rec as stored
+// afterwards; a failed message is ErrEnqueue, and rec is then due at once.
+func (in *Intake) hand(ctx context.Context, rec Record, created, send bool) (Record, error) {
+	if now := in.Clock.Now(); !send || !now.Before(rec.NextActionAt) {
+		// A replay; or a take-over of a record already due (its creator's 503 made it due),
+		// which claims the send as a replay does, so that the sweeper or a later replay does
+		// not send it again.
+		queued, claimed, err := in.redispatch(ctx, rec, now)
+		if !claimed {
+			return rec, err
+		}
+		rec = queued
+	}
+	var wg sync.WaitGroup
+	marked := rec
+	if created && rec.Undecided() {
+		// A failed mark leaves the record counted but unmarked: it is admitted all the same.
+		wg.Go(func() { marked, _, _ = in.decider().MarkAdmitted(ctx, rec) })
+	}
+	err := in.Queue.Enqueue(ctx, DispatchQueue, MessageOf(rec), 0)
+	wg.Wait()
+	if err != nil {
+		in.markDue(ctx, marked, in.Clock.Now())
+		return marked, fmt.Errorf("%w: %w", ErrEnqueue, err)
+	}
+	return marked, nil
+}
+
 // prepare checks req (renderable, allowed country), seals its secret and returns its first
-// record, with a decision bound when the guard is on and the record is accepted.
-func (in *Intake) prepare(ctx context.Context, req Request) (Record, error) {
+// record for the destination d, with a decision bound when the guard is on and the record is
+// accepted.
+func (in *Intake) prepare(ctx context.Context, req Request, d Destination) (Record, error) {
 	if in.Messages != nil {
 		if err := in.Messages.Check(req.Purpose, req.Locale, req.Params); err != nil {
 			// The renderer's error may quote the params; the request's never does.
@@ -140,7 +183,7 @@ func (in *Intake) prepare(ctx context.Context, req Request) (Record, error) {
 			}}}
 		}
 	}
-	if err := in.checkCountry(req); err != nil {
+	if err := in.checkCountry(d); err != nil {
 		return Record{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
 	now := in.Clock.Now()
@@ -148,7 +191,6 @@ func (in *Intake) prepare(ctx context.Context, req Request) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("intake.submit seal: %w", err)
 	}
-	d := in.destinationOf(req, in.Hasher.DestinationFP(req.To))
 	rec := NewRecord(req, Admission{
 		NotificationID:     in.NewID(),
 		Sealed:             sealed,

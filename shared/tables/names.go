@@ -57,10 +57,10 @@ const (
 	AttrCountry  = "country"
 	// AttrConvertedAt is when the caller reported the code or link used.
 	AttrConvertedAt = "converted_at"
-	// AttrDecideBy is, on a record admitted with the abuse guard on, until when its creator
-	// may still refuse it; AttrDecidedAt is when a duplicate settled it as admitted after that
-	// (a refusal can no longer be written); AttrRetryAt is, on a refused record, when the
-	// window that refused it ends.
+	// AttrDecideBy is, on a record admitted with the abuse guard on, until when a duplicate
+	// waits for its creator's decision; AttrDecidedAt is when whoever counted it (the
+	// creator, or a request in its place) marked it admitted (a refusal can no longer be
+	// written); AttrRetryAt is, on a refused record, when the window that refused it ends.
 	AttrDecideBy  = "decide_by"
 	AttrDecidedAt = "decided_at"
 	AttrRetryAt   = "retry_at"
@@ -192,7 +192,10 @@ const (
 	GuardDayCount     = "day_count"
 	GuardHourPrefix   = "h"
 	GuardDestinations = "fps"
-	GuardTTL          = "ttl"
+	// GuardCounted is, on a destination's day, the string set of the notification IDs its
+	// counts hold, so that counting one notification again counts nothing more.
+	GuardCounted = "ids"
+	GuardTTL     = "ttl"
 )
 
 // Names are the physical names of the tables. In AWS they come from the template (the

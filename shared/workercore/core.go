@@ -96,6 +96,9 @@ const (
 	OutcomeTransitioned   = "transitioned"
 	OutcomeScheduled      = "scheduled"
 	OutcomeFailed         = "failed"
+	// OutcomeRefused: dispatch found the record undecided (its creator never counted it),
+	// counted it, and the guard refused it.
+	OutcomeRefused = "refused"
 )
 
 var (

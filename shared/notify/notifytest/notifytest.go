@@ -308,46 +308,70 @@ func IDs(prefix string) func() string {
 	}
 }
 
-// Guard is a fake notify.Guard: it refuses with Refuse when that is set, and otherwise admits,
-// counting the calls.
+// Guard is a fake notify.Guard: it fails with Err, or refuses with Refuse when that is set,
+// and otherwise admits, counting each notification once, as the real guard does.
 type Guard struct {
 	mu sync.Mutex
-	// Refuse, when set, is returned by every Admit (and then Admit counts nothing, unless
-	// Refuse.DestinationCounted is set).
+	// Err, when set, is returned by every Admit: the guard's storage failing.
+	Err error
+	// Refuse, when set, is returned by every Admit of a notification not counted yet (and
+	// then Admit counts nothing, unless Refuse.DestinationCounted is set).
 	Refuse *notify.RefusedError
 	// Admitted and Released list the destinations Admit counted and Release took back.
 	Admitted, Released []notify.Destination
+	// Calls counts every Admit, counted or not.
+	Calls int
 	// Before, when set, is called at the start of every Admit (a test's hook to act while the
 	// creator is deciding).
-	Before func()
+	Before  func()
+	counted map[string]bool
 }
 
 var _ notify.Guard = (*Guard)(nil)
 
-// Admit refuses with g.Refuse, or records d.
-func (g *Guard) Admit(_ context.Context, d notify.Destination, _ time.Time) error {
+// Admit fails with g.Err, admits a notification counted already, refuses with g.Refuse, or
+// counts the notification.
+func (g *Guard) Admit(_ context.Context, d notify.Destination, notificationID string, _ time.Time) error {
 	if g.Before != nil {
 		g.Before()
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.Calls++
+	if g.Err != nil {
+		return g.Err
+	}
+	if g.counted[notificationID] {
+		return nil
+	}
 	if g.Refuse != nil {
 		r := *g.Refuse
 		r.DestinationFP, r.CountryCode = d.FP, d.CountryCode
 		if r.DestinationCounted {
-			g.Admitted = append(g.Admitted, d)
+			g.count(d, notificationID)
 		}
 		return &r
 	}
-	g.Admitted = append(g.Admitted, d)
+	g.count(d, notificationID)
 	return nil
 }
 
-// Release records d.
-func (g *Guard) Release(_ context.Context, d notify.Destination, _ time.Time) error {
+func (g *Guard) count(d notify.Destination, notificationID string) {
+	if g.counted == nil {
+		g.counted = map[string]bool{}
+	}
+	g.counted[notificationID] = true
+	g.Admitted = append(g.Admitted, d)
+}
+
+// Release records d and forgets the notification's count.
+func (g *Guard) Release(_ context.Context, d notify.Destination, notificationID string, _ time.Time) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.Released = append(g.Released, d)
+	if g.counted[notificationID] {
+		delete(g.counted, notificationID)
+		g.Released = append(g.Released, d)
+	}
 	return nil
 }
 

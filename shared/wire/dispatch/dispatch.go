@@ -17,6 +17,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/convstore"
 	"github.com/resetnotify/resetnotify/shared/dispatch"
+	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
@@ -49,6 +50,9 @@ func Build(ctx context.Context, w workercorewire.Wiring) (*dispatch.Dispatcher, 
 	if err != nil {
 		return nil, err
 	}
+	if err := w.SMS.CheckProtect(); err != nil {
+		return nil, fmt.Errorf("wire.dispatch: %w", err)
+	}
 	keys, err := seal.Source(kms.NewFromConfig(w.AWS), w.Config.SealKMSKeyID, w.Config.SealLocalKey)
 	if err != nil {
 		return nil, fmt.Errorf("wire.dispatch: %s: %w", config.EnvSealLocalKey, err)
@@ -64,9 +68,17 @@ func Build(ctx context.Context, w workercorewire.Wiring) (*dispatch.Dispatcher, 
 	return &dispatch.Dispatcher{
 		Store: p.Store, Opener: seal.New(keys), Renderer: render.New(w.Config.Worker.MaxSegments),
 		Sender: provs[0].Sender, Provider: provs[0].Name, Chain: chain, Health: workercore.NewHealth(),
-		Conversions: conversions(w, p.Clock),
-		Base:        workercore.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
+		Conversions: conversions(w, p.Clock), Guard: guard(w),
+		Base: workercore.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
+}
+
+// guard returns the abuse guard on GUARD_TABLE, the intake's, or nil when it is off.
+func guard(w workercorewire.Wiring) notify.Guard {
+	if w.Config.GuardTable == "" {
+		return nil
+	}
+	return guardstore.New(awsclient.DynamoDB(w.AWS, w.DynamoDBEndpoint), w.Config.GuardTable, w.Config.Guard)
 }
 
 // conversions returns the conversion guard that counts sends, or nil without CONVERSION_TABLE.

@@ -51,6 +51,7 @@ func TestBuildRefusesUnknownCountries(t *testing.T) {
 		config.EnvNotificationsTable: "n", config.EnvDispatchQueueURL: "http://127.0.0.1:1/q",
 		config.EnvSealLocalKey:      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		config.EnvDestinationPepper: "wiring-test-pepper-0123", config.EnvFingerprintKey: "wiring-test-fingerprint-key-0123456789",
+		config.EnvGuardTable: config.Off,
 	}
 	for list, ok := range map[string]bool{"US,CA": true, "US,AA": false, "UK": false, "ZZ": false} {
 		env[config.EnvAllowedCountries] = list
@@ -72,7 +73,7 @@ func TestWiring(t *testing.T) {
 	sqsClient := testenv.SQS(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit")}
+	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), Guard: testenv.UniqueName(t, "guard")}
 	createTables(ctx, t, ddb, names)
 	queueURL := testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))
 
@@ -83,6 +84,7 @@ func TestWiring(t *testing.T) {
 		config.EnvDestinationPepper:  "wiring-test-pepper-0123",
 		config.EnvFingerprintKey:     "wiring-test-fingerprint-key-0123456789",
 		config.EnvAllowedCountries:   "US,CA",
+		config.EnvGuardTable:         names.Guard,
 	}
 	var out bytes.Buffer
 	h, err := wire.Build(ctx, intakewire.Function, func(k string) string { return env[k] }, &out)
@@ -131,7 +133,7 @@ func createTables(ctx context.Context, t *testing.T, ddb *dynamodb.Client, names
 		t.Fatalf("create tables: %v", err)
 	}
 	t.Cleanup(func() {
-		for _, n := range []string{names.Notifications, names.Audit} {
+		for _, n := range []string{names.Notifications, names.Audit, names.Guard} {
 			_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
 		}
 	})

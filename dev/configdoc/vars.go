@@ -59,6 +59,7 @@ var vars = []Var{
 	{config.EnvDestinationPepper, intakeOnly, "", "the pepper itself (local, at least 16 bytes; a secret)"},
 	{config.EnvFingerprintKeyParam, intakeOnly, "", "the SSM SecureString holding the request fingerprint's HMAC key (AWS)"},
 	{config.EnvFingerprintKey, intakeOnly, "", "the key itself (local, at least 32 bytes, not the pepper nor the sealing key; a secret)"},
+	{config.EnvOperatorPrincipalARN, intakeOnly, "", "the one principal (role, user or root ARN) that may read every notification's status; unset: each caller reads only its own"},
 	{config.EnvLogLevel, allFunctions, "info", "debug, info, warn, error"},
 	{config.EnvMetricsNamespace, allFunctions, "resetnotify", "CloudWatch namespace of every metric; the template sets `resetnotify/<stack name>`"},
 	{config.EnvLeaseSeconds, workers, "30", "how long a dispatch worker holds a record while calling the provider; at least `SMS_TIMEOUT` + 5 s"},

@@ -31,6 +31,7 @@ type item struct {
 	PolicyVersion      string `dynamodbav:"policy_version"`
 	SafetyMarginMS     int64  `dynamodbav:"safety_margin_ms"`
 	RequestFingerprint string `dynamodbav:"request_fingerprint"`
+	Owner              string `dynamodbav:"owner,omitempty"`
 	Sealed             []byte `dynamodbav:"sealed,omitempty"`
 	DestinationFP      string `dynamodbav:"destination_fp,omitempty"`
 	Provider           string `dynamodbav:"provider,omitempty"`
@@ -83,6 +84,7 @@ func toItem(r notify.Record) item {
 		PolicyVersion:      r.PolicyVersion,
 		SafetyMarginMS:     r.SafetyMargin.Milliseconds(),
 		RequestFingerprint: r.RequestFingerprint,
+		Owner:              r.Owner,
 		Sealed:             r.Sealed,
 		DestinationFP:      r.DestinationFP,
 		Provider:           r.Provider,
@@ -145,6 +147,7 @@ func (it item) toRecord() (notify.Record, error) {
 		PolicyVersion:      it.PolicyVersion,
 		SafetyMargin:       time.Duration(it.SafetyMarginMS) * time.Millisecond,
 		RequestFingerprint: it.RequestFingerprint,
+		Owner:              it.Owner,
 		Sealed:             it.Sealed,
 		DestinationFP:      it.DestinationFP,
 		Provider:           it.Provider,

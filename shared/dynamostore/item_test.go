@@ -29,7 +29,7 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrAttemptProviders, tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
 		tables.AttrTTL, tables.AttrLeaseToken, tables.AttrWriteToken, tables.AttrActor, tables.AttrEarlyReceipt,
 		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID, tables.AttrDecideBy, tables.AttrDecidedAt, tables.AttrRetryAt,
-		tables.AttrPrefixFP, tables.AttrCountry, tables.AttrConvertedAt,
+		tables.AttrPrefixFP, tables.AttrCountry, tables.AttrConvertedAt, tables.AttrOwner,
 	}
 	var got []string
 	typ := reflect.TypeFor[item]()
@@ -63,6 +63,7 @@ func sampleRecord() notify.Record {
 		PolicyVersion:      "p-1",
 		SafetyMargin:       time.Minute,
 		RequestFingerprint: "f00d",
+		Owner:              "own3r-fp",
 		Sealed:             []byte{1, 2, 3},
 		DestinationFP:      "abcd",
 		Provider:           "simulator",

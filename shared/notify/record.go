@@ -24,6 +24,9 @@ type Record struct {
 	PolicyVersion      string
 	SafetyMargin       time.Duration
 	RequestFingerprint string
+	// Owner is the keyed fingerprint of the principal that admitted the record (see
+	// owner.go); empty on records admitted before owners were stored. Set at admission.
+	Owner string
 	// Sealed is the encrypted Secret; empty once SendingDone.
 	Sealed            []byte
 	DestinationFP     string

@@ -35,8 +35,10 @@ RESETNOTIFY_E2E_SIM2=$(sed -n 's/^sms simulator2: \([^ ]*\).*/\1/p' "$work/local
 # The suite stands in for Sinch at its webhook route, with the token cmd/local wrote to a file.
 RESETNOTIFY_E2E_SINCH_WEBHOOK=$(sed -n 's/^sinch webhook: \([^ ]*\) .*/\1/p' "$work/local.out")
 RESETNOTIFY_E2E_SINCH_TOKEN_FILE=$(sed -n 's/^sinch webhook: .*(its token in \([^)]*\))$/\1/p' "$work/local.out")
+# The second caller of the ownership tests: the local gateway takes its header as another role.
+RESETNOTIFY_E2E_SECOND_CALLER_HEADER="$(sed -n 's/^callers: .* the header \([^:]*\): .*/\1/p' "$work/local.out"): resetnotify-e2e-second"
 export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E_SIM2 RESETNOTIFY_E2E=required \
-  RESETNOTIFY_E2E_SINCH_WEBHOOK RESETNOTIFY_E2E_SINCH_TOKEN_FILE
+  RESETNOTIFY_E2E_SINCH_WEBHOOK RESETNOTIFY_E2E_SINCH_TOKEN_FILE RESETNOTIFY_E2E_SECOND_CALLER_HEADER
 echo "local-e2e: local stack at $RESETNOTIFY_E2E_API, simulator at $RESETNOTIFY_E2E_SIM"
 
 if [[ $# -eq 0 ]]; then

@@ -254,6 +254,8 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults, POST /control/connections; the stack sends to %s)\n", l.sim.URL(), l.sim.SendURL())
 	fmt.Fprintf(stdout, "sms simulator2: %s (the second provider of the chain)\n", l.sim2.URL())
 	fmt.Fprintf(stdout, "sinch webhook: http://127.0.0.1:%s/v1/provider-events/sinch (its token in %s)\n", l.port, l.sinchTokenFile)
+	fmt.Fprintf(stdout, "callers: every request comes from role %s; the header %s: <role name> makes it another caller's (local only)\n",
+		localapi.LocalCallerRole, localapi.CallerHeader)
 	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", l.port)
 
 	var runErr error

@@ -93,6 +93,8 @@ var vars = []Var{
 	{config.EnvSinchFrom, providerUsers, "", "Sinch sender number or ID (`sinch`)"},
 	{config.EnvSinchCallbackURL, []string{"dispatch"}, "", "where Sinch posts delivery reports, the Sinch webhook route without its token (`sinch`; unset: no reports are asked for)"},
 	{config.EnvSinchCallbackTokenParam, []string{"dispatch", "provider-events"}, "", "the SSM SecureString holding the Sinch callback token (AWS)"},
+	{config.EnvSinchCallbackTokenPreviousParam, receiptsOnly, "", "during a rotation of the Sinch callback token, the SSM SecureString holding the token being retired (AWS); the Sinch webhook accepts it too"},
+	{config.EnvSinchCallbackTokenPrevious, receiptsOnly, "", "that token itself (local; a secret)"},
 	{config.EnvSinchCallbackToken, []string{"dispatch", "provider-events"}, "", "the token itself (local, at least 16 bytes; a secret): dispatch adds it to the callback URL's query (`token`), the Sinch webhook compares it; neither disables that webhook"},
 	{config.EnvReceiptsTable, []string{"provider-events", "reconcile"}, "", "the receipts table; reconcile runs without it"},
 	{config.EnvReceiptRetentionDays, receiptsOnly, "7", "receipt TTL in days"},

@@ -156,6 +156,11 @@ type Receipts struct {
 	// SinchToken is empty. Neither disables the Sinch webhook.
 	SinchToken      []byte
 	SinchTokenParam string
+	// SinchPreviousToken is, during a rotation, the callback token being retired
+	// (SINCH_CALLBACK_TOKEN_PREVIOUS), which the Sinch webhook accepts too;
+	// SinchPreviousTokenParam names its SSM SecureString. Both empty outside a rotation.
+	SinchPreviousToken      []byte
+	SinchPreviousTokenParam string
 }
 
 // LoadReceipts reads the receipts' variables. RECEIPTS_TABLE is required only when
@@ -187,6 +192,14 @@ func LoadReceipts(getenv func(string) string, needTable bool) (Receipts, error) 
 	} else {
 		c.SinchTokenParam = get(EnvSinchCallbackTokenParam)
 	}
+	if v := getenv(EnvSinchCallbackTokenPrevious); v != "" {
+		if len(v) < MinWebhookTokenLen {
+			errs = append(errs, fmt.Errorf("%s must be at least %d bytes", EnvSinchCallbackTokenPrevious, MinWebhookTokenLen))
+		}
+		c.SinchPreviousToken = []byte(v)
+	} else {
+		c.SinchPreviousTokenParam = get(EnvSinchCallbackTokenPreviousParam)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Receipts{}, fmt.Errorf("config.receipts: %w", err)
 	}
@@ -195,8 +208,9 @@ func LoadReceipts(getenv func(string) string, needTable bool) (Receipts, error) 
 
 // String describes the configuration without the tokens.
 func (c Receipts) String() string {
-	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s sinch_webhook=%s", c.Table, c.Retention,
-		webhookState(c.WebhookToken, c.WebhookTokenParam), webhookState(c.SinchToken, c.SinchTokenParam))
+	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s sinch_webhook=%s sinch_previous_token=%s", c.Table, c.Retention,
+		webhookState(c.WebhookToken, c.WebhookTokenParam), webhookState(c.SinchToken, c.SinchTokenParam),
+		webhookState(c.SinchPreviousToken, c.SinchPreviousTokenParam))
 }
 
 // webhookState says whether a webhook has its token, and where it comes from.

@@ -41,6 +41,7 @@ type item struct {
 	AttemptProviders []string `dynamodbav:"attempt_providers,omitempty"`
 	LeaseUntil       string   `dynamodbav:"lease_until,omitempty"`
 	AttemptedAt      string   `dynamodbav:"attempted_at,omitempty"`
+	NotFoundAt       string   `dynamodbav:"not_found_at,omitempty"`
 	ReconcileCount   int      `dynamodbav:"reconcile_count"`
 	NextActionAt     string   `dynamodbav:"next_action_at,omitempty"`
 	// DueShard is a pointer because shard 0 is a real shard; nil keeps it off the due index.
@@ -92,6 +93,7 @@ func toItem(r notify.Record) item {
 		AttemptProviders:   r.AttemptProviders,
 		LeaseUntil:         tables.FormatTime(r.LeaseUntil),
 		AttemptedAt:        tables.FormatTime(r.AttemptedAt),
+		NotFoundAt:         tables.FormatTime(r.NotFoundAt),
 		ReconcileCount:     r.ReconcileCount,
 		NextActionAt:       tables.FormatTime(r.NextActionAt),
 		TTL:                ttlOf(r.PurgeAt),
@@ -219,6 +221,7 @@ func (it item) parseTimes(r *notify.Record) []error {
 		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
 		{tables.AttrLeaseUntil, it.LeaseUntil, &r.LeaseUntil},
 		{tables.AttrAttemptedAt, it.AttemptedAt, &r.AttemptedAt},
+		{tables.AttrNotFoundAt, it.NotFoundAt, &r.NotFoundAt},
 		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
 		{tables.AttrRequeuedAt, it.RequeuedAt, &r.RequeuedAt},
 		{tables.AttrDecideBy, it.DecideBy, &r.DecideBy},

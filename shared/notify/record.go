@@ -54,7 +54,12 @@ type Record struct {
 	RequeuedAt time.Time
 	// AttemptedAt is when the current attempt took its lease: reconciliation counts a
 	// provider's "not found" only once its visibility window has passed since then.
-	AttemptedAt    time.Time
+	AttemptedAt time.Time
+	// NotFoundAt is when a lookup first found nothing of the current attempt at a provider
+	// whose "not found" must be confirmed by a second lookup a visibility window later (its
+	// lookup is not documented as exact); zero otherwise. Inconclusive rounds keep it (the
+	// reconciler passes it on); every other transition clears it.
+	NotFoundAt     time.Time
 	ReconcileCount int
 	// NextActionAt is when the sweeper should look at the record again; zero once terminal.
 	NextActionAt time.Time
@@ -152,6 +157,9 @@ type Change struct {
 	NextActionAt time.Time
 	// RetryAt is, for a refusal (StateRefused), when the window that refused it ends.
 	RetryAt time.Time
+	// NotFoundAt is, for an inconclusive round (dispatch_unknown → dispatch_unknown), the
+	// record's NotFoundAt from then on.
+	NotFoundAt time.Time
 }
 
 // Apply returns the next version of r after ch at now, or an error wrapping
@@ -169,6 +177,7 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 	next.NextActionAt = ch.NextActionAt
 	next.Actor = ch.Actor
 	next.RequeuedAt = time.Time{}
+	next.NotFoundAt = time.Time{}
 	if ch.Provider != "" {
 		next.Provider = ch.Provider
 	}
@@ -184,6 +193,7 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
 		if ch.Reason == ReasonReconcileInconclusive {
 			next.ReconcileCount = r.ReconcileCount + 1
+			next.NotFoundAt = ch.NotFoundAt
 		}
 	case StateRefused:
 		next.RetryAt = ch.RetryAt

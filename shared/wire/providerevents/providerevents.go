@@ -61,6 +61,8 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 		},
 		WebhookToken: rcfg.WebhookToken,
 		SinchToken:   rcfg.SinchToken,
+		// During a rotation of the callback token, the one being retired.
+		SinchPreviousToken: rcfg.SinchPreviousToken,
 	}, nil
 }
 
@@ -69,7 +71,7 @@ func readTokens(ctx context.Context, awsCfg aws.Config, rcfg *config.Receipts) e
 	for _, t := range []struct {
 		token *[]byte
 		param string
-	}{{&rcfg.WebhookToken, rcfg.WebhookTokenParam}, {&rcfg.SinchToken, rcfg.SinchTokenParam}} {
+	}{{&rcfg.WebhookToken, rcfg.WebhookTokenParam}, {&rcfg.SinchToken, rcfg.SinchTokenParam}, {&rcfg.SinchPreviousToken, rcfg.SinchPreviousTokenParam}} {
 		if len(*t.token) > 0 || t.param == "" {
 			continue
 		}

@@ -62,8 +62,9 @@ const maxConvertTries = 5
 // idempotent: a record converted already is returned as it stands (Replayed). A record never
 // sent returns ErrNotSent with the record; an unknown key, or another caller's record,
 // ErrNotFound. The winning conversion is counted for the record's prefix and country (best
-// effort: a lost count never fails it), and every call, a repeat too, reports it to the provider when Feedback is set and the
-// record has a provider message ID; a failed report wraps ErrFeedback, and the caller repeats.
+// effort: a lost count never fails it), and every call, a repeat too, reports it to the
+// provider when Feedback is set and the record has a provider message ID; a failed report
+// wraps ErrFeedback, and the caller repeats.
 func (in *Intake) Convert(ctx context.Context, key string) (Conversion, error) {
 	if err := CheckKey(key); err != nil {
 		return Conversion{}, err

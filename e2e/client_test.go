@@ -152,6 +152,26 @@ func (r response) status(t *testing.T) status {
 // call sends a SigV4-signed request to the API, as an IAM caller does.
 func (s *stack) call(t *testing.T, method, path string, header http.Header, body []byte) response {
 	t.Helper()
+	return s.callAs(t, caller{creds: s.creds}, method, path, header, body)
+}
+
+// caller is who signs a request: its credentials, and the headers that name it where the
+// stack takes a header for a second caller (the local gateway only).
+type caller struct {
+	creds  aws.CredentialsProvider
+	header http.Header
+}
+
+// callAs is call by c.
+func (s *stack) callAs(t *testing.T, c caller, method, path string, header http.Header, body []byte) response {
+	t.Helper()
+	header = header.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	for k, v := range c.header {
+		header[k] = v
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, s.api+path, bytes.NewReader(body))
@@ -164,7 +184,7 @@ func (s *stack) call(t *testing.T, method, path string, header http.Header, body
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	creds, err := s.creds.Retrieve(ctx)
+	creds, err := c.creds.Retrieve(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,6 +114,10 @@ start_bg "$work/smssim2.log" "$work/smssim" -provider simulator2 -addr "${RESETN
   -delivery-delay 2s -visibility 2s
 wait_http "http://127.0.0.1:$sim2_port/healthz" $!
 export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E_SIM2="http://127.0.0.1:$sim2_port" RESETNOTIFY_E2E=required
+# The second caller of the ownership tests: a session of a role, assumed through the emulator's
+# STS (MiniStack passes each SigV4 caller's identity to the function, unverified; any role ARN
+# may be assumed while its AUTH is off). The first caller is the suite's own key.
+export RESETNOTIFY_E2E_SECOND_CALLER_ROLE="arn:aws:iam::000000000000:role/resetnotify-e2e-second"
 
 if [[ $# -gt 0 ]]; then
   echo "emulator: $*"

@@ -44,10 +44,12 @@ RESETNOTIFY_E2E_TWILIO_WEBHOOK=$(sed -n 's/^twilio webhook: \([^ ]*\)$/\1/p' "$w
 # The documented examples (e2e/examples_test.go) run against this stack only: it checks no
 # signature, and it is fresh, so the examples' keys and numbers are unused.
 RESETNOTIFY_E2E_EXAMPLES=1
+# The second caller of the ownership tests: the local gateway takes its header as another role.
+RESETNOTIFY_E2E_SECOND_CALLER_HEADER="$(sed -n 's/^callers: .* the header \([^:]*\): .*/\1/p' "$work/local.out"): resetnotify-e2e-second"
 export RESETNOTIFY_E2E_API RESETNOTIFY_E2E_SIM RESETNOTIFY_E2E_SIM2 RESETNOTIFY_E2E=required \
   RESETNOTIFY_E2E_SINCH_WEBHOOK RESETNOTIFY_E2E_SINCH_TOKEN_FILE \
   RESETNOTIFY_E2E_TWILIO_SIM RESETNOTIFY_E2E_TWILIO_TOKEN_FILE RESETNOTIFY_E2E_TWILIO_WEBHOOK \
-  RESETNOTIFY_E2E_EXAMPLES
+  RESETNOTIFY_E2E_EXAMPLES RESETNOTIFY_E2E_SECOND_CALLER_HEADER
 echo "local-e2e: local stack at $RESETNOTIFY_E2E_API, simulator at $RESETNOTIFY_E2E_SIM"
 
 if [[ $# -eq 0 ]]; then

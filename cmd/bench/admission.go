@@ -19,6 +19,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/intake"
@@ -93,7 +94,7 @@ func admitCall(db *dynamodb.Client, table string) (func(context.Context, int) er
 		resp, err := h.Handle(ctx, events.APIGatewayV2HTTPRequest{
 			RouteKey: "POST /v1/notifications", RawPath: "/v1/notifications", Body: body,
 			Headers:        map[string]string{"content-type": "application/json"},
-			RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/v1/notifications"}},
+			RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", Authorizer: localapi.Caller(localapi.LocalCallerRole), HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/v1/notifications"}},
 		})
 		if err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
@@ -234,7 +235,7 @@ func (p *pipeline) admitHTTP(ctx context.Context, n int, log io.Writer, lc *life
 		resp, err := h.Handle(ctx, events.APIGatewayV2HTTPRequest{
 			RouteKey: "POST /v1/notifications", RawPath: "/v1/notifications", Body: body,
 			Headers:        map[string]string{"content-type": "application/json", "idempotency-key": key},
-			RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/v1/notifications"}},
+			RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", Authorizer: localapi.Caller(localapi.LocalCallerRole), HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/v1/notifications"}},
 		})
 		busy.Add(int64(time.Since(start)))
 		if err != nil {

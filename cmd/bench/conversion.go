@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/dev/trace"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -210,7 +211,7 @@ func (r *convReplay) call(ctx context.Context, route, path, key, body string) (e
 	return r.h.Handle(ctx, events.APIGatewayV2HTTPRequest{
 		RouteKey: route, RawPath: path, Body: body, PathParameters: map[string]string{intake.PathParamKey: key},
 		Headers:        map[string]string{"content-type": "application/json", "idempotency-key": key},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", Authorizer: localapi.Caller(localapi.LocalCallerRole), HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}},
 	})
 }
 

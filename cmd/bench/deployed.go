@@ -18,6 +18,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -84,7 +85,7 @@ func (d *deployed) post(ctx context.Context, key, number string) (int, error) {
 	resp, err := d.handler.Handle(ctx, events.APIGatewayV2HTTPRequest{
 		RouteKey: intake.RouteSubmit, RawPath: intake.CollectionPath, Body: body,
 		Headers:        map[string]string{"content-type": "application/json", "idempotency-key": key},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: intake.CollectionPath}},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "bench", Authorizer: localapi.Caller(localapi.LocalCallerRole), HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: intake.CollectionPath}},
 	})
 	return resp.StatusCode, err
 }

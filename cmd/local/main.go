@@ -274,6 +274,8 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 	fmt.Fprintf(stdout, "sinch webhook: http://127.0.0.1:%s/v1/provider-events/sinch (its token in %s)\n", l.port, l.sinchTokenFile)
 	fmt.Fprintf(stdout, "twilio simulator: %s (the third provider of the chain; its auth token in %s)\n", l.twilio.URL(), l.twilioTokenFile)
 	fmt.Fprintf(stdout, "twilio webhook: http://127.0.0.1:%s/v1/provider-events/twilio\n", l.port)
+	fmt.Fprintf(stdout, "callers: every request comes from role %s; the header %s: <role name> makes it another caller's (local only)\n",
+		localapi.LocalCallerRole, localapi.CallerHeader)
 	fmt.Fprintf(stdout, "ready: http://127.0.0.1:%s\n", l.port)
 
 	var runErr error

@@ -9,9 +9,10 @@
 // A prefix is named by its keyed fingerprint, as the list, the dispatch function's "prefix
 // blocked" log line and the conversion table show it; its digits are never stored, so they
 // cannot be looked up. block refuses new admissions in the prefix (429 prefix-blocked) for the
-// period; allow keeps the automatic block off it for the period. Either replaces the decision
-// in force, and is kept in the prefix's history with who (the caller's AWS identity, or --by)
-// and why. The table is the stack's ConversionTableName output (CONVERSION_TABLE). AWS
+// period; allow keeps the automatic block off it for the period, at most a week
+// (notify.MaxOverride). Either replaces the decision in force, and is kept in the prefix's
+// history with who (the caller's AWS identity, from sts:GetCallerIdentity: it cannot be given)
+// and why (--note, required, which explains but never names who). The table is the stack's ConversionTableName output (CONVERSION_TABLE). AWS
 // endpoint, region and credentials come from the standard AWS environment. Exit status 0, 1
 // when a call failed, 2 for a usage error.
 package main
@@ -82,7 +83,7 @@ var defaultDeps = deps{
 		}
 		out, err := sts.NewFromConfig(cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 		if err != nil {
-			return "", fmt.Errorf("who am I (sts:GetCallerIdentity; or give --by): %w", err)
+			return "", fmt.Errorf("who am I (sts:GetCallerIdentity): %w", err)
 		}
 		return aws.ToString(out.Arn), nil
 	},
@@ -91,8 +92,8 @@ var defaultDeps = deps{
 
 // flags are every command's flags.
 type flags struct {
-	table, prefixFP, note, by string
-	period                    time.Duration
+	table, prefixFP, note string
+	period                time.Duration
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, d deps) error {
@@ -107,8 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, d deps) e
 	fs.StringVar(&f.table, "table", os.Getenv("CONVERSION_TABLE"), "the conversion table (default $CONVERSION_TABLE)")
 	fs.StringVar(&f.prefixFP, "prefix-fp", "", "the prefix's fingerprint")
 	fs.StringVar(&f.note, "note", "", "why (kept in the history)")
-	fs.StringVar(&f.by, "by", "", "who decides (default: the caller's AWS identity)")
-	fs.DurationVar(&f.period, "for", 0, "how long the decision holds, e.g. 12h")
+	fs.DurationVar(&f.period, "for", 0, "how long the decision holds, e.g. 12h; at most "+notify.MaxOverride.String())
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -152,18 +152,17 @@ func (f flags) check(cmd string) error {
 		return errors.New("--prefix-fp is required")
 	case (cmd == "block" || cmd == "allow") && (f.period <= 0 || f.note == ""):
 		return errors.New("block and allow need --for (a positive duration) and --note")
+	case f.period > notify.MaxOverride:
+		return fmt.Errorf("--for is at most %s; decide again when it ends", notify.MaxOverride)
 	}
 	return nil
 }
 
-// decide writes the operator's block or allow and prints it.
+// decide writes the operator's block or allow, by the caller's STS identity, and prints it.
 func decide(ctx context.Context, w io.Writer, store *convstore.Store, f flags, allow bool, d deps) error {
-	by := f.by
-	if by == "" {
-		var err error
-		if by, err = d.caller(ctx); err != nil {
-			return err
-		}
+	by, err := d.caller(ctx)
+	if err != nil {
+		return err
 	}
 	conv := &notify.Conversions{Store: store, Policy: notify.DefaultConversionPolicy(), Clock: d.clock}
 	b, err := conv.Override(ctx, f.prefixFP, allow, f.period, by, f.note)

@@ -19,8 +19,9 @@ import (
 )
 
 // TestOverrideIsAuditedAndRefusesAdmissions: an operator's block is in force at once for
-// the intake's guard, an allow replaces it, both are in the history with who and why, and the
-// usage errors name what is missing.
+// the intake's guard, an allow replaces it, both are in the history with who (the caller's STS
+// identity, which no flag replaces) and why, --for is capped, and the usage errors name what
+// is missing.
 func TestOverrideIsAuditedAndRefusesAdmissions(t *testing.T) {
 	ddb := testenv.DynamoDB(t)
 	names := tables.Names{Notifications: testenv.UniqueName(t, "n"), Audit: testenv.UniqueName(t, "a"), Conversions: testenv.UniqueName(t, "conv")}
@@ -32,11 +33,12 @@ func TestOverrideIsAuditedAndRefusesAdmissions(t *testing.T) {
 			_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(n)})
 		}
 	})
+	whoAmI := "arn:aws:sts::123456789012:assumed-role/ops/alice"
 	clock := notifytest.NewClock(time.Now().UTC().Add(time.Hour))
 	store := convstore.New(ddb, names.Conversions, notify.DefaultConversionPolicy().Window)
 	d := deps{
 		store:  func(context.Context, string) (*convstore.Store, error) { return store, nil },
-		caller: func(context.Context) (string, error) { return "arn:aws:sts::123456789012:assumed-role/ops/alice", nil },
+		caller: func(context.Context) (string, error) { return whoAmI, nil },
 		clock:  clock,
 	}
 	cli := func(args ...string) (string, string, error) {
@@ -53,7 +55,11 @@ func TestOverrideIsAuditedAndRefusesAdmissions(t *testing.T) {
 		t.Fatalf("the intake's guard sees %+v blocked=%v %v", b, blocked, err)
 	}
 	clock.Advance(time.Minute)
-	if _, errOut, err := cli("allow", "--table", names.Conversions, "--prefix-fp", "fp-1", "--for", "24h", "--note", "false alarm", "--by", "bob"); err != nil {
+	if _, _, err := cli("allow", "--table", names.Conversions, "--prefix-fp", "fp-1", "--for", "24h", "--note", "false alarm", "--by", "bob"); err == nil {
+		t.Error("--by was taken: who decides is the caller's STS identity")
+	}
+	whoAmI = "arn:aws:sts::123456789012:assumed-role/ops/bob"
+	if _, errOut, err := cli("allow", "--table", names.Conversions, "--prefix-fp", "fp-1", "--for", "24h", "--note", "false alarm"); err != nil {
 		t.Fatalf("allow: %v %s", err, errOut)
 	}
 	other := &notify.Conversions{Store: store, Policy: notify.DefaultConversionPolicy(), Clock: clock}
@@ -61,7 +67,7 @@ func TestOverrideIsAuditedAndRefusesAdmissions(t *testing.T) {
 		t.Error("still blocked after the operator's allow")
 	}
 	out, _, err := cli("history", "--table", names.Conversions, "--prefix-fp", "fp-1")
-	if err != nil || !strings.Contains(out, "pumping") || !strings.Contains(out, "false alarm") || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") {
+	if err != nil || !strings.Contains(out, "pumping") || !strings.Contains(out, "false alarm") || !strings.Contains(out, "assumed-role/ops/alice") || !strings.Contains(out, "assumed-role/ops/bob") {
 		t.Errorf("history: %v\n%s", err, out)
 	}
 	if out, _, err := cli("list", "--table", names.Conversions); err != nil || strings.Count(out, "fp-1") != 1 || !strings.Contains(out, "allow") {
@@ -71,6 +77,7 @@ func TestOverrideIsAuditedAndRefusesAdmissions(t *testing.T) {
 		{"block", "--table", "t", "--prefix-fp", "fp", "--for", "2h"},
 		{"allow", "--table", "t", "--for", "2h", "--note", "n"},
 		{"block", "--table", "t", "--prefix-fp", "fp", "--note", "n"},
+		{"allow", "--table", "t", "--prefix-fp", "fp", "--for", "169h", "--note", "n"},
 		{"purge", "--table", "t"},
 		{},
 	} {

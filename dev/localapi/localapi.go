@@ -2,7 +2,11 @@
 // plain net/http server, for the local stack. Routes come from the ApiGatewayV2 routes that
 // template.yaml declares, so the local run and AWS route the same requests
 // to the same handler. It applies no IAM authorisation: the local stack is for one developer
-// on loopback.
+// on loopback. Every request comes from a fixed local identity (LocalCallerRole), as API
+// Gateway's IAM authorization describes its caller; a request with the header CallerHeader
+// comes from the role it names instead, so that a developer or the e2e suite can act as a
+// second caller. Only this local gateway honours that header: API Gateway takes the caller
+// from the request's signature, and the intake function never reads the header.
 package localapi
 
 import (
@@ -24,6 +28,21 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 )
+
+// The local callers' identities.
+const (
+	// LocalAccount is the account of every local principal.
+	LocalAccount = "000000000000"
+	// LocalCallerRole is the role every local request comes from, unless CallerHeader names
+	// another; each request is a session of it.
+	LocalCallerRole = "resetnotify-local-caller"
+	// CallerHeader names, on a local request only, the role (a name such as "second-shop")
+	// the request comes from instead of LocalCallerRole.
+	CallerHeader = "X-Resetnotify-Local-Caller"
+)
+
+// rolePattern is the shape of a role name IAM accepts.
+var rolePattern = regexp.MustCompile(`^[A-Za-z0-9+=,.@_-]{1,64}$`)
 
 // HandlerFunc is the signature of an HTTP API v2 Lambda handler.
 type HandlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
@@ -159,7 +178,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
 		return
 	}
+	role := LocalCallerRole
+	if v := r.Header.Get(CallerHeader); v != "" {
+		if !rolePattern.MatchString(v) {
+			writeError(w, http.StatusForbidden, `{"message":"`+CallerHeader+` must be a role name"}`)
+			return
+		}
+		role = v
+	}
 	ev := s.event(r, route, params, body)
+	ev.RequestContext.Authorizer = Caller(role)
 	if len(body) > s.MaxPayload/2 { // only a large body can make the event too large
 		if raw, err := json.Marshal(ev); err != nil || len(raw) > s.MaxPayload {
 			writeError(w, http.StatusRequestEntityTooLarge, payloadTooLarge)
@@ -233,7 +261,7 @@ func (s *Server) event(r *http.Request, route Route, params map[string]string, b
 		PathParameters:        params,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			RouteKey:   route.RouteKey(),
-			AccountID:  "000000000000",
+			AccountID:  LocalAccount,
 			Stage:      "$default",
 			RequestID:  id,
 			APIID:      "local",
@@ -262,6 +290,19 @@ func (s *Server) event(r *http.Request, route Route, params map[string]string, b
 		}
 	}
 	return ev
+}
+
+// Caller is the IAM authorizer context of a request from a session of role, as API
+// Gateway fills it for a route with IAM authorization.
+func Caller(role string) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+		IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+			AccountID: LocalAccount,
+			CallerID:  "AROALOCAL:" + role,
+			UserARN:   "arn:aws:sts::" + LocalAccount + ":assumed-role/" + role + "/local",
+			UserID:    "AROALOCAL:" + role,
+		},
+	}
 }
 
 // writeError answers with one of API Gateway's own JSON errors.

@@ -275,3 +275,41 @@ func TestOversizedBodiesAnswerAsAPIGateway(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalCallers: every request comes from a session of LocalCallerRole, unless CallerHeader
+// names another role; a header that is no role name is refused before the handler.
+func TestLocalCallers(t *testing.T) {
+	routes, err := RoutesFromTemplate(writeTemplate(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arns []string
+	srv := httptest.NewServer(NewServer(routes, map[string]HandlerFunc{
+		"IntakeFunction": func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			arns = append(arns, ev.RequestContext.Authorizer.IAM.UserARN)
+			return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+		},
+	}))
+	defer srv.Close()
+	for _, caller := range []string{"", "second-shop", "not a role/../x"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/notifications/k", nil)
+		if caller != "" {
+			req.Header.Set(CallerHeader, caller)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{true: 403, false: 200}[strings.Contains(caller, " ")]; resp.StatusCode != want {
+			t.Errorf("caller %q: %d, want %d", caller, resp.StatusCode, want)
+		}
+	}
+	want := []string{
+		"arn:aws:sts::000000000000:assumed-role/resetnotify-local-caller/local",
+		"arn:aws:sts::000000000000:assumed-role/second-shop/local",
+	}
+	if d := cmp.Diff(want, arns); d != "" {
+		t.Errorf("caller ARNs (-want +got):\n%s", d)
+	}
+}

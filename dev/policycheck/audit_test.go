@@ -88,15 +88,38 @@ func TestOnlyTheDigestRoleWritesDigests(t *testing.T) {
 	})
 }
 
+// TestAuditTableProtectionsStay: the table's policy, point-in-time recovery and the table
+// itself (UpdateTable: its KMS key, deletion protection) are denied to every principal but
+// this stack's deployment role (DeploymentRoleArn), and to every principal when there is none;
+// no exemption rests on aws:CalledVia, which every CloudFormation stack's calls carry.
 func TestAuditTableProtectionsStay(t *testing.T) {
-	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
-		table := resourcePolicy(tpl, "AuditTable", "ResourcePolicy", "PolicyDocument")
-		viaStack := `{"ForAllValues:StringNotEquals":{"aws:CalledVia":["cloudformation.amazonaws.com"]}}`
-		for _, a := range []string{"dynamodb:PutResourcePolicy", "dynamodb:DeleteResourcePolicy", "dynamodb:UpdateContinuousBackups"} {
-			if !slices.ContainsFunc(table, func(s policycheck.Statement) bool {
-				return s.Effect == "Deny" && s.Principal == "*" && s.Allows(a) && policycheck.ResourceText(s.Condition) == viaStack
-			}) {
-				t.Errorf("the audit table's policy does not deny %s to every principal (but CloudFormation's own calls)", a)
+	protected := []string{"dynamodb:PutResourcePolicy", "dynamodb:DeleteResourcePolicy", "dynamodb:UpdateContinuousBackups", "dynamodb:UpdateTable"}
+	deployer := "arn:aws:iam::123456789012:role/resetnotify-deploy"
+	forEachVariant(t, func(t *testing.T, expanded policycheck.Template) {
+		for _, role := range []string{"", deployer} {
+			tpl, err := policycheck.Resolved(expanded, map[string]string{"DeploymentRoleArn": role})
+			if err != nil {
+				t.Fatal(err)
+			}
+			table := resourcePolicy(tpl, "AuditTable", "ResourcePolicy", "PolicyDocument")
+			for _, a := range protected {
+				if !slices.ContainsFunc(table, func(s policycheck.Statement) bool {
+					if s.Effect != "Deny" || s.Principal != "*" || !s.Allows(a) {
+						return false
+					}
+					if role == "" {
+						return s.Condition == nil
+					}
+					arns, _ := s.Condition["ArnNotEquals"].(map[string]any)
+					return len(s.Condition) == 1 && len(arns) == 1 && policycheck.Ref(arns["aws:PrincipalArn"]) == "DeploymentRoleArn"
+				}) {
+					t.Errorf("deployment role %q: the audit table's policy does not deny %s to every principal but it", role, a)
+				}
+			}
+			for _, s := range table {
+				if strings.Contains(strings.ToLower(policycheck.ResourceText(s.Condition)), "aws:calledvia") {
+					t.Errorf("%s exempts calls made through a service (aws:CalledVia): any stack's CloudFormation calls carry it", s.Sid)
+				}
 			}
 		}
 	})

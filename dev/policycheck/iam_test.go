@@ -443,6 +443,27 @@ func TestSinchWebhookOnlyWithSinch(t *testing.T) {
 			}) {
 				t.Error("SinchWebhookRole may not read its token")
 			}
+			// During a rotation the webhook reads the token being retired too; it alone does.
+			if policycheck.Ref(env[config.EnvSinchCallbackTokenPreviousParam]) != "SinchPreviousCallbackTokenParameter" || env[config.EnvSinchCallbackTokenPrevious] != nil {
+				t.Errorf("the Sinch webhook's previous token comes from %v, want the SSM parameter SinchPreviousCallbackTokenParameter", env[config.EnvSinchCallbackTokenPreviousParam])
+			}
+			if dispatchEnv[config.EnvSinchCallbackTokenPreviousParam] != nil {
+				t.Error("dispatch reads the previous callback token: it must give Sinch the current one only")
+			}
+			for rotating, want := range map[string]bool{"": false, "/resetnotify/sinch-callback-token-old": true} {
+				rp := maps.Clone(params)
+				rp["SinchPreviousCallbackTokenParameter"] = rotating
+				rtpl, err := policycheck.Resolved(expand(t, variants[name]...), rp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reads := slices.ContainsFunc(policycheck.RolePolicies(rtpl)["SinchWebhookRole"], func(s policycheck.Statement) bool {
+					return s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "SinchPreviousCallbackTokenParameter")
+				})
+				if reads != want {
+					t.Errorf("previous token %q: SinchWebhookRole may read it = %v, want %v", rotating, reads, want)
+				}
+			}
 			for _, s := range role {
 				if s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "SinchApiTokenParameter") {
 					t.Error("SinchWebhookRole may read the Sinch API token, with which it could send")
@@ -524,7 +545,7 @@ func TestTwilioWebhookOnlyWithTwilio(t *testing.T) {
 }
 
 func TestNoSecretInAnEnvironmentVariable(t *testing.T) {
-	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, config.EnvSimulatorWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN", config.EnvSinchCallbackToken,
+	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, config.EnvSimulatorWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN", config.EnvSinchCallbackToken, config.EnvSinchCallbackTokenPrevious,
 		config.EnvTwilioAuthToken, config.EnvTwilioSecondaryAuthToken}
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		for name, r := range tpl.Resources {

@@ -226,7 +226,8 @@ func evalCondition(v any, defs map[string]any, values map[string]any, conds map[
 	return false, fmt.Errorf("policycheck.resolved: cannot evaluate %v", v)
 }
 
-// takeBranches returns v with every Fn::If replaced by the branch conds choose.
+// takeBranches returns v with every Fn::If replaced by the branch conds choose, and every
+// value that is then AWS::NoValue left out, as CloudFormation leaves it out.
 func takeBranches(v any, conds map[string]bool) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -238,15 +239,25 @@ func takeBranches(v any, conds map[string]bool) any {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = takeBranches(e, conds)
+			if b := takeBranches(e, conds); !noValue(b) {
+				out[k] = b
+			}
 		}
 		return out
 	case []any:
 		out := make([]any, 0, len(x))
 		for _, e := range x {
-			out = append(out, takeBranches(e, conds))
+			if b := takeBranches(e, conds); !noValue(b) {
+				out = append(out, b)
+			}
 		}
 		return out
 	}
 	return v
+}
+
+// noValue reports whether v is {"Ref": "AWS::NoValue"}.
+func noValue(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 1 && m["Ref"] == "AWS::NoValue"
 }

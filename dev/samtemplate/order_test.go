@@ -65,9 +65,9 @@ var banner = regexp.MustCompile(`(?m)^#\s*-{10,}\s*$`)
 // its FunctionName, an AWS/SQS metric of a queue it consumes (or of that queue's DLQ), or a
 // resetnotify metric whose Function dimension names it (provider-events ->
 // ProviderEventsFunction). Any other alarm, the alarm topic, the dashboard and roles no
-// function runs as are operations. Each section and each function block starts with a
-// banner (a comment between lines of dashes) naming it: the section's name, or the
-// function's logical ID; no other resource has one. A resource of a type with no rule here is
+// function runs as (and their policies) are operations. Each section and each function block
+// starts with a banner (a comment between lines of dashes) naming it: the section's name, or
+// the function's logical ID; no other resource has one. A resource of a type with no rule here is
 // an error, so a new kind of resource gets a place before it lands anywhere.
 func checkOrder(raw []byte) ([]string, error) {
 	var doc yaml.Node
@@ -262,6 +262,9 @@ func (p *placer) place(id string) (section int, owner string, err error) {
 		}
 		if fn := p.onlyFunction(owners); fn != "" {
 			return sectionFunctions, fn, nil
+		}
+		if len(owners) > 0 && !slices.ContainsFunc(owners, func(o string) bool { return o != "" }) {
+			return sectionOperations, "", nil // the policy of roles for people, like the roles
 		}
 	case r.Type == "AWS::SQS::Queue", r.Type == "AWS::SNS::Topic":
 		if fn := p.ownedSource(id); fn != "" {

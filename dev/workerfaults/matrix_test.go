@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/stacktest"
@@ -229,7 +230,7 @@ func submitEvent(key, body string) events.APIGatewayV2HTTPRequest {
 		RouteKey: intake.RouteSubmit, RawPath: intake.CollectionPath, Body: body,
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: "req-" + key, RouteKey: intake.RouteSubmit,
+			RequestID: "req-" + key, RouteKey: intake.RouteSubmit, Authorizer: localapi.Caller(localapi.LocalCallerRole),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: intake.CollectionPath},
 		},
 	}

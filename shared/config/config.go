@@ -178,6 +178,9 @@ type Config struct {
 	AllowedCountries []string
 	// Conversion holds the conversion guard's settings (intake and dispatch).
 	Conversion Conversion
+	// OperatorPrincipal is OPERATOR_PRINCIPAL_ARN in canonical form: the principal that may
+	// read every notification (notify.Intake.Operator); empty for none.
+	OperatorPrincipal string
 	// Worker holds the background workers' settings.
 	Worker   Worker
 	LogLevel slog.Level
@@ -206,6 +209,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	c.Worker = r.worker()
 	c.GuardTable, c.Guard, c.AllowedCountries = r.guard()
 	c.Conversion = r.conversion()
+	c.OperatorPrincipal = r.operator()
 	c.GuardDecision = notify.DefaultDecisionBound
 	r.positiveDuration(EnvGuardDecisionMS, time.Millisecond, &c.GuardDecision, "must be a whole number of milliseconds, 1 or more")
 	c.LogLevel = r.logLevel()

@@ -165,6 +165,11 @@ type Receipts struct {
 	TwilioTokens      [][]byte
 	TwilioTokenParams []string
 	TwilioCallbackURL string
+	// SinchPreviousToken is, during a rotation, the callback token being retired
+	// (SINCH_CALLBACK_TOKEN_PREVIOUS), which the Sinch webhook accepts too;
+	// SinchPreviousTokenParam names its SSM SecureString. Both empty outside a rotation.
+	SinchPreviousToken      []byte
+	SinchPreviousTokenParam string
 }
 
 // LoadReceipts reads the receipts' variables. RECEIPTS_TABLE is required only when
@@ -183,7 +188,9 @@ func LoadReceipts(getenv func(string) string, needTable bool) (Receipts, error) 
 	var webhookErr, sinchErr error
 	c.WebhookToken, c.WebhookTokenParam, webhookErr = secretVars(getenv, EnvSimulatorWebhookToken, EnvSimulatorWebhookTokenParam, MinWebhookTokenLen)
 	c.SinchToken, c.SinchTokenParam, sinchErr = secretVars(getenv, EnvSinchCallbackToken, EnvSinchCallbackTokenParam, MinWebhookTokenLen)
-	errs = append(errs, webhookErr, sinchErr)
+	var previousErr error
+	c.SinchPreviousToken, c.SinchPreviousTokenParam, previousErr = secretVars(getenv, EnvSinchCallbackTokenPrevious, EnvSinchCallbackTokenPreviousParam, MinWebhookTokenLen)
+	errs = append(errs, webhookErr, sinchErr, previousErr)
 	errs = append(errs, c.loadTwilio(getenv))
 	if err := errors.Join(errs...); err != nil {
 		return Receipts{}, fmt.Errorf("config.receipts: %w", err)
@@ -216,8 +223,9 @@ func (c Receipts) String() string {
 	if len(c.TwilioTokens)+len(c.TwilioTokenParams) > 0 {
 		twilio = fmt.Sprintf("%d tokens (%d in ssm)", len(c.TwilioTokens)+len(c.TwilioTokenParams), len(c.TwilioTokenParams))
 	}
-	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s sinch_webhook=%s twilio_callbacks=%s", c.Table, c.Retention,
-		webhookState(c.WebhookToken, c.WebhookTokenParam), webhookState(c.SinchToken, c.SinchTokenParam), twilio)
+	return fmt.Sprintf("receipts_table=%s retention=%s simulator_webhook=%s sinch_webhook=%s sinch_previous_token=%s twilio_callbacks=%s", c.Table, c.Retention,
+		webhookState(c.WebhookToken, c.WebhookTokenParam), webhookState(c.SinchToken, c.SinchTokenParam),
+		webhookState(c.SinchPreviousToken, c.SinchPreviousTokenParam), twilio)
 }
 
 // webhookState says whether a webhook has its token, and where it comes from.

@@ -60,9 +60,14 @@ func TestLoadReceipts(t *testing.T) {
 			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, SinchToken: []byte(token)}},
 		{name: "sinch callback token parameter", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvSinchCallbackTokenParam: "/resetnotify/sinch-callback-token"},
 			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, SinchTokenParam: "/resetnotify/sinch-callback-token"}},
+		// A rotation: the token being retired, locally or as a parameter.
+		{name: "sinch previous token", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvSinchCallbackTokenParam: "/new", config.EnvSinchCallbackTokenPrevious: token},
+			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, SinchTokenParam: "/new", SinchPreviousToken: []byte(token)}},
+		{name: "sinch previous token parameter", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvSinchCallbackTokenParam: "/new", config.EnvSinchCallbackTokenPreviousParam: "/old"},
+			want: config.Receipts{Table: "r", Retention: config.DefaultReceiptRetention, SinchTokenParam: "/new", SinchPreviousTokenParam: "/old"}},
 		{name: "missing table", needTable: true, wantErr: []string{config.EnvReceiptsTable}},
-		{name: "bad values", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvReceiptRetentionDays: "0", config.EnvSimulatorWebhookToken: "tiny", config.EnvSinchCallbackToken: "tiny"},
-			wantErr: []string{config.EnvReceiptRetentionDays, config.EnvSimulatorWebhookToken, config.EnvSinchCallbackToken}},
+		{name: "bad values", env: map[string]string{config.EnvReceiptsTable: "r", config.EnvReceiptRetentionDays: "0", config.EnvSimulatorWebhookToken: "tiny", config.EnvSinchCallbackToken: "tiny", config.EnvSinchCallbackTokenPrevious: "tiny"},
+			wantErr: []string{config.EnvReceiptRetentionDays, config.EnvSimulatorWebhookToken, config.EnvSinchCallbackToken, config.EnvSinchCallbackTokenPrevious}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,12 @@ const (
 	// names the SSM SecureString that holds it in AWS, read once at cold start.
 	EnvSinchCallbackToken      = "SINCH_CALLBACK_TOKEN"
 	EnvSinchCallbackTokenParam = "SINCH_CALLBACK_TOKEN_PARAM"
+	// EnvSinchCallbackTokenPrevious is, during a rotation of the callback token, the token
+	// being retired (local runs; a secret): the Sinch webhook still accepts the reports of
+	// batches sent with it, and dispatch never gives it out. EnvSinchCallbackTokenPreviousParam
+	// names its SSM SecureString in AWS. Unset outside a rotation (docs/providers.md).
+	EnvSinchCallbackTokenPrevious      = "SINCH_CALLBACK_TOKEN_PREVIOUS"
+	EnvSinchCallbackTokenPreviousParam = "SINCH_CALLBACK_TOKEN_PREVIOUS_PARAM"
 
 	// Twilio Programmable Messaging. EnvTwilioAuthToken is the account's auth token (local runs;
 	// a secret): it authenticates our requests (HTTP basic, with the account SID) and is the

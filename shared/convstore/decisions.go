@@ -19,11 +19,13 @@ import (
 
 // decision is a prefix decision as stored, in the decisions partition and in the history.
 type decision struct {
-	PK        string `dynamodbav:"pk"`
-	SK        string `dynamodbav:"sk"`
-	PrefixFP  string `dynamodbav:"prefix_fp"`
-	Until     string `dynamodbav:"until"`
-	Allow     bool   `dynamodbav:"allow"`
+	PK       string `dynamodbav:"pk"`
+	SK       string `dynamodbav:"sk"`
+	PrefixFP string `dynamodbav:"prefix_fp"`
+	Until    string `dynamodbav:"until"`
+	// Allow is absent from a block, so that the table's policy can tell dispatch's automatic
+	// blocks from an allow by the attribute's name (dynamodb:Attributes).
+	Allow     bool   `dynamodbav:"allow,omitempty"`
 	By        string `dynamodbav:"by"`
 	At        string `dynamodbav:"at"`
 	Note      string `dynamodbav:"note,omitempty"`

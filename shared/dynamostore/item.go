@@ -31,6 +31,7 @@ type item struct {
 	PolicyVersion      string `dynamodbav:"policy_version"`
 	SafetyMarginMS     int64  `dynamodbav:"safety_margin_ms"`
 	RequestFingerprint string `dynamodbav:"request_fingerprint"`
+	Owner              string `dynamodbav:"owner,omitempty"`
 	Sealed             []byte `dynamodbav:"sealed,omitempty"`
 	DestinationFP      string `dynamodbav:"destination_fp,omitempty"`
 	Provider           string `dynamodbav:"provider,omitempty"`
@@ -40,6 +41,7 @@ type item struct {
 	AttemptProviders []string `dynamodbav:"attempt_providers,omitempty"`
 	LeaseUntil       msTime   `dynamodbav:"lease_until,omitempty"`
 	AttemptedAt      msTime   `dynamodbav:"attempted_at,omitempty"`
+	NotFoundAt       msTime   `dynamodbav:"not_found_at,omitempty"`
 	// ReconcileCount is absent at 0 (older records hold the 0).
 	ReconcileCount int    `dynamodbav:"reconcile_count,omitempty"`
 	NextActionAt   string `dynamodbav:"next_action_at,omitempty"`
@@ -84,6 +86,7 @@ func toItem(r notify.Record) item {
 		PolicyVersion:      r.PolicyVersion,
 		SafetyMarginMS:     r.SafetyMargin.Milliseconds(),
 		RequestFingerprint: r.RequestFingerprint,
+		Owner:              r.Owner,
 		Sealed:             r.Sealed,
 		DestinationFP:      r.DestinationFP,
 		Provider:           r.Provider,
@@ -91,6 +94,7 @@ func toItem(r notify.Record) item {
 		AttemptProviders:   storedProviders(r),
 		LeaseUntil:         msOf(r.LeaseUntil, roundUp),
 		AttemptedAt:        msOf(r.AttemptedAt, roundUp),
+		NotFoundAt:         msOf(r.NotFoundAt, roundUp),
 		ReconcileCount:     r.ReconcileCount,
 		NextActionAt:       tables.FormatTime(r.NextActionAt),
 		TTL:                ttlOf(r.PurgeAt),
@@ -158,6 +162,7 @@ func (it item) toRecord() (notify.Record, error) {
 		PolicyVersion:      it.PolicyVersion,
 		SafetyMargin:       time.Duration(it.SafetyMarginMS) * time.Millisecond,
 		RequestFingerprint: it.RequestFingerprint,
+		Owner:              it.Owner,
 		Sealed:             it.Sealed,
 		DestinationFP:      it.DestinationFP,
 		Provider:           it.Provider,
@@ -233,6 +238,7 @@ func (it item) parseTimes(r *notify.Record) []error {
 		{tables.AttrDispatchDeadline, it.DispatchDeadline, &r.DispatchDeadline},
 		{tables.AttrLeaseUntil, string(it.LeaseUntil), &r.LeaseUntil},
 		{tables.AttrAttemptedAt, string(it.AttemptedAt), &r.AttemptedAt},
+		{tables.AttrNotFoundAt, string(it.NotFoundAt), &r.NotFoundAt},
 		{tables.AttrNextActionAt, it.NextActionAt, &r.NextActionAt},
 		{tables.AttrRequeuedAt, string(it.RequeuedAt), &r.RequeuedAt},
 		{tables.AttrDecideBy, it.DecideBy, &r.DecideBy},

@@ -29,7 +29,7 @@ func TestItemTagsAreTableNames(t *testing.T) {
 		tables.AttrAttemptProviders, tables.AttrLeaseUntil, tables.AttrAttemptedAt, tables.AttrReconcileCount, tables.AttrNextActionAt, tables.AttrDueShard,
 		tables.AttrTTL, tables.AttrLeaseToken, tables.AttrWriteToken, tables.AttrActor, tables.AttrEarlyReceipt,
 		tables.AttrRequeuedAt, tables.AttrAttemptedNotificationID, tables.AttrDecideBy, tables.AttrDecidedAt, tables.AttrRetryAt,
-		tables.AttrPrefixFP, tables.AttrCountry, tables.AttrConvertedAt,
+		tables.AttrPrefixFP, tables.AttrCountry, tables.AttrConvertedAt, tables.AttrOwner, tables.AttrNotFoundAt,
 	}
 	var got []string
 	typ := reflect.TypeFor[item]()
@@ -63,6 +63,7 @@ func sampleRecord() notify.Record {
 		PolicyVersion:      "p-1",
 		SafetyMargin:       time.Minute,
 		RequestFingerprint: "f00d",
+		Owner:              "own3r-fp",
 		Sealed:             []byte{1, 2, 3},
 		DestinationFP:      "abcd",
 		Provider:           "simulator",
@@ -89,6 +90,10 @@ func TestItemRoundTrip(t *testing.T) {
 		{"sent", func(r *notify.Record) {
 			r.State, r.Reason, r.ProviderMessageID = notify.StateSent, notify.ReasonProviderAccepted, "pm-1"
 			r.Sealed, r.LeaseUntil, r.NextActionAt = nil, time.Time{}, time.Time{}
+		}},
+		{"unknown, a not found awaiting its confirmation", func(r *notify.Record) {
+			r.State, r.Reason = notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive
+			r.LeaseUntil, r.NotFoundAt = time.Time{}, r.UpdatedAt
 		}},
 		{"converted, with prefix and country", func(r *notify.Record) {
 			r.State, r.Reason, r.ProviderMessageID = notify.StateSent, notify.ReasonConverted, "pm-1"

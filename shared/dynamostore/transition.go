@@ -61,6 +61,7 @@ func transitionExpression(prev, next notify.Record, token string) (expression.Ex
 		optional{tables.AttrLeaseUntil, it.LeaseUntil != "", it.LeaseUntil},
 		optional{tables.AttrLeaseToken, it.LeaseToken != "", it.LeaseToken},
 		optional{tables.AttrAttemptedAt, it.AttemptedAt != "", it.AttemptedAt},
+		optional{tables.AttrNotFoundAt, it.NotFoundAt != "", it.NotFoundAt},
 		optional{tables.AttrNextActionAt, it.NextActionAt != "", it.NextActionAt},
 		optional{tables.AttrDueShard, it.DueShard != nil, it.DueShard},
 		optional{tables.AttrActor, it.Actor != "", it.Actor},

@@ -48,7 +48,7 @@ func TestGuardRefusals(t *testing.T) {
 				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
 			}
 			answers := resp.Body + headerText(resp.Headers)
-			rec, err := f.intake.Status(t.Context(), "order-1")
+			rec, err := f.intake.Status(notify.WithCaller(t.Context(), callerRole), "order-1")
 			if tc.refuse == nil && !errors.Is(err, notify.ErrNotFound) {
 				t.Errorf("a request outside the allow-list left a record: %v", err)
 			}

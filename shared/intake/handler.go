@@ -129,6 +129,7 @@ func (h *Handler) dispatch(ctx context.Context, ev events.APIGatewayV2HTTPReques
 // as API Gateway does. Any other route key is answered 404 route-not-found; API Gateway itself
 // never delivers one.
 func (h *Handler) route(ctx context.Context, ev events.APIGatewayV2HTTPRequest) result {
+	ctx = notify.WithCaller(ctx, callerOf(ev))
 	switch routeKey(ev) {
 	case RouteSubmit:
 		return h.submit(ctx, ev)
@@ -460,6 +461,24 @@ func unescapeKey(raw string) string {
 		}
 	}
 	return raw
+}
+
+// callerOf returns the principal that sent ev, in canonical form (notify.CanonicalPrincipal):
+// the IAM identity API Gateway puts in the request context of a route with IAM authorization
+// (requestContext.authorizer.iam.userArn), a role for any of its sessions. It returns "" when
+// ev carries none, or one that names no principal: then ev reads nothing, and a POST is
+// refused (notify.ErrNoCaller, a 500 whose cause is logged), since only a route without IAM
+// authorization, a template error, delivers such an event.
+func callerOf(ev events.APIGatewayV2HTTPRequest) string {
+	a := ev.RequestContext.Authorizer
+	if a == nil || a.IAM == nil || a.IAM.UserARN == "" {
+		return ""
+	}
+	p, err := notify.CanonicalPrincipal(a.IAM.UserARN)
+	if err != nil {
+		return ""
+	}
+	return p
 }
 
 // routeKey returns the matched route key of ev, from the top level or the request context.

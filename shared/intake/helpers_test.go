@@ -29,6 +29,26 @@ const (
 	derived  = eventID + ":sms:password_reset"
 )
 
+// The callers of the tests: every event comes from a session of callerRole unless as says
+// otherwise; operatorRole is the fixture's operator.
+const (
+	callerSession   = "arn:aws:sts::123456789012:assumed-role/shop-backend/i-0abc"
+	callerRole      = "arn:aws:iam::123456789012:role/shop-backend"
+	otherSession    = "arn:aws:sts::123456789012:assumed-role/other-shop/i-0def"
+	operatorSession = "arn:aws:sts::123456789012:assumed-role/support/alice"
+	operatorRole    = "arn:aws:iam::123456789012:role/support"
+)
+
+// as returns ev sent by userARN, as API Gateway's IAM authorization describes its caller.
+func as(ev events.APIGatewayV2HTTPRequest, userARN string) events.APIGatewayV2HTTPRequest {
+	ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+		IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+			AccountID: "123456789012", UserARN: userARN, CallerID: "AROAEXAMPLE:" + userARN[strings.LastIndex(userARN, "/")+1:],
+		},
+	}
+	return ev
+}
+
 // fixture is a handler wired to fakes, with its logs and metrics captured.
 type fixture struct {
 	h       *intake.Handler
@@ -53,6 +73,7 @@ func newFixture(t testing.TB) *fixture {
 	in := &notify.Intake{
 		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: f.queue,
 		Clock: f.clock, Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
+		Owners: notifytest.Sealer{}, Operator: operatorRole,
 	}
 	f.intake = in
 	f.h = intake.New(in, obs.NewLogger(f.logs, nil), &obs.Metrics{W: f.metrics, Function: "intake", Now: f.clock.Now})
@@ -192,7 +213,7 @@ func event(routeKey, rawPath, body string, headers map[string]string) events.API
 	if strings.Contains(routeKey, "{key}") {
 		ev.PathParameters = map[string]string{"key": rawPath[strings.LastIndex(rawPath, "/")+1:]}
 	}
-	return ev
+	return as(ev, callerSession)
 }
 
 func post(body string, headers ...string) events.APIGatewayV2HTTPRequest {

@@ -60,10 +60,11 @@ const maxConvertTries = 5
 
 // Convert records that the code or link of the notification with key was used. It is
 // idempotent: a record converted already is returned as it stands (Replayed). A record never
-// sent returns ErrNotSent with the record; an unknown key ErrNotFound. The winning conversion
-// is counted for the record's prefix and country (best effort: a lost count never fails it),
-// and every call, a repeat too, reports it to the provider when Feedback is set and the
-// record has a provider message ID; a failed report wraps ErrFeedback, and the caller repeats.
+// sent returns ErrNotSent with the record; an unknown key, or another caller's record,
+// ErrNotFound. The winning conversion is counted for the record's prefix and country (best
+// effort: a lost count never fails it), and every call, a repeat too, reports it to the
+// provider when Feedback is set and the record has a provider message ID; a failed report
+// wraps ErrFeedback, and the caller repeats.
 func (in *Intake) Convert(ctx context.Context, key string) (Conversion, error) {
 	if err := CheckKey(key); err != nil {
 		return Conversion{}, err
@@ -87,6 +88,9 @@ func (in *Intake) Convert(ctx context.Context, key string) (Conversion, error) {
 func (in *Intake) convert(ctx context.Context, key string) (Conversion, error) {
 	for range maxConvertTries {
 		rec, err := in.Store.Get(ctx, key)
+		if err == nil && !in.owns(ctx, rec) {
+			err = ErrNotFound
+		}
 		if err != nil {
 			return Conversion{}, fmt.Errorf("intake.convert %s: %w", key, err)
 		}

@@ -167,11 +167,18 @@ func (c *Conversions) Converted(ctx context.Context, rec Record) error {
 	return nil
 }
 
+// MaxOverride is the longest period an operator's decision holds: a week, long enough to
+// cover an incident over a weekend and its review, short enough that a forgotten allow (which
+// keeps the automatic block off a range) lapses. A longer one is decided again, which leaves
+// another history item with who and why.
+const MaxOverride = 7 * 24 * time.Hour
+
 // Override writes an operator's decision on prefixFP: a block (allow false) or an allow for
-// the period from now, by whom and why. It replaces whatever decision was in force.
+// the period from now (at most MaxOverride), by whom and why. It replaces whatever decision was
+// in force.
 func (c *Conversions) Override(ctx context.Context, prefixFP string, allow bool, period time.Duration, by, note string) (PrefixBlock, error) {
-	if prefixFP == "" || by == "" || by == BlockedByConversion || period <= 0 {
-		return PrefixBlock{}, errors.New("conversions.override: a prefix fingerprint, an operator and a positive period are required")
+	if prefixFP == "" || by == "" || by == BlockedByConversion || period <= 0 || period > MaxOverride {
+		return PrefixBlock{}, fmt.Errorf("conversions.override: a prefix fingerprint, an operator and a period of at most %s are required", MaxOverride)
 	}
 	now := c.Clock.Now()
 	b := PrefixBlock{PrefixFP: prefixFP, Until: now.Add(period), Allow: allow, By: by, At: now, Note: note}

@@ -128,6 +128,13 @@ func TestOperatorOverride(t *testing.T) {
 	if _, err := conv.Override(ctx, rec.PrefixFP, false, time.Hour, notify.BlockedByConversion, ""); err == nil {
 		t.Error("an override named as the automatic block was accepted")
 	}
+	// An override holds at most MaxOverride: a forgotten allow lapses.
+	if _, err := conv.Override(ctx, rec.PrefixFP, true, notify.MaxOverride+time.Second, "arn:aws:iam::1:user/ops", "too long"); err == nil {
+		t.Errorf("an override longer than %s was accepted", notify.MaxOverride)
+	}
+	if _, err := conv.Override(ctx, rec.PrefixFP, true, notify.MaxOverride, "arn:aws:iam::1:user/ops", "a week"); err != nil {
+		t.Errorf("an override of %s: %v", notify.MaxOverride, err)
+	}
 }
 
 func TestBlocksWrittenElsewhereAreSeenAfterRefresh(t *testing.T) {

@@ -24,6 +24,9 @@ type Record struct {
 	PolicyVersion      string
 	SafetyMargin       time.Duration
 	RequestFingerprint string
+	// Owner is the keyed fingerprint of the principal that admitted the record (see
+	// owner.go); empty on records admitted before owners were stored. Set at admission.
+	Owner string
 	// Sealed is the encrypted Secret; empty once SendingDone.
 	Sealed            []byte
 	DestinationFP     string
@@ -52,7 +55,12 @@ type Record struct {
 	RequeuedAt time.Time
 	// AttemptedAt is when the current attempt took its lease: reconciliation counts a
 	// provider's "not found" only once its visibility window has passed since then.
-	AttemptedAt    time.Time
+	AttemptedAt time.Time
+	// NotFoundAt is when a lookup first found nothing of the current attempt at a provider
+	// whose "not found" must be confirmed by a second lookup a visibility window later (its
+	// lookup is not documented as exact); zero otherwise. Inconclusive rounds keep it (the
+	// reconciler passes it on); every other transition clears it.
+	NotFoundAt     time.Time
 	ReconcileCount int
 	// NextActionAt is when the sweeper should look at the record again; zero once terminal.
 	NextActionAt time.Time
@@ -177,6 +185,9 @@ type Change struct {
 	NextActionAt time.Time
 	// RetryAt is, for a refusal (StateRefused), when the window that refused it ends.
 	RetryAt time.Time
+	// NotFoundAt is, for an inconclusive round (dispatch_unknown → dispatch_unknown), the
+	// record's NotFoundAt from then on.
+	NotFoundAt time.Time
 }
 
 // Apply returns the next version of r after ch at now, or an error wrapping
@@ -194,6 +205,7 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 	next.NextActionAt = ch.NextActionAt
 	next.Actor = ch.Actor
 	next.RequeuedAt = time.Time{}
+	next.NotFoundAt = time.Time{}
 	if ch.Provider != "" {
 		next.Provider = ch.Provider
 	}
@@ -209,6 +221,7 @@ func (r Record) Apply(ch Change, now time.Time) (Record, error) {
 		next.LeaseUntil, next.LeaseToken = time.Time{}, ""
 		if ch.Reason == ReasonReconcileInconclusive {
 			next.ReconcileCount = r.ReconcileCount + 1
+			next.NotFoundAt = ch.NotFoundAt
 		}
 	case StateRefused:
 		next.RetryAt = ch.RetryAt

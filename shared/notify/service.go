@@ -48,6 +48,12 @@ type Intake struct {
 	DecisionBound time.Duration
 	// Sleep, when set, replaces the timer a waiting duplicate sleeps on (tests).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Owners, when set, makes callers own their keys (see owner.go): admission stores the
+	// fingerprint of the caller (WithCaller) and only that caller reads, cancels, converts or
+	// repeats the record. Operator, a canonical principal (CanonicalPrincipal), may also read
+	// every record.
+	Owners   OwnerHasher
+	Operator string
 }
 
 // Submitted is the result of Submit.
@@ -98,6 +104,10 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	stored, created, err := in.Store.Admit(ctx, rec)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
+	}
+	if !created && !in.mayRepeat(ctx, stored) {
+		// Another caller's record: the same answer as a different request, and nothing of it.
+		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, ErrKeyReuse)
 	}
 	if !created && !in.Fingerprints.SameRequest(stored.RequestFingerprint, req.Canonical()) {
 		return Submitted{Record: stored, Replayed: true}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, ErrKeyReuse)
@@ -186,6 +196,10 @@ func (in *Intake) prepare(ctx context.Context, req Request, d Destination) (Reco
 	if err := in.checkCountry(d); err != nil {
 		return Record{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
+	owner, err := in.ownerOf(ctx)
+	if err != nil {
+		return Record{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
+	}
 	now := in.Clock.Now()
 	sealed, err := in.Sealer.Seal(ctx, req.IdempotencyKey, req.Secret())
 	if err != nil {
@@ -199,7 +213,7 @@ func (in *Intake) prepare(ctx context.Context, req Request, d Destination) (Reco
 		PrefixFP:           d.PrefixFP,
 		Country:            d.CountryCode,
 	}, now, in.Policy)
-	rec.Actor = in.actor(ctx)
+	rec.Actor, rec.Owner = in.actor(ctx), owner
 	if in.Guard != nil && rec.State == StateAccepted {
 		// An admission that is expired already sends nothing: it is not counted.
 		rec.DecideBy = now.Add(in.decisionBound())
@@ -246,12 +260,16 @@ func (in *Intake) actor(ctx context.Context) Actor {
 }
 
 // Status returns the stored record for key. It reads local state only and never causes work.
-// A key that cannot name a notification returns CheckKey's *ValidationError.
+// A key that cannot name a notification returns CheckKey's *ValidationError; a record the
+// caller may not read (mayRead) returns ErrNotFound, as an unknown key does.
 func (in *Intake) Status(ctx context.Context, key string) (Record, error) {
 	if err := CheckKey(key); err != nil {
 		return Record{}, err
 	}
 	rec, err := in.Store.Get(ctx, key)
+	if err == nil && !in.mayRead(ctx, rec) {
+		err = ErrNotFound
+	}
 	if err != nil {
 		return Record{}, fmt.Errorf("intake.status %s: %w", key, err)
 	}
@@ -264,13 +282,17 @@ const maxCancelTries = 5
 
 // Cancel moves the record for key to cancelled while it is accepted or retry_scheduled, and
 // returns the new record. Afterwards it returns ErrNotCancellable with the current record. A
-// key that cannot name a notification returns CheckKey's *ValidationError.
+// key that cannot name a notification returns CheckKey's *ValidationError; another caller's
+// record returns ErrNotFound, as an unknown key does.
 func (in *Intake) Cancel(ctx context.Context, key string) (Record, error) {
 	if err := CheckKey(key); err != nil {
 		return Record{}, err
 	}
 	for range maxCancelTries {
 		rec, err := in.Store.Get(ctx, key)
+		if err == nil && !in.owns(ctx, rec) {
+			err = ErrNotFound
+		}
 		if err != nil {
 			return Record{}, fmt.Errorf("intake.cancel %s: %w", key, err)
 		}

@@ -46,6 +46,9 @@ type Handler struct {
 	// signature covers. Either empty disables the Twilio webhook: every call is refused.
 	TwilioTokens      [][]byte
 	TwilioCallbackURL string
+	// SinchPreviousToken is, during a rotation of the callback token, the token being retired:
+	// the reports of batches dispatch sent with it are accepted too. Empty outside a rotation.
+	SinchPreviousToken []byte
 }
 
 // Handle is the function's one entry point for lambda.Start: it looks at the shape of the raw
@@ -149,15 +152,18 @@ func (h *Handler) HandleSimulatorWebhook(ctx context.Context, req events.APIGate
 // HandleSinchWebhook records one delivery report Sinch POSTed to the callback URL dispatch
 // gave it (ParseSinch: a recipient_delivery_report_sms, matched on provider sinch, the batch
 // ID and the attempt reference). The token is the callback URL's query parameter
-// config.SinchCallbackTokenQuery, compared in constant time: Sinch signs no SMS delivery
-// report. It answers as HandleSimulatorWebhook does; Sinch retries a callback answered 5xx or
-// 429 (for up to about 23 hours) and drops one answered any other 4xx, so only a store failure
-// asks it to come back. Neither the token nor the report's recipient is ever logged.
+// config.SinchCallbackTokenQuery, compared in constant time with the current token and, during
+// a rotation, the previous one (both, always): Sinch signs no SMS delivery report. It answers
+// as HandleSimulatorWebhook does; Sinch retries a callback answered 5xx or 429 (for up to about
+// 23 hours) and drops one answered any other 4xx, so only a store failure asks it to come
+// back. Neither the token nor the report's recipient is ever logged.
 func (h *Handler) HandleSinchWebhook(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	if req.RequestContext.HTTP.Method != http.MethodPost {
 		return respondStatus(http.StatusMethodNotAllowed, "method not allowed"), nil
 	}
-	if !tokenMatches(queryToken(req), h.SinchToken) {
+	got := queryToken(req)
+	current, previous := tokenMatches(got, h.SinchToken), tokenMatches(got, h.SinchPreviousToken)
+	if !current && !previous {
 		h.Recorder.log().WarnContext(ctx, "sinch webhook refused", "reason", "missing or wrong token",
 			"source_ip", req.RequestContext.HTTP.SourceIP)
 		return respondStatus(http.StatusUnauthorized, "unauthorized"), nil

@@ -151,15 +151,27 @@ func sinchRequest(body []byte, edit func(*events.APIGatewayV2HTTPRequest)) event
 	return req
 }
 
+// previousSinchToken is the callback token being retired in the rotation cases.
+const previousSinchToken = "retired-sinch-callback-token-0123"
+
+// withToken sets the callback token of a Sinch webhook request.
+func withToken(tok string) func(*events.APIGatewayV2HTTPRequest) {
+	return func(r *events.APIGatewayV2HTTPRequest) {
+		r.QueryStringParameters["token"], r.RawQueryString = tok, "token="+tok
+	}
+}
+
 func TestSinchWebhook(t *testing.T) {
 	failed := sinchReport(func(m map[string]any) { m["status"], m["code"] = "Failed", 402 })
 	sentSinch := []notify.Change{lease, acceptedSinch}
 	tests := []struct {
 		name string
 		// path moves the record for id before the call.
-		path       []notify.Change
-		req        events.APIGatewayV2HTTPRequest
-		noToken    bool
+		path    []notify.Change
+		req     events.APIGatewayV2HTTPRequest
+		noToken bool
+		// rotating sets the previous callback token, as during a rotation.
+		rotating   bool
 		storeErr   error
 		wantStatus int
 		wantBody   string
@@ -194,6 +206,16 @@ func TestSinchWebhook(t *testing.T) {
 				r.QueryStringParameters, r.RawQueryString = nil, ""
 				r.Headers[strings.ToLower(simapi.WebhookTokenHeader)] = sinchToken
 			}), wantStatus: 401, wantState: notify.StateSent},
+		// A rotation: the token being retired and the new one are both accepted, nothing else;
+		// once the rotation ends, the retired one is refused.
+		{name: "the previous token during a rotation", path: sentSinch, rotating: true,
+			req: sinchRequest(sinchReport(nil), withToken(previousSinchToken)), wantStatus: 200, wantState: notify.StateDelivered, wantStored: "delivered"},
+		{name: "the current token during a rotation", path: sentSinch, rotating: true,
+			req: sinchRequest(sinchReport(nil), nil), wantStatus: 200, wantState: notify.StateDelivered, wantStored: "delivered"},
+		{name: "a third token during a rotation", path: sentSinch, rotating: true,
+			req: sinchRequest(sinchReport(nil), withToken(sinchToken+"x")), wantStatus: 401, wantState: notify.StateSent},
+		{name: "the previous token after the rotation", path: sentSinch,
+			req: sinchRequest(sinchReport(nil), withToken(previousSinchToken)), wantStatus: 401, wantState: notify.StateSent},
 		{name: "webhook disabled", path: sentSinch, req: sinchRequest(sinchReport(nil), nil), noToken: true,
 			wantStatus: 401, wantState: notify.StateSent},
 		{name: "GET", path: sentSinch,
@@ -227,6 +249,9 @@ func TestSinchWebhook(t *testing.T) {
 			if tc.noToken {
 				h.SinchToken = nil
 			}
+			if tc.rotating {
+				h.SinchPreviousToken = []byte(previousSinchToken)
+			}
 			resp, err := h.Handle(context.Background(), mustJSON(t, tc.req))
 			if err != nil {
 				t.Fatalf("Handle returned an error: %v", err)
@@ -252,7 +277,8 @@ func TestSinchWebhook(t *testing.T) {
 			if status != tc.wantStored || (ok && stored.Provider != "sinch") {
 				t.Errorf("stored %+v (found %v), want a sinch receipt %q", stored, ok, tc.wantStored)
 			}
-			if out := f.out.String(); strings.Contains(out, destination) || strings.Contains(out, sinchToken) || strings.Contains(out, origination) {
+			if out := f.out.String(); strings.Contains(out, destination) || strings.Contains(out, sinchToken) || strings.Contains(out, origination) ||
+				strings.Contains(out, previousSinchToken) {
 				t.Errorf("logs hold the number or the token:\n%s", out)
 			}
 			if mismatch := strings.Contains(f.out.String(), `"Outcome":"mismatch"`); mismatch != strings.Contains(tc.wantBody, "mismatch") {

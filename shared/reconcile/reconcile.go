@@ -81,7 +81,9 @@ func (r *Reconciler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 //	                 MaxReconciles, after which the record waits for its deadline
 //
 // A lookup error counts as inconclusive. "Not found" is only trusted after the visibility
-// window (sms.Absent, given the attempt's end).
+// window (sms.Absent, given the attempt's end), and at a provider whose lookup is not
+// documented as exact (Sinch) only when a second lookup a visibility window after the first
+// finds nothing either (see unconfirmed).
 func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 	c := r.core()
 	rec, ok, err := c.Load(ctx, m)
@@ -120,6 +122,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, m notify.Message) error {
 		res = sms.Inconclusive("receipt_contradicts_not_found")
 	}
 	now = r.Clock.Now()
+	if res.Status == sms.LookupNotFound && !r.confirmed(rec, now) {
+		return r.unconfirmed(ctx, c, m, rec, now)
+	}
 	switch res.Reason() {
 	case notify.ReasonReconciledAccepted:
 		return r.accepted(ctx, c, rec, res, now)
@@ -251,6 +256,35 @@ func (r *Reconciler) accepted(ctx context.Context, c workercore.Core, rec notify
 	return err
 }
 
+// confirmed reports whether a "not found" of rec's current attempt at now is proof: always at a
+// provider whose lookup is exact, and at one whose lookup is not (LookupRoute.ConfirmNotFound)
+// only when an earlier lookup already found nothing a visibility window or more before now.
+func (r *Reconciler) confirmed(rec notify.Record, now time.Time) bool {
+	if lr, ok := r.lookupFor(rec); !ok || !lr.ConfirmNotFound {
+		return true
+	}
+	return !rec.NotFoundAt.IsZero() && !now.Before(rec.NotFoundAt.Add(r.Settings.Visibility))
+}
+
+// unconfirmed handles a "not found" that needs confirming: the first one is kept on the record
+// (NotFoundAt) by an inconclusive round due a visibility window later, when a second lookup may
+// confirm it; a later one that came too soon is an inconclusive round that keeps the first.
+// Either way nothing is authorised, and past the deadline the record expires as unresolved.
+func (r *Reconciler) unconfirmed(ctx context.Context, c workercore.Core, m notify.Message, rec notify.Record, now time.Time) error {
+	res := sms.Inconclusive("not_found_unconfirmed")
+	if !rec.NotFoundAt.IsZero() || !now.Before(rec.DispatchDeadline) {
+		return r.inconclusive(ctx, c, m, rec, res, now)
+	}
+	ch := notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonReconcileInconclusive,
+		NotFoundAt: now, NextActionAt: now.Add(r.Settings.Visibility)}
+	next, ok, err := c.Settle(ctx, rec, ch, now)
+	if !ok {
+		return err
+	}
+	c.ScheduleReconcile(ctx, next, next.NextActionAt.Sub(now))
+	return nil
+}
+
 func (r *Reconciler) notFound(ctx context.Context, c workercore.Core, rec notify.Record, now time.Time) error {
 	if c.TooLate(rec, now) {
 		// Proven not sent, and too late to send: stopped before dispatch.
@@ -288,7 +322,9 @@ func (r *Reconciler) inconclusive(ctx context.Context, c workercore.Core, m noti
 		return c.Expire(ctx, rec, notify.ReasonExpiredUnresolved, now)
 	}
 	round := rec.ReconcileCount + 1
-	ch := notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonReconcileInconclusive}
+	// A "not found" awaiting confirmation stays: a lookup that failed in between does not
+	// undo it.
+	ch := notify.Change{To: notify.StateDispatchUnknown, Reason: notify.ReasonReconcileInconclusive, NotFoundAt: rec.NotFoundAt}
 	if round >= r.Settings.MaxReconciles {
 		// Enough rounds: stop scheduling. Due at the deadline, the sweeper brings the record
 		// back for one last lookup, then it is settled or expired as unresolved.

@@ -254,3 +254,30 @@ func macOf(key, c []byte) []byte {
 	m.Write(c)
 	return m.Sum(nil)
 }
+
+// TestOwnerFingerprint: an owner fingerprint is 22 characters (16 bytes), the same for a
+// principal under one key, different under another key and for another principal, never the
+// principal's text, and apart from the request fingerprints made with the same key.
+func TestOwnerFingerprint(t *testing.T) {
+	const role = "arn:aws:iam::123456789012:role/shop-backend"
+	a, err := seal.NewRequestFingerprinter(fpKeyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := seal.NewRequestFingerprinter(fpKeyB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := a.OwnerFP(role)
+	if len(fp) != 22 || strings.Contains(fp, "shop") || fp != a.OwnerFP(role) {
+		t.Errorf("owner fingerprint %q: want 22 characters, stable, without the ARN", fp)
+	}
+	if fp == b.OwnerFP(role) || fp == a.OwnerFP("arn:aws:iam::123456789012:role/other-shop") {
+		t.Error("the owner fingerprint does not depend on the key and the principal")
+	}
+	m := hmac.New(sha256.New, fpKeyA)
+	m.Write([]byte(role))
+	if fp == base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:seal.OwnerFPSize]) {
+		t.Error("the owner fingerprint is the HMAC of the bare principal, as a request fingerprint would be: no domain separation")
+	}
+}

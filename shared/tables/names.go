@@ -55,6 +55,12 @@ const (
 	// keyed fingerprint of its prefix (never its digits) and its country. Set at admission.
 	AttrPrefixFP = "prefix_fp"
 	AttrCountry  = "country"
+	// AttrNotFoundAt is when a lookup first found nothing of the current attempt at a
+	// provider whose "not found" needs a second lookup a visibility window later.
+	AttrNotFoundAt = "not_found_at"
+	// AttrOwner is the keyed fingerprint of the principal that admitted the record (its
+	// owner); absent on records admitted before owners were stored.
+	AttrOwner = "owner"
 	// AttrConvertedAt is when the caller reported the code or link used.
 	AttrConvertedAt = "converted_at"
 	// AttrDecideBy is, on a record admitted with the abuse guard on, until when a duplicate

@@ -17,9 +17,13 @@ type Route struct {
 }
 
 // LookupRoute is one provider of the reconcile chain: its name and a lookup that cannot send.
+// ConfirmNotFound is set for a provider that does not document its lookup as exact (Sinch):
+// its "not found" proves nothing until a second lookup, a visibility window after the first,
+// finds nothing either.
 type LookupRoute struct {
-	Name   string
-	Lookup sms.LookupOnly
+	Name            string
+	Lookup          sms.LookupOnly
+	ConfirmNotFound bool
 }
 
 // failoverReasons are the reasons of a retry_scheduled record whose last attempt is proven not

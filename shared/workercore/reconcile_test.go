@@ -12,6 +12,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/reconcile"
 	"github.com/resetnotify/resetnotify/shared/sms"
+	"github.com/resetnotify/resetnotify/shared/workercore"
 	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
@@ -401,4 +402,73 @@ func TestReconcileByReceipt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNotFoundAtAnInexactLookupNeedsASecond: at a provider whose lookup is not documented as
+// exact (Sinch: LookupRoute.ConfirmNotFound), the first "not found" authorises nothing: the
+// record stays dispatch_unknown with the time of that answer, due a visibility window later.
+// Only a second "not found" then allows another attempt (and so a failover), or, past the
+// deadline, proves it was stopped before dispatch; a "found" settles it as sent. A single "not
+// found" past the deadline expires it as unresolved, never as proven unsent.
+func TestNotFoundAtAnInexactLookupNeedsASecond(t *testing.T) {
+	notFound := workercoretest.Answer{Result: sms.LookupResult{Status: sms.LookupNotFound}}
+	for _, tc := range []struct {
+		name   string
+		second workercoretest.Answer
+		late   bool // the deadline comes before the second lookup
+		want   state
+	}{
+		{"confirmed", notFound, false, state{notify.StateRetryScheduled, notify.ReasonReconciledNotFound}},
+		{"found by the second lookup", workercoretest.Answer{Result: sms.Found("pm-9", sms.ReceiptNone, time.Time{})}, false,
+			state{notify.StateSent, notify.ReasonReconciledAccepted}},
+		{"deadline before the second", notFound, true, state{notify.StateExpired, notify.ReasonExpiredBeforeDispatch}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.r.Chain = []workercore.LookupRoute{{Name: providerSim, Lookup: sms.OnlyLookup(f.lookup), ConfirmNotFound: true}}
+			req := request("k", 10*time.Minute)
+			rec := f.unknownRecord(t, req)
+			f.lookup.Answers = []workercoretest.Answer{notFound, tc.second}
+			first := f.clock.Now()
+			f.reconcile(t, notify.MessageOf(rec))
+			got := f.get(t, "k")
+			if diff := cmp.Diff(state{notify.StateDispatchUnknown, notify.ReasonReconcileInconclusive}, stateOf(got)); diff != "" {
+				t.Fatalf("after one not found (-want +got):\n%s", diff)
+			}
+			if !got.NotFoundAt.Equal(first) || !got.NextActionAt.Equal(first.Add(f.settings.Visibility)) {
+				t.Errorf("not_found_at %s next_action_at %s, want %s and a visibility window later", got.NotFoundAt, got.NextActionAt, first)
+			}
+			sched := f.sched.Take()
+			if len(sched) != 1 || sched[0].Queue != notify.ReconcileQueue || sched[0].Delay != f.settings.Visibility {
+				t.Fatalf("scheduled %+v, want one reconcile message a visibility window later", sched)
+			}
+			f.clock.Set(got.NextActionAt)
+			if tc.late {
+				f.clock.Set(deadlineOf(req).Add(time.Hour))
+			}
+			f.reconcile(t, sched[0].Message)
+			got = f.get(t, "k")
+			if diff := cmp.Diff(tc.want, stateOf(got)); diff != "" {
+				t.Errorf("after the second lookup (-want +got):\n%s", diff)
+			}
+			if n := len(f.lookup.Requests()); n != 2 {
+				t.Errorf("%d lookups, want 2", n)
+			}
+			if f.sender.Calls() != 1 {
+				t.Errorf("%d sends before the second lookup's answer was applied", f.sender.Calls())
+			}
+		})
+	}
+	t.Run("one not found past the deadline", func(t *testing.T) {
+		f := newFixture(t)
+		f.r.Chain = []workercore.LookupRoute{{Name: providerSim, Lookup: sms.OnlyLookup(f.lookup), ConfirmNotFound: true}}
+		req := request("k", 10*time.Minute)
+		rec := f.unknownRecord(t, req)
+		f.clock.Set(deadlineOf(req).Add(time.Hour))
+		f.lookup.Answers = []workercoretest.Answer{notFound}
+		f.reconcile(t, notify.MessageOf(rec))
+		if diff := cmp.Diff(state{notify.StateExpired, notify.ReasonExpiredUnresolved}, stateOf(f.get(t, "k"))); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
 }

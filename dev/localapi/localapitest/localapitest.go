@@ -40,7 +40,7 @@ func Server(t testing.TB, templatePath string, in *notify.Intake, log *slog.Logg
 }
 
 // FakeIntake returns an Intake on store and queue with the notifytest sealer and hasher, the
-// default policy, ULIDs, and clock (the wall clock when nil).
+// default policy, ULIDs, owned keys, and clock (the wall clock when nil).
 func FakeIntake(store notify.Store, queue notify.Queue, clock notify.Clock) *notify.Intake {
 	if clock == nil {
 		clock = notify.SystemClock{}
@@ -48,6 +48,8 @@ func FakeIntake(store notify.Store, queue notify.Queue, clock notify.Clock) *not
 	in := &notify.Intake{
 		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: queue,
 		Clock: clock, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
+		// Callers own their keys, as deployed; the local gateway names the caller.
+		Owners: notifytest.Sealer{},
 	}
 	if fake, ok := clock.(*notifytest.Clock); ok {
 		// A duplicate waiting for a guarded admission's decision moves the fake clock instead.

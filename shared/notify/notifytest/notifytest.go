@@ -250,6 +250,7 @@ type Sealer struct{}
 
 var (
 	_ notify.Sealer            = Sealer{}
+	_ notify.OwnerHasher       = Sealer{}
 	_ notify.Opener            = Sealer{}
 	_ notify.DestinationHasher = Sealer{}
 	_ notify.RequestHasher     = Sealer{}
@@ -294,6 +295,12 @@ func (Sealer) RequestFP(canonical []byte) string {
 // SameRequest reports whether stored is RequestFP(canonical).
 func (s Sealer) SameRequest(stored string, canonical []byte) bool {
 	return stored == s.RequestFP(canonical)
+}
+
+// OwnerFP returns a test owner fingerprint of principal.
+func (Sealer) OwnerFP(principal string) string {
+	sum := sha256.Sum256([]byte("test-owner:" + principal))
+	return hex.EncodeToString(sum[:8])
 }
 
 // IDs returns a generator of predictable notification IDs: prefix-0001, prefix-0002, ...

@@ -78,10 +78,13 @@ func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify
 		Sealer:       seal.New(keys),
 		Hasher:       hasher,
 		Fingerprints: fingerprints,
-		Queue:        sqsqueue.New(awsclient.SQS(awsCfg, ""), cfg.DispatchQueueURL, ""),
-		Clock:        notify.SystemClock{},
-		Policy:       cfg.Policy,
-		NewID:        func() string { return ulid.Make().String() },
+		// Callers own their keys: the owner's fingerprint is keyed like the request's.
+		Owners:   fingerprints,
+		Operator: cfg.OperatorPrincipal,
+		Queue:    sqsqueue.New(awsclient.SQS(awsCfg, ""), cfg.DispatchQueueURL, ""),
+		Clock:    notify.SystemClock{},
+		Policy:   cfg.Policy,
+		NewID:    func() string { return ulid.Make().String() },
 		// The same renderer and budget as dispatch: refuse at once what could never be sent.
 		Messages: render.New(cfg.Worker.MaxSegments),
 		Actor:    invocation.For("intake"),

@@ -17,6 +17,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/config"
@@ -62,6 +63,34 @@ func TestBuildRefusesUnknownCountries(t *testing.T) {
 		if !ok && (err == nil || !strings.Contains(err.Error(), config.EnvAllowedCountries)) {
 			t.Errorf("%s: error %v does not name %s", list, err, config.EnvAllowedCountries)
 		}
+	}
+}
+
+// TestServiceOwnsKeys: the wired intake makes callers own their keys, with the operator that
+// OPERATOR_PRINCIPAL_ARN names (a session's role, in canonical form); a value that names no
+// principal stops the start, naming the variable.
+func TestServiceOwnsKeys(t *testing.T) {
+	env := map[string]string{
+		config.EnvNotificationsTable: "n", config.EnvDispatchQueueURL: "http://127.0.0.1:1/q",
+		config.EnvSealLocalKey:      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		config.EnvDestinationPepper: "wiring-test-pepper-0123", config.EnvFingerprintKey: "wiring-test-fingerprint-key-0123456789",
+		config.EnvOperatorPrincipalARN: "arn:aws:iam::123456789012:role/ops/support",
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := intakewire.Service(t.Context(), cfg, aws.Config{Region: "eu-west-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Owners == nil || in.Operator != "arn:aws:iam::123456789012:role/support" {
+		t.Errorf("owners %v, operator %q: want owned keys and the support role", in.Owners, in.Operator)
+	}
+	env[config.EnvOperatorPrincipalARN] = "support"
+	if _, err := wire.Build(t.Context(), intakewire.Function, func(k string) string { return env[k] }, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), config.EnvOperatorPrincipalARN) {
+		t.Errorf("an operator that is no ARN: %v, want an error naming %s", err, config.EnvOperatorPrincipalARN)
 	}
 }
 
@@ -119,6 +148,10 @@ func TestWiring(t *testing.T) {
 	if fp, _ := item.Item[tables.AttrRequestFingerprint].(*ddbtypes.AttributeValueMemberS); fp == nil || !strings.HasPrefix(fp.Value, seal.RequestFPPrefix) {
 		t.Errorf("stored fingerprint %v is not keyed", item.Item[tables.AttrRequestFingerprint])
 	}
+	// The owner is a keyed fingerprint of the caller's role, 22 characters, never its ARN.
+	if own, _ := item.Item[tables.AttrOwner].(*ddbtypes.AttributeValueMemberS); own == nil || len(own.Value) != 22 || strings.Contains(own.Value, "arn:") {
+		t.Errorf("stored owner %v, want a 22-character fingerprint", item.Item[tables.AttrOwner])
+	}
 	for _, secret := range []string{wiringNumber, wiringNumber[1:], "18765550100", "K7Q2M9", "wiring-test-pepper", "MDEyMzQ1", "wiring-test-fingerprint-key"} {
 		if strings.Contains(out.String(), secret) {
 			t.Errorf("function output holds %q:\n%s", secret, out.String())
@@ -157,7 +190,7 @@ func submitEvent(t *testing.T, key, to string) events.APIGatewayV2HTTPRequest {
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
 		Body:    string(body),
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: "wiring-req-1", RouteKey: intake.RouteSubmit, Stage: "$default",
+			RequestID: "wiring-req-1", RouteKey: intake.RouteSubmit, Authorizer: localapi.Caller(localapi.LocalCallerRole), Stage: "$default",
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: intake.CollectionPath},
 		},
 	}

@@ -65,6 +65,8 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 		SinchToken:        rcfg.SinchToken,
 		TwilioTokens:      rcfg.TwilioTokens,
 		TwilioCallbackURL: rcfg.TwilioCallbackURL,
+		// During a rotation of the Sinch callback token, the one being retired.
+		SinchPreviousToken: rcfg.SinchPreviousToken,
 	}, nil
 }
 
@@ -74,7 +76,7 @@ func readTokens(ctx context.Context, api secretparam.API, rcfg *config.Receipts)
 	for _, t := range []struct {
 		token *[]byte
 		param string
-	}{{&rcfg.WebhookToken, rcfg.WebhookTokenParam}, {&rcfg.SinchToken, rcfg.SinchTokenParam}} {
+	}{{&rcfg.WebhookToken, rcfg.WebhookTokenParam}, {&rcfg.SinchToken, rcfg.SinchTokenParam}, {&rcfg.SinchPreviousToken, rcfg.SinchPreviousTokenParam}} {
 		v, err := secretparam.Resolve(ctx, api, *t.token, t.param, config.MinWebhookTokenLen)
 		switch {
 		case errors.Is(err, secretparam.ErrUnset):

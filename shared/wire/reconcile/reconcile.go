@@ -57,14 +57,22 @@ func Build(ctx context.Context, w workercorewire.Wiring) (*reconcile.Reconciler,
 	if err != nil {
 		return nil, fmt.Errorf("wire.reconcile: %w", err)
 	}
-	chain := make([]workercore.LookupRoute, len(provs))
-	for i, pr := range provs {
-		chain[i] = workercore.LookupRoute{Name: pr.Name, Lookup: pr.Lookup}
-	}
+	chain := lookupRoutes(provs)
 	return &reconcile.Reconciler{
 		Store: p.Store, Lookup: provs[0].Lookup, Receipts: w.Receipts, Provider: provs[0].Name, Chain: chain,
 		Base: workercore.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
+}
+
+// lookupRoutes returns the reconcile chain of provs: each provider's lookup only. Sinch does
+// not document its lookup as exact, so a "not found" there needs a second one a visibility
+// window later (workercore.LookupRoute.ConfirmNotFound).
+func lookupRoutes(provs []provider.Provider) []workercore.LookupRoute {
+	chain := make([]workercore.LookupRoute, len(provs))
+	for i, pr := range provs {
+		chain[i] = workercore.LookupRoute{Name: pr.Name, Lookup: pr.Lookup, ConfirmNotFound: pr.Name == config.SMSSinch}
+	}
+	return chain
 }
 
 // ReceiptReader returns the receipts table (RECEIPTS_TABLE, read through env) as an

@@ -109,7 +109,7 @@ func deployedIntake(ctx context.Context, awsCfg aws.Config, names intakeTables, 
 // standing in for the provider with its lookup window visibility.
 func (p *pipeline) workerWiringFor(id string, simURL string, visibility time.Duration, sealKey []byte, need config.Need) (workercorewire.Wiring, error) {
 	env, err := templateEnv(id, map[string]string{
-		config.EnvNotificationsTable: p.table, config.EnvConversionTable: p.conversions,
+		config.EnvNotificationsTable: p.table, config.EnvConversionTable: p.conversions, config.EnvGuardTable: p.guard,
 		config.EnvDispatchQueueURL: p.dispatchURL, config.EnvReconcileQueueURL: p.reconcileURL,
 		config.EnvSealLocalKey: base64.StdEncoding.EncodeToString(sealKey),
 		config.EnvSMSProviders: config.SMSSimulator, config.EnvSMSSimulatorURL: simURL,

@@ -114,14 +114,15 @@ func newFloor(ctx context.Context, endpoint string, batches int) (_ *floor, drop
 	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
 	f := &floor{db: awsclient.DynamoDB(plain, endpoint), counter: awscount.NewCounter(), batches: batches}
 	name, names := benchNames("bench-floor")
-	names.Conversions = name + "-conversion"
+	names.Conversions, names.Guard = name+"-conversion", name+"-guard"
 	f.table = names.Notifications
-	if drop, err = createTables(ctx, f.db, names); err != nil {
+	dropAll, err := createTables(ctx, f.db, names)
+	if err != nil {
 		return nil, nil, err
 	}
 	defer func() {
 		if err != nil {
-			drop()
+			dropAll()
 		}
 	}()
 	key := randomKey()
@@ -138,7 +139,7 @@ func newFloor(ctx context.Context, endpoint string, batches int) (_ *floor, drop
 	}
 	f.window = f.d.Conversions.Policy.Window
 	f.conv = convstore.New(f.counted, names.Conversions, f.window)
-	return f, drop, nil
+	return f, dropAll, nil
 }
 
 // floorDispatcher is the dispatch handler the floor benchmark measures: the dispatch function's
@@ -146,7 +147,7 @@ func newFloor(ctx context.Context, endpoint string, batches int) (_ *floor, drop
 // a provider that accepts at once and an in-memory queue in place of the simulator and SQS.
 func floorDispatcher(ctx context.Context, awsCfg aws.Config, endpoint string, names tables.Names, sealKey []byte) (*dispatch.Dispatcher, error) {
 	env, err := templateEnv("DispatchFunction", map[string]string{
-		config.EnvNotificationsTable: names.Notifications, config.EnvConversionTable: names.Conversions,
+		config.EnvNotificationsTable: names.Notifications, config.EnvConversionTable: names.Conversions, config.EnvGuardTable: names.Guard,
 		config.EnvDispatchQueueURL: "http://127.0.0.1:1/000000000000/dispatch", config.EnvReconcileQueueURL: "http://127.0.0.1:1/000000000000/reconcile",
 		config.EnvSealLocalKey: base64.StdEncoding.EncodeToString(sealKey),
 		config.EnvSMSProviders: config.SMSSimulator, config.EnvSMSSimulatorURL: "http://127.0.0.1:1",

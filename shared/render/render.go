@@ -87,12 +87,7 @@ func (r *Renderer) Render(purpose, locale string, params map[string]string) (Mes
 		return Message{}, err
 	}
 	loc := ResolveLocale(locale)
-	tmpl := templates[loc][name]
-	var b strings.Builder
-	if err := tmpl.Execute(&b, data); err != nil {
-		return Message{}, fmt.Errorf("render %s %s: %w", name, loc, err)
-	}
-	m := Message{Body: b.String(), Locale: loc, Template: name}
+	m := Message{Body: templates[loc][name].fill(data), Locale: loc, Template: name}
 	m.Count = Segments(m.Body)
 	if m.Segments > r.Budget() {
 		return Message{}, fmt.Errorf("render %s %s: %s %d units in %d segments, budget %d: %w",

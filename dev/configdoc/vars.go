@@ -74,6 +74,7 @@ var vars = []Var{
 	{config.EnvGuardPrefixPerMinute, intakeOnly, "20", "distinct destinations a prefix may admit per UTC minute (0: off)"},
 	{config.EnvGuardDecisionMS, intakeOnly, "500", "how long, in ms, the request that created a record may still refuse it, and its duplicates wait at most for that decision"},
 	{config.EnvAllowedCountries, intakeOnly, "", "ISO 3166-1 alpha-2 countries intake accepts, e.g. `US,CA,GB`; a number is in the country its digits belong to (+1 876 is JM); unset allows every number (template: `US,CA`)"},
+	{config.EnvAllowedNumberTypes, intakeOnly, "MOBILE,FIXED_LINE_OR_MOBILE", "number types intake accepts, as the phone-number metadata names them: `MOBILE`, `FIXED_LINE_OR_MOBILE`, `FIXED_LINE`, `VOIP`, `TOLL_FREE`, `PREMIUM_RATE`, `SHARED_COST`, `PERSONAL_NUMBER`, `PAGER`, `UAN`, `VOICEMAIL`; others, and numbers not valid in their country, get 422 `destination-not-allowed`"},
 	{config.EnvSMSProviders, feedbackUsers, "", "the ordered provider chain, e.g. `endusersms,sinch`: `simulator`, `simulator2`, `endusersms`, `sinch`; the first is tried first (intake: whom to report conversions to)"},
 	{config.EnvSMSProvider, feedbackUsers, "", "the single provider of earlier versions, read as a chain of one when `SMS_PROVIDERS` is unset"},
 	{config.EnvSMSTimeout, workers, config.DefaultSMSTimeout.String(), "bound on one provider call, a Go duration such as `5s` or `800ms`"},

@@ -119,6 +119,8 @@ func TestDestinationRefusals(t *testing.T) {
 		{"fixed line", notifytest.Regions{"+1": "US", "+44": "GB:FIXED_LINE"}, intake.DestinationNumberType, notify.RefusedNumberType},
 		{"not valid in its country", notifytest.Regions{"+1": "US", "+44": "GB:UNKNOWN"}, intake.DestinationInvalidNumber, notify.RefusedInvalidNumber},
 		{"in no country", notifytest.Regions{"+1": "US", "+49": "GB"}, intake.DestinationInvalidNumber, notify.RefusedInvalidNumber},
+		// What the number is comes before where it is.
+		{"premium rate outside the allowed countries", notifytest.Regions{"+1": "US", "+44": "GB:PREMIUM_RATE"}, intake.DestinationNumberType, notify.RefusedNumberType},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestDestinationRefusals(t *testing.T) {
 			guard := &notifytest.Guard{}
 			f.intake.Guard = guard
 			allowed := []string{"GB"}
-			if tc.refusal == notify.RefusedCountry {
+			if tc.refusal == notify.RefusedCountry || strings.Contains(tc.name, "outside") {
 				allowed = []string{"US"}
 			}
 			f.intake.Countries = tc.regions.Countries(allowed...)

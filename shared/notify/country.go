@@ -135,9 +135,10 @@ func (c Countries) Allows(country string) bool {
 }
 
 // checkCountry refuses req when its number is in no country or not valid in its own
-// (RefusedInvalidNumber), when its country is not on the allow-list (RefusedCountry), or when
-// its type is not allowed (RefusedNumberType). An empty list refuses no country; Countries
-// without Regions (the zero value) refuse nothing.
+// (RefusedInvalidNumber), when its type is not allowed (RefusedNumberType), or when its
+// country is not on the allow-list (RefusedCountry), in that order: what the number is comes
+// before where it is, so a premium-rate number is refused as such in every country. An empty
+// list refuses no country; Countries without Regions (the zero value) refuse nothing.
 func (in *Intake) checkCountry(req Request) error {
 	if in.Countries.regions == nil {
 		return nil
@@ -145,14 +146,12 @@ func (in *Intake) checkCountry(req Request) error {
 	country, kind := in.Countries.place(req.To)
 	reason := RefusalReason("")
 	switch {
-	case country == UnknownCountry:
-		reason = RefusedInvalidNumber
-	case !in.Countries.Allows(country):
-		reason = RefusedCountry
-	case kind == NumberUnknown:
+	case country == UnknownCountry || kind == NumberUnknown:
 		reason = RefusedInvalidNumber
 	case !slices.Contains(in.Countries.types, kind):
 		reason = RefusedNumberType
+	case !in.Countries.Allows(country):
+		reason = RefusedCountry
 	default:
 		return nil
 	}

@@ -127,3 +127,30 @@ func TestSupportedIsTheLibrarys(t *testing.T) {
 		t.Errorf("All() = %d regions, the library %d", len(got), len(want))
 	}
 }
+
+// TestPrepareCompilesAtOnce: Prepare parses and compiles the countries it is given, so that
+// their first number finds them ready, and leaves the others for their first use.
+func TestPrepareCompilesAtOnce(t *testing.T) {
+	compiled := func(region string) bool {
+		i, ok := territoryIndex(region)
+		if !ok {
+			t.Fatalf("no %s", region)
+		}
+		parsedOnce.Do(func() {
+			parsedTerritories = make([]lazy, len(territories))
+			parsedNonGeo = make([]lazy, len(nonGeographic))
+		})
+		return parsedTerritories[i].t.descs[descGeneral].re != nil
+	}
+	// Other tests of the package place numbers everywhere: forget FO and GL (no test of this
+	// package runs in parallel).
+	for _, r := range []string{"FO", "GL"} {
+		compiled(r)
+		i, _ := territoryIndex(r)
+		parsedTerritories[i] = lazy{}
+	}
+	Regions{}.Prepare([]string{"FO"})
+	if !compiled("FO") || compiled("GL") {
+		t.Errorf("after Prepare(FO): FO compiled %v, GL compiled %v; want true, false", compiled("FO"), compiled("GL"))
+	}
+}

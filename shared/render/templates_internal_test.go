@@ -2,19 +2,16 @@ package render
 
 import "testing"
 
-// TestParseTakesExactlyOnePlaceholder: a source with no placeholder, an unknown one or two is
+// TestFillTakesExactlyOnePlaceholder: a text with no placeholder, an unknown one or two is
 // refused, so a template cannot silently drop or repeat its value.
-func TestParseTakesExactlyOnePlaceholder(t *testing.T) {
-	for _, src := range []string{"no placeholder", "{{.Token}} unknown", "{{.Code}} and {{.Code}}", "{{.URL}} {{.Code}}"} {
-		if _, err := parse(src); err == nil {
-			t.Errorf("parse(%q) accepted it", src)
+func TestFillTakesExactlyOnePlaceholder(t *testing.T) {
+	v := values{Code: "X1", URL: "u"}
+	for _, text := range []string{"no placeholder", "{{.Token}} unknown", "{{.Code}} and {{.Code}}", "{{.URL}} {{.Code}}", "{{.Code"} {
+		if got, err := fill(text, v); err == nil {
+			t.Errorf("fill(%q) = %q, want an error", text, got)
 		}
 	}
-	tm, err := parse("Code {{.Code}}.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := tm.fill(values{Code: "X1", URL: "u"}); got != "Code X1." {
-		t.Errorf("fill = %q", got)
+	if got, err := fill("Code {{.Code}}.", v); err != nil || got != "Code X1." {
+		t.Errorf("fill = %q, %v", got, err)
 	}
 }

@@ -95,9 +95,13 @@ func TestSharedHoldsOnlyLinkedCode(t *testing.T) {
 func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 	smsAdapters := []string{"shared/sms/provider", "shared/sms/endusersms", "shared/sms/sinch", "shared/sms/simclient"}
 	// The phone-number metadata (shared/phoneregion) costs every function that links it
-	// megabytes and milliseconds of init: only intake, which places numbers, may.
-	phoneMetadata := []string{"shared/phoneregion", "github.com/nyaruka/phonenumbers"}
+	// 100 KB and the compiling of its patterns: only intake, which places numbers, may.
+	phoneMetadata := []string{"shared/phoneregion"}
 	intakeOnly := append([]string{"shared/intake", "shared/seal", "shared/render", "shared/guardstore"}, phoneMetadata...)
+	// The phone-number library itself parses every region's metadata at init (25 ms, 2.5 MB)
+	// and brings protobuf: no function links it (shared/phoneregion holds its patterns,
+	// written out by dev/phonemeta).
+	neverLinked := []string{"github.com/nyaruka/phonenumbers", "google.golang.org/protobuf/proto"}
 	tests := []struct {
 		function     string
 		links, never []string
@@ -123,7 +127,7 @@ func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 					t.Errorf("functions/%s does not link %s", tc.function, pkg)
 				}
 			}
-			for _, pkg := range tc.never {
+			for _, pkg := range append(slices.Clone(tc.never), neverLinked...) {
 				if deps[pkg] {
 					t.Errorf("functions/%s links %s, which it never uses", tc.function, pkg)
 				}
@@ -468,4 +472,15 @@ func (g *linkedGraph) reached() map[types.Object]bool {
 		work = append(work, g.methods[o]...)
 	}
 	return seen
+}
+
+// TestFunctionsLinkNoTextTemplate: no function, built as deployed (-tags lambda.norpc), links
+// text/template, whose use of reflect's MethodByName makes the linker keep every exported
+// method of every linked type: it doubled dispatch's bootstrap (shared/render fills its one
+// placeholder itself).
+func TestFunctionsLinkNoTextTemplate(t *testing.T) {
+	deps := goList(t, "-tags", "lambda.norpc", "-deps", "./functions/...")
+	if slices.Contains(deps, "text/template") {
+		t.Error("a function built with -tags lambda.norpc links text/template")
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -295,7 +296,7 @@ func (p *pipeline) dispatchTimed(ctx context.Context, n int, log io.Writer, lc *
 // in sequence order per shard, as the event source mapping would deliver them.
 func (p *pipeline) readStream(ctx context.Context, endpoint string, want int) ([]events.DynamoDBEventRecord, error) {
 	plain := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
-	streams := awsclient.Streams(plain, endpoint)
+	streams := streamsclient.New(plain, endpoint)
 	desc, err := p.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(p.table)})
 	if err != nil {
 		return nil, err

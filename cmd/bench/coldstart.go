@@ -45,7 +45,7 @@ func coldStartBench(ctx context.Context, runs int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "coldstart_measured_against=go build -trimpath -ldflags=-s -w -tags lambda.norpc, linux; init = process start to first GET .../invocation/next on a local Runtime API, %s, median of %d, no network\n", runtime.GOARCH, runs)
+	fmt.Fprintf(out, "coldstart_measured_against=go build -trimpath -ldflags=-s -w -tags lambda.norpc, linux (the Makefile's go_build_lambda); bootstrap_bytes_<function> = the arm64 build, as deployed (_amd64: the x86_64 build); init = process start to first GET .../invocation/next on a local Runtime API, of the %s build on this machine (not the arm64 build, which this machine cannot run natively), median of %d, no network\n", runtime.GOARCH, runs)
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		key := metricName(name)

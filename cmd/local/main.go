@@ -59,6 +59,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/auditreplay"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -309,7 +310,7 @@ func runSources(ctx context.Context, l local, st settings, fns functions, log *s
 	}
 	db := awsclient.DynamoDB(l.awsCfg, "")
 	go func() {
-		errs <- pollStream(ctx, awsclient.Streams(l.awsCfg, ""), db, notificationsTable, st.audit, fns.audit, onFailure, log)
+		errs <- pollStream(ctx, streamsclient.New(l.awsCfg, ""), db, notificationsTable, st.audit, fns.audit, onFailure, log)
 	}()
 	go func() { errs <- pumpQueue(ctx, sqsClient, l.queues.AuditFailure, st.auditReplay, fns.auditReplay, log) }()
 	go func() { errs <- pumpQueue(ctx, sqsClient, l.queues.Dispatch, st.dispatch, fns.dispatch, log) }()

@@ -77,6 +77,7 @@ var vars = []Var{
 	{config.EnvGuardPrefixPerMinute, guardUsers, "20", "distinct destinations a prefix may admit per UTC minute (0: off)"},
 	{config.EnvGuardDecisionMS, intakeOnly, "500", "how long, in ms, a duplicate waits for the creator's decision (plus a 250 ms clock-skew margin) before it counts the record in the creator's place"},
 	{config.EnvAllowedCountries, intakeOnly, "", "ISO 3166-1 alpha-2 countries intake accepts, e.g. `US,CA,GB`; a number is in the country its digits belong to (+1 876 is JM); required: `off` allows every country, explicitly (template: `US,CA`)"},
+	{config.EnvAllowedNumberTypes, intakeOnly, "MOBILE,FIXED_LINE_OR_MOBILE", "number types intake accepts, as the phone-number metadata names them: `MOBILE`, `FIXED_LINE_OR_MOBILE`, `FIXED_LINE`, `VOIP`, `TOLL_FREE`, `PREMIUM_RATE`, `SHARED_COST`, `PERSONAL_NUMBER`, `PAGER`, `UAN`, `VOICEMAIL`; others, and numbers not valid in their country, get 422 `destination-not-allowed`"},
 	{config.EnvSMSProviders, feedbackUsers, "", "the ordered provider chain, e.g. `endusersms,sinch`: `simulator`, `simulator2`, `endusersms`, `sinch`, `twilio`; the first is tried first (intake: whom to report conversions to)"},
 	{config.EnvSMSProvider, feedbackUsers, "", "the single provider of earlier versions, read as a chain of one when `SMS_PROVIDERS` is unset"},
 	{config.EnvSMSTimeout, workers, config.DefaultSMSTimeout.String(), "bound on one provider call, a Go duration such as `5s` or `800ms`"},

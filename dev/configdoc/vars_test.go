@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func TestVarsDefaultsAreTheDefaults(t *testing.T) {
 		config.EnvGuardPerDay:                strconv.Itoa(g.PerDay),
 		config.EnvGuardPrefixDigits:          strconv.Itoa(g.PrefixDigits),
 		config.EnvGuardPrefixPerMinute:       strconv.Itoa(g.PrefixPerMinute),
+		config.EnvAllowedNumberTypes:         numberTypes(notify.DefaultNumberTypes),
 		config.EnvReceiptRetentionDays:       strconv.Itoa(int(config.DefaultReceiptRetention / (24 * time.Hour))),
 		config.EnvAuditRetentionDays:         strconv.Itoa(int(config.DefaultAuditRetention / (24 * time.Hour))),
 		config.EnvAuditDigestPeriodMinutes:   strconv.Itoa(int(config.DefaultDigestPeriod / time.Minute)),
@@ -81,4 +83,13 @@ func TestVarsDefaultsAreTheDefaults(t *testing.T) {
 			t.Errorf("Vars says %s defaults to %q, it is %q", v.Name, v.Default, w)
 		}
 	}
+}
+
+// numberTypes joins types as ALLOWED_NUMBER_TYPES lists them.
+func numberTypes(types []notify.NumberType) string {
+	s := make([]string, len(types))
+	for i, t := range types {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ",")
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
 )
 
 // probeTimeout bounds the request that checks an endpoint answers.
@@ -51,7 +52,7 @@ func DynamoDB(t testing.TB) *dynamodb.Client {
 // RESETNOTIFY_DYNAMODB_ENDPOINT, skipping or failing t as the package documentation describes.
 func Streams(t testing.TB) *dynamodbstreams.Client {
 	t.Helper()
-	client := awsclient.Streams(Config(), endpoint(t, emulator.EnvDynamoDBEndpoint))
+	client := streamsclient.New(Config(), endpoint(t, emulator.EnvDynamoDBEndpoint))
 	probe(t, "DynamoDB Streams", func(ctx context.Context) error {
 		_, err := client.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{Limit: aws.Int32(1)})
 		return err

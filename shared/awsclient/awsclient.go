@@ -1,4 +1,5 @@
-// Package awsclient builds the project's AWS service clients from an aws.Config, so that a
+// Package awsclient builds the project's AWS service clients from an aws.Config (the DynamoDB
+// Streams client is in streamsclient, linked only by what reads a stream), so that a
 // function in AWS, a test against the local emulators and the local stack driver all get the
 // same client settings.
 //
@@ -14,7 +15,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -29,16 +29,6 @@ func DynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
 		}
 		if o.BaseEndpoint != nil && IsLocalEndpoint(*o.BaseEndpoint) {
 			o.DisableValidateResponseChecksum = true
-		}
-	})
-}
-
-// Streams returns a DynamoDB Streams client for cfg. A non-empty endpoint overrides the
-// endpoint the SDK would resolve; DynamoDB Local serves streams on its DynamoDB endpoint.
-func Streams(cfg aws.Config, endpoint string) *dynamodbstreams.Client {
-	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
 )
 
 func TestIsLocalEndpoint(t *testing.T) {
@@ -79,7 +80,7 @@ func TestEndpointFromEnvironment(t *testing.T) {
 	if got := aws.ToString(ddb.BaseEndpoint); got != "http://127.0.0.1:8001" || !ddb.DisableValidateResponseChecksum {
 		t.Errorf("DynamoDB BaseEndpoint = %q, checksum validation disabled = %v", got, ddb.DisableValidateResponseChecksum)
 	}
-	if got := aws.ToString(awsclient.Streams(cfg, "").Options().BaseEndpoint); got != "http://127.0.0.1:8002" {
+	if got := aws.ToString(streamsclient.New(cfg, "").Options().BaseEndpoint); got != "http://127.0.0.1:8002" {
 		t.Errorf("Streams BaseEndpoint = %q", got)
 	}
 	if got := aws.ToString(awsclient.SQS(cfg, "").Options().BaseEndpoint); got != "http://127.0.0.1:8003" {

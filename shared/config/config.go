@@ -62,6 +62,9 @@ const (
 	EnvGuardPrefixPerMinute = "GUARD_PREFIX_PER_MINUTE"
 	EnvGuardDecisionMS      = "GUARD_DECISION_MS"
 	EnvAllowedCountries     = "ALLOWED_COUNTRIES"
+	// EnvAllowedNumberTypes lists the number types intake admits (notify.NumberTypes'
+	// names); unset, notify.DefaultNumberTypes.
+	EnvAllowedNumberTypes = "ALLOWED_NUMBER_TYPES"
 )
 
 // SealLocalKeyLen is the length in bytes of SEAL_LOCAL_KEY once base64-decoded (AES-256).
@@ -176,6 +179,10 @@ type Config struct {
 	// intake function checks each against its phone-number metadata when it starts
 	// (notify.NewCountries), so that no other function links that metadata.
 	AllowedCountries []string
+	// AllowedNumberTypes is ALLOWED_NUMBER_TYPES, comma-separated number types such as
+	// "MOBILE,FIXED_LINE_OR_MOBILE" (notify.NumberTypes), upper-cased; unset,
+	// notify.DefaultNumberTypes.
+	AllowedNumberTypes []notify.NumberType
 	// Conversion holds the conversion guard's settings (intake and dispatch).
 	Conversion Conversion
 	// OperatorPrincipal is OPERATOR_PRINCIPAL_ARN in canonical form: the principal that may
@@ -208,6 +215,7 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 	r.keysDiffer(c)
 	c.Worker = r.worker()
 	c.GuardTable, c.Guard, c.AllowedCountries = r.guard()
+	c.AllowedNumberTypes = r.numberTypes()
 	c.Conversion = r.conversion()
 	c.OperatorPrincipal = r.operator()
 	c.GuardDecision = notify.DefaultDecisionBound
@@ -430,6 +438,27 @@ func (r *reader) countries() []string {
 			return nil
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// numberTypes reads ALLOWED_NUMBER_TYPES: comma-separated number types, any case, each once;
+// unset gives notify.DefaultNumberTypes.
+func (r *reader) numberTypes() []notify.NumberType {
+	var out []notify.NumberType
+	for _, t := range strings.Split(r.get(EnvAllowedNumberTypes), ",") {
+		kind := notify.NumberType(strings.ToUpper(strings.TrimSpace(t)))
+		if kind == "" {
+			continue
+		}
+		if !slices.Contains(notify.NumberTypes, kind) || slices.Contains(out, kind) {
+			r.problem(EnvAllowedNumberTypes, "must list number types, each once, such as MOBILE,FIXED_LINE_OR_MOBILE")
+			return nil
+		}
+		out = append(out, kind)
+	}
+	if len(out) == 0 {
+		return slices.Clone(notify.DefaultNumberTypes)
 	}
 	return out
 }

@@ -51,6 +51,7 @@ func TestLoadDefaults(t *testing.T) {
 		Guard:              notify.DefaultGuardLimits(),
 		Conversion:         config.Conversion{Policy: notify.DefaultConversionPolicy()},
 		GuardDecision:      notify.DefaultDecisionBound,
+		AllowedNumberTypes: notify.DefaultNumberTypes,
 		LogLevel:           slog.LevelInfo,
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -79,6 +80,7 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvGuardPrefixPerMinute: "40",
 		config.EnvGuardDecisionMS:      "250",
 		config.EnvAllowedCountries:     " us, CA,gb ",
+		config.EnvAllowedNumberTypes:   " mobile,FIXED_LINE ",
 		config.EnvAuditRetentionDays:   "30",
 
 		config.EnvConversionTable:             "c",
@@ -102,8 +104,9 @@ func TestLoadEverything(t *testing.T) {
 		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
 		FingerprintKeyParam: "/resetnotify/request-fingerprint-key",
 		GuardTable:          "g", Guard: notify.GuardLimits{PerHour: 3, PerDay: 0, PrefixDigits: 7, PrefixPerMinute: 40},
-		GuardDecision:    250 * time.Millisecond,
-		AllowedCountries: []string{"US", "CA", "GB"},
+		GuardDecision:      250 * time.Millisecond,
+		AllowedCountries:   []string{"US", "CA", "GB"},
+		AllowedNumberTypes: []notify.NumberType{notify.NumberMobile, notify.NumberFixedLine},
 		Conversion: config.Conversion{Table: "c", Policy: notify.ConversionPolicy{
 			Window: 48 * time.Hour, MinSends: 30, BlockBelow: 0, BlockFor: 6 * time.Hour, Refresh: 2 * time.Second}},
 		LogLevel: slog.LevelDebug, MetricsNamespace: "resetnotify/prod-a",
@@ -178,6 +181,9 @@ func TestLoadErrors(t *testing.T) {
 		{"a calling code, not a country", func(e map[string]string) { e[config.EnvAllowedCountries] = "US,1" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
 		{"alpha-3, not alpha-2", func(e map[string]string) { e[config.EnvAllowedCountries] = "USA" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
 		{"a country twice", func(e map[string]string) { e[config.EnvAllowedCountries] = "US,CA,us" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
+		{"not a number type", func(e map[string]string) { e[config.EnvAllowedNumberTypes] = "MOBILE,CELL" }, config.NeedIntake, []string{config.EnvAllowedNumberTypes}},
+		{"UNKNOWN is no type", func(e map[string]string) { e[config.EnvAllowedNumberTypes] = "UNKNOWN" }, config.NeedIntake, []string{config.EnvAllowedNumberTypes}},
+		{"a number type twice", func(e map[string]string) { e[config.EnvAllowedNumberTypes] = "MOBILE,mobile" }, config.NeedIntake, []string{config.EnvAllowedNumberTypes}},
 		{"bad log level", func(e map[string]string) { e[config.EnvLogLevel] = "loud" }, config.NeedIntake, []string{config.EnvLogLevel}},
 		{"conversion share over 100", func(e map[string]string) { e[config.EnvConversionBlockBelowPercent] = "120" }, config.NeedIntake, []string{config.EnvConversionBlockBelowPercent}},
 		{"conversion min sends zero", func(e map[string]string) { e[config.EnvConversionMinSends] = "0" }, config.NeedIntake, []string{config.EnvConversionMinSends}},

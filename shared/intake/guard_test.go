@@ -102,3 +102,58 @@ func headerText(h map[string]string) string {
 	}
 	return b.String()
 }
+
+// TestDestinationRefusals: a number outside the allowed countries, of a type not allowed, or
+// not valid gets 422 destination-not-allowed with its reason, and nothing is stored or counted;
+// no answer, log line or metric names the number.
+func TestDestinationRefusals(t *testing.T) {
+	cases := []struct {
+		name    string
+		regions notifytest.Regions // phone is +44
+		reason  notify.Reason
+		refusal notify.RefusalReason
+	}{
+		{"country", notifytest.Regions{"+1": "US", "+44": "GB"}, intake.DestinationCountry, notify.RefusedCountry},
+		{"premium rate", notifytest.Regions{"+1": "US", "+44": "GB:PREMIUM_RATE"}, intake.DestinationNumberType, notify.RefusedNumberType},
+		{"personal", notifytest.Regions{"+1": "US", "+44": "GB:PERSONAL_NUMBER"}, intake.DestinationNumberType, notify.RefusedNumberType},
+		{"fixed line", notifytest.Regions{"+1": "US", "+44": "GB:FIXED_LINE"}, intake.DestinationNumberType, notify.RefusedNumberType},
+		{"not valid in its country", notifytest.Regions{"+1": "US", "+44": "GB:UNKNOWN"}, intake.DestinationInvalidNumber, notify.RefusedInvalidNumber},
+		{"in no country", notifytest.Regions{"+1": "US", "+49": "GB"}, intake.DestinationInvalidNumber, notify.RefusedInvalidNumber},
+		// What the number is comes before where it is.
+		{"premium rate outside the allowed countries", notifytest.Regions{"+1": "US", "+44": "GB:PREMIUM_RATE"}, intake.DestinationNumberType, notify.RefusedNumberType},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			guard := &notifytest.Guard{}
+			f.intake.Guard = guard
+			allowed := []string{"GB"}
+			if tc.refusal == notify.RefusedCountry || strings.Contains(tc.name, "outside") {
+				allowed = []string{"US"}
+			}
+			f.intake.Countries = tc.regions.Countries(allowed...)
+			resp := f.do(t, post(body(nil), "idempotency-key", "order-1"))
+			p := decodeProblem(t, resp)
+			if resp.StatusCode != http.StatusUnprocessableEntity || p.Type != intake.ProblemDestinationNotAllowed.URI() || p.Reason != tc.reason {
+				t.Fatalf("%d %s, want 422 destination-not-allowed with reason %s", resp.StatusCode, resp.Body, tc.reason)
+			}
+			if _, err := f.intake.Status(t.Context(), "order-1"); !errors.Is(err, notify.ErrNotFound) {
+				t.Errorf("a refused number left a record: %v", err)
+			}
+			if len(guard.Admitted) != 0 {
+				t.Errorf("a refused number was counted: %v", guard.Admitted)
+			}
+			logs, metrics := f.logs.String(), f.metrics.String()
+			if !strings.Contains(logs, `"refusal":"`+string(tc.refusal)+`"`) || !strings.Contains(metrics, `"Reason":"`+string(tc.refusal)+`"`) {
+				t.Errorf("no log or metric of the %s refusal: %s %s", tc.refusal, logs, metrics)
+			}
+			for name, text := range map[string]string{"response": resp.Body + headerText(resp.Headers), "log": logs, "metric": metrics} {
+				for _, n := range append(needles(), phone, phone[1:]) {
+					if strings.Contains(text, n) {
+						t.Errorf("%s holds %q", name, n)
+					}
+				}
+			}
+		})
+	}
+}

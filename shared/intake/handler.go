@@ -377,9 +377,10 @@ func refusalResult(route string, sub notify.Submitted, r *notify.RefusedError) r
 	var res result
 	const retry = " The refusal is recorded under this idempotency key: repeating it gets this answer again; after Retry-After seconds, send a new request with a new key."
 	switch r.Reason {
-	case notify.RefusedCountry:
-		res = problemResult(route, http.StatusUnprocessableEntity, ProblemDestinationNotAllowed,
-			"Notifications to this country calling code are not allowed.")
+	case notify.RefusedCountry, notify.RefusedNumberType, notify.RefusedInvalidNumber:
+		d := destinationRefusals[r.Reason]
+		res = problemResult(route, http.StatusUnprocessableEntity, ProblemDestinationNotAllowed, d.detail)
+		res.problem.Reason = d.reason
 	case notify.RefusedPrefixBlocked:
 		res = problemResult(route, http.StatusTooManyRequests, ProblemPrefixBlocked,
 			"Messages to this number range are blocked for now: they are not being used. Nothing was stored; repeat the request after Retry-After seconds.")

@@ -57,8 +57,9 @@ const (
 	// destinations this minute (suspected SMS pumping). Stored under the key as
 	// ProblemRateLimited is.
 	ProblemPrefixRateLimited ProblemType = "prefix-rate-limited"
-	// ProblemDestinationNotAllowed (422): the number's country calling code is not on the
-	// allow-list. Nothing was stored; repeating the request will not help.
+	// ProblemDestinationNotAllowed (422): the number cannot be sent to; its "reason" says why
+	// (DestinationCountry, DestinationNumberType or DestinationInvalidNumber), never naming the
+	// number. Nothing was stored or counted; repeating the request will not help.
 	ProblemDestinationNotAllowed ProblemType = "destination-not-allowed"
 	// ProblemNotSent (409): a conversion was reported for a notification that was never sent;
 	// "state" and "reason" tell where it stands.
@@ -72,6 +73,27 @@ const (
 	// ProblemInternal (500): anything else. The detail never carries the cause.
 	ProblemInternal ProblemType = "internal-error"
 )
+
+// The reasons of a destination-not-allowed problem (its "reason" member).
+const (
+	// DestinationCountry: the number's country is not on the allow-list (ALLOWED_COUNTRIES).
+	DestinationCountry notify.Reason = "country"
+	// DestinationNumberType: the number's type (premium rate, toll free, shared cost,
+	// personal, pager, UAN, voicemail, ...) is not allowed (ALLOWED_NUMBER_TYPES).
+	DestinationNumberType notify.Reason = "number-type"
+	// DestinationInvalidNumber: the number is in no country, or not valid in its own.
+	DestinationInvalidNumber notify.Reason = "invalid-number"
+)
+
+// destinationRefusals are the reason and detail of each refusal of a destination.
+var destinationRefusals = map[notify.RefusalReason]struct {
+	reason notify.Reason
+	detail string
+}{
+	notify.RefusedCountry:       {DestinationCountry, "Notifications to this number's country are not allowed."},
+	notify.RefusedNumberType:    {DestinationNumberType, "This number's type cannot receive these messages (only mobile numbers are allowed by default)."},
+	notify.RefusedInvalidNumber: {DestinationInvalidNumber, "This is not a valid phone number of any country."},
+}
 
 // URI returns the problem's type URI.
 func (t ProblemType) URI() string { return ProblemBase + string(t) }
@@ -110,7 +132,8 @@ type Problem struct {
 	Instance string `json:"instance,omitempty"`
 	// Errors lists the invalid fields of an invalid-request problem.
 	Errors []notify.FieldError `json:"errors,omitempty"`
-	// State and Reason tell where a not-cancellable (or not-sent) notification stands.
+	// State and Reason tell where a not-cancellable (or not-sent) notification stands; for a
+	// destination-not-allowed, Reason alone says why (DestinationCountry, ...).
 	State  notify.State  `json:"state,omitempty"`
 	Reason notify.Reason `json:"reason,omitempty"`
 }

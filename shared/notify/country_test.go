@@ -103,7 +103,10 @@ type countingRegions struct {
 	n int
 }
 
-func (c *countingRegions) Region(e164 string) string { c.n++; return c.Regions.Region(e164) }
+func (c *countingRegions) Place(e164 string) (string, notify.NumberType) {
+	c.n++
+	return c.Regions.Place(e164)
+}
 
 // TestOneLookupPerAdmission: the allow-list and the guard ask for the same number's country;
 // the library is asked once, and a new number is looked up anew.

@@ -30,6 +30,10 @@ const (
 	RefusedPrefixVelocity RefusalReason = "prefix_velocity"
 	// RefusedCountry: the number's country is not on the allow-list.
 	RefusedCountry RefusalReason = "country_not_allowed"
+	// RefusedNumberType: the number's type (premium rate, toll free, ...) is not allowed.
+	RefusedNumberType RefusalReason = "number_type_not_allowed"
+	// RefusedInvalidNumber: the number is in no country, or not valid in its own.
+	RefusedInvalidNumber RefusalReason = "invalid_number"
 )
 
 // Sentinel errors of a refusal; a *RefusedError wraps exactly one of them.
@@ -38,7 +42,8 @@ var (
 	ErrRateLimited = errors.New("destination rate limited")
 	// ErrPrefixRateLimited means the destination's prefix is over its velocity ceiling.
 	ErrPrefixRateLimited = errors.New("destination prefix rate limited")
-	// ErrDestinationNotAllowed means the destination's country is not allowed.
+	// ErrDestinationNotAllowed means the destination's country or number type is not
+	// allowed, or the number is not valid.
 	ErrDestinationNotAllowed = errors.New("destination not allowed")
 )
 
@@ -47,7 +52,8 @@ var (
 // needs a new key once RetryAfter has passed.
 type RefusedError struct {
 	Reason RefusalReason
-	// RetryAfter is how long until the window that refused it ends (0 for RefusedCountry).
+	// RetryAfter is how long until the window that refused it ends (0 for RefusedCountry,
+	// RefusedNumberType and RefusedInvalidNumber).
 	RetryAfter time.Duration
 	// DestinationFP and CountryCode say which destination was refused, safely: a keyed
 	// fingerprint and an ISO 3166-1 alpha-2 country (UnknownCountry when the number has
@@ -69,7 +75,7 @@ func (e *RefusedError) Unwrap() error {
 	switch e.Reason {
 	case RefusedPrefixVelocity:
 		return ErrPrefixRateLimited
-	case RefusedCountry:
+	case RefusedCountry, RefusedNumberType, RefusedInvalidNumber:
 		return ErrDestinationNotAllowed
 	case RefusedPrefixBlocked:
 		return ErrPrefixBlocked
@@ -79,14 +85,17 @@ func (e *RefusedError) Unwrap() error {
 
 // Destination is what admission knows of a number, worked out once where the request enters
 // (Intake.destination) and passed along: keyed fingerprints of the number and of its prefix,
-// and its country (see RefusedError.CountryCode). It never holds the number or the prefix
-// digits. The record keeps the same three (DestinationOf), so a worker that picks a record up
-// has the guard's view of its number without the number. A number's type, when the port that
-// places numbers tells it, belongs here too.
+// its country (see RefusedError.CountryCode) and its type. It never holds the number or the
+// prefix digits. The record keeps the first three (DestinationOf), so a worker that picks a
+// record up has the guard's view of its number without the number; the type only matters at
+// the door.
 type Destination struct {
 	FP          string
 	PrefixFP    string
 	CountryCode string
+	// Type is the number's type (NumberUnknown when the intake places no numbers, or the
+	// record was admitted before types were checked); it is not stored on the record.
+	Type NumberType
 }
 
 // DestinationOf returns the destination stored on rec at its admission.
@@ -173,10 +182,12 @@ func (in *Intake) destination(req Request) Destination {
 	if digits <= 0 {
 		digits = DefaultGuardLimits().PrefixDigits
 	}
+	country, kind := in.Countries.place(req.To)
 	return Destination{
 		FP:          in.Hasher.DestinationFP(req.To),
 		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(req.To, digits)),
-		CountryCode: in.Countries.Of(req.To),
+		CountryCode: country,
+		Type:        kind,
 	}
 }
 

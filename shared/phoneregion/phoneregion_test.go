@@ -100,3 +100,33 @@ func TestTestNumbersAreInTheUS(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberTypes: the types of the library's metadata that decide whether a number can receive
+// an SMS: premium rate, toll free and personal numbers of the US and GB are told apart from the
+// US's and Canada's geographic numbers, which the metadata cannot tell mobile or fixed line.
+func TestNumberTypes(t *testing.T) {
+	cases := map[string]struct {
+		country string
+		kind    notify.NumberType
+	}{
+		"+19002345678":  {"US", notify.NumberPremiumRate},
+		"+18002345678":  {"US", notify.NumberTollFree},
+		"+18882345678":  {"US", notify.NumberTollFree},
+		"+15002345678":  {"US", notify.NumberPersonal},
+		"+449098790000": {"GB", notify.NumberPremiumRate},
+		"+447012345678": {"GB", notify.NumberPersonal},
+		"+447400123456": {"GB", notify.NumberMobile},
+		"+12015550123":  {"US", notify.NumberFixedLineOrMobile},
+		"+12122000000":  {"US", notify.NumberFixedLineOrMobile},
+		"+15062345678":  {"CA", notify.NumberFixedLineOrMobile},
+		"+14165550100":  {"CA", notify.NumberFixedLineOrMobile},
+		"+18762345678":  {"JM", notify.NumberMobile},
+		"+15555550100":  {"", notify.NumberUnknown},
+		"+80012345678":  {"", notify.NumberUnknown},
+	}
+	for number, want := range cases {
+		if country, kind := (phoneregion.Regions{}).Place(number); country != want.country || kind != want.kind {
+			t.Errorf("Place(%s) = %s %s, want %s %s", number, country, kind, want.country, want.kind)
+		}
+	}
+}

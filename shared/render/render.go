@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,12 +88,12 @@ func (r *Renderer) Render(purpose, locale string, params map[string]string) (Mes
 		return Message{}, err
 	}
 	loc := ResolveLocale(locale)
-	tmpl := templates[loc][name]
-	var b strings.Builder
-	if err := tmpl.Execute(&b, data); err != nil {
+	text, _ := lookup(loc, name)
+	body, err := fill(text, data)
+	if err != nil {
 		return Message{}, fmt.Errorf("render %s %s: %w", name, loc, err)
 	}
-	m := Message{Body: b.String(), Locale: loc, Template: name}
+	m := Message{Body: body, Locale: loc, Template: name}
 	m.Count = Segments(m.Body)
 	if m.Segments > r.Budget() {
 		return Message{}, fmt.Errorf("render %s %s: %s %d units in %d segments, budget %d: %w",
@@ -157,11 +158,11 @@ const FallbackLocale = notify.DefaultLocale
 // ResolveLocale returns the supported locale used for locale: the exact tag, else the
 // supported locale of the same language, else FallbackLocale.
 func ResolveLocale(locale string) string {
-	if _, ok := templates[locale]; ok {
+	if hasLocale(locale) {
 		return locale
 	}
 	lang, _, _ := strings.Cut(locale, "-")
-	if loc, ok := languages[strings.ToLower(lang)]; ok {
+	if loc := language(strings.ToLower(lang)); loc != "" {
 		return loc
 	}
 	return FallbackLocale
@@ -169,9 +170,11 @@ func ResolveLocale(locale string) string {
 
 // Locales returns the supported locales, sorted.
 func Locales() []string {
-	out := make([]string, 0, len(templates))
-	for loc := range templates {
-		out = append(out, loc)
+	var out []string
+	for _, s := range sources {
+		if !slices.Contains(out, s.locale) {
+			out = append(out, s.locale)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -179,9 +182,11 @@ func Locales() []string {
 
 // TemplateNames returns the names of the templates every locale has, sorted.
 func TemplateNames() []string {
-	out := make([]string, 0, len(templates[FallbackLocale]))
-	for name := range templates[FallbackLocale] {
-		out = append(out, name)
+	var out []string
+	for _, s := range sources {
+		if s.locale == FallbackLocale {
+			out = append(out, s.name)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -8,24 +8,40 @@ import (
 
 // Regions is a notify.Regions over a table of number prefixes ("+1876": "JM", "+1": "US"):
 // the longest prefix of a number that the table holds names its country; a number no prefix
-// matches is in none. It supports exactly the countries the table names.
+// matches is in none. A value may name the type of its numbers after a colon
+// ("+1900": "US:PREMIUM_RATE"); without one they are MOBILE. It supports exactly the countries
+// the table names.
 type Regions map[string]string
 
-// Region returns the country of the longest prefix of e164 in the table, "" if none.
-func (r Regions) Region(e164 string) string {
-	best, country := "", ""
-	for prefix, c := range r {
+// Place returns the country and type of the longest prefix of e164 in the table, "" and
+// NumberUnknown if none.
+func (r Regions) Place(e164 string) (string, notify.NumberType) {
+	best, value := "", ""
+	for prefix, v := range r {
 		if strings.HasPrefix(e164, prefix) && len(prefix) > len(best) {
-			best, country = prefix, c
+			best, value = prefix, v
 		}
 	}
+	if value == "" {
+		return "", notify.NumberUnknown
+	}
+	country, kind, ok := strings.Cut(value, ":")
+	if !ok {
+		kind = string(notify.NumberMobile)
+	}
+	return country, notify.NumberType(kind)
+}
+
+// Region returns the country Place returns.
+func (r Regions) Region(e164 string) string {
+	country, _ := r.Place(e164)
 	return country
 }
 
 // Supported reports whether the table names country.
 func (r Regions) Supported(country string) bool {
-	for _, c := range r {
-		if c == country {
+	for _, v := range r {
+		if c, _, _ := strings.Cut(v, ":"); c == country {
 			return true
 		}
 	}

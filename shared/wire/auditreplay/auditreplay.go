@@ -14,6 +14,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/auditreplay"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -37,7 +38,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("audit replay ready", "audit_table", cfg.AuditTable, "notifications_table", cfg.NotificationsTable)
 	return &auditreplay.Replayer{
-		Streams:            awsclient.Streams(awsCfg, ""),
+		Streams:            streamsclient.New(awsCfg, ""),
 		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable},
 		Reader:             &audit.Reader{DB: db, Table: cfg.AuditTable},
 		Records:            dynamostore.New(db, cfg.NotificationsTable),

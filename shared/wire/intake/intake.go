@@ -73,6 +73,11 @@ func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify
 	if err != nil {
 		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvAllowedCountries, err)
 	}
+	if countries, err = countries.WithTypes(cfg.AllowedNumberTypes); err != nil {
+		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvAllowedNumberTypes, err)
+	}
+	// The allowed countries' patterns are compiled now, at init, not by their first request.
+	phoneregion.Regions{}.Prepare(cfg.AllowedCountries)
 	in := &notify.Intake{
 		Store:        dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),
 		Sealer:       seal.New(keys),

@@ -1,0 +1,59 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNumbersThatCannotReceiveSMS: a stack at the template's defaults (US,CA; MOBILE and
+// FIXED_LINE_OR_MOBILE) refuses premium-rate, toll-free and personal numbers of the US and
+// GB, a Jamaican mobile and a number of no country with 422 destination-not-allowed and the
+// reason, stores nothing (GET answers 404) and never names the number; it admits US and
+// Canadian numbers, which the phone-number metadata places as FIXED_LINE_OR_MOBILE (their
+// digits cannot tell a mobile from a fixed line).
+func TestNumbersThatCannotReceiveSMS(t *testing.T) {
+	s := getStack(t)
+	refused := []struct{ name, to, reason string }{
+		{"us-premium", "+19002345678", "number-type"},
+		{"us-toll-free", "+18002345678", "number-type"},
+		{"us-personal", "+15002345678", "number-type"},
+		{"gb-premium", "+449098790000", "number-type"},
+		{"gb-personal", "+447012345678", "number-type"},
+		{"jm-mobile", "+18762345678", "country"},
+		{"no-country", "+15555550100", "invalid-number"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			n := s.newNotification(t, "refused-"+tc.name, tc.to, 10*time.Minute)
+			r := s.submit(t, n)
+			var p struct{ Type, Reason string }
+			if err := json.Unmarshal(r.Body, &p); err != nil || r.Code != http.StatusUnprocessableEntity ||
+				!strings.HasSuffix(p.Type, "/problems/destination-not-allowed") || p.Reason != tc.reason {
+				t.Fatalf("POST %s: %d %s, want 422 destination-not-allowed with reason %s", tc.name, r.Code, r.Body, tc.reason)
+			}
+			if strings.Contains(string(r.Body), tc.to[1:]) {
+				t.Errorf("the answer names the number: %s", r.Body)
+			}
+			if g := s.call(t, http.MethodGet, "/v1/notifications/"+n.key(), nil, nil); g.Code != http.StatusNotFound {
+				t.Errorf("GET after the refusal: %d %s, want 404 (nothing stored)", g.Code, g.Body)
+			}
+		})
+	}
+	admitted := []struct{ name, to string }{
+		{"us", number(t)},
+		{"ca-toronto", fmt.Sprintf("+1416%07d", 2_000_000+time.Now().UnixNano()%8_000_000)},
+		{"ca-new-brunswick", fmt.Sprintf("+1506%07d", 2_000_000+time.Now().UnixNano()%8_000_000)},
+	}
+	for _, tc := range admitted {
+		t.Run(tc.name, func(t *testing.T) {
+			n := s.newNotification(t, "admitted-"+tc.name, tc.to, 10*time.Minute)
+			if r := s.submit(t, n); r.Code != http.StatusAccepted {
+				t.Fatalf("POST %s: %d %s, want 202", tc.name, r.Code, r.Body)
+			}
+		})
+	}
+}

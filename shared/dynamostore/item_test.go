@@ -118,7 +118,7 @@ func TestItemRoundTrip(t *testing.T) {
 				return t.Add(time.Millisecond - time.Nanosecond).Truncate(time.Millisecond)
 			}
 			rec.CreatedAt, rec.ExpiresAt = rec.CreatedAt.Truncate(time.Millisecond), rec.ExpiresAt.Truncate(time.Millisecond)
-			rec.LeaseUntil, rec.AttemptedAt = ceil(rec.LeaseUntil), ceil(rec.AttemptedAt)
+			rec.LeaseUntil, rec.AttemptedAt, rec.NotFoundAt = ceil(rec.LeaseUntil), ceil(rec.AttemptedAt), ceil(rec.NotFoundAt)
 			if diff := cmp.Diff(rec, back); diff != "" {
 				t.Errorf("round trip differs (-want +got):\n%s", diff)
 			}

@@ -75,6 +75,7 @@ func TestServiceOwnsKeys(t *testing.T) {
 		config.EnvSealLocalKey:      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		config.EnvDestinationPepper: "wiring-test-pepper-0123", config.EnvFingerprintKey: "wiring-test-fingerprint-key-0123456789",
 		config.EnvOperatorPrincipalARN: "arn:aws:iam::123456789012:role/ops/support",
+		config.EnvGuardTable:           config.Off, config.EnvAllowedCountries: config.Off,
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
 	if err != nil {

@@ -80,6 +80,13 @@ func newApp() *app {
 			}
 			return kms.NewFromConfig(cfg), nil
 		},
+		newS3: func(ctx context.Context) (auditor.ArchiveAPI, error) {
+			cfg, err := awsconfig.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("aws config: %w", err)
+			}
+			return awsclient.S3(cfg, ""), nil
+		},
 		readFile: os.ReadFile,
 		writeFile: func(name string, data []byte) error {
 			return os.WriteFile(name, data, 0o644)

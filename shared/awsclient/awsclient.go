@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -49,6 +50,20 @@ func SQS(cfg aws.Config, endpoint string) *sqs.Client {
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+}
+
+// S3 returns an S3 client for cfg. A non-empty endpoint overrides the endpoint the SDK would
+// resolve; an emulator's endpoint (IsLocalEndpoint) is addressed path-style, since its
+// buckets have no DNS names.
+func S3(cfg aws.Config, endpoint string) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		if o.BaseEndpoint != nil && IsLocalEndpoint(*o.BaseEndpoint) {
+			o.UsePathStyle = true
 		}
 	})
 }

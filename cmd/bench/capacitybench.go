@@ -90,10 +90,6 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int, 
 	defer p.close()
 	receiptsTable := p.name + "-receipts"
 	extra := tables.Names{Receipts: receiptsTable, Guard: p.name + "-guard", Conversions: p.name + "-conversion"}
-	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit,
-		Receipts: extra.Receipts, Guard: extra.Guard, Conversions: extra.Conversions}); err != nil {
-		return lifecycle{}, nil, err
-	}
 	defer dropTables(context.Background(), p.db, extra)
 	if err := p.asDeployed(ctx, ddbEndpoint, extra); err != nil {
 		return lifecycle{}, nil, err
@@ -146,11 +142,15 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int, 
 	return lc, sizes, nil
 }
 
-// asDeployed puts the intake as the intake function wires it at the template's defaults (the
+// asDeployed creates the receipts, guard and conversion tables of names, and puts the intake as the intake function wires it at the template's defaults (the
 // abuse guard's counters and the conversion guard's prefix check on, allow-list US,CA) in
 // front of the pipeline's queue, and turns on the dispatch worker's conversion counting, as
 // the template does (CONVERSION_TABLE).
 func (p *pipeline) asDeployed(ctx context.Context, ddbEndpoint string, names tables.Names) error {
+	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit,
+		Receipts: names.Receipts, Guard: names.Guard, Conversions: names.Conversions}); err != nil {
+		return err
+	}
 	env := map[string]string{
 		config.EnvNotificationsTable: p.table,
 		config.EnvDispatchQueueURL:   p.dispatchURL,

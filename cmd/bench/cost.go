@@ -123,11 +123,7 @@ func costModel(lc lifecycle, shape lambdaShape, p priceList, sizes storageSizes)
 	allR, allW := lc.all().total(nil)
 	add("dynamodb_writes", allW/n, "write request units", p.usd("dynamodb_write_request_unit_usd"))
 	add("dynamodb_reads", allR/n, "read request units", p.usd("dynamodb_read_request_unit_usd"))
-	gbMonth := 0.0
-	for _, s := range sizes {
-		gbMonth += s.Bytes / 1e9 * s.Months
-	}
-	add("dynamodb_storage_and_pitr", gbMonth, "GB-months (tables and indexes, for their retention; audit entries for the hot window)", p.usd("dynamodb_storage_gb_month_usd")+p.usd("dynamodb_pitr_gb_month_usd"))
+	add("dynamodb_storage_and_pitr", sizes.gbMonths(), "GB-months (tables and indexes, for their retention; audit entries for the hot window)", p.usd("dynamodb_storage_gb_month_usd")+p.usd("dynamodb_pitr_gb_month_usd"))
 	archiveLines(add, lc.Archive, p)
 
 	gbSecond := p.usd("lambda_gb_second_arm64_usd")
@@ -306,6 +302,15 @@ type storageSize struct {
 }
 
 type storageSizes []storageSize
+
+// gbMonths is what the sizes keep, in GB-months.
+func (ss storageSizes) gbMonths() float64 {
+	gb := 0.0
+	for _, s := range ss {
+		gb += s.Bytes / 1e9 * s.Months
+	}
+	return gb
+}
 
 // retentionMonths are how long each table keeps a notification's items: the notifications
 // record until its TTL (expiry plus the default 24 h status grace, about a day), audit entries

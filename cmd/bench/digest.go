@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/archivetest"
@@ -23,6 +24,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/digest"
+	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
@@ -91,11 +93,24 @@ func digestBench(ctx context.Context, endpoint string, n int, out io.Writer) err
 	if err != nil {
 		return err
 	}
+	per100k := func(d time.Duration) float64 { return d.Seconds() * 100000 / float64(n) }
+	fmt.Fprintf(out, "digest_entries=%d\n", n)
+	fmt.Fprintf(out, "digest_seconds_per_100k_entries=%.2f\n", per100k(took))
+	fmt.Fprintf(out, "digest_peak_heap_mb=%.1f\n", float64(peak)/(1<<20))
+	fmt.Fprintf(out, "verify_seconds_per_100k_entries=%.2f\n", per100k(verifyTook))
+	fmt.Fprintf(out, "digest_item_bytes=%d\n", len(audittest.ItemText(item)))
+	return archiveBench(ctx, db, names.Audit, key, clock, n, out)
+}
+
+// archiveBench runs the real archive step over the periods digestBench digested (the empty one
+// before and the one of n entries) into an in-memory bucket, and prints its figures.
+func archiveBench(ctx context.Context, db *dynamodb.Client, table string, key *ecdsa.PrivateKey, clock notify.Clock, n int, out io.Writer) error {
 	bucket := archivetest.NewBucket()
-	ar := &archive.Archiver{DB: db, Table: names.Audit, S3: bucket, Bucket: "bench-archive", Signer: digest.LocalSigner{Key: key},
+	ar := &archive.Archiver{DB: db, Table: table, S3: bucket, Bucket: "bench-archive", Signer: digest.LocalSigner{Key: key},
 		Algorithm: digest.SigningAlgorithm, Retention: audit.DefaultRetention, Clock: clock, Budget: time.Hour}
 	var archived []archive.Item
-	archiveTook, archivePeak, err := measureHeap(func() error {
+	var err error
+	took, peak, err := measureHeap(func() error {
 		archived, err = ar.Run(ctx)
 		return err
 	})
@@ -105,21 +120,15 @@ func digestBench(ctx context.Context, endpoint string, n int, out io.Writer) err
 	if len(archived) != 2 || archived[1].Count != int64(n) {
 		return fmt.Errorf("digest bench: the archive step archived %d periods, want the empty one and one of %d entries", len(archived), n)
 	}
-	var archiveBytes int
+	var bytes int
 	for _, k := range bucket.Keys() {
 		b, _ := bucket.Latest(k)
-		archiveBytes += len(b)
+		bytes += len(b)
 	}
-	per100k := func(d time.Duration) float64 { return d.Seconds() * 100000 / float64(n) }
-	fmt.Fprintf(out, "digest_entries=%d\n", n)
-	fmt.Fprintf(out, "digest_seconds_per_100k_entries=%.2f\n", per100k(took))
-	fmt.Fprintf(out, "digest_peak_heap_mb=%.1f\n", float64(peak)/(1<<20))
-	fmt.Fprintf(out, "verify_seconds_per_100k_entries=%.2f\n", per100k(verifyTook))
-	fmt.Fprintf(out, "digest_item_bytes=%d\n", len(audittest.ItemText(item)))
-	fmt.Fprintf(out, "archive_seconds_per_100k_entries=%.2f\n", per100k(archiveTook))
-	fmt.Fprintf(out, "archive_peak_heap_mb=%.1f\n", float64(archivePeak)/(1<<20))
+	fmt.Fprintf(out, "archive_seconds_per_100k_entries=%.2f\n", took.Seconds()*100000/float64(n))
+	fmt.Fprintf(out, "archive_peak_heap_mb=%.1f\n", float64(peak)/(1<<20))
 	fmt.Fprintf(out, "archive_objects=%d\n", archived[1].Objects+1)
-	fmt.Fprintf(out, "archive_bytes_per_entry=%.1f\n", float64(archiveBytes)/float64(n))
+	fmt.Fprintf(out, "archive_bytes_per_entry=%.1f\n", float64(bytes)/float64(n))
 	return nil
 }
 

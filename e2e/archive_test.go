@@ -83,7 +83,7 @@ func TestArchiveOfClosedPeriods(t *testing.T) {
 	}
 	_, err = client.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: head.VersionId,
 		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
-		Retention: &s3types.ObjectLockRetention{Mode: s3types.ObjectLockRetentionModeCompliance, RetainUntilDate: aws.Time(time.Now().Add(24 * time.Hour))}})
+		Retention:         &s3types.ObjectLockRetention{Mode: s3types.ObjectLockRetentionModeCompliance, RetainUntilDate: aws.Time(time.Now().Add(24 * time.Hour))}})
 	if err == nil {
 		t.Logf("this emulator let the retention be shortened (AWS refuses it in compliance mode; the bucket policy denies s3:PutObjectRetention, see dev/policycheck)")
 	} else {

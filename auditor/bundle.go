@@ -24,6 +24,15 @@ type Bundle struct {
 
 // Collect reads the bundle of [from, to) from the audit table r reads.
 func Collect(ctx context.Context, r *audit.Reader, from, to time.Time) (Bundle, error) {
+	return CollectTrail(ctx, &Trail{Reader: r}, from, to)
+}
+
+// CollectTrail reads the bundle of [from, to) from t: the table, and the archive for the cold
+// periods (the whole chains of the notifications touched are searched for within
+// TimelineSpan of the cover span). The archived periods read are checked against the digests
+// (Trail.CheckChain); what is wrong is in t.Problems.
+func CollectTrail(ctx context.Context, t *Trail, from, to time.Time) (Bundle, error) {
+	r := t.Reader
 	from, to = from.UTC(), to.UTC()
 	b := Bundle{From: from, To: to}
 	var err error
@@ -40,20 +49,20 @@ func Collect(ctx context.Context, r *audit.Reader, from, to time.Time) (Bundle, 
 		}
 		want[e.EventID][e.NotificationID] = true
 	}
-	for e, err := range audit.WrittenIn(ctx, r.DB, r.Table, coverFrom, coverTo) {
+	for e, err := range t.WrittenIn(ctx, coverFrom, coverTo) {
 		if err != nil {
 			return Bundle{}, fmt.Errorf("auditor.collect: %w", err)
 		}
 		note(e)
 	}
-	for e, err := range r.Range(ctx, from, to) {
+	for e, err := range t.Range(ctx, from, to) {
 		if err != nil {
 			return Bundle{}, fmt.Errorf("auditor.collect: %w", err)
 		}
 		note(e)
 	}
 	for _, ev := range events {
-		es, err := r.Timeline(ctx, ev)
+		es, err := t.Timeline(ctx, ev, coverFrom.Add(-TimelineSpan), coverTo.Add(TimelineSpan))
 		if err != nil {
 			return Bundle{}, fmt.Errorf("auditor.collect: %w", err)
 		}
@@ -64,6 +73,7 @@ func Collect(ctx context.Context, r *audit.Reader, from, to time.Time) (Bundle, 
 		}
 	}
 	b.Entries = audit.Sorted(b.Entries)
+	t.CheckChain(b.Digests)
 	return b, nil
 }
 

@@ -66,9 +66,24 @@ func Check(b Bundle, o CheckOptions) Report {
 	r.Problems = append(r.Problems, problems...)
 	r.Problems = append(r.Problems, checkCoverage(b, ds, o, &r)...)
 	r.Problems = append(r.Problems, checkManifests(b, ds, valid, &r)...)
-	r.Problems = append(r.Problems, Verify(b.Entries)...)
+	r.Problems = append(r.Problems, inPeriods(Verify(b.Entries), b.Entries, ds)...)
 	r.KnownGaps = KnownGaps(b.Entries)
 	return r
+}
+
+// inPeriods names, on each chain problem, the digest period its entry was written in, so a
+// finding in an exported or archived period says which period to look at.
+func inPeriods(ps []Problem, entries []audit.Entry, ds []audit.Digest) []Problem {
+	written := map[[2]string]time.Time{}
+	for _, e := range entries {
+		written[[2]string{e.NotificationID, e.Seq}] = e.WrittenAt
+	}
+	for i, p := range ps {
+		if d := digestOf(ds, written[[2]string{p.NotificationID, p.Seq}]); d != nil && p.Seq != "" && p.Period == "" {
+			ps[i].Period = d.Period()
+		}
+	}
+	return ps
 }
 
 // digestProblem is a finding about a period rather than an entry.

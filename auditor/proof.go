@@ -39,6 +39,11 @@ type Proof struct {
 // index's projection, about 100 bytes of memory per entry) to rebuild the tree; when that tree
 // is not the signed one, the period's entries are left unproven.
 func BuildProof(ctx context.Context, db audit.QueryAPI, table, eventID string, entries []audit.Entry, ds []audit.Digest) (Proof, error) {
+	return BuildProofTrail(ctx, &Trail{Reader: &audit.Reader{DB: db, Table: table}}, eventID, entries, ds)
+}
+
+// BuildProofTrail is BuildProof reading each period from t: the archive for a cold period.
+func BuildProofTrail(ctx context.Context, t *Trail, eventID string, entries []audit.Entry, ds []audit.Digest) (Proof, error) {
 	p := Proof{EventID: eventID}
 	trees := map[time.Time]*audit.PeriodTree{}
 	for _, e := range audit.Sorted(entries) {
@@ -52,14 +57,14 @@ func BuildProof(ctx context.Context, db audit.QueryAPI, table, eventID string, e
 				ep.Unproven = "the signed digest of its period does not list it as it is now"
 			}
 		default:
-			t, err := periodTree(ctx, db, table, *d, trees)
+			tree, err := periodTree(ctx, t, *d, trees)
 			if err != nil {
 				return Proof{}, fmt.Errorf("auditor.proof %s: %w", eventID, err)
 			}
 			ep.PeriodStart, ep.TreeSize, ep.Unproven = d.PeriodStart, d.Count, ""
-			if t == nil {
+			if tree == nil {
 				ep.Unproven = "the entries written in its period no longer match its signed digest"
-			} else if i, ok := t.Index(audit.LineOf(e).Key()); ok {
+			} else if i, ok := tree.Index(audit.LineOf(e).Key()); ok {
 				ep.LeafIndex = i
 			} else {
 				ep.Unproven = "the signed digest of its period does not hold it"
@@ -85,12 +90,12 @@ func digestOf(ds []audit.Digest, t time.Time) *audit.Digest {
 
 // periodTree returns the tree of d's period, read once and kept in trees; nil when it is not
 // the tree d signs.
-func periodTree(ctx context.Context, db audit.QueryAPI, table string, d audit.Digest, trees map[time.Time]*audit.PeriodTree) (*audit.PeriodTree, error) {
+func periodTree(ctx context.Context, src *Trail, d audit.Digest, trees map[time.Time]*audit.PeriodTree) (*audit.PeriodTree, error) {
 	if t, ok := trees[d.PeriodStart]; ok {
 		return t, nil
 	}
 	t := &audit.PeriodTree{}
-	for e, err := range audit.WrittenIn(ctx, db, table, d.PeriodStart, d.PeriodEnd) {
+	for e, err := range src.WrittenIn(ctx, d.PeriodStart, d.PeriodEnd) {
 		if err != nil {
 			return nil, err
 		}

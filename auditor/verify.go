@@ -25,9 +25,12 @@ type Problem struct {
 	What   string `json:"what"`
 }
 
-// String names the notification and the seq, or the period, and what is wrong.
+// String names the notification and the seq (and the period the entry was written in, when
+// known), or the period, and what is wrong.
 func (p Problem) String() string {
 	switch {
+	case p.NotificationID != "" && p.Seq != "" && p.Period != "":
+		return fmt.Sprintf("notification %s, seq %s: %s (written in period %s)", p.NotificationID, p.Seq, p.What, p.Period)
 	case p.NotificationID != "" && p.Seq != "":
 		return fmt.Sprintf("notification %s, seq %s: %s", p.NotificationID, p.Seq, p.What)
 	case p.NotificationID != "":

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,12 +35,15 @@ type app struct {
 	terminal bool
 	newDB    func(ctx context.Context, endpoint string) (audit.QueryAPI, error)
 	// newKMS returns the KMS client that fetches a digest key's public half.
-	newKMS    func(ctx context.Context) (auditor.PublicKeyAPI, error)
+	newKMS func(ctx context.Context) (auditor.PublicKeyAPI, error)
+	// newS3 returns the S3 client that reads the archive (nil: the table alone is read).
+	newS3     func(ctx context.Context) (auditor.ArchiveAPI, error)
 	readFile  func(name string) ([]byte, error)
 	writeFile func(name string, data []byte) error
 }
 
-const usage = `auditctl reads the resetnotify audit table. It never writes.
+const usage = `auditctl reads the resetnotify audit trail: the audit table, and the archive bucket for
+the periods outside the hot window. It never writes.
 
 Usage:
   auditctl <command> [flags]
@@ -59,6 +63,8 @@ Commands:
                                         --proof writes each entry's inclusion proof to FILE
   public-key                            print the digests' public key (PEM) for offline verification
   margin      --since D [--until T]     accepted→delivered latency (p50/p95/p99) and a recommended margin
+  archive status [--from T --to T]      archived periods (objects, entries, retention) and the
+                                        digested periods not archived yet
 
 Common flags:
   --table NAME        audit table (default $AUDIT_TABLE, else resetnotify-audit)
@@ -66,6 +72,11 @@ Common flags:
   --endpoint-url URL  DynamoDB endpoint (default: the AWS SDK's, e.g. $AWS_ENDPOINT_URL_DYNAMODB)
   --public-key FILE   the digests' public key, PEM (default $AUDIT_DIGEST_PUBLIC_KEY)
   --key-id KEY        or the KMS key that signs them (default $AUDIT_DIGEST_KMS_KEY_ID)
+
+Entries of a period whose start is more than $AUDIT_HOT_DAYS (default 35; 0: table only) ago
+are read from the archive when the period is archived; each command says on stderr what it read.
+timeline and evidence search the archive around the entries the table still holds, or over
+--from/--to when it holds none.
 
 Times are RFC 3339 (2030-03-01T09:00:00Z) or a UTC date (2030-03-01); --since also takes a
 duration back from now (36h, 30d). Region and credentials come from the standard AWS
@@ -86,6 +97,7 @@ var commands = []command{
 	{"evidence", "auditctl evidence --event-id E [--proof FILE] [--public-key FILE | --key-id KEY] [--format table|json]", []string{"table", "json"}, (*app).evidence},
 	{"public-key", "auditctl public-key [--key-id KEY]", []string{"pem"}, (*app).publicKey},
 	{"margin", "auditctl margin --since D [--until T] [--format table|json|jsonl|csv]", []string{"table", "json", "jsonl", "csv"}, (*app).margin},
+	{"archive", "auditctl archive status [--from T --to T] [--format table|json]", []string{"table", "json"}, (*app).archiveStatus},
 }
 
 // cmdline holds a command's parsed flags.
@@ -97,6 +109,10 @@ type cmdline struct {
 	proof                   string
 	set                     map[string]bool
 	reader                  *audit.Reader
+	trail                   *auditor.Trail
+	publicKey               *ecdsa.PublicKey
+	// command names the command; sub is the subcommand (archive status).
+	command, sub string
 }
 
 func (a *app) run(ctx context.Context, args []string) error {
@@ -122,6 +138,9 @@ func (a *app) run(ctx context.Context, args []string) error {
 // table unless c needs none.
 func (a *app) runCommand(ctx context.Context, c command, args []string) error {
 	fs, cl := a.commandFlags(c)
+	if c.name == "archive" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cl.sub, args = args[0], args[1:]
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(a.stdout)
@@ -144,15 +163,48 @@ func (a *app) runCommand(ctx context.Context, c command, args []string) error {
 			return err
 		}
 		cl.reader = &audit.Reader{DB: db, Table: cl.table}
+		if cl.trail, err = a.newTrail(ctx, cl.reader); err != nil {
+			return err
+		}
 	}
 	return c.run(a, ctx, cl)
+}
+
+// newTrail returns the trail of the table r reads: with the archive for the periods outside
+// the hot window ($AUDIT_HOT_DAYS, default config.DefaultAuditHotDays; 0: the table alone).
+func (a *app) newTrail(ctx context.Context, r *audit.Reader) (*auditor.Trail, error) {
+	t := &auditor.Trail{Reader: r, Now: a.now().UTC()}
+	hot := time.Duration(config.DefaultAuditHotDays) * 24 * time.Hour
+	if a.getenv(config.EnvAuditHotDays) != "" {
+		var err error
+		if hot, err = config.AuditHot(a.getenv); err != nil {
+			fmt.Fprintf(a.stderr, "auditctl: %v\n", err)
+			return nil, errUsage
+		}
+	}
+	if hot <= 0 || a.newS3 == nil {
+		return t, nil
+	}
+	api, err := a.newS3(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.S3, t.Hot = api, hot
+	return t, nil
+}
+
+// saySources tells on stderr what c's trail read, when it could read the archive too.
+func (a *app) saySources(c *cmdline) {
+	if c.trail != nil && c.trail.S3 != nil {
+		fmt.Fprintf(a.stderr, "auditctl %s: read %s\n", c.command, c.trail.Sources())
+	}
 }
 
 // commandFlags returns the flag set of c, writing to stderr, and the cmdline it parses into.
 func (a *app) commandFlags(c command) (*flag.FlagSet, *cmdline) {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
-	cl := &cmdline{}
+	cl := &cmdline{command: c.name}
 	table := a.getenv(envAuditTable)
 	if table == "" {
 		table = defaultAuditTable
@@ -163,9 +215,14 @@ func (a *app) commandFlags(c command) (*flag.FlagSet, *cmdline) {
 	switch c.name {
 	case "timeline":
 		fs.StringVar(&cl.eventID, "event-id", "", "the event `ID`")
+		archiveSpanFlags(fs, cl)
 	case "evidence":
 		fs.StringVar(&cl.eventID, "event-id", "", "the event `ID`")
 		fs.StringVar(&cl.proof, "proof", "", "also write every entry's inclusion proof to `file`, for verify --proof")
+		archiveSpanFlags(fs, cl)
+	case "archive":
+		fs.StringVar(&cl.from, "from", "", "list the periods from `time`")
+		fs.StringVar(&cl.to, "to", "", "... to `time` (exclusive)")
 	case "export":
 		fs.StringVar(&cl.from, "from", "", "start `time`, inclusive")
 		fs.StringVar(&cl.to, "to", "", "end `time`, exclusive")
@@ -192,6 +249,13 @@ func (a *app) commandFlags(c command) (*flag.FlagSet, *cmdline) {
 	return fs, cl
 }
 
+// archiveSpanFlags adds --from and --to to timeline and evidence: where to search the archive
+// for the event when the table no longer holds any of its entries.
+func archiveSpanFlags(fs *flag.FlagSet, cl *cmdline) {
+	fs.StringVar(&cl.from, "from", "", "search the archive for the event's entries written from `time` (default: around the entries the table holds)")
+	fs.StringVar(&cl.to, "to", "", "... to `time` (exclusive)")
+}
+
 // usageProblem says what is wrong with the parsed command line of c, or "" when nothing is.
 func usageProblem(c command, fs *flag.FlagSet, cl *cmdline) string {
 	if fs.NArg() > 0 {
@@ -204,6 +268,16 @@ func usageProblem(c command, fs *flag.FlagSet, cl *cmdline) string {
 	case "timeline", "evidence":
 		if cl.eventID == "" {
 			return "--event-id is required"
+		}
+		if (cl.from == "") != (cl.to == "") {
+			return "give both --from and --to, or neither"
+		}
+	case "archive":
+		if cl.sub != "status" {
+			return "the only archive command is: archive status"
+		}
+		if (cl.from == "") != (cl.to == "") {
+			return "give both --from and --to, or neither"
 		}
 	case "export":
 		if cl.from == "" || cl.to == "" {
@@ -288,12 +362,9 @@ func (a *app) timeRange(c *cmdline) (from, to time.Time, err error) {
 }
 
 func (a *app) timeline(ctx context.Context, c *cmdline) error {
-	entries, err := c.reader.Timeline(ctx, c.eventID)
+	entries, err := a.eventTimeline(ctx, c)
 	if err != nil {
 		return err
-	}
-	if len(entries) == 0 {
-		return fmt.Errorf("no audit entries for event %s in table %s", c.eventID, c.table)
 	}
 	out := bufio.NewWriter(a.stdout)
 	w := newEntryWriter(c.format, out)
@@ -308,6 +379,30 @@ func (a *app) timeline(ctx context.Context, c *cmdline) error {
 	return out.Flush()
 }
 
+// eventTimeline reads every entry of c's event from the trail: the table, and the archive
+// over --from/--to or around the entries the table holds; it says what it read.
+func (a *app) eventTimeline(ctx context.Context, c *cmdline) ([]audit.Entry, error) {
+	var from, to time.Time
+	if c.from != "" {
+		var err error
+		if from, to, err = a.timeRange(c); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := c.trail.Timeline(ctx, c.eventID, from, to)
+	if err != nil {
+		return nil, err
+	}
+	a.saySources(c)
+	if len(entries) == 0 {
+		if c.from == "" && c.trail.S3 != nil {
+			return nil, fmt.Errorf("no audit entries for event %s in table %s; entries of periods outside the hot window are in the archive: give --from and --to to search it", c.eventID, c.table)
+		}
+		return nil, fmt.Errorf("no audit entries for event %s in table %s or the archive searched", c.eventID, c.table)
+	}
+	return entries, nil
+}
+
 // export writes the bundle of [from, to): everything verify needs, so that `verify --input`
 // on the file sees what verify sees online. jsonl and json hold the range, the digests and the
 // entries; csv and table only the entries.
@@ -316,9 +411,13 @@ func (a *app) export(ctx context.Context, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	b, err := auditor.Collect(ctx, c.reader, from, to)
+	b, err := auditor.CollectTrail(ctx, c.trail, from, to)
 	if err != nil {
 		return err
+	}
+	a.saySources(c)
+	for _, p := range c.trail.Problems {
+		fmt.Fprintf(a.stderr, "auditctl export: WARNING: %s\n", p)
 	}
 	out := bufio.NewWriter(a.stdout)
 	if c.format == "jsonl" || c.format == "json" {
@@ -352,11 +451,15 @@ func (a *app) verify(ctx context.Context, c *cmdline) error {
 	if err != nil {
 		return err
 	}
+	c.publicKey = opts.PublicKey
 	b, scope, err := a.bundle(ctx, c)
 	if err != nil {
 		return err
 	}
 	r := auditor.Check(b, opts)
+	if c.trail != nil {
+		r.Problems = append(c.trail.Problems, r.Problems...)
+	}
 	if err := writeCheck(a.stdout, c.format, scope, r); err != nil {
 		return err
 	}
@@ -388,7 +491,9 @@ func (a *app) bundle(ctx context.Context, c *cmdline) (auditor.Bundle, string, e
 	if err != nil {
 		return b, "", err
 	}
-	b, err = auditor.Collect(ctx, c.reader, from, to)
+	c.trail.PublicKey = c.publicKey
+	b, err = auditor.CollectTrail(ctx, c.trail, from, to)
+	a.saySources(c)
 	return b, fmt.Sprintf("%s to %s", tables.FormatTime(from), tables.FormatTime(to)), err
 }
 
@@ -427,10 +532,11 @@ func (a *app) checkOptions(ctx context.Context, c *cmdline, need bool) (auditor.
 
 // verifyEvent checks only the hash chains of one event, as before digests existed.
 func (a *app) verifyEvent(ctx context.Context, c *cmdline) error {
-	entries, err := c.reader.Timeline(ctx, c.eventID)
+	entries, err := c.trail.Timeline(ctx, c.eventID, time.Time{}, time.Time{})
 	if err != nil {
 		return err
 	}
+	a.saySources(c)
 	r := verifyReport{Scope: "event " + c.eventID, Notifications: len(audit.Chains(entries)), Entries: len(entries),
 		Problems: auditor.Verify(entries), KnownGaps: auditor.KnownGaps(entries)}
 	if err := writeVerify(a.stdout, c.format, r); err != nil {
@@ -447,12 +553,9 @@ func (a *app) verifyEvent(ctx context.Context, c *cmdline) error {
 // written in, and for each version 2 digest among them the whole period's entries, to build
 // the inclusion proofs (auditor.BuildProof).
 func (a *app) evidence(ctx context.Context, c *cmdline) error {
-	entries, err := c.reader.Timeline(ctx, c.eventID)
+	entries, err := a.eventTimeline(ctx, c)
 	if err != nil {
 		return err
-	}
-	if len(entries) == 0 {
-		return fmt.Errorf("no audit entries for event %s in table %s", c.eventID, c.table)
 	}
 	ev := auditor.BuildEvidence(c.eventID, entries)
 	opts, err := a.checkOptions(ctx, c, false)
@@ -466,8 +569,13 @@ func (a *app) evidence(ctx context.Context, c *cmdline) error {
 		if ds, err = auditor.DigestsCovering(ctx, c.reader.DB, c.reader.Table, from, to); err != nil {
 			return err
 		}
-		if p, err = auditor.BuildProof(ctx, c.reader.DB, c.reader.Table, c.eventID, entries, ds); err != nil {
+		c.trail.PublicKey = opts.PublicKey
+		if p, err = auditor.BuildProofTrail(ctx, c.trail, c.eventID, entries, ds); err != nil {
 			return err
+		}
+		c.trail.CheckChain(ds)
+		for _, pr := range c.trail.Problems {
+			fmt.Fprintf(a.stderr, "auditctl evidence: WARNING: %s\n", pr)
 		}
 	}
 	if c.proof != "" {
@@ -580,11 +688,28 @@ func (a *app) margin(ctx context.Context, c *cmdline) error {
 		return errUsage
 	}
 	var s auditor.MarginSampler
-	for e, err := range c.reader.Range(ctx, since, until) {
+	for e, err := range c.trail.Range(ctx, since, until) {
 		if err != nil {
 			return err
 		}
 		s.Add(e)
 	}
 	return writeMargin(a.stdout, c.format, marginReport{Since: since, Until: until, MarginReport: s.Report()})
+}
+
+// archiveStatus lists the archived periods (objects, entries, retention, when archived) and
+// the digested periods not archived yet, of --from/--to or of the whole table.
+func (a *app) archiveStatus(ctx context.Context, c *cmdline) error {
+	var from, to time.Time
+	if c.from != "" {
+		var err error
+		if from, to, err = a.timeRange(c); err != nil {
+			return err
+		}
+	}
+	st, err := auditor.ReadArchiveStatus(ctx, c.reader, from, to, c.trail.Hot, a.now().UTC())
+	if err != nil {
+		return err
+	}
+	return writeArchiveStatus(a.stdout, c.format, st)
 }

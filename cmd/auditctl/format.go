@@ -536,3 +536,38 @@ func writeMargin(w io.Writer, format string, r marginReport) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// writeArchiveStatus prints the archive's state: a summary line, then one line per period.
+func writeArchiveStatus(w io.Writer, format string, st auditor.ArchiveStatus) error {
+	if st.Periods == nil {
+		st.Periods = []auditor.ArchivePeriod{}
+	}
+	if format == "json" {
+		return writeJSON(w, st)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s archived, %s pending", plural(st.Archived, "period"), plural(st.Pending, "period"))
+	if !st.OldestPending.IsZero() {
+		fmt.Fprintf(&b, " (oldest pending starts %s)", st.OldestPending.Format(time.RFC3339))
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PERIOD START\tPERIOD END\tSTATE\tENTRIES\tOBJECTS\tIN TABLE\tRETAIN UNTIL\tARCHIVED AT\tMANIFEST")
+	for _, p := range st.Periods {
+		archived := "-"
+		if !p.ArchivedAt.IsZero() {
+			archived = p.ArchivedAt.Format(time.RFC3339)
+		}
+		inTable := "no (archive only)"
+		if p.Hot || p.State != "archived" {
+			inTable = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", p.PeriodStart.Format(time.RFC3339), p.PeriodEnd.Format(time.RFC3339),
+			p.State, p.Entries, p.Objects, inTable, p.RetainUntil.Format(time.RFC3339), archived, p.Location)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -48,6 +48,7 @@ import (
 	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/s3client"
 )
 
 func main() {
@@ -79,6 +80,13 @@ func newApp() *app {
 				return nil, fmt.Errorf("aws config: %w", err)
 			}
 			return kms.NewFromConfig(cfg), nil
+		},
+		newS3: func(ctx context.Context) (auditor.ArchiveAPI, error) {
+			cfg, err := awsconfig.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("aws config: %w", err)
+			}
+			return s3client.New(cfg, ""), nil
 		},
 		readFile: os.ReadFile,
 		writeFile: func(name string, data []byte) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,9 +24,11 @@ import (
 	"github.com/resetnotify/resetnotify/dev/pump"
 	"github.com/resetnotify/resetnotify/dev/smssim"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
+	"github.com/resetnotify/resetnotify/shared/archive"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -34,6 +37,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
+	intakewire "github.com/resetnotify/resetnotify/shared/wire/intake"
 )
 
 // lifecycle is what the capacity benchmark measured for n notifications taken from admission
@@ -56,8 +60,16 @@ type lifecycle struct {
 	// Requests are the AWS calls of the whole run, counted by awscount.Counter.
 	Requests map[awscount.Op]int64
 	// Roles names each physical table by its role (notifications, audit, receipts, guard,
-	// conversion).
+	// conversions).
 	Roles map[string]string
+	// Archive is what the audit archive keeps per notification (the entries' archive parts).
+	Archive archiveFigures
+}
+
+// archiveFigures are a notification's audit entries as the archive step writes them: Bytes
+// compressed (what S3 stores), JSON before compression (what sets the number of parts).
+type archiveFigures struct {
+	Bytes, JSON float64
 }
 
 // countingWriter counts the bytes written through it.
@@ -71,7 +83,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // capacityBench takes n notifications from admission to delivered on one DynamoDB Local (and
 // moto for the dispatch queue) and measures, per phase, the capacity DynamoDB reports, the log
 // bytes each function writes, its invocations and busy time, and the AWS requests.
-func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) (lifecycle, storageSizes, error) {
+func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int, prices priceList) (lifecycle, storageSizes, error) {
 	meter := newCapacityMeter()
 	p, err := newPipeline(ctx, ddbEndpoint, sqsEndpoint, smssim.Config{}, capacityKind, meter.Instrument)
 	if err != nil {
@@ -79,11 +91,13 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 	}
 	defer p.close()
 	receiptsTable := p.name + "-receipts"
-	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit, Receipts: receiptsTable}); err != nil {
+	extra := tables.Names{Receipts: receiptsTable, Guard: p.name + "-guard", Conversions: p.name + "-conversion"}
+	defer dropTables(context.Background(), p.db, extra)
+	if err := p.asDeployed(ctx, ddbEndpoint, extra); err != nil {
 		return lifecycle{}, nil, err
 	}
-	defer dropTables(context.Background(), p.db, tables.Names{Receipts: receiptsTable})
-	lc := newLifecycle(n, map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts", p.guard: "guard", p.conversions: "conversion"})
+	lc := newLifecycle(n, map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts",
+		extra.Guard: "guard", extra.Conversions: "conversions"})
 	logs := functionLogs()
 	countedDB := awsclient.DynamoDB(p.countedCfg, ddbEndpoint)
 	p.counter.Reset()
@@ -120,11 +134,90 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int) 
 	for f, w := range logs {
 		lc.LogBytes[f] = w.n.Load()
 	}
-	sizes, err := p.measureStorage(ctx, receiptsTable, n)
+	sizes, err := p.measureStorage(ctx, extra, n, prices)
 	if err != nil {
 		return lifecycle{}, nil, err
 	}
+	if lc.Archive, err = p.measureArchive(ctx, n); err != nil {
+		return lifecycle{}, nil, err
+	}
 	return lc, sizes, nil
+}
+
+// asDeployed creates the receipts, guard and conversion tables of names, and puts the intake as the intake function wires it at the template's defaults (the
+// abuse guard's counters and the conversion guard's prefix check on, allow-list US,CA) in
+// front of the pipeline's queue, and turns on the dispatch worker's conversion counting, as
+// the template does (CONVERSION_TABLE).
+func (p *pipeline) asDeployed(ctx context.Context, ddbEndpoint string, names tables.Names) error {
+	if err := tablesetup.Create(ctx, p.db, tables.Names{Notifications: p.table, Audit: p.audit,
+		Receipts: names.Receipts, Guard: names.Guard, Conversions: names.Conversions}); err != nil {
+		return err
+	}
+	env := map[string]string{
+		config.EnvNotificationsTable: p.table,
+		config.EnvDispatchQueueURL:   p.dispatchURL,
+		config.EnvSealLocalKey:       base64.StdEncoding.EncodeToString(p.wiring.Config.SealLocalKey),
+		config.EnvDestinationPepper:  base64.StdEncoding.EncodeToString(randomKey()),
+		config.EnvFingerprintKey:     base64.StdEncoding.EncodeToString(randomKey()),
+		config.EnvGuardTable:         names.Guard,
+		config.EnvConversionTable:    names.Conversions,
+		config.EnvAllowedCountries:   "US,CA",
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
+	if err != nil {
+		return fmt.Errorf("capacity bench: intake as deployed: %w", err)
+	}
+	awsCfg := p.countedCfg.Copy()
+	awsCfg.BaseEndpoint = aws.String(ddbEndpoint)
+	in, err := intakewire.Service(ctx, cfg, awsCfg)
+	if err != nil {
+		return fmt.Errorf("capacity bench: intake as deployed: %w", err)
+	}
+	in.Queue = p.intake.Queue
+	p.intake = in
+	// The workers name their endpoints; the conversion store takes the configuration's.
+	p.wiring.AWS.BaseEndpoint = aws.String(ddbEndpoint)
+	p.wiring.Config.Conversion = config.Conversion{Table: names.Conversions, Policy: notify.DefaultConversionPolicy()}
+	return nil
+}
+
+// measureArchive encodes the audit entries of the run as the archive step does (canonical
+// order, parts of archive.DefaultPartBytes of JSON Lines, gzip) and returns their bytes per
+// notification.
+func (p *pipeline) measureArchive(ctx context.Context, n int) (archiveFigures, error) {
+	var entries []audit.Entry
+	in := &dynamodb.ScanInput{TableName: aws.String(p.audit)}
+	for {
+		page, err := p.db.Scan(ctx, in)
+		if err != nil {
+			return archiveFigures{}, fmt.Errorf("capacity bench: archive: %w", err)
+		}
+		for _, it := range page.Items {
+			e, err := audit.FromItem(it)
+			if err != nil {
+				return archiveFigures{}, fmt.Errorf("capacity bench: archive: %w", err)
+			}
+			entries = append(entries, e)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	archive.SortCanonical(entries)
+	parts, err := archive.Parts(time.Now().UTC(), entries, archive.DefaultPartBytes)
+	if err != nil {
+		return archiveFigures{}, err
+	}
+	var f archiveFigures
+	for _, pt := range parts {
+		f.Bytes += float64(pt.Ref.Bytes)
+	}
+	for _, e := range entries {
+		f.JSON += float64(len(audit.EntryJSON(e)) + 1)
+	}
+	f.Bytes, f.JSON = f.Bytes/float64(n), f.JSON/float64(n)
+	return f, nil
 }
 
 // newLifecycle is an empty lifecycle of n notifications over tables of the roles given.
@@ -204,13 +297,14 @@ func (p *pipeline) auditTimed(ctx context.Context, ddbEndpoint string, db *dynam
 }
 
 // measureStorage measures the bytes per notification of each table and the months it keeps them.
-func (p *pipeline) measureStorage(ctx context.Context, receiptsTable string, n int) (storageSizes, error) {
-	months := retentionMonths()
+func (p *pipeline) measureStorage(ctx context.Context, names tables.Names, n int, prices priceList) (storageSizes, error) {
+	months := retentionMonths(prices)
 	var sizes storageSizes
 	for _, t := range []struct {
 		role string
 		def  *dynamodb.CreateTableInput
-	}{{"notifications", tablesetup.Notifications(p.table)}, {"audit", tablesetup.Audit(p.audit)}, {"receipts", tablesetup.Receipts(receiptsTable)}} {
+	}{{"notifications", tablesetup.Notifications(p.table)}, {"audit", tablesetup.Audit(p.audit)}, {"receipts", tablesetup.Receipts(names.Receipts)},
+		{"guard", tablesetup.Guard(names.Guard)}, {"conversions", tablesetup.Conversion(names.Conversions)}} {
 		b, err := storagePerNotification(ctx, p.db, t.def, n)
 		if err != nil {
 			return nil, err
@@ -230,6 +324,7 @@ func (p *pipeline) admitHTTP(ctx context.Context, n int, log io.Writer, lc *life
 	_, err := measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
 		key := fmt.Sprintf("%s-%06d", p.name, i)
 		p.keys[i] = key
+		// A distinct number of the default allow-list, each prefix under its ceiling.
 		body := fmt.Sprintf(`{"event_id":"evt-%s","channel":"sms","purpose":"password_reset","to":"%s","locale":"en","params":{"code":"%06d"},"expires_at":"%s"}`,
 			key, benchNumber(i), i, expires)
 		start := time.Now()

@@ -12,7 +12,8 @@ import (
 
 	"github.com/resetnotify/resetnotify/dev/awscount"
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/archive"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
 )
 
@@ -122,11 +123,8 @@ func costModel(lc lifecycle, shape lambdaShape, p priceList, sizes storageSizes)
 	allR, allW := lc.all().total(nil)
 	add("dynamodb_writes", allW/n, "write request units", p.usd("dynamodb_write_request_unit_usd"))
 	add("dynamodb_reads", allR/n, "read request units", p.usd("dynamodb_read_request_unit_usd"))
-	gbMonth := 0.0
-	for _, s := range sizes {
-		gbMonth += s.Bytes / 1e9 * s.Months
-	}
-	add("dynamodb_storage_and_pitr", gbMonth, "GB-months (tables and indexes, for their retention)", p.usd("dynamodb_storage_gb_month_usd")+p.usd("dynamodb_pitr_gb_month_usd"))
+	add("dynamodb_storage_and_pitr", sizes.gbMonths(), "GB-months (tables and indexes, for their retention; audit entries for the hot window)", p.usd("dynamodb_storage_gb_month_usd")+p.usd("dynamodb_pitr_gb_month_usd"))
+	archiveLines(add, lc.Archive, p)
 
 	gbSecond := p.usd("lambda_gb_second_arm64_usd")
 	if shape.Architecture == "x86_64" {
@@ -174,6 +172,58 @@ func costModel(lc lifecycle, shape lambdaShape, p priceList, sizes storageSizes)
 	return lines, total
 }
 
+// archiveLines prices the audit archive as deployed: every entry's compressed bytes kept in S3
+// Standard for the 30 days before the lifecycle rule moves them to Glacier Instant Retrieval
+// for the rest of the retention; one PUT and one transition per part (parts of
+// archive.DefaultPartBytes of JSON; the manifest, one per period whatever the volume, is a
+// fixed cost like the digest's).
+func archiveLines(add func(string, float64, string, float64), a archiveFigures, p priceList) {
+	gb := a.Bytes / 1e9
+	month := float64(730 * time.Hour)
+	standard := float64(30*24*time.Hour) / month
+	glacier := float64(config.DefaultAuditRetention)/month - standard
+	add("s3_archive_storage_standard", gb*standard, "GB-months (30 days in S3 Standard)", p.usd("s3_standard_gb_month_usd"))
+	add("s3_archive_storage_glacier_ir", gb*glacier, "GB-months (the rest of the retention in Glacier Instant Retrieval)", p.usd("s3_glacier_ir_gb_month_usd"))
+	parts := a.JSON / float64(archive.DefaultPartBytes)
+	add("s3_archive_puts", parts, "PUT requests (one per part)", p.usd("s3_put_request_usd"))
+	add("s3_archive_transitions", parts, "lifecycle transitions to Glacier Instant Retrieval", p.usd("s3_transition_glacier_ir_usd"))
+}
+
+// costGroups sorts the model's lines into the split costBench prints (usd_<group>_per_million).
+var costGroups = map[string]string{
+	"dynamodb_storage_and_pitr": "storage", "s3_archive_storage_standard": "storage", "s3_archive_storage_glacier_ir": "storage",
+	"dynamodb_writes": "writes", "s3_archive_puts": "writes", "s3_archive_transitions": "writes",
+	"dynamodb_reads":  "reads",
+	"lambda_requests": "compute", "lambda_duration": "compute",
+	"cloudwatch_logs_ingestion": "logs",
+}
+
+// costSplit sums lines by costGroups ("other" for the rest), in a fixed order.
+func costSplit(lines []costLine) []struct {
+	Group string
+	USD   float64
+} {
+	sums := map[string]float64{}
+	for _, l := range lines {
+		g, ok := costGroups[l.Name]
+		if !ok {
+			g = "other"
+		}
+		sums[g] += l.USDPerM
+	}
+	var out []struct {
+		Group string
+		USD   float64
+	}
+	for _, g := range []string{"storage", "writes", "reads", "compute", "logs", "other"} {
+		out = append(out, struct {
+			Group string
+			USD   float64
+		}{g, sums[g]})
+	}
+	return out
+}
+
 // costBench measures capacity, log bytes, requests and durations per notification
 // (capacityBench) and prints them with the dollar cost model.
 func costBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o costOptions, out io.Writer) error {
@@ -185,7 +235,7 @@ func costBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o costOptio
 	if err != nil {
 		return err
 	}
-	lc, sizes, err := capacityBench(ctx, ddbEndpoint, sqsEndpoint, o.N)
+	lc, sizes, err := capacityBench(ctx, ddbEndpoint, sqsEndpoint, o.N, prices)
 	if err != nil {
 		return err
 	}
@@ -205,20 +255,26 @@ func costBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, o costOptio
 	fmt.Fprintf(out, "aws_requests_per_delivered_notification=%s\n", awscount.FormatCounts(lc.Requests, n))
 	for _, s := range sizes {
 		fmt.Fprintf(out, "storage_bytes_per_notification_%s=%.0f\n", s.Name, s.Bytes)
+		fmt.Fprintf(out, "storage_days_%s=%.1f\n", s.Name, s.Months*730/24)
 	}
+	fmt.Fprintf(out, "archive_bytes_per_notification=%.0f\n", lc.Archive.Bytes)
+	fmt.Fprintf(out, "archive_json_bytes_per_notification=%.0f\n", lc.Archive.JSON)
 	for _, f := range sortedKeys(coldStartCalls) {
 		c := coldStartCalls[f]
 		fmt.Fprintf(out, "cold_start_calls_%s=kms:%d,ssm:%d\n", metricName(f), c.KMS, c.SSM)
 	}
 	lines, total := costModel(lc, shape, prices, sizes)
-	fmt.Fprintf(out, "cost_measured_against=%s on-demand list prices taken %s (cmd/bench/prices.json, not re-fetched), %d notifications admitted -> delivered on the happy path, %s %d MB from template.yaml, SMS excluded\n",
-		prices.Region, prices.Taken, lc.N, shape.Architecture, shape.MemoryMB)
+	fmt.Fprintf(out, "cost_measured_against=%s on-demand list prices taken %s (cmd/bench/prices.json, not re-fetched), %d notifications admitted -> delivered on the happy path through the intake wired as deployed (abuse guard and conversion guard on: their counters included), %s %d MB from template.yaml, audit entries kept %d days in DynamoDB (AuditHotDays) plus the TTL delay, then archived, SMS excluded\n",
+		prices.Region, prices.Taken, lc.N, shape.Architecture, shape.MemoryMB, config.DefaultAuditHotDays)
 	parts := make([]string, len(lines))
 	for i, l := range lines {
 		parts[i] = fmt.Sprintf("%s:%.4f", l.Name, l.USDPerM)
 	}
 	fmt.Fprintf(out, "usd_per_million_notifications=%.2f\n", total)
 	fmt.Fprintf(out, "usd_per_million_notifications_breakdown=%s\n", strings.Join(parts, ","))
+	for _, g := range costSplit(lines) {
+		fmt.Fprintf(out, "usd_%s_per_million=%.2f\n", g.Group, g.USD)
+	}
 	sms := prices.usd("sms_us_message_usd")
 	fmt.Fprintf(out, "sms_usd_per_message=%.5f\n", sms)
 	fmt.Fprintf(out, "cost_share_of_sms_price=%.4f\n", total/1e6/sms)
@@ -247,14 +303,29 @@ type storageSize struct {
 
 type storageSizes []storageSize
 
+// gbMonths is what the sizes keep, in GB-months.
+func (ss storageSizes) gbMonths() float64 {
+	gb := 0.0
+	for _, s := range ss {
+		gb += s.Bytes / 1e9 * s.Months
+	}
+	return gb
+}
+
 // retentionMonths are how long each table keeps a notification's items: the notifications
 // record until its TTL (expiry plus the default 24 h status grace, about a day), audit entries
-// for audit.DefaultRetention, receipts for providerevents.DefaultRetention.
-func retentionMonths() map[string]float64 {
+// for the template's hot window (AuditHotDays) plus TTL's delay (prices.json), receipts for
+// providerevents.DefaultRetention, the abuse guard's counters a day at most (a destination's
+// day and hour, a prefix's minute, each with an hour's slack), the conversion counters the
+// window (24 h) and an hour.
+func retentionMonths(p priceList) map[string]float64 {
 	month := 730 * time.Hour
+	hot := time.Duration(float64(config.DefaultAuditHotDays)+p.assume("dynamodb_ttl_delete_delay_days")) * 24 * time.Hour
 	return map[string]float64{
 		"notifications": float64(25*time.Hour) / float64(month),
-		"audit":         float64(audit.DefaultRetention) / float64(month),
+		"audit":         float64(hot) / float64(month),
 		"receipts":      float64(providerevents.DefaultRetention) / float64(month),
+		"guard":         float64(25*time.Hour) / float64(month),
+		"conversions":   float64(25*time.Hour) / float64(month),
 	}
 }

@@ -69,6 +69,37 @@ func TestCostModel(t *testing.T) {
 	if math.Abs(sum-total) > 1e-9 {
 		t.Errorf("total %v, lines sum to %v", total, sum)
 	}
+	var split float64
+	for _, g := range costSplit(lines) {
+		split += g.USD
+	}
+	if math.Abs(split-total) > 1e-9 {
+		t.Errorf("the split sums to %v, the total is %v", split, total)
+	}
+}
+
+// TestArchiveCost prices a notification whose entries take 1,000 bytes in the archive and
+// 8 MiB of JSON (one part): 30 days of S3 Standard, the rest of the 400 days in Glacier
+// Instant Retrieval, one put and one transition.
+func TestArchiveCost(t *testing.T) {
+	p, err := loadPrices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	archiveLines(func(name string, qty float64, _ string, usd float64) { got[name] = qty * usd * 1e6 }, archiveFigures{Bytes: 1000, JSON: 8 << 20}, p)
+	const monthDays = 730.0 / 24 // the model's month: 730 hours
+	want := map[string]float64{
+		"s3_archive_storage_standard":   1e-6 * 30 / monthDays * 0.023 * 1e6,
+		"s3_archive_storage_glacier_ir": 1e-6 * (400 - 30) / monthDays * 0.004 * 1e6,
+		"s3_archive_puts":               0.005 * 1e3,
+		"s3_archive_transitions":        0.02 * 1e3,
+	}
+	for name, w := range want {
+		if math.Abs(got[name]-w) > 1e-6 {
+			t.Errorf("%s = %v, want %v", name, got[name], w)
+		}
+	}
 }
 
 // TestMakefileStripsBootstraps: the bootstraps make builds for Lambda are the ones cmd/bench

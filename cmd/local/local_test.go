@@ -167,6 +167,7 @@ func TestMakeLocal(t *testing.T) {
 	duplicatesGetOneAnswer(t, base, expires)
 
 	checkCountries(t, base, expires)
+	checkArchive(t, auditctl, exports, stderr.String)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -194,6 +195,25 @@ func TestMakeLocal(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"country_code":"JM"`) {
 		t.Errorf("no refusal logged with country_code JM\n%s", tail(stderr.String()))
 	}
+}
+
+// checkArchive waits until auditctl archive status lists a period that the digest function
+// archived into the local Object Lock bucket (moto's S3).
+func checkArchive(t *testing.T, auditctl string, exports []string, logs func() string) {
+	t.Helper()
+	var status string
+	for deadline := time.Now().Add(150 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		ac := exec.Command(auditctl, "archive", "status")
+		ac.Env = append(os.Environ(), exports...)
+		out, err := ac.CombinedOutput()
+		if status = string(out); err != nil {
+			t.Fatalf("auditctl archive status: %v\n%s", err, out)
+		}
+		if !strings.HasPrefix(status, "0 periods archived") && strings.Contains(status, "s3://resetnotify-audit-archive/audit/") {
+			return
+		}
+	}
+	t.Errorf("no period archived within 150 s:\n%s\n%s", status, tail(logs()))
 }
 
 // notAllowed are numbers of calling code 1 outside the template's AllowedCountries (US,CA),

@@ -45,12 +45,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
@@ -59,6 +62,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/shared/auditreplay"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/s3client"
 	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/digest"
@@ -167,6 +171,9 @@ func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, 
 	}
 	db := awsclient.DynamoDB(l.awsCfg, "")
 	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable, Conversions: conversionTable}); err != nil {
+		return local{}, err
+	}
+	if err := createArchiveBucket(ctx, s3client.New(l.awsCfg, ""), st.retentionDays); err != nil {
 		return local{}, err
 	}
 	if l.queues, err = createQueues(ctx, awsclient.SQS(l.awsCfg, ""), st.queues); err != nil {
@@ -366,6 +373,8 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	set(config.EnvGuardTable, guardTable)
 	set(config.EnvAllowedCountries, st.allowedCountries)
 	set(config.EnvConversionTable, conversionTable)
+	set(config.EnvAuditArchiveBucket, archiveBucket)
+	set(config.EnvAuditHotDays, st.hotDays)
 	env[config.EnvSimulatorWebhookToken] = base64.RawStdEncoding.EncodeToString(token)
 	// A test stands in for Sinch with it: in a file only this user reads, never printed.
 	env[config.EnvSinchCallbackToken] = base64.RawURLEncoding.EncodeToString(sinchToken)
@@ -437,4 +446,30 @@ func printExports(w io.Writer, stack *emulator.Stack, q queueURLs) {
 		config.EnvAuditDigestPeriodMinutes, os.Getenv(config.EnvAuditDigestPeriodMinutes), config.EnvAuditDigestGraceSeconds, os.Getenv(config.EnvAuditDigestGraceSeconds))
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvGuardTable, guardTable)
 	fmt.Fprintf(w, "export %s=%s\n", config.EnvConversionTable, conversionTable)
+	fmt.Fprintf(w, "export AWS_ENDPOINT_URL_S3=%s %s=%s\n", stack.SQSEndpoint, config.EnvAuditHotDays, os.Getenv(config.EnvAuditHotDays))
+}
+
+// archiveBucket is the local audit archive, on moto's S3.
+const archiveBucket = "resetnotify-audit-archive"
+
+// createArchiveBucket creates the archive bucket as template.yaml's AuditArchiveBucket: Object
+// Lock in compliance mode with a default retention of days (AuditRetentionDays). One that
+// exists already is kept (its objects are locked).
+func createArchiveBucket(ctx context.Context, client *s3.Client, days string) error {
+	n, err := strconv.Atoi(days)
+	if err != nil {
+		return fmt.Errorf("archive bucket: AuditRetentionDays %q: %w", days, err)
+	}
+	_, err = client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(archiveBucket), ObjectLockEnabledForBucket: aws.Bool(true)})
+	var owned *s3types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("archive bucket: %w", err)
+	}
+	_, err = client.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String(archiveBucket),
+		ObjectLockConfiguration: &s3types.ObjectLockConfiguration{ObjectLockEnabled: s3types.ObjectLockEnabledEnabled,
+			Rule: &s3types.ObjectLockRule{DefaultRetention: &s3types.DefaultRetention{Mode: s3types.ObjectLockRetentionModeCompliance, Days: aws.Int32(int32(n))}}}})
+	if err != nil {
+		return fmt.Errorf("archive bucket: %w", err)
+	}
+	return nil
 }

@@ -21,6 +21,9 @@ type settings struct {
 	// allowedCountries is the intake function's ALLOWED_COUNTRIES as the template sets it
 	// (the AllowedCountries parameter's default).
 	allowedCountries string
+	// hotDays and retentionDays are the AuditHotDays and AuditRetentionDays parameters'
+	// defaults: the audit writers' hot window and the archive bucket's default retention.
+	hotDays, retentionDays string
 }
 
 // loadSettings reads the settings from the SAM template at path, and each function's folder
@@ -38,6 +41,12 @@ func loadSettings(path, makefile string) (settings, error) {
 		return settings{}, err
 	}
 	if st.allowedCountries, err = intakeVar(tpl, config.EnvAllowedCountries); err != nil {
+		return settings{}, err
+	}
+	if st.hotDays, err = tpl.Param("AuditHotDays"); err != nil {
+		return settings{}, err
+	}
+	if st.retentionDays, err = tpl.Param("AuditRetentionDays"); err != nil {
 		return settings{}, err
 	}
 	sources, err := tpl.Sources()

@@ -34,11 +34,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/s3client"
 )
 
 func main() {
@@ -80,7 +83,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		c := checker{
 			cfn: cloudformation.NewFromConfig(cfg), db: awsclient.DynamoDB(cfg, ""),
-			api: apigatewayv2.NewFromConfig(cfg), tpl: tpl, out: out,
+			api: apigatewayv2.NewFromConfig(cfg), s3: s3client.New(cfg, ""), tpl: tpl, out: out,
 		}
 		env, err := c.check(ctx, *stack)
 		if err != nil {
@@ -121,6 +124,7 @@ type checker struct {
 	cfn *cloudformation.Client
 	db  *dynamodb.Client
 	api *apigatewayv2.Client
+	s3  *s3.Client
 	tpl *samtemplate.Template
 	out io.Writer
 }
@@ -142,6 +146,11 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 			return "", err
 		}
 		problems = append(problems, p...)
+	}
+	for _, id := range c.tpl.Of("AWS::S3::Bucket") {
+		if err := c.objectLock(ctx, id, physical[id]); err != nil {
+			return "", err
+		}
 	}
 	apiID := physical["NotificationsApi"]
 	p, err := c.routes(ctx, apiID, physical)
@@ -172,6 +181,36 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 		fmt.Fprintf(&b, "export %s='%s'\n", k, env[k])
 	}
 	return b.String(), nil
+}
+
+// objectLock applies the template's Object Lock configuration to the bucket id (physical name
+// name) when the emulator's CloudFormation left it out (MiniStack creates the bucket without
+// it; its S3 itself has Object Lock), and says so. A bucket whose template asks for none, or
+// that has one, is left alone.
+func (c checker) objectLock(ctx context.Context, id, name string) error {
+	props := c.tpl.Resources[id].Properties
+	mode, _ := samtemplate.Lookup(props, "ObjectLockConfiguration", "Rule", "DefaultRetention", "Mode")
+	rawDays, _ := samtemplate.Lookup(props, "ObjectLockConfiguration", "Rule", "DefaultRetention", "Days")
+	if mode == nil || name == "" {
+		return nil
+	}
+	if got, err := c.s3.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(name)}); err == nil &&
+		got.ObjectLockConfiguration != nil && got.ObjectLockConfiguration.Rule != nil {
+		return nil
+	}
+	days, err := c.tpl.Int(rawDays)
+	if err != nil {
+		return fmt.Errorf("%s: ObjectLockConfiguration days: %w", id, err)
+	}
+	_, err = c.s3.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String(name),
+		ObjectLockConfiguration: &s3types.ObjectLockConfiguration{ObjectLockEnabled: s3types.ObjectLockEnabledEnabled,
+			Rule: &s3types.ObjectLockRule{DefaultRetention: &s3types.DefaultRetention{
+				Mode: s3types.ObjectLockRetentionMode(fmt.Sprint(mode)), Days: aws.Int32(int32(days))}}}})
+	if err != nil {
+		return fmt.Errorf("%s (%s): put object lock configuration: %w", id, name, err)
+	}
+	fmt.Fprintf(c.out, "stackcheck: %s: the emulator ignored ObjectLockConfiguration; applying %s, %d days, as the template says\n", id, mode, days)
+	return nil
 }
 
 // table compares one deployed table with its template resource, enabling TTL where the

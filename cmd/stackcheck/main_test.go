@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
@@ -80,5 +82,48 @@ func TestConditionalRoutes(t *testing.T) {
 	got = wantRoutes(tpl, sinchStack)
 	if _, ok := got["POST /v1/provider-events/simulator"]; ok || got["POST /v1/provider-events/sinch"] != "NONE" {
 		t.Errorf("a Sinch stack's expected routes %v, want its webhook and not the simulator's", got)
+	}
+}
+
+// TestBucketGetsIgnoredObjectLock stands in for an emulator whose CloudFormation creates
+// AuditArchiveBucket versioned but without the template's Object Lock (MiniStack): stackcheck
+// applies compliance mode with AuditRetentionDays, says so, and leaves it alone on a second
+// run; an object put afterwards is locked.
+func TestBucketGetsIgnoredObjectLock(t *testing.T) {
+	client := testenv.S3(t)
+	tpl, err := samtemplate.Load("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	name := strings.Trim(strings.ToLower(strings.ReplaceAll(testenv.UniqueName(t, "stackcheck"), "_", "-")), "-")
+	if len(name) > 63 {
+		name = name[len(name)-63:]
+	}
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(name),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	for run := range 2 {
+		var out bytes.Buffer
+		c := checker{s3: client, tpl: tpl, out: &out}
+		if err := c.objectLock(ctx, "AuditArchiveBucket", name); err != nil {
+			t.Fatal(err)
+		}
+		said := strings.Contains(out.String(), "AuditArchiveBucket: the emulator ignored ObjectLockConfiguration; applying COMPLIANCE, 400 days")
+		if said != (run == 0) {
+			t.Errorf("run %d said %q", run, out.String())
+		}
+	}
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(name), Key: aws.String("k"), Body: strings.NewReader("x"),
+		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256}); err != nil {
+		t.Fatal(err)
+	}
+	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(name), Key: aws.String("k")})
+	if err != nil || head.ObjectLockMode != s3types.ObjectLockModeCompliance {
+		t.Errorf("an object put after the check: lock %q, %v; want COMPLIANCE", head.ObjectLockMode, err)
 	}
 }

@@ -3,6 +3,7 @@ package audittest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
 // BatchWriter is the part of the DynamoDB API WriteBulk uses.
@@ -57,7 +59,8 @@ func BulkEntries(n int, start time.Time, period time.Duration) []audit.Entry {
 	return out
 }
 
-// WriteBulk stores entries in table with BatchWriteItem, 25 items a request, workers requests
+// WriteBulk stores entries in table with BatchWriteItem (with a drop_after when an entry's
+// DropAfter is set; none, as before the hot window existed, when it is not), 25 items a request, workers requests
 // at once, retrying unprocessed items.
 func WriteBulk(ctx context.Context, db BatchWriter, table string, entries []audit.Entry, workers int) error {
 	batches := make(chan []audit.Entry)
@@ -94,7 +97,11 @@ feed:
 func writeBatch(ctx context.Context, db BatchWriter, table string, es []audit.Entry) error {
 	reqs := make([]ddbtypes.WriteRequest, len(es))
 	for i, e := range es {
-		reqs[i] = ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: audit.Item(e)}}
+		item := audit.Item(e)
+		if e.DropAfter != 0 {
+			item[tables.AuditDropAfter] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(e.DropAfter, 10)}
+		}
+		reqs[i] = ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: item}}
 	}
 	for try := 0; len(reqs) > 0; try++ {
 		if try > 20 {

@@ -113,6 +113,8 @@ var vars = []Var{
 	{config.EnvSimulatorWebhookTokenParam, receiptsOnly, "", "the SSM SecureString holding the simulator webhook's token (AWS)"},
 	{config.EnvSimulatorWebhookToken, receiptsOnly, "", "the token itself (local, at least 16 bytes; a secret); neither disables the webhook"},
 	{config.EnvAuditRetentionDays, auditWriters, "400", "audit entry TTL in days"},
+	{config.EnvAuditHotDays, []string{"audit", "audit-replay", "digest", "auditctl"}, "0", "days an audit entry stays in the table once written (then TTL, its period archived; the template's AuditHotDays is 35); auditctl reads the archive for periods older than this (its default: 35); 0: no hot window"},
+	{config.EnvAuditArchiveBucket, digestOnly, "", "the Object Lock bucket the digest function archives closed periods into; unset: no archive step"},
 	{config.EnvAuditDigestPeriodMinutes, digestOnly, "60", "length of a signed digest period (divides a day); 1 locally"},
 	{config.EnvAuditDigestGraceSeconds, digestOnly, "90", "how long after its end a period is closed; 10 locally"},
 	{config.EnvAuditDigestLagBoundSeconds, []string{"digest", "auditctl"}, "900", "how far the digest step may fall behind before a digest not yet written is missing (verify: late until then) and the digest-lag alarm's threshold"},

@@ -248,6 +248,8 @@ func (s *Stack) Environ(base []string) []string {
 		"AWS_ENDPOINT_URL_DYNAMODB":         s.DynamoDBEndpoint,
 		"AWS_ENDPOINT_URL_DYNAMODB_STREAMS": s.DynamoDBEndpoint,
 		"AWS_ENDPOINT_URL_SQS":              s.SQSEndpoint,
+		// moto_server serves S3 on the same port (the audit archive's bucket, locally).
+		"AWS_ENDPOINT_URL_S3": s.SQSEndpoint,
 	}
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")

@@ -25,6 +25,7 @@ func TestEnviron(t *testing.T) {
 			want: []string{
 				"AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1001",
 				"AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:1001",
+				"AWS_ENDPOINT_URL_S3=http://127.0.0.1:1002",
 				"AWS_ENDPOINT_URL_SQS=http://127.0.0.1:1002",
 				"RESETNOTIFY_DYNAMODB_ENDPOINT=http://127.0.0.1:1001",
 				"RESETNOTIFY_EMULATORS=required",
@@ -51,6 +52,7 @@ func TestEnviron(t *testing.T) {
 				"AWS_SECRET_ACCESS_KEY=secret",
 				"AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1001",
 				"AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:1001",
+				"AWS_ENDPOINT_URL_S3=http://127.0.0.1:1002",
 				"AWS_ENDPOINT_URL_SQS=http://127.0.0.1:1002",
 				"RESETNOTIFY_DYNAMODB_ENDPOINT=http://127.0.0.1:1001",
 				"RESETNOTIFY_EMULATORS=required",

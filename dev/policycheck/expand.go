@@ -23,9 +23,10 @@ type Parameter struct {
 
 // Resource is one resource of an expanded template.
 type Resource struct {
-	Type       string         `json:"Type"`
-	Condition  string         `json:"Condition"`
-	Properties map[string]any `json:"Properties"`
+	Type           string         `json:"Type"`
+	Condition      string         `json:"Condition"`
+	DeletionPolicy string         `json:"DeletionPolicy"`
+	Properties     map[string]any `json:"Properties"`
 }
 
 // Expand runs infra/expand-template.py with python (the project virtualenv's interpreter)

@@ -55,7 +55,7 @@ var banner = regexp.MustCompile(`(?m)^#\s*-{10,}\s*$`)
 
 // checkOrder lists where a template breaks the house order of Resources:
 //
-//	data (tables, keys, SMS settings) -> queues -> HTTP API (API, stage, access logs, routes,
+//	data (tables, keys, buckets, SMS settings) -> queues -> HTTP API (API, stage, access logs, routes,
 //	integrations, invoke permissions) -> one block per function -> operations.
 //
 // A function's block starts with the function and holds its log group (/aws/lambda/${F}),
@@ -226,7 +226,7 @@ func (p *placer) place(id string) (section int, owner string, err error) {
 	switch {
 	case r.Type == "AWS::Serverless::Function":
 		return sectionFunctions, id, nil
-	case r.Type == "AWS::DynamoDB::Table", strings.HasPrefix(r.Type, "AWS::KMS::"),
+	case r.Type == "AWS::DynamoDB::Table", strings.HasPrefix(r.Type, "AWS::KMS::"), strings.HasPrefix(r.Type, "AWS::S3::"),
 		r.Type == "AWS::SSM::Parameter", strings.HasPrefix(r.Type, "AWS::SecretsManager::"),
 		strings.HasPrefix(r.Type, "AWS::SMSVOICE::"):
 		return sectionData, "", nil
@@ -574,8 +574,8 @@ func TestCheckOrder(t *testing.T) {
 			"ALogs has a banner above it but starts no section or block"},
 		{"Outputs before Resources", strings.Replace(orderFixture, "Outputs: {}\n", "", 1) + "Outputs: {}\nConditions: {}\n",
 			"top-level key Conditions comes after Outputs"},
-		{"a type with no rule", strings.Replace(orderFixture, "AWS::SNS::Topic", "AWS::S3::Bucket", 1),
-			"Topic (AWS::S3::Bucket): TestTemplateOrder has no rule placing it"},
+		{"a type with no rule", strings.Replace(orderFixture, "AWS::SNS::Topic", "AWS::EFS::FileSystem", 1),
+			"Topic (AWS::EFS::FileSystem): TestTemplateOrder has no rule placing it"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

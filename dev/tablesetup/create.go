@@ -28,7 +28,7 @@ var _ API = (*dynamodb.Client)(nil)
 
 // Create creates the notifications and audit tables named by names (and the receipts and guard
 // tables when named), waits until each table and its indexes are ACTIVE, and enables
-// TTL on ttl (notifications, receipts) and retain_until (audit). A table that already exists
+// TTL on ttl (notifications, receipts) and drop_after (audit). A table that already exists
 // is accepted as it is, so the local stack can call Create again; TTL that is already enabled
 // on the right attribute is left alone. The wait is bounded only by ctx.
 func Create(ctx context.Context, client API, names tables.Names) error {

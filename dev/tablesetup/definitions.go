@@ -12,9 +12,9 @@ import (
 // in epoch seconds.
 const TTLAttribute = tables.AttrTTL
 
-// AuditTTLAttribute is the audit table's TTL attribute: the end of the retention period, in
-// epoch seconds.
-const AuditTTLAttribute = tables.AuditRetainUntil
+// AuditTTLAttribute is the audit table's TTL attribute, in epoch seconds: drop_after, the end
+// of an entry's hot window (its period archived), a digest's or archive item's retention.
+const AuditTTLAttribute = tables.AuditDropAfter
 
 // Notifications returns the definition of the notifications table named name: key
 // idempotency_key; the sparse KEYS_ONLY GSI due on (due_shard, next_action_at); the sparse

@@ -25,11 +25,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/awsclient/s3client"
 	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
 )
 
@@ -70,6 +73,37 @@ func SQS(t testing.TB) *sqs.Client {
 		return err
 	})
 	return client
+}
+
+// S3 returns an S3 client for moto_server at RESETNOTIFY_SQS_ENDPOINT (moto serves every
+// service on one port), skipping or failing t as for SQS.
+func S3(t testing.TB) *s3.Client {
+	t.Helper()
+	client := s3client.New(Config(), endpoint(t, emulator.EnvSQSEndpoint))
+	probe(t, "S3", func(ctx context.Context) error {
+		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		return err
+	})
+	return client
+}
+
+// LockedBucket creates a bucket called name with Object Lock in compliance mode and a default
+// retention of days, as template.yaml's AuditArchiveBucket, and returns its name. It is left
+// behind when the test ends: its objects are locked.
+func LockedBucket(t testing.TB, client *s3.Client, name string, days int32) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	_, err := client.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String(name),
+		ObjectLockConfiguration: &s3types.ObjectLockConfiguration{ObjectLockEnabled: s3types.ObjectLockEnabledEnabled,
+			Rule: &s3types.ObjectLockRule{DefaultRetention: &s3types.DefaultRetention{Mode: s3types.ObjectLockRetentionModeCompliance, Days: aws.Int32(days)}}}})
+	if err != nil {
+		t.Fatalf("lock bucket %s: %v", name, err)
+	}
+	return name
 }
 
 // Config returns the aws.Config the test clients use: AWS_REGION or us-east-1, and static

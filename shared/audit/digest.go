@@ -174,7 +174,8 @@ func DigestSum(d Digest) []byte {
 	return sum[:]
 }
 
-// DigestItem returns d as an audit table item under DigestEventID: a version 2 digest with
+// DigestItem returns d as an audit table item under DigestEventID, its TTL (drop_after) its
+// retain_until: a version 2 digest with
 // its version and tree root, a version 1 digest with its entries hash and compressed manifest.
 func DigestItem(d Digest) (map[string]ddbtypes.AttributeValue, error) {
 	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
@@ -191,6 +192,7 @@ func DigestItem(d Digest) (map[string]ddbtypes.AttributeValue, error) {
 		tables.DigestAlgorithm:     s(d.Algorithm),
 		tables.DigestSignedAt:      s(tables.FormatTime(d.SignedAt)),
 		tables.AuditRetainUntil:    n(d.RetainUntil),
+		tables.AuditDropAfter:      n(d.RetainUntil),
 		tables.DigestSignature:     s(d.Signature),
 		tables.DigestPrevSignature: s(d.PrevSignature),
 	}

@@ -91,6 +91,10 @@ type Entry struct {
 	GapFrom       int64
 	PrevHash      string
 	Hash          string
+	// DropAfter is the stored item's TTL (drop_after, epoch seconds; 0 when the item has
+	// none, as entries written before the hot window existed). Not a field: neither hashed
+	// nor exported; FromItem reads it, nothing else sets it.
+	DropAfter int64
 	// Unexpected names the attributes of a stored item that are outside the allow-list. Their
 	// values are never read, so a stray secret cannot leak through a reader.
 	Unexpected []string

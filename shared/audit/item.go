@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -24,10 +25,10 @@ var fieldByName = func() map[string]field {
 	return m
 }()
 
-// indexAttributes are the attributes an entry's item carries for the audit table's index only:
-// derived from the entry's fields, not fields themselves, so neither part of the hash nor of
-// an export. FromItem skips them.
-var indexAttributes = map[string]bool{tables.AuditWriteShard: true}
+// indexAttributes are the attributes an entry's item carries for the audit table only (its
+// index key, write_shard, and its TTL, drop_after): not fields of the entry, so neither part
+// of the hash nor of an export. FromItem skips them.
+var indexAttributes = map[string]bool{tables.AuditWriteShard: true, tables.AuditDropAfter: true}
 
 // Item returns e as a DynamoDB item: every allow-listed field, empty optional ones omitted,
 // and, when e has a write day, its by_write_shard key (write_shard).
@@ -65,6 +66,9 @@ func FromItem(item map[string]ddbtypes.AttributeValue) (Entry, error) {
 	var errs []error
 	for name, av := range item {
 		f, ok := fieldByName[name]
+		if n, isNum := av.(*ddbtypes.AttributeValueMemberN); isNum && name == tables.AuditDropAfter {
+			e.DropAfter, _ = strconv.ParseInt(n.Value, 10, 64)
+		}
 		if !ok && indexAttributes[name] {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -53,6 +54,19 @@ type Writer struct {
 	Table string
 	// Clock stamps each entry's written_at; nil means the system clock.
 	Clock notify.Clock
+	// Hot is the hot window (AUDIT_HOT_DAYS): each entry's drop_after, the table's TTL, is
+	// its written_at plus Hot, which the archive step pushes out while the entry's period is
+	// not archived (package archive). Zero means no hot window: drop_after is retain_until.
+	Hot time.Duration
+}
+
+// DropAfter returns the TTL (drop_after, epoch seconds) of e written with the hot window hot:
+// written_at + hot, never after retain_until; retain_until when hot is zero.
+func DropAfter(e Entry, hot time.Duration) int64 {
+	if hot <= 0 {
+		return e.RetainUntil
+	}
+	return min(e.WrittenAt.Add(hot).Unix(), e.RetainUntil)
 }
 
 // Write chains e (built by Build, or a gap entry) to the previous entry of its notification
@@ -85,6 +99,7 @@ func (w *Writer) Write(ctx context.Context, e Entry) (Entry, Outcome, error) {
 		if err != nil {
 			return Entry{}, 0, fmt.Errorf("audit.write %s %s: %w", e.EventID, e.Seq, err)
 		}
+		linked.DropAfter = DropAfter(linked, w.Hot)
 		owner, err := w.put(ctx, linked)
 		switch {
 		case err != nil:
@@ -166,9 +181,11 @@ func (w *Writer) put(ctx context.Context, e Entry) (owner string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("put %s: build condition: %w", e.Seq, err)
 	}
+	item := Item(e)
+	item[tables.AuditDropAfter] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(e.DropAfter, 10)}
 	_, err = w.DB.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(w.Table),
-		Item:                                Item(e),
+		Item:                                item,
 		ConditionExpression:                 cond.Condition(),
 		ExpressionAttributeNames:            cond.Names(),
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
@@ -180,7 +197,7 @@ func (w *Writer) put(ctx context.Context, e Entry) (owner string, err error) {
 		}
 		return "", nil
 	}
-	item := failed.Item
+	item = failed.Item
 	if len(item) == 0 {
 		// Not every emulator returns the old item; read it.
 		existing, ok, err := w.get(ctx, e.EventID, e.Seq)

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,5 +203,39 @@ func TestWriterKeyReadmittedAfterPurge(t *testing.T) {
 	}
 	if got := len(entries(db)); got != 10 {
 		t.Errorf("%d entries, want 10", got)
+	}
+}
+
+// TestWriterStampsTheHotWindow: each entry's drop_after (the table's TTL) is its written_at
+// plus the hot window, never past retain_until; without a hot window it is retain_until. It is
+// no field of the entry: not in its hash, nor in its JSON.
+func TestWriterStampsTheHotWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hot  time.Duration
+	}{{"35 days", 35 * 24 * time.Hour}, {"none", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := auditfixture.NewTable()
+			h := newHandler(db)
+			h.Retention = DefaultRetention
+			h.Writer.Hot = tc.hot
+			invoke(t, h, "req-1", auditfixture.LifecycleRecords("evt-1:sms:password_reset", "evt-1", "01JA")...)
+			es := entries(db)
+			if len(es) < 4 {
+				t.Fatalf("%d entries, want the lifecycle's", len(es))
+			}
+			for _, e := range es {
+				want := e.WrittenAt.Add(tc.hot).Unix()
+				if tc.hot == 0 {
+					want = e.RetainUntil
+				}
+				if e.DropAfter != want || e.RetainUntil == 0 {
+					t.Errorf("%s: drop_after %d, want %d (retain_until %d)", e.Seq, e.DropAfter, want, e.RetainUntil)
+				}
+				if h, _ := ComputeHash(e.PrevHash, e); h != e.Hash || strings.Contains(string(EntryJSON(e)), "drop_after") {
+					t.Errorf("%s: drop_after changed the hash or is exported", e.Seq)
+				}
+			}
+		})
 	}
 }

@@ -27,6 +27,13 @@ const (
 	// digest not yet written counts as missing rather than late (verify), and the threshold of
 	// the digest-lag alarm (template parameter AuditDigestLagBoundSeconds).
 	EnvAuditDigestLagBoundSeconds = "AUDIT_DIGEST_LAG_BOUND_SECONDS"
+	// EnvAuditHotDays is how many days audit entries stay in the audit table once written
+	// (template parameter AuditHotDays): then TTL removes them, their period being archived.
+	// Unset or 0: no hot window, entries stay the whole retention.
+	EnvAuditHotDays = "AUDIT_HOT_DAYS"
+	// EnvAuditArchiveBucket is the S3 bucket (Object Lock, compliance mode) that the digest
+	// function archives closed periods into. Unset: no archive step.
+	EnvAuditArchiveBucket = "AUDIT_ARCHIVE_BUCKET"
 	// EnvAuditDigestPublicKey names a PEM file holding the digests' public key. No function
 	// reads it: auditctl does, and the local stack prints it.
 	EnvAuditDigestPublicKey = "AUDIT_DIGEST_PUBLIC_KEY"
@@ -80,6 +87,19 @@ const MinWebhookTokenLen = 16
 // means DefaultAuditRetention.
 func AuditRetention(getenv func(string) string) (time.Duration, error) {
 	return days(trimmed(getenv)(EnvAuditRetentionDays), 100*366, DefaultAuditRetention, EnvAuditRetentionDays)
+}
+
+// DefaultAuditHotDays is the template's AuditHotDays: how long entries stay in the table.
+const DefaultAuditHotDays = 35
+
+// AuditHot reads AUDIT_HOT_DAYS: a whole number of days from 0 to 36600; unset or 0 means no
+// hot window (0: entries stay in the table for the whole retention).
+func AuditHot(getenv func(string) string) (time.Duration, error) {
+	v := trimmed(getenv)(EnvAuditHotDays)
+	if v == "" || v == "0" {
+		return 0, nil
+	}
+	return days(v, 100*366, 0, EnvAuditHotDays)
 }
 
 // Digest is the digest step's period, grace and lag bound.

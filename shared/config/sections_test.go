@@ -153,3 +153,22 @@ func TestLoadDigestLagBound(t *testing.T) {
 		})
 	}
 }
+
+func TestAuditHot(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"", 0, false}, {"0", 0, false}, {"35", 35 * 24 * time.Hour, false}, {"1", 24 * time.Hour, false},
+		{"-1", 0, true}, {"1.5", 0, true}, {"forever", 0, true},
+	} {
+		got, err := config.AuditHot(env(map[string]string{config.EnvAuditHotDays: tc.in}))
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("AuditHot(%q) = %s, %v; want %s, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), config.EnvAuditHotDays) {
+			t.Errorf("AuditHot(%q): the error does not name %s: %v", tc.in, config.EnvAuditHotDays, err)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/shared/archive"
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -62,6 +63,10 @@ type Digester struct {
 	// Metrics, when set, receives per run a DigestsWritten count and DigestLag, in seconds:
 	// how long the oldest period not yet closed has been closable (0 when none is).
 	Metrics *obs.Metrics
+	// Archiver, when set, archives each digested period after the run's digests are written
+	// (package archive). Its failures are its own (ArchiveErrors, a log line): they never fail
+	// the digest run, so DigestErrorsAlarm stays about digests.
+	Archiver *archive.Archiver
 	// LagBound is how far behind the step may be before verify counts a digest not yet
 	// written as missing (config.DefaultDigestLagBound); a run that ends further behind logs
 	// a warning. The template's DigestLagAlarm has the same threshold.
@@ -71,6 +76,10 @@ type Digester struct {
 // Handle is the scheduled function's handler: one run per EventBridge schedule event.
 func (d *Digester) Handle(ctx context.Context, _ events.EventBridgeEvent) error {
 	_, err := d.Run(ctx)
+	if d.Archiver != nil {
+		// Reported by the archiver itself (ArchiveErrors and its log line).
+		_, _ = d.Archiver.Run(ctx)
+	}
 	return err
 }
 

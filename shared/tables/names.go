@@ -135,6 +135,12 @@ const (
 	AuditReconstructed = "reconstructed"
 	// AuditGapFrom is the first version a gap entry stands for (its version is the last).
 	AuditGapFrom = "gap_from"
+	// AuditDropAfter is the audit table's TTL attribute (epoch seconds): when DynamoDB may
+	// remove the item. On an entry, the end of its hot window (written_at + AUDIT_HOT_DAYS),
+	// pushed out by the archive step while its period is not archived; on a digest or an
+	// archive item, its retain_until. Like write_shard it is a table attribute only, not one
+	// of the entry's fields: not hashed, not exported.
+	AuditDropAfter = "drop_after"
 )
 
 // IndexByWriteShard is the audit table's only GSI (write_shard, written_at): the entries
@@ -147,6 +153,21 @@ const IndexByWriteShard = "by_write_shard"
 // period with the period's start (FormatTime) as its seq. No event ID can take this value:
 // event IDs never contain "#".
 const DigestEventID = "#digest"
+
+// ArchiveEventID is the audit table partition that records the archived periods, one item
+// per period with the period's start (FormatTime) as its seq, written by the archive step
+// once the period's objects and signed manifest are stored in the archive bucket.
+const ArchiveEventID = "#archive"
+
+// Attributes of an archive item (besides event_id, seq, period_start, period_end, count,
+// retain_until and drop_after).
+const (
+	ArchiveManifestKey    = "manifest_key"
+	ArchiveManifestSHA256 = "manifest_sha256"
+	ArchiveObjects        = "objects"
+	ArchiveBucket         = "bucket"
+	ArchivedAt            = "archived_at"
+)
 
 // Attributes of a digest item (besides event_id, seq and retain_until).
 const (

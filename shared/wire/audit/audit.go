@@ -4,6 +4,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,7 +20,7 @@ import (
 // Function is the audit function.
 var Function = wire.Function[*audit.Handler]{Name: "audit", New: New, Handler: func(h *audit.Handler) any { return h.Handle }}
 
-// New builds the audit writer from env: AUDIT_TABLE, AUDIT_RETENTION_DAYS, LOG_LEVEL, and the
+// New builds the audit writer from env: AUDIT_TABLE, AUDIT_RETENTION_DAYS, AUDIT_HOT_DAYS, LOG_LEVEL, and the
 // function's name and version that Lambda sets (AWS_LAMBDA_FUNCTION_NAME,
 // AWS_LAMBDA_FUNCTION_VERSION), recorded as the actor of each entry.
 func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.Writer) (*audit.Handler, error) {
@@ -28,10 +29,14 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 		return nil, err
 	}
 	retention := cfg.AuditRetention
+	hot, err := config.AuditHot(env)
+	if err != nil {
+		return nil, fmt.Errorf("wire.audit: %w", err)
+	}
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("audit ready", "audit_table", cfg.AuditTable, "retention_days", int(retention.Hours()/24))
 	return &audit.Handler{
-		Writer:          &audit.Writer{DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable},
+		Writer:          &audit.Writer{DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Hot: hot},
 		Retention:       retention,
 		Function:        env(config.EnvLambdaFunctionName),
 		FunctionVersion: env(config.EnvLambdaFunctionVersion),

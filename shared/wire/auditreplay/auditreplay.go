@@ -7,6 +7,7 @@ package auditreplay
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,12 +35,16 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 		return nil, err
 	}
 	retention := cfg.AuditRetention
+	hot, err := config.AuditHot(env)
+	if err != nil {
+		return nil, fmt.Errorf("wire.auditreplay: %w", err)
+	}
 	db := awsclient.DynamoDB(awsCfg, "")
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("audit replay ready", "audit_table", cfg.AuditTable, "notifications_table", cfg.NotificationsTable)
 	return &auditreplay.Replayer{
 		Streams:            streamsclient.New(awsCfg, ""),
-		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable},
+		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable, Hot: hot},
 		Reader:             &audit.Reader{DB: db, Table: cfg.AuditTable},
 		Records:            dynamostore.New(db, cfg.NotificationsTable),
 		Scan:               db,

@@ -343,7 +343,8 @@ const (
 
 // environment returns the variables the functions read, as template.yaml would set them, plus
 // the emulators' endpoints and local credentials. The digest signing key is random per run;
-// its public half is written to keyDir for auditctl.
+// its public half is written to keyDir for auditctl. It is long because it is one flat list of
+// settings, one group per provider and store, which reads best in one place.
 func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]string, error) {
 	env := map[string]string{}
 	for _, kv := range stack.Environ(nil) {

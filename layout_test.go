@@ -484,3 +484,26 @@ func TestFunctionsLinkNoTextTemplate(t *testing.T) {
 		t.Error("a function built with -tags lambda.norpc links text/template")
 	}
 }
+
+// TestFunctionsLinkNoCredentialChain: no function, built as deployed, links the SDK's config
+// package or the default credential chain behind it (STS, SSO, SSO OIDC, IMDS, the shared
+// files): in Lambda the region and the execution role's credentials are in the environment
+// (awsclient.FromLambdaEnv), and the chain was about 680 KB of every bootstrap.
+func TestFunctionsLinkNoCredentialChain(t *testing.T) {
+	banned := []string{
+		"github.com/aws/aws-sdk-go-v2/config",
+		"github.com/aws/aws-sdk-go-v2/service/sts",
+		"github.com/aws/aws-sdk-go-v2/service/sso",
+		"github.com/aws/aws-sdk-go-v2/service/ssooidc",
+		"github.com/aws/aws-sdk-go-v2/feature/ec2/imds",
+		"github.com/aws/aws-sdk-go-v2/credentials/ssocreds",
+		"github.com/aws/aws-sdk-go-v2/credentials/stscreds",
+		"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds",
+	}
+	deps := goList(t, "-tags", "lambda.norpc", "-deps", "./functions/...")
+	for _, b := range banned {
+		if slices.Contains(deps, b) {
+			t.Errorf("a function built with -tags lambda.norpc links %s", b)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/wire/dispatch"
 	"github.com/resetnotify/resetnotify/shared/wire/intake"
+	"github.com/resetnotify/resetnotify/shared/wire/wiretest"
 )
 
 // TestGuardsFailClosed: intake and dispatch started without one of their abuse guards'
@@ -46,16 +47,16 @@ func TestGuardsFailClosed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			env := maps.Clone(tc.env)
-			if err := tc.build(t.Context(), func(k string) string { return env[k] }); err != nil {
+			if err := tc.build(t.Context(), wiretest.Env(env)); err != nil {
 				t.Fatalf("with every setting: %v", err)
 			}
 			delete(env, tc.without)
-			err := tc.build(t.Context(), func(k string) string { return env[k] })
+			err := tc.build(t.Context(), wiretest.Env(env))
 			if err == nil || !strings.Contains(err.Error(), tc.without+" is required") || !strings.Contains(err.Error(), `"off"`) {
 				t.Fatalf("without %s: %v; want a refusal naming it and the explicit off", tc.without, err)
 			}
 			env[tc.without] = config.Off
-			if err := tc.build(t.Context(), func(k string) string { return env[k] }); err != nil {
+			if err := tc.build(t.Context(), wiretest.Env(env)); err != nil {
 				t.Errorf("with %s=off: %v, want a start with that guard off", tc.without, err)
 			}
 		})
@@ -76,7 +77,7 @@ func TestBootstrapRefusesToStartWithoutItsGuard(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bootstrap)
-	cmd.Env = []string{"AWS_REGION=eu-west-1", "PATH=" + os.Getenv("PATH"),
+	cmd.Env = []string{"AWS_REGION=eu-west-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "PATH=" + os.Getenv("PATH"),
 		config.EnvNotificationsTable + "=n", config.EnvDispatchQueueURL + "=http://127.0.0.1:1/q",
 		config.EnvSealLocalKey + "=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		config.EnvDestinationPepper + "=wiring-test-pepper-0123", config.EnvFingerprintKey + "=wiring-test-fingerprint-key-0123456789",

@@ -12,6 +12,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/wire/providerevents"
 	"github.com/resetnotify/resetnotify/shared/wire/reconcile"
 	"github.com/resetnotify/resetnotify/shared/wire/sweeper"
+	"github.com/resetnotify/resetnotify/shared/wire/wiretest"
 )
 
 // build adapts one function's wire.Build to the table below.
@@ -45,7 +46,7 @@ func TestBuildRefusesIncompleteConfig(t *testing.T) {
 	t.Setenv("AWS_REGION", "eu-west-1")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.build(t.Context(), func(k string) string { return tc.env[k] })
+			err := tc.build(t.Context(), wiretest.Env(tc.env))
 			if err == nil {
 				t.Fatal("built without configuration")
 			}

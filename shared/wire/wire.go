@@ -7,8 +7,8 @@
 // test holds them to it); functions/<name>/main.go is one line, wire.Main(<name>.Function),
 // and the local stack (cmd/local) calls the same constructors.
 //
-// Endpoints come from the SDK's usual resolution: in a local run the standard
-// AWS_ENDPOINT_URL_* variables point the clients at DynamoDB Local and moto.
+// Endpoints come from the standard AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> variables
+// (awsclient.FromLambdaEnv): in a local run they point the clients at DynamoDB Local and moto.
 package wire
 
 import (
@@ -20,8 +20,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
 
@@ -36,9 +36,12 @@ type Function[H any] struct {
 	Handler func(H) any
 }
 
-// Build loads the SDK's default configuration and builds f's handler.
+// Build takes the AWS configuration from the Lambda environment through env (region, the
+// execution role's credentials and any AWS_ENDPOINT_URL* variables; see
+// awsclient.FromLambdaEnv, which keeps the SDK's default credential chain out of every
+// bootstrap) and builds f's handler.
 func Build[H any](ctx context.Context, f Function[H], env func(string) string, out io.Writer) (H, error) {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsclient.FromLambdaEnv(env)
 	if err != nil {
 		var zero H
 		return zero, fmt.Errorf("%s: aws config: %w", f.Name, err)

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/resetnotify/resetnotify/shared/awsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/secretparam"
@@ -247,14 +247,15 @@ func Build(ctx context.Context, cfg Config, params secretparam.API, deps Deps) (
 }
 
 // FromEnv reads the configuration through getenv and builds the provider. For endusersms
-// without AWS credentials in deps, it loads the SDK's default configuration.
+// without AWS credentials in deps, it takes the AWS configuration from the Lambda environment
+// (awsclient.FromLambdaEnv).
 func FromEnv(ctx context.Context, getenv func(string) string, deps Deps) (Provider, error) {
 	cfg, err := config.LoadSMS(getenv)
 	if err != nil {
 		return Provider{}, err
 	}
 	if (cfg.Kind == EndUserSMS || slices.Contains(cfg.Chain, EndUserSMS)) && deps.AWS.Credentials == nil {
-		deps.AWS, err = awsconfig.LoadDefaultConfig(ctx)
+		deps.AWS, err = awsclient.FromLambdaEnv(getenv)
 		if err != nil {
 			return Provider{}, fmt.Errorf("provider.from_env: loading AWS configuration: %w", err)
 		}

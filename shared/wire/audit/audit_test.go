@@ -10,6 +10,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/wire"
 	"github.com/resetnotify/resetnotify/shared/wire/audit"
+	"github.com/resetnotify/resetnotify/shared/wire/wiretest"
 )
 
 func TestNewHandler(t *testing.T) {
@@ -27,7 +28,7 @@ func TestNewHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			h, err := wire.Build(context.Background(), audit.Function, func(k string) string { return tc.env[k] }, &out)
+			h, err := wire.Build(context.Background(), audit.Function, wiretest.Env(tc.env), &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -49,7 +50,7 @@ func TestNewHandler(t *testing.T) {
 func TestActorIsTheLambdaFunction(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-1")
 	env := map[string]string{"AUDIT_TABLE": "audit", "AWS_LAMBDA_FUNCTION_NAME": "stack-AuditFunction-1", "AWS_LAMBDA_FUNCTION_VERSION": "7"}
-	h, err := wire.Build(context.Background(), audit.Function, func(k string) string { return env[k] }, io.Discard)
+	h, err := wire.Build(context.Background(), audit.Function, wiretest.Env(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/resetnotify/resetnotify/shared/wire"
 	"github.com/resetnotify/resetnotify/shared/wire/auditreplay"
+	"github.com/resetnotify/resetnotify/shared/wire/wiretest"
 )
 
 func TestNewReplayer(t *testing.T) {
@@ -24,7 +25,7 @@ func TestNewReplayer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			r, err := wire.Build(context.Background(), auditreplay.Function, func(k string) string { return tc.env[k] }, &out)
+			r, err := wire.Build(context.Background(), auditreplay.Function, wiretest.Env(tc.env), &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

@@ -11,6 +11,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/wire"
 	digestwire "github.com/resetnotify/resetnotify/shared/wire/digest"
+	"github.com/resetnotify/resetnotify/shared/wire/wiretest"
 )
 
 func TestNewDigester(t *testing.T) {
@@ -38,7 +39,7 @@ func TestNewDigester(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-1")
 			var out bytes.Buffer
-			d, err := wire.Build(context.Background(), digestwire.Function, func(k string) string { return tc.env[k] }, &out)
+			d, err := wire.Build(context.Background(), digestwire.Function, wiretest.Env(tc.env), &out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

@@ -27,12 +27,16 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/wire"
 	intakewire "github.com/resetnotify/resetnotify/shared/wire/intake"
+	"github.com/resetnotify/resetnotify/shared/wire/wiretest"
 )
 
 func TestBuildRefusesIncompleteConfig(t *testing.T) {
 	for _, name := range []string{config.EnvNotificationsTable, config.EnvDispatchQueueURL, config.EnvSealKMSKeyID,
 		config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvDestinationPepperParam} {
 		t.Setenv(name, "")
+	}
+	for k, v := range wiretest.Lambda {
+		t.Setenv(k, v)
 	}
 	_, err := wire.Build(t.Context(), intakewire.Function, os.Getenv, io.Discard)
 	if err == nil {
@@ -56,7 +60,7 @@ func TestBuildRefusesUnknownCountries(t *testing.T) {
 	}
 	for list, ok := range map[string]bool{"US,CA": true, "US,AA": false, "UK": false, "ZZ": false} {
 		env[config.EnvAllowedCountries] = list
-		_, err := wire.Build(t.Context(), intakewire.Function, func(k string) string { return env[k] }, io.Discard)
+		_, err := wire.Build(t.Context(), intakewire.Function, wiretest.Env(env), io.Discard)
 		if ok && err != nil {
 			t.Errorf("%s: %v", list, err)
 		}
@@ -89,7 +93,7 @@ func TestServiceOwnsKeys(t *testing.T) {
 		t.Errorf("owners %v, operator %q: want owned keys and the support role", in.Owners, in.Operator)
 	}
 	env[config.EnvOperatorPrincipalARN] = "support"
-	if _, err := wire.Build(t.Context(), intakewire.Function, func(k string) string { return env[k] }, io.Discard); err == nil ||
+	if _, err := wire.Build(t.Context(), intakewire.Function, wiretest.Env(env), io.Discard); err == nil ||
 		!strings.Contains(err.Error(), config.EnvOperatorPrincipalARN) {
 		t.Errorf("an operator that is no ARN: %v, want an error naming %s", err, config.EnvOperatorPrincipalARN)
 	}
@@ -117,7 +121,7 @@ func TestWiring(t *testing.T) {
 		config.EnvGuardTable:         names.Guard,
 	}
 	var out bytes.Buffer
-	h, err := wire.Build(ctx, intakewire.Function, func(k string) string { return env[k] }, &out)
+	h, err := wire.Build(ctx, intakewire.Function, wiretest.Env(env), &out)
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}

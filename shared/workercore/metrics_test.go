@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
+	"github.com/resetnotify/resetnotify/shared/archive"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -234,6 +235,11 @@ func emittedSchemas(t *testing.T) map[string]map[string]bool {
 	(&obs.Metrics{W: f.metrics, Function: "dispatch"}).Conversion(obs.MetricConversionSends, "44")
 	(&obs.Metrics{W: f.metrics, Function: "intake"}).Conversion(obs.MetricConversions, "44")
 	(&obs.Metrics{W: f.metrics, Function: "dispatch"}).Emit(nil, obs.Metric{Name: obs.MetricPrefixBlocks, Unit: obs.UnitCount, Value: 1})
+	// The archive step's metrics, in the one line archive.Archiver.Run writes after each run.
+	(&obs.Metrics{W: f.metrics, Function: "digest"}).Emit(nil,
+		obs.Metric{Name: archive.MetricArchivedPeriods, Unit: obs.UnitCount, Value: 1},
+		obs.Metric{Name: archive.MetricArchiveLag, Unit: obs.UnitSeconds, Value: 0},
+		obs.Metric{Name: archive.MetricArchiveErrors, Unit: obs.UnitCount, Value: 0})
 
 	got := map[string]map[string]bool{}
 	for _, l := range parseEMF(t, f.metrics.String()) {

@@ -133,7 +133,7 @@ func TestWiring(t *testing.T) {
 	}
 	resp, err = h.Handle(ctx, submitEvent(t, "wiring-1", wiringNumber))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST: %d %s (%v)", resp.StatusCode, resp.Body, err)
+		t.Fatalf("POST: %d %s (%v)\n%s", resp.StatusCode, resp.Body, err, out.String())
 	}
 	var view intake.StatusView
 	if err := json.Unmarshal([]byte(resp.Body), &view); err != nil {

@@ -25,18 +25,16 @@ import (
 
 // The environment variables, as template.yaml sets them.
 const (
-	EnvNotificationsTable  = "NOTIFICATIONS_TABLE"
-	EnvAuditTable          = "AUDIT_TABLE"
-	EnvDispatchQueueURL    = "DISPATCH_QUEUE_URL"
-	EnvPolicyVersion       = "POLICY_VERSION"
-	EnvSafetyMarginSeconds = "SAFETY_MARGIN_SECONDS"
-	EnvStatusGraceHours    = "STATUS_GRACE_HOURS"
-	EnvMaxAheadHours       = "MAX_AHEAD_HOURS"
-	EnvSealKMSKeyID        = "SEAL_KMS_KEY_ID"
-	EnvSealLocalKey        = "SEAL_LOCAL_KEY"
-	// EnvSealKeysTable is the seal-keys table (AWS, with SEAL_KMS_KEY_ID): the KMS-encrypted
-	// data keys that sealed envelopes name by a short ID.
-	EnvSealKeysTable          = "SEAL_KEYS_TABLE"
+	EnvNotificationsTable     = "NOTIFICATIONS_TABLE"
+	EnvAuditTable             = "AUDIT_TABLE"
+	EnvDispatchQueueURL       = "DISPATCH_QUEUE_URL"
+	EnvPolicyVersion          = "POLICY_VERSION"
+	EnvSafetyMarginSeconds    = "SAFETY_MARGIN_SECONDS"
+	EnvStatusGraceHours       = "STATUS_GRACE_HOURS"
+	EnvMaxAheadHours          = "MAX_AHEAD_HOURS"
+	EnvSealKMSKeyID           = "SEAL_KMS_KEY_ID"
+	EnvSealLocalKey           = "SEAL_LOCAL_KEY"
+	EnvSealKeysTable          = "SEAL_KEYS_TABLE" // the KMS data keys' table (with SEAL_KMS_KEY_ID)
 	EnvDestinationPepper      = "DESTINATION_PEPPER"
 	EnvDestinationPepperParam = "DESTINATION_PEPPER_PARAM"
 	// The request fingerprint's HMAC key: the value itself locally, the name of an SSM

@@ -87,10 +87,19 @@ type KMSKeys struct {
 	now       func() time.Time
 	cacheSize int
 
-	mu      sync.Mutex
-	current *DataKey
-	madeAt  time.Time
-	cache   map[string][]byte // kind byte + reference -> plaintext
+	mu       sync.Mutex
+	current  *DataKey
+	madeAt   time.Time
+	cache    map[string][]byte // kind byte + reference -> plaintext
+	inflight map[string]*fetch // the same, while one caller fetches it
+}
+
+// fetch is one caller's fetch of a data key that others wait for: a batch's messages, opened
+// concurrently on a cold start, cost one read and one Decrypt, not one each.
+type fetch struct {
+	done chan struct{}
+	key  []byte
+	err  error
 }
 
 var (
@@ -101,7 +110,7 @@ var (
 // NewKMSKeys returns a source over the KMS key keyID (ID, ARN or alias) that writes the
 // encrypted data key into every envelope (KindKMS). The functions use NewStoredKMSKeys.
 func NewKMSKeys(client KMSAPI, keyID string) *KMSKeys {
-	return &KMSKeys{client: client, keyID: keyID, cacheSize: DefaultKMSCacheSize, cache: map[string][]byte{}, now: time.Now}
+	return &KMSKeys{client: client, keyID: keyID, cacheSize: DefaultKMSCacheSize, cache: map[string][]byte{}, inflight: map[string]*fetch{}, now: time.Now}
 }
 
 // NewStoredKMSKeys returns a source over the KMS key keyID whose envelopes name their data key
@@ -179,19 +188,44 @@ func (k *KMSKeys) Key(ctx context.Context, ref []byte) ([]byte, error) {
 
 // KeyOf returns the plaintext of the data key ref names in an envelope of kind: from the cache,
 // else from KMS Decrypt of the encrypted key (the ref itself for KindKMS; what the store holds
-// under the ref for KindKMSStored). A ref that KMS refuses as invalid ciphertext, or that the
-// store does not hold, gives an error wrapping ErrUnknownKey; other failures are transient.
+// under the ref for KindKMSStored), fetched by one caller while concurrent callers for the same
+// key wait for it. A ref that KMS refuses as invalid ciphertext, or that the store does not
+// hold, gives an error wrapping ErrUnknownKey; other failures are transient (not remembered).
 func (k *KMSKeys) KeyOf(ctx context.Context, kind KeyKind, ref []byte) ([]byte, error) {
 	if !k.Opens(kind) {
 		return nil, fmt.Errorf("seal.kms: %s envelope: %w", kind, ErrUnknownKey)
 	}
 	ck := cacheKey(kind, ref)
 	k.mu.Lock()
-	key, ok := k.cache[ck]
-	k.mu.Unlock()
-	if ok {
+	if key, ok := k.cache[ck]; ok {
+		k.mu.Unlock()
 		return key, nil
 	}
+	if f, ok := k.inflight[ck]; ok {
+		k.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.key, f.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("seal.kms data key: %w", ctx.Err())
+		}
+	}
+	f := &fetch{done: make(chan struct{})}
+	k.inflight[ck] = f
+	k.mu.Unlock()
+	f.key, f.err = k.fetch(ctx, kind, ref)
+	k.mu.Lock()
+	delete(k.inflight, ck)
+	if f.err == nil {
+		k.remember(ck, f.key)
+	}
+	k.mu.Unlock()
+	close(f.done)
+	return f.key, f.err
+}
+
+// fetch reads and decrypts the data key ref names in an envelope of kind.
+func (k *KMSKeys) fetch(ctx context.Context, kind KeyKind, ref []byte) ([]byte, error) {
 	encrypted := ref
 	if kind == KindKMSStored {
 		var err error
@@ -214,11 +248,7 @@ func (k *KMSKeys) KeyOf(ctx context.Context, kind KeyKind, ref []byte) ([]byte, 
 	if len(out.Plaintext) != DataKeySize {
 		return nil, fmt.Errorf("seal.kms decrypt data key: got %d-byte key", len(out.Plaintext))
 	}
-	key = bytes.Clone(out.Plaintext)
-	k.mu.Lock()
-	k.remember(ck, key)
-	k.mu.Unlock()
-	return key, nil
+	return bytes.Clone(out.Plaintext), nil
 }
 
 func cacheKey(kind KeyKind, ref []byte) string { return string(append([]byte{byte(kind)}, ref...)) }

@@ -22,6 +22,8 @@ type memStore struct {
 	expires    map[string]time.Time
 	puts, gets int
 	err        error
+	// delay is how long a get takes.
+	delay time.Duration
 }
 
 func newMemStore() *memStore {
@@ -43,6 +45,7 @@ func (m *memStore) PutKey(_ context.Context, id, encrypted []byte, expiresAt tim
 }
 
 func (m *memStore) GetKey(_ context.Context, id []byte) ([]byte, error) {
+	time.Sleep(m.delay)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gets++
@@ -234,5 +237,39 @@ func TestStoredKeysFailures(t *testing.T) {
 	swapped.keys[string(id)] = blob
 	if _, err := seal.New(seal.NewStoredKMSKeys(fake, fakeKeyARN, swapped, 0)).Open(ctx, idemKey, sealed); !errors.Is(err, seal.ErrOpen) {
 		t.Errorf("Open with a swapped data key: err = %v, want ErrOpen", err)
+	}
+}
+
+// TestConcurrentOpensFetchOnce: a batch's messages opened at once on a cold start (dispatch
+// handles a batch concurrently) read the store and call Decrypt once between them.
+func TestConcurrentOpensFetchOnce(t *testing.T) {
+	ctx := context.Background()
+	fake, store := newFakeKMS(t), newMemStore()
+	sealed, err := seal.New(seal.NewStoredKMSKeys(fake, fakeKeyARN, store, 0)).Seal(ctx, idemKey, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.delay = 50 * time.Millisecond
+	reader := seal.New(seal.NewStoredKMSKeys(fake, fakeKeyARN, store, 0))
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	for range 10 {
+		wg.Go(func() {
+			_, err := reader.Open(ctx, idemKey, sealed)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, gets := store.calls(); gets != 1 {
+		t.Errorf("10 concurrent opens: %d store reads, want 1", gets)
+	}
+	if got := fake.calls(); got.decrypt != 1 {
+		t.Errorf("10 concurrent opens: %d Decrypt calls, want 1", got.decrypt)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
+	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -178,3 +179,13 @@ func (p *pipeline) setChain(url2 string, kinds ...string) {
 
 // intakeQueue is the dispatch queue the pipeline's intake sends to, on the counted client.
 func (p *pipeline) intakeQueue() *sqsqueue.Queue { return sqsqueue.New(p.counted, p.dispatchURL, "") }
+
+// benchCaller returns ctx carrying the local caller's principal, as the intake's HTTP adapter
+// sets it from the API's IAM authorizer: Submit refuses a request without one.
+func benchCaller(ctx context.Context) (context.Context, error) {
+	p, err := notify.CanonicalPrincipal(localapi.Caller(localapi.LocalCallerRole).IAM.UserARN)
+	if err != nil {
+		return nil, fmt.Errorf("bench: caller: %w", err)
+	}
+	return notify.WithCaller(ctx, p), nil
+}

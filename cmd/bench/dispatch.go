@@ -262,9 +262,13 @@ func (p *pipeline) close() {
 // admit admits n notifications through the intake service, eight at a time, each to its own
 // number and expiring in ten minutes.
 func (p *pipeline) admit(ctx context.Context, n int) error {
+	ctx, err := benchCaller(ctx)
+	if err != nil {
+		return err
+	}
 	p.keys = make([]string, n)
 	expires := time.Now().UTC().Add(10 * time.Minute)
-	_, err := measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
+	_, err = measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
 		key := fmt.Sprintf("%s-%06d", p.name, i)
 		p.keys[i] = key
 		_, err := p.intake.Submit(ctx, notify.Request{

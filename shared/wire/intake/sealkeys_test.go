@@ -42,7 +42,9 @@ func TestWiringKeepsTheDataKeyOutOfTheRecord(t *testing.T) {
 	sealKeys := testenv.UniqueName(t, "sealkeys")
 	names := tables.Names{Notifications: testenv.UniqueName(t, "notif"), Audit: testenv.UniqueName(t, "audit"), SealKeys: sealKeys}
 	createTables(ctx, t, ddb, names)
-	t.Cleanup(func() { _, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(sealKeys)}) })
+	t.Cleanup(func() {
+		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(sealKeys)})
+	})
 	queueURL := testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch"))
 
 	env := map[string]string{

@@ -256,8 +256,8 @@ func (a Alarm) Evaluate(ctx context.Context, cw CloudWatchAPI, now time.Time) (S
 	for _, p := range evaluated {
 		vals = append(vals, fmt.Sprintf("%g (%s)", p.value, p.start.UTC().Format("02/01/06 15:04:05")))
 	}
-	reason := fmt.Sprintf("Threshold Crossed: %d out of the last %d datapoints [%s] %s the threshold (%g), %d needed for ALARM",
-		breaching, n, strings.Join(vals, ", "), map[bool]string{true: "breach", false: "were not"}[breaching > 0], a.Threshold, m)
+	reason := fmt.Sprintf("Threshold Crossed: %d out of the last %d datapoints [%s] breached the threshold (%s %g); %d needed for ALARM",
+		breaching, n, strings.Join(vals, ", "), a.ComparisonOperator, a.Threshold, m)
 	if missing > 0 {
 		reason += fmt.Sprintf("; %d missing datapoints treated as %s", missing, treat)
 	}

@@ -20,6 +20,7 @@ func (a Alarm) mathSeries(ctx context.Context, cw CloudWatchAPI, start, end time
 	var result string
 	for _, q := range a.Metrics {
 		id := aws.ToString(q.Id)
+		returns := q.ReturnData
 		switch {
 		case q.MetricStat != nil:
 			q.ReturnData = aws.Bool(true)
@@ -29,13 +30,17 @@ func (a Alarm) mathSeries(ctx context.Context, cw CloudWatchAPI, start, end time
 		default:
 			return nil, fmt.Errorf("alarmeval: %s: query %s has neither MetricStat nor Expression", a.Name, id)
 		}
-		if q.ReturnData == nil || aws.ToBool(q.ReturnData) {
-			if result != "" && result != id && q.ReturnData != nil {
+		// CloudWatch requires exactly one query of a math alarm to return data.
+		if aws.ToBool(returns) {
+			if result != "" {
 				return nil, fmt.Errorf("alarmeval: %s: more than one query returns data (%s, %s)", a.Name, result, id)
 			}
-			if q.ReturnData != nil || result == "" {
-				result = id
-			}
+			result = id
+		}
+	}
+	if result == "" && len(exprs) == 1 {
+		for id := range exprs {
+			result = id // ReturnData left out everywhere: the one expression
 		}
 	}
 	if result == "" {

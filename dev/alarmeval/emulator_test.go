@@ -252,7 +252,9 @@ func TestEmulatorMiniStackEvaluator(t *testing.T) {
 	if _, err := s.cw.PutMetricAlarm(ctx, put); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = s.cw.DeleteAlarms(context.Background(), &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{name}}) })
+	t.Cleanup(func() {
+		_, _ = s.cw.DeleteAlarms(context.Background(), &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{name}})
+	})
 	state := func() (types.StateValue, alarmeval.Alarm) {
 		out, err := s.cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: []string{name}})
 		if err != nil || len(out.MetricAlarms) != 1 {

@@ -56,6 +56,7 @@
 package alarmeval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -200,52 +201,37 @@ func (a Alarm) Evaluate(ctx context.Context, cw CloudWatchAPI, now time.Time) (S
 		return "", "", fmt.Errorf("alarmeval: %s: no period", a.Name)
 	}
 	n := max(a.EvaluationPeriods, 1)
-	m := a.DatapointsToAlarm
-	if m <= 0 || m > n {
-		m = n
-	}
 	end := now.Truncate(period)
 	start := end.Add(-time.Duration(n+defaultEvaluationExtra) * period)
 	points, err := a.series(ctx, cw, start, end, period)
 	if err != nil {
 		return "", "", err
 	}
-	cur := a.State
-	if cur == "" {
-		cur = StateInsufficientData
-	}
-	breach := func(v float64) bool { return breaches(a.ComparisonOperator, v, a.Threshold) }
+	state, reason := a.verdict(points)
+	return state, reason, nil
+}
 
-	var evaluated []datapoint
-	if len(points) >= n {
-		evaluated = points[len(points)-n:]
-	} else {
-		evaluated = points
+// verdict is the alarm's state over the real datapoints of its evaluation range, oldest
+// first (see the package doc).
+func (a Alarm) verdict(points []datapoint) (State, string) {
+	n := max(a.EvaluationPeriods, 1)
+	m := a.DatapointsToAlarm
+	if m <= 0 || m > n {
+		m = n
 	}
+	treat := cmp.Or(a.TreatMissingData, TreatMissing)
+	if len(points) == 0 {
+		return a.noData(n, treat)
+	}
+	evaluated := points[max(len(points)-n, 0):]
 	breaching := 0
 	for _, p := range evaluated {
-		if breach(p.value) {
+		if breaches(a.ComparisonOperator, p.value, a.Threshold) {
 			breaching++
 		}
 	}
 	missing := n - len(evaluated)
-	treat := a.TreatMissingData
-	if treat == "" {
-		treat = TreatMissing
-	}
-	switch {
-	case missing > 0 && len(evaluated) == 0:
-		switch treat {
-		case TreatIgnore:
-			return cur, fmt.Sprintf("no datapoint in the last %d periods: state kept (treat missing data as ignore)", n+defaultEvaluationExtra), nil
-		case TreatBreaching:
-			return StateAlarm, fmt.Sprintf("Threshold Crossed: no datapoints were received for %d periods and %d missing datapoints were treated as [Breaching].", n, n), nil
-		case TreatNotBreaching:
-			return StateOK, fmt.Sprintf("Threshold Crossed: no datapoints were received for %d periods and %d missing datapoints were treated as [NonBreaching].", n, n), nil
-		default:
-			return StateInsufficientData, fmt.Sprintf("Insufficient Data: %d datapoints were unknown.", n), nil
-		}
-	case missing > 0 && treat == TreatBreaching:
+	if treat == TreatBreaching {
 		breaching += missing
 	}
 	state := StateOK
@@ -261,7 +247,21 @@ func (a Alarm) Evaluate(ctx context.Context, cw CloudWatchAPI, now time.Time) (S
 	if missing > 0 {
 		reason += fmt.Sprintf("; %d missing datapoints treated as %s", missing, treat)
 	}
-	return state, reason, nil
+	return state, reason
+}
+
+// noData is the state with no real datapoint in the evaluation range of an alarm of n
+// evaluation periods.
+func (a Alarm) noData(n int, treat string) (State, string) {
+	switch treat {
+	case TreatIgnore:
+		return cmp.Or(a.State, StateInsufficientData), fmt.Sprintf("no datapoint in the last %d periods: state kept (treat missing data as ignore)", n+defaultEvaluationExtra)
+	case TreatBreaching:
+		return StateAlarm, fmt.Sprintf("Threshold Crossed: no datapoints were received for %d periods and %d missing datapoints were treated as [Breaching].", n, n)
+	case TreatNotBreaching:
+		return StateOK, fmt.Sprintf("Threshold Crossed: no datapoints were received for %d periods and %d missing datapoints were treated as [NonBreaching].", n, n)
+	}
+	return StateInsufficientData, fmt.Sprintf("Insufficient Data: %d datapoints were unknown.", n)
 }
 
 func (a Alarm) period() time.Duration {
@@ -453,6 +453,13 @@ func (w *Watcher) States() map[string]State {
 	return out
 }
 
-func sortedInts(s []int64) []int64 { slices.Sort(s); return s }
+func sortedKeys(m map[int64]float64) []int64 {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
 
 func unixTime(t int64) time.Time { return time.Unix(t, 0).UTC() }

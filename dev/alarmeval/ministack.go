@@ -26,59 +26,83 @@ func MiniStack(cw MiniStackAPI) CloudWatchAPI { return miniStack{cw} }
 
 type miniStack struct{ MiniStackAPI }
 
+// fix is a query with no dimensions whose answer the wrapper corrects.
+type fix struct {
+	id  string
+	sum bool
+	// parts are the ids of the extra queries: the pooled SampleCount, then each other
+	// dimension set's value and SampleCount.
+	parts []string
+}
+
 func (m miniStack) GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
 	fixed := *in
 	fixed.MetricDataQueries = nil
-	type fix struct {
-		id    string
-		sum   bool
-		parts []string // ids of the extra queries: pooled count, then each set's value and count
-	}
 	var fixes []fix
 	for _, q := range in.MetricDataQueries {
 		fixed.MetricDataQueries = append(fixed.MetricDataQueries, q)
 		if q.MetricStat == nil || q.MetricStat.Metric == nil || len(q.MetricStat.Metric.Dimensions) > 0 {
 			continue
 		}
-		stat := aws.ToString(q.MetricStat.Stat)
-		metric := q.MetricStat.Metric
-		listed, err := m.ListMetrics(ctx, &cloudwatch.ListMetricsInput{Namespace: metric.Namespace, MetricName: metric.MetricName})
+		f, extra, err := m.plan(ctx, q)
 		if err != nil {
-			return nil, fmt.Errorf("list metrics %s: %w", aws.ToString(metric.MetricName), err)
+			return nil, err
 		}
-		var others [][]types.Dimension
-		for _, lm := range listed.Metrics {
-			if len(lm.Dimensions) > 0 && aws.ToString(lm.MetricName) == aws.ToString(metric.MetricName) {
-				others = append(others, lm.Dimensions)
-			}
+		if len(f.parts) > 0 {
+			fixes = append(fixes, f)
+			fixed.MetricDataQueries = append(fixed.MetricDataQueries, extra...)
 		}
-		if len(others) == 0 {
-			continue
-		}
-		if stat != "Sum" && stat != "SampleCount" {
-			return nil, fmt.Errorf("alarmeval: MiniStack pools every dimension set of %s for a query with no dimensions; only Sum and SampleCount can be corrected, not %s",
-				aws.ToString(metric.MetricName), stat)
-		}
-		id := aws.ToString(q.Id)
-		f := fix{id: id, sum: stat == "Sum"}
-		add := func(dims []types.Dimension, stat string) {
-			qid := fmt.Sprintf("%s_ms%d", id, len(f.parts))
-			f.parts = append(f.parts, qid)
-			fixed.MetricDataQueries = append(fixed.MetricDataQueries, types.MetricDataQuery{Id: aws.String(qid), ReturnData: aws.Bool(true),
-				MetricStat: &types.MetricStat{Metric: &types.Metric{Namespace: metric.Namespace, MetricName: metric.MetricName, Dimensions: dims},
-					Period: q.MetricStat.Period, Stat: aws.String(stat), Unit: q.MetricStat.Unit}})
-		}
-		add(nil, "SampleCount")
-		for _, d := range others {
-			add(d, stat)
-			add(d, "SampleCount")
-		}
-		fixes = append(fixes, f)
 	}
 	out, err := m.MiniStackAPI.GetMetricData(ctx, &fixed, opts...)
 	if err != nil || len(fixes) == 0 {
 		return out, err
 	}
+	apply(out, fixes)
+	return out, nil
+}
+
+// plan returns the correction of q, a query with no dimensions, and the extra queries it
+// needs: none when the name has no other dimension set.
+func (m miniStack) plan(ctx context.Context, q types.MetricDataQuery) (fix, []types.MetricDataQuery, error) {
+	stat := aws.ToString(q.MetricStat.Stat)
+	metric := q.MetricStat.Metric
+	listed, err := m.ListMetrics(ctx, &cloudwatch.ListMetricsInput{Namespace: metric.Namespace, MetricName: metric.MetricName})
+	if err != nil {
+		return fix{}, nil, fmt.Errorf("list metrics %s: %w", aws.ToString(metric.MetricName), err)
+	}
+	var others [][]types.Dimension
+	for _, lm := range listed.Metrics {
+		if len(lm.Dimensions) > 0 && aws.ToString(lm.MetricName) == aws.ToString(metric.MetricName) {
+			others = append(others, lm.Dimensions)
+		}
+	}
+	if len(others) == 0 {
+		return fix{}, nil, nil
+	}
+	if stat != "Sum" && stat != "SampleCount" {
+		return fix{}, nil, fmt.Errorf("alarmeval: MiniStack pools every dimension set of %s for a query with no dimensions; only Sum and SampleCount can be corrected, not %s",
+			aws.ToString(metric.MetricName), stat)
+	}
+	f := fix{id: aws.ToString(q.Id), sum: stat == "Sum"}
+	var extra []types.MetricDataQuery
+	add := func(dims []types.Dimension, stat string) {
+		qid := fmt.Sprintf("%s_ms%d", f.id, len(f.parts))
+		f.parts = append(f.parts, qid)
+		extra = append(extra, types.MetricDataQuery{Id: aws.String(qid), ReturnData: aws.Bool(true),
+			MetricStat: &types.MetricStat{Metric: &types.Metric{Namespace: metric.Namespace, MetricName: metric.MetricName, Dimensions: dims},
+				Period: q.MetricStat.Period, Stat: aws.String(stat), Unit: q.MetricStat.Unit}})
+	}
+	add(nil, "SampleCount")
+	for _, d := range others {
+		add(d, stat)
+		add(d, "SampleCount")
+	}
+	return f, extra, nil
+}
+
+// apply subtracts the other dimension sets from each fixed result, drops the periods where
+// nothing was published without dimensions, and removes the extra results.
+func apply(out *cloudwatch.GetMetricDataOutput, fixes []fix) {
 	byID := map[string]map[int64]float64{}
 	for _, r := range out.MetricDataResults {
 		s := map[int64]float64{}
@@ -89,8 +113,9 @@ func (m miniStack) GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDa
 		}
 		byID[aws.ToString(r.Id)] = s
 	}
-	extra := map[string]bool{}
+	extra, fixOf := map[string]bool{}, map[string]fix{}
 	for _, f := range fixes {
+		fixOf[f.id] = f
 		for _, p := range f.parts {
 			extra[p] = true
 		}
@@ -101,18 +126,10 @@ func (m miniStack) GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDa
 		if extra[id] {
 			continue
 		}
-		for _, f := range fixes {
-			if f.id != id {
-				continue
-			}
-			count := byID[f.parts[0]]
-			var ts []int64
-			for t := range byID[id] {
-				ts = append(ts, t)
-			}
-			r.Timestamps, r.Values = r.Timestamps[:0], r.Values[:0]
-			for _, t := range sortedInts(ts) {
-				v, c := byID[id][t], count[t]
+		if f, ok := fixOf[id]; ok {
+			r.Timestamps, r.Values = nil, nil
+			for _, t := range sortedKeys(byID[id]) {
+				v, c := byID[id][t], byID[f.parts[0]][t]
 				for i := 1; i+1 < len(f.parts); i += 2 {
 					v -= byID[f.parts[i]][t]
 					c -= byID[f.parts[i+1]][t]
@@ -130,5 +147,4 @@ func (m miniStack) GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDa
 		results = append(results, r)
 	}
 	out.MetricDataResults = results
-	return out, nil
 }

@@ -21,6 +21,7 @@ package emfbridge
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,17 @@ type Batch struct {
 	Data      []types.MetricDatum
 }
 
+// directive is one entry of _aws.CloudWatchMetrics.
+type directive struct {
+	Namespace  string     `json:"Namespace"`
+	Dimensions [][]string `json:"Dimensions"`
+	Metrics    []struct {
+		Name              string `json:"Name"`
+		Unit              string `json:"Unit"`
+		StorageResolution *int32 `json:"StorageResolution"`
+	} `json:"Metrics"`
+}
+
 // Parse returns the datums one EMF line publishes, one Batch per directive. A line that is
 // not a JSON object with an _aws member gives ErrNotEMF; an EMF line that breaks the
 // specification gives another error and no datum.
@@ -64,16 +76,8 @@ func Parse(line []byte) ([]Batch, error) {
 		return nil, ErrNotEMF
 	}
 	var meta struct {
-		Timestamp         *float64 `json:"Timestamp"`
-		CloudWatchMetrics []struct {
-			Namespace  string     `json:"Namespace"`
-			Dimensions [][]string `json:"Dimensions"`
-			Metrics    []struct {
-				Name              string `json:"Name"`
-				Unit              string `json:"Unit"`
-				StorageResolution *int32 `json:"StorageResolution"`
-			} `json:"Metrics"`
-		} `json:"CloudWatchMetrics"`
+		Timestamp         *float64    `json:"Timestamp"`
+		CloudWatchMetrics []directive `json:"CloudWatchMetrics"`
 	}
 	if err := json.Unmarshal(rawMeta, &meta); err != nil {
 		return nil, fmt.Errorf("emfbridge: _aws: %w", err)
@@ -85,74 +89,83 @@ func Parse(line []byte) ([]Batch, error) {
 		return nil, errors.New("emfbridge: _aws.CloudWatchMetrics missing or empty")
 	}
 	ts := time.UnixMilli(int64(*meta.Timestamp)).UTC()
-	str := func(key string) (string, error) {
-		raw, ok := doc[key]
-		if !ok {
-			return "", fmt.Errorf("emfbridge: dimension %s has no value", key)
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("emfbridge: dimension %s is not a string", key)
-		}
-		return s, nil
-	}
 	var out []Batch
 	for _, d := range meta.CloudWatchMetrics {
-		if d.Namespace == "" || len(d.Namespace) > 255 {
-			return nil, fmt.Errorf("emfbridge: bad namespace %q", d.Namespace)
-		}
-		sets := d.Dimensions
-		if len(sets) == 0 {
-			sets = [][]string{{}}
-		}
-		var dimSets [][]types.Dimension
-		for _, set := range sets {
-			if len(set) > maxDimensions {
-				return nil, fmt.Errorf("emfbridge: %d dimensions in one set, at most %d", len(set), maxDimensions)
-			}
-			dims := make([]types.Dimension, 0, len(set))
-			for _, k := range set {
-				v, err := str(k)
-				if err != nil {
-					return nil, err
-				}
-				dims = append(dims, types.Dimension{Name: aws.String(k), Value: aws.String(v)})
-			}
-			dimSets = append(dimSets, dims)
-		}
-		b := Batch{Namespace: d.Namespace}
-		for _, m := range d.Metrics {
-			if m.Name == "" {
-				return nil, errors.New("emfbridge: metric without a name")
-			}
-			unit := types.StandardUnit(m.Unit)
-			if unit == "" {
-				unit = types.StandardUnitNone
-			}
-			if !slices.Contains(unit.Values(), unit) {
-				return nil, fmt.Errorf("emfbridge: metric %s: unknown unit %q", m.Name, m.Unit)
-			}
-			if r := m.StorageResolution; r != nil && *r != 1 && *r != 60 {
-				return nil, fmt.Errorf("emfbridge: metric %s: StorageResolution %d, want 1 or 60", m.Name, *r)
-			}
-			values, counts, err := metricValues(doc[m.Name])
-			if err != nil {
-				return nil, fmt.Errorf("emfbridge: metric %s: %w", m.Name, err)
-			}
-			for _, dims := range dimSets {
-				datum := types.MetricDatum{
-					MetricName: aws.String(m.Name), Dimensions: slices.Clone(dims), Unit: unit,
-					Timestamp: aws.Time(ts), StorageResolution: m.StorageResolution,
-				}
-				if len(values) == 1 && counts[0] == 1 {
-					datum.Value = aws.Float64(values[0])
-				} else {
-					datum.Values, datum.Counts = slices.Clone(values), slices.Clone(counts)
-				}
-				b.Data = append(b.Data, datum)
-			}
+		b, err := d.batch(doc, ts)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, b)
+	}
+	return out, nil
+}
+
+// batch returns the datums of the directive d of the line doc, stamped ts: each metric under
+// each dimension set.
+func (d directive) batch(doc map[string]json.RawMessage, ts time.Time) (Batch, error) {
+	if d.Namespace == "" || len(d.Namespace) > 255 {
+		return Batch{}, fmt.Errorf("emfbridge: bad namespace %q", d.Namespace)
+	}
+	dimSets, err := dimensionSets(d.Dimensions, doc)
+	if err != nil {
+		return Batch{}, err
+	}
+	b := Batch{Namespace: d.Namespace}
+	for _, m := range d.Metrics {
+		if m.Name == "" {
+			return Batch{}, errors.New("emfbridge: metric without a name")
+		}
+		unit := types.StandardUnit(cmp.Or(m.Unit, string(types.StandardUnitNone)))
+		if !slices.Contains(unit.Values(), unit) {
+			return Batch{}, fmt.Errorf("emfbridge: metric %s: unknown unit %q", m.Name, m.Unit)
+		}
+		if r := m.StorageResolution; r != nil && *r != 1 && *r != 60 {
+			return Batch{}, fmt.Errorf("emfbridge: metric %s: StorageResolution %d, want 1 or 60", m.Name, *r)
+		}
+		values, counts, err := metricValues(doc[m.Name])
+		if err != nil {
+			return Batch{}, fmt.Errorf("emfbridge: metric %s: %w", m.Name, err)
+		}
+		for _, dims := range dimSets {
+			datum := types.MetricDatum{
+				MetricName: aws.String(m.Name), Dimensions: slices.Clone(dims), Unit: unit,
+				Timestamp: aws.Time(ts), StorageResolution: m.StorageResolution,
+			}
+			if len(values) == 1 && counts[0] == 1 {
+				datum.Value = aws.Float64(values[0])
+			} else {
+				datum.Values, datum.Counts = slices.Clone(values), slices.Clone(counts)
+			}
+			b.Data = append(b.Data, datum)
+		}
+	}
+	return b, nil
+}
+
+// dimensionSets returns the dimensions of each set, their values read from doc; no set at all
+// is the empty set (the metrics with no dimension).
+func dimensionSets(sets [][]string, doc map[string]json.RawMessage) ([][]types.Dimension, error) {
+	if len(sets) == 0 {
+		sets = [][]string{{}}
+	}
+	var out [][]types.Dimension
+	for _, set := range sets {
+		if len(set) > maxDimensions {
+			return nil, fmt.Errorf("emfbridge: %d dimensions in one set, at most %d", len(set), maxDimensions)
+		}
+		dims := make([]types.Dimension, 0, len(set))
+		for _, k := range set {
+			raw, ok := doc[k]
+			if !ok {
+				return nil, fmt.Errorf("emfbridge: dimension %s has no value", k)
+			}
+			var v string
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, fmt.Errorf("emfbridge: dimension %s is not a string", k)
+			}
+			dims = append(dims, types.Dimension{Name: aws.String(k), Value: aws.String(v)})
+		}
+		out = append(out, dims)
 	}
 	return out, nil
 }

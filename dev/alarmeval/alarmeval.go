@@ -49,6 +49,12 @@
 //     (elementwise over their arguments). Arithmetic on two series keeps only the timestamps
 //     both have, as CloudWatch does. The query with ReturnData true is the alarm's series.
 //
+// MiniStack publishes AWS/Lambda Invocations, Errors, Throttles and Duration only for
+// invocations through the Invoke API (not event source mappings, API Gateway or schedules),
+// and no IteratorAge or AWS/SQS metric: alarms on those get no data on an emulator stack, and
+// this evaluator says what CloudWatch would say of no data (OK when missing data is not
+// breaching).
+//
 // MiniStack's GetMetricData answers a query with no dimensions with every dimension set of
 // the metric name pooled (CloudWatch: only the metric published with no dimension). MiniStack
 // wraps a client to correct that for Sum and SampleCount (ExpiryRateAlarm reads

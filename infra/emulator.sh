@@ -14,7 +14,7 @@
 # stops everything it started, by PID, on any exit. Tools come from .tools/
 # (infra/install-tools.sh emulator).
 #
-# Every emulator stack has metrics: as soon as the stack is deployed, cmd/emfbridge tails the
+# Every emulator stack has metrics: once the stack is deployed, cmd/emfbridge tails the
 # emulator's /aws/lambda/* log groups (where MiniStack writes each function's output) and turns
 # the EMF lines the functions write into CloudWatch metrics with PutMetricData, as CloudWatch
 # Logs does in AWS; so `aws cloudwatch get-metric-data`, the dashboard and dev/alarmeval read
@@ -107,10 +107,6 @@ fg "$tools/sam/bin/sam" deploy --template-file "$build_dir/template.yaml" --stac
   { cat "$work/sam-deploy.log" >&2; exit 1; }
 echo "emulator: sam deploy took $((SECONDS - start)) s"
 
-# The EMF bridge: the functions' metrics, from their log groups, into the emulator's CloudWatch.
-go build -o "$work/emfbridge" ./cmd/emfbridge
-start_bg "$work/emfbridge.log" "$work/emfbridge"
-export RESETNOTIFY_E2E_STACK="$stack"
 
 # Verifies the stack against the template and writes the suite's environment.
 "$work/stackcheck" check -stack "$stack" -template template.yaml -env "$work/stack.env"
@@ -129,6 +125,12 @@ start_bg "$work/smssim2.log" "$work/smssim" -provider simulator2 -addr "${RESETN
   -delivery-delay 2s -visibility 2s
 wait_http "http://127.0.0.1:$sim2_port/healthz" $!
 export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E_SIM2="http://127.0.0.1:$sim2_port" RESETNOTIFY_E2E=required
+# The EMF bridge: the functions' metrics, from their log groups, into the emulator's CloudWatch.
+# It reads each group from its start, so what the stack logged before is not lost; it starts
+# only now because its connections must not take the simulators' ports before they are bound.
+go build -o "$work/emfbridge" ./cmd/emfbridge
+start_bg "$work/emfbridge.log" "$work/emfbridge"
+export RESETNOTIFY_E2E_STACK="$stack"
 # The second caller of the ownership tests: a session of a role, assumed through the emulator's
 # STS (MiniStack passes each SigV4 caller's identity to the function, unverified; any role ARN
 # may be assumed while its AUTH is off). The first caller is the suite's own key.

@@ -17,8 +17,11 @@
 //	                          suite may stand in for Sinch (make e2e)
 //	RESETNOTIFY_E2E_TWILIO_SIM, RESETNOTIFY_E2E_TWILIO_WEBHOOK, RESETNOTIFY_E2E_TWILIO_TOKEN_FILE
 //	                          the simulator in its Twilio mode (the chain's third provider),
-//	                          the Twilio status callback route and a file holding the auth
-//	                          token its callbacks are signed with (make e2e)
+//	                          the Twilio status callback route (the URL dispatch gives
+//	                          Twilio, which its signature covers) and a file holding the auth
+//	                          token its callbacks are signed with (make e2e and make
+//	                          emulator-e2e; under RESETNOTIFY_E2E=required the Twilio tests
+//	                          fail without them)
 //	RESETNOTIFY_E2E_EXAMPLES  set: run the documented examples too (examples_test.go), which
 //	                          need make local's stack (no signature checked, a fresh stack)
 //	AUDIT_TABLE               the audit table, read by auditctl

@@ -18,15 +18,21 @@ import (
 	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
-// twilioStack returns the stack and its Twilio status callback route and auth token, skipping
-// t when the stack has no Twilio simulator (RESETNOTIFY_E2E_TWILIO_SIM,
-// RESETNOTIFY_E2E_TWILIO_WEBHOOK and RESETNOTIFY_E2E_TWILIO_TOKEN_FILE: `make e2e` sets them).
+// twilioStack returns the stack and its Twilio status callback route and auth token
+// (RESETNOTIFY_E2E_TWILIO_SIM, RESETNOTIFY_E2E_TWILIO_WEBHOOK and
+// RESETNOTIFY_E2E_TWILIO_TOKEN_FILE). `make e2e` and `make emulator-e2e` both set them and
+// RESETNOTIFY_E2E=required, under which a stack without them fails t: both chains hold Twilio.
+// Another stack (the suite run by hand) skips, saying so.
 func twilioStack(t *testing.T) (s *stack, hook, token string) {
 	t.Helper()
-	s = chainStack(t)
+	s = getStack(t)
 	hook, file := os.Getenv("RESETNOTIFY_E2E_TWILIO_WEBHOOK"), os.Getenv("RESETNOTIFY_E2E_TWILIO_TOKEN_FILE")
-	if s.twilio == "" || hook == "" || file == "" {
-		t.Skip("no Twilio in the stack's chain (RESETNOTIFY_E2E_TWILIO_SIM, _WEBHOOK and _TOKEN_FILE not set)")
+	if s.sim2 == "" || s.twilio == "" || hook == "" || file == "" {
+		msg := "no Twilio in the stack's chain (RESETNOTIFY_E2E_SIM2, RESETNOTIFY_E2E_TWILIO_SIM, _WEBHOOK or _TOKEN_FILE not set)"
+		if os.Getenv("RESETNOTIFY_E2E") == "required" {
+			t.Fatal(msg + " although RESETNOTIFY_E2E=required: make e2e and make emulator-e2e both run Twilio")
+		}
+		t.Skip(msg)
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {

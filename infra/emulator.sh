@@ -7,9 +7,10 @@
 #
 # It starts MiniStack on a free loopback port (its Lambda functions run as host processes),
 # runs `sam build` (BuildMethod makefile, GOARCH of this machine and the Architecture to match)
-# and `sam deploy` (Target=emulator, SmsProviders=simulator), checks the deployed tables and
-# routes against the template (cmd/stackcheck, which also enables TTL where the emulator
-# ignored it, saying so), starts the SMS simulator (cmd/smssim), runs the command with the
+# and `sam deploy` (Target=emulator, SmsProviders=simulator,simulator2,twilio), checks the
+# deployed tables, routes and callback URLs against the template (cmd/stackcheck, which also
+# enables TTL where the emulator ignored it, saying so), starts the SMS simulators (cmd/smssim,
+# the third in its Twilio mode), runs the command with the
 # stack's endpoints in the environment (RESETNOTIFY_E2E_*, AUDIT_TABLE, AWS_ENDPOINT_URL), and
 # stops everything it started, by PID, on any exit. Tools come from .tools/
 # (infra/install-tools.sh emulator).
@@ -67,18 +68,37 @@ fi
 # Functions that run in containers (LocalStack) reach the simulator through the Docker host:
 # RESETNOTIFY_SIM_BIND and RESETNOTIFY_SIM_HOST say how (default: loopback, for MiniStack,
 # whose functions are host processes).
-# The chain is simulator,simulator2: a second simulator stands in for a second provider. The
-# stack sends to the first one's send port, which the suite closes to have every connection
-# refused (POST /control/connections on its control port, sim_port).
+# The chain is simulator,simulator2,twilio, as make e2e's: a second simulator stands in for a
+# second provider, a third, in its Twilio mode, for Twilio (Twilio's Messages API, signed
+# status callbacks, a message list that lags ten minutes). The stack sends to the first one's
+# send port, which the suite closes to have every connection refused (POST
+# /control/connections on its control port, sim_port).
 sim_port=$(free_port)
 sim_send_port=$(free_port)
 sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_send_port"
 sim2_port=$(free_port)
 sim2_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim2_port"
+twilio_port=$(free_port)
+twilio_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$twilio_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
+# Twilio's account SID and auth token as Twilio's look, random per run; the token is in a file
+# only this user reads (the simulator signs with it, the suite signs and forges with it), and in
+# the SSM SecureString dispatch, reconcile and TwilioWebhookFunction read.
+twilio_account="AC$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+twilio_token_file="$work/twilio-auth-token"
+(umask 077 && python3 -c 'import secrets; print(secrets.token_hex(16))' >"$twilio_token_file")
+# Twilio's status callbacks go to the URL dispatch gives each message, and their signature
+# covers that URL: it must be the one the emulator serves the API at, not AWS's execute-api
+# shape. The API's id is pinned (MiniStack's ms-custom-id tag; LocalStack's is _custom_id_:
+# stack tags the deploy passes on to the API), so that URL is known before the deploy and given
+# as CallbackBaseUrl; stackcheck checks the deployed callback outputs against the API it finds.
+# The id is the stack name's hash: a stack deployed before on a long-lived emulator has it too.
+api_id=$(printf %s "$stack" | sha256sum | cut -c1-8)
+callback_base="$endpoint/_aws/execute-api/$api_id/\$default"
 # One-minute digest periods (as make local's): the digests and the archive step run within the suite.
-overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator,simulator2 "SmsSimulatorUrl=$sim_url"
-  "SmsSimulator2Url=$sim2_url" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO
+overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator,simulator2,twilio "SmsSimulatorUrl=$sim_url"
+  "SmsSimulator2Url=$sim2_url" "TwilioBaseUrl=$twilio_url" "TwilioAccountSid=$twilio_account" TwilioFrom=+15005550006
+  "CallbackBaseUrl=$callback_base" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO
   AuditDigestPeriodMinutes=1)
 
 # A build directory of its own and no cache: an x86-64 artifact must never end up in an arm64
@@ -98,12 +118,13 @@ go build -o "$work/stackcheck" ./cmd/stackcheck
 "$work/stackcheck" secret -name /resetnotify/destination-pepper
 "$work/stackcheck" secret -name /resetnotify/request-fingerprint-key
 "$work/stackcheck" secret -name /resetnotify/simulator-webhook-token -value "$webhook_token"
+"$work/stackcheck" secret -name /resetnotify/twilio-auth-token -value "$(cat "$twilio_token_file")"
 
 echo "emulator: sam deploy $stack"
 start=$SECONDS
 fg "$tools/sam/bin/sam" deploy --template-file "$build_dir/template.yaml" --stack-name "$stack" \
   --resolve-s3 --capabilities CAPABILITY_IAM --no-confirm-changeset --no-fail-on-empty-changeset \
-  --no-progressbar --parameter-overrides "${overrides[@]}" >"$work/sam-deploy.log" 2>&1 ||
+  --no-progressbar --tags "ms-custom-id=$api_id" "_custom_id_=$api_id" --parameter-overrides "${overrides[@]}" >"$work/sam-deploy.log" 2>&1 ||
   { cat "$work/sam-deploy.log" >&2; exit 1; }
 echo "emulator: sam deploy took $((SECONDS - start)) s"
 
@@ -124,7 +145,15 @@ start_bg "$work/smssim2.log" "$work/smssim" -provider simulator2 -addr "${RESETN
   -webhook "$RESETNOTIFY_E2E_API/v1/provider-events/simulator" -webhook-token "$webhook_token" \
   -delivery-delay 2s -visibility 2s
 wait_http "http://127.0.0.1:$sim2_port/healthz" $!
-export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E_SIM2="http://127.0.0.1:$sim2_port" RESETNOTIFY_E2E=required
+# Twilio's status callbacks are posted to the StatusCallback URL of each message, not -webhook.
+# Its delivery delay is longer than a send's timeout (SmsTimeoutSeconds), so that the callback
+# of an attempt whose answer was lost arrives after dispatch recorded it unknown, as a late one does.
+start_bg "$work/smssim-twilio.log" "$work/smssim" -provider twilio -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$twilio_port" \
+  -twilio-account-sid "$twilio_account" -twilio-auth-token-file "$twilio_token_file" \
+  -delivery-delay 6s -list-lag 10m
+wait_http "http://127.0.0.1:$twilio_port/healthz" $!
+export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E_SIM2="http://127.0.0.1:$sim2_port" RESETNOTIFY_E2E=required \
+  RESETNOTIFY_E2E_TWILIO_SIM="http://127.0.0.1:$twilio_port" RESETNOTIFY_E2E_TWILIO_TOKEN_FILE="$twilio_token_file"
 # The EMF bridge: the functions' metrics, from their log groups, into the emulator's CloudWatch.
 # It reads each group from its start, so what the stack logged before is not lost; it starts
 # only now because its connections must not take the simulators' ports before they are bound.

@@ -10,8 +10,10 @@
 //	    compares every deployed table (stream, indexes, TTL) and the HTTP API's routes with the
 //	    template. An emulator's table provisioner may ignore TimeToLiveSpecification: where the
 //	    deployed table has no TTL, stackcheck enables it as the template says and says so;
-//	    any other difference fails. FILE receives the `export` lines of the stack's endpoints
-//	    for the black-box suite (RESETNOTIFY_E2E_*, AUDIT_TABLE ...).
+//	    any other difference fails, and so does a provider callback output (TwilioCallbackUrl,
+//	    SinchCallbackUrl, SimulatorWebhookUrl) that is not the route's URL on the emulator.
+//	    FILE receives the `export` lines of the stack's endpoints for the black-box suite
+//	    (RESETNOTIFY_E2E_*, AUDIT_TABLE ...).
 package main
 
 import (
@@ -113,6 +115,13 @@ func secret(ctx context.Context, client *ssm.Client, name, value string, out io.
 	_, err := client.PutParameter(ctx, &ssm.PutParameterInput{
 		Name: aws.String(name), Type: ssmtypes.ParameterTypeSecureString, Value: aws.String(value),
 	})
+	// The SDK retries a put whose answer it could not read (a connection reset by the
+	// emulator): the retry finds the parameter the first attempt created. It exists, which is
+	// all this asks; an existing parameter is never overwritten.
+	var exists *ssmtypes.ParameterAlreadyExists
+	if errors.As(err, &exists) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("put parameter %s: %w", name, err)
 	}
@@ -158,19 +167,34 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 		return "", err
 	}
 	problems = append(problems, p...)
+	endpoint := os.Getenv("AWS_ENDPOINT_URL")
+	// The emulator's path form of an execute-api URL; the $default stage is in the path.
+	api := endpoint + "/_aws/execute-api/" + apiID + "/$default"
+	outputs, err := c.outputs(ctx, stack)
+	if err != nil {
+		return "", err
+	}
+	problems = append(problems, callbackProblems(outputs, api)...)
 	if len(problems) > 0 {
 		return "", fmt.Errorf("the deployed stack differs from the template:\n  %s", strings.Join(problems, "\n  "))
 	}
-	endpoint := os.Getenv("AWS_ENDPOINT_URL")
 	env := map[string]string{
-		// The emulator's path form of an execute-api URL; the $default stage is in the path.
-		"RESETNOTIFY_E2E_API":                 endpoint + "/_aws/execute-api/" + apiID + "/$default",
+		"RESETNOTIFY_E2E_API":                 api,
 		"RESETNOTIFY_E2E_NOTIFICATIONS_TABLE": physical["NotificationsTable"],
 		"AUDIT_TABLE":                         physical["AuditTable"],
 		"RESETNOTIFY_E2E_DISPATCH_QUEUE_URL":  physical["DispatchQueue"],
 		"AWS_ENDPOINT_URL_DYNAMODB":           endpoint,
 		"AWS_ENDPOINT_URL_SQS":                endpoint,
 	}
+	if u := outputs["TwilioCallbackUrl"]; u != "" {
+		// The suite stands in for Twilio (and a forger) at the URL dispatch gives Twilio.
+		env["RESETNOTIFY_E2E_TWILIO_WEBHOOK"] = u
+	}
+	return exports(env), nil
+}
+
+// exports renders env as sorted shell `export` lines.
+func exports(env map[string]string) string {
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -180,7 +204,51 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "export %s='%s'\n", k, env[k])
 	}
-	return b.String(), nil
+	return b.String()
+}
+
+// outputs returns the stack's outputs by key.
+func (c checker) outputs(ctx context.Context, stack string) (map[string]string, error) {
+	res, err := c.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", stack, err)
+	}
+	out := map[string]string{}
+	for _, st := range res.Stacks {
+		for _, o := range st.Outputs {
+			out[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+		}
+	}
+	return out, nil
+}
+
+// callbackOutputs are the outputs naming a provider callback route, each the URL the stack's
+// functions give that provider (from CallbackBaseUrl, else the AWS execute-api URL).
+var callbackOutputs = map[string]string{
+	"TwilioCallbackUrl":   "/v1/provider-events/twilio",
+	"SinchCallbackUrl":    "/v1/provider-events/sinch",
+	"SimulatorWebhookUrl": "/v1/provider-events/simulator",
+}
+
+// callbackProblems checks that every callback URL among outputs is the route on api, the URL
+// at which the emulator serves the deployed API: a callback sent anywhere else never arrives,
+// and Twilio's signature covers the URL, so it must be the one the webhook is reached at.
+// An emulator's URLs differ from AWS's execute-api shape: the deploy passes CallbackBaseUrl
+// (infra/emulator.sh pins the API's id to know it in advance).
+func callbackProblems(outputs map[string]string, api string) []string {
+	var problems []string
+	keys := make([]string, 0, len(callbackOutputs))
+	for k := range callbackOutputs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		got, ok := outputs[k]
+		if want := api + callbackOutputs[k]; ok && got != want {
+			problems = append(problems, fmt.Sprintf("output %s is %s, but the API serves that route at %s (CallbackBaseUrl must be the API's URL on this emulator)", k, got, want))
+		}
+	}
+	return problems
 }
 
 // objectLock applies the template's Object Lock configuration to the bucket id (physical name

@@ -3,14 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/resetnotify/resetnotify/dev/samtemplate"
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
@@ -125,5 +130,55 @@ func TestBucketGetsIgnoredObjectLock(t *testing.T) {
 	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(name), Key: aws.String("k")})
 	if err != nil || head.ObjectLockMode != s3types.ObjectLockModeCompliance {
 		t.Errorf("an object put after the check: lock %q, %v; want COMPLIANCE", head.ObjectLockMode, err)
+	}
+}
+
+// TestCallbackOutputsMustBeTheEmulatorsURLs: a stack deployed without CallbackBaseUrl gives
+// Twilio the AWS execute-api URL, which no callback on an emulator reaches (and whose
+// signature the webhook would check against the wrong URL): stackcheck fails it, naming the
+// URL the route is served at. With CallbackBaseUrl set to the API's URL it passes, and a
+// stack without the output (no Twilio in its chain) has nothing to check.
+func TestCallbackOutputsMustBeTheEmulatorsURLs(t *testing.T) {
+	api := "http://127.0.0.1:4566/_aws/execute-api/0a1b2c3d/$default"
+	awsShape := map[string]string{"TwilioCallbackUrl": "https://0a1b2c3d.execute-api.us-east-1.amazonaws.com/v1/provider-events/twilio"}
+	if p := callbackProblems(awsShape, api); len(p) != 1 || !strings.Contains(p[0], api+"/v1/provider-events/twilio") {
+		t.Errorf("problems %q, want one naming %s/v1/provider-events/twilio", p, api)
+	}
+	overridden := map[string]string{"TwilioCallbackUrl": api + "/v1/provider-events/twilio", "SimulatorWebhookUrl": api + "/v1/provider-events/simulator", "ApiUrl": "https://elsewhere/"}
+	if p := callbackProblems(overridden, api); len(p) != 0 {
+		t.Errorf("problems %q for the emulator's URLs, want none", p)
+	}
+	if p := callbackProblems(map[string]string{}, api); len(p) != 0 {
+		t.Errorf("problems %q for a stack without callback outputs, want none", p)
+	}
+}
+
+// TestSecretRetriedPutFindsItCreated stands in for an emulator whose answer to the first
+// PutParameter was lost, so that the SDK's retry finds the parameter that put created
+// (ParameterAlreadyExists): the parameter exists, which is what secret ensures, so it succeeds
+// instead of failing the run.
+func TestSecretRetriedPutFindsItCreated(t *testing.T) {
+	var puts int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(http.StatusBadRequest)
+		switch target := r.Header.Get("X-Amz-Target"); target {
+		case "AmazonSSM.GetParameter":
+			io.WriteString(w, `{"__type":"ParameterNotFound","message":"not found"}`)
+		case "AmazonSSM.PutParameter":
+			puts++
+			io.WriteString(w, `{"__type":"ParameterAlreadyExists","message":"The parameter already exists."}`)
+		default:
+			t.Errorf("unexpected call %s", target)
+		}
+	}))
+	defer srv.Close()
+	client := ssm.New(ssm.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+	var out bytes.Buffer
+	if err := secret(context.Background(), client, "/resetnotify/twilio-auth-token", "v", &out); err != nil || puts != 1 {
+		t.Errorf("secret: %v after %d puts, want nil after 1 (the parameter exists)", err, puts)
 	}
 }

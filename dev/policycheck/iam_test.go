@@ -29,6 +29,11 @@ var variants = map[string][]string{
 	"endusersms,twilio": {"SmsProviders=endusersms,twilio", "SmsOriginationIdentity=arn:aws:sms-voice:us-east-1:123456789012:pool/pool-0123",
 		"TwilioAccountSid=AC0123456789abcdef0123456789abcdef", "TwilioMessagingServiceSid=MG0123456789abcdef0123456789abcdef",
 		"TwilioSecondaryAuthTokenParameter=/resetnotify/twilio-auth-token-next"},
+	// The test chain of make e2e and make emulator-e2e: Twilio is the simulator in its Twilio
+	// mode, its callbacks reach the API at the emulator's URL (CallbackBaseUrl).
+	"test chain": {"SmsProviders=simulator,simulator2,twilio", "SmsSimulatorUrl=http://127.0.0.1:8001", "SmsSimulator2Url=http://127.0.0.1:8002",
+		"TwilioBaseUrl=http://127.0.0.1:8003", "TwilioAccountSid=AC0123456789abcdef0123456789abcdef", "TwilioFrom=+15005550006",
+		"CallbackBaseUrl=http://127.0.0.1:4566/_aws/execute-api/0a1b2c3d/$default"},
 	"own key": {"SealingKeyArn=arn:aws:kms:us-east-1:123456789012:key/0123abcd-0000-0000-0000-000000000000"},
 }
 
@@ -510,7 +515,7 @@ func TestSinchWebhookOnlyWithSinch(t *testing.T) {
 // secondary token the callback function's alone, and only while one is named); and dispatch
 // is given the route's URL only there.
 func TestTwilioWebhookOnlyWithTwilio(t *testing.T) {
-	for name, want := range map[string]bool{"twilio": true, "endusersms,twilio": true, "endusersms": false, "sinch": false, "two simulators": false} {
+	for name, want := range map[string]bool{"twilio": true, "endusersms,twilio": true, "test chain": true, "endusersms": false, "sinch": false, "two simulators": false} {
 		t.Run(name, func(t *testing.T) {
 			params := map[string]string{}
 			for _, p := range variants[name] {

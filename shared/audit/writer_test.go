@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/auditfixture"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+	"github.com/resetnotify/resetnotify/shared/obs"
 )
 
 func newHandler(db *auditfixture.Table) *Handler {
@@ -237,5 +239,46 @@ func TestWriterStampsTheHotWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHandlerLogsPerBatch checks the audit function's log bytes: one summary line and one
+// AuditEntries line per outcome for a whole batch, not a line and a metric per entry, and no
+// field of an entry in the log.
+func TestHandlerLogsPerBatch(t *testing.T) {
+	db := auditfixture.NewTable()
+	h := newHandler(db)
+	var out strings.Builder
+	h.Log = obs.NewLogger(&out, slog.LevelInfo)
+	h.Metrics = &obs.Metrics{W: &out, Function: "audit"}
+	var recs []events.DynamoDBEventRecord
+	for _, id := range []string{"1", "2", "3"} {
+		recs = append(recs, auditfixture.LifecycleRecords("evt-"+id+":sms:password_reset", "evt-"+id, "01JA"+id)...)
+	}
+	invoke(t, h, "req-1", recs...)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines for a batch of %d records, want 2 (one metric line, one summary):\n%s", len(lines), len(recs), out.String())
+	}
+	var metric, summary map[string]any
+	for _, l := range lines {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(l), &doc); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, l)
+		}
+		if _, ok := doc["_aws"]; ok {
+			metric = doc
+		} else {
+			summary = doc
+		}
+	}
+	if vs, _ := metric["AuditEntries"].([]any); len(vs) != len(recs) || metric["Outcome"] != "written" {
+		t.Errorf("metric line %v: want %d AuditEntries samples, outcome written", metric, len(recs))
+	}
+	if summary["msg"] != "audit batch" || summary["written"] != float64(len(recs)) || summary["records"] != float64(len(recs)) {
+		t.Errorf("summary line %v: want audit batch, %d records, %d written", summary, len(recs), len(recs))
+	}
+	if strings.Contains(out.String(), "evt-") {
+		t.Errorf("the log names an event: %s", out.String())
 	}
 }

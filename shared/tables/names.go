@@ -154,6 +154,15 @@ const IndexByWriteShard = "by_write_shard"
 // event IDs never contain "#".
 const DigestEventID = "#digest"
 
+// LedgerEventIDPrefix starts the audit table partitions of the ledger items:
+// "#ledger#<write_day>#<n>", each item listing the keys of the entries one writer batch
+// stored, stamped with one written_at (shared/audit, "Ledger"). The period reads (the digest
+// step, the archive step, verify, exports) query them instead of an index.
+const LedgerEventIDPrefix = "#ledger#"
+
+// LedgerEntries is a ledger item's list of entry keys, each "<len(event_id)>:<event_id><seq>".
+const LedgerEntries = "entries"
+
 // ArchiveEventID is the audit table partition that records the archived periods, one item
 // per period with the period's start (FormatTime) as its seq, written by the archive step
 // once the period's objects and signed manifest are stored in the archive bucket.

@@ -27,8 +27,8 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// TableAPI is the part of DynamoDB the archive step uses: Query (digests, archive items and
-// the by_write_shard index), PutItem and GetItem under "#archive", and UpdateItem of
+// TableAPI is the part of DynamoDB the archive step uses: Query (digests, archive items, the
+// ledgers and the by_write_shard index), BatchGetItem (the entries a ledger lists), PutItem and GetItem under "#archive", and UpdateItem of
 // drop_after alone (the template's policies allow no other attribute).
 type TableAPI interface {
 	audit.QueryAPI

@@ -54,7 +54,8 @@ func (r *Reader) Timeline(ctx context.Context, eventID string) ([]Entry, error) 
 }
 
 // Range yields the entries whose at is in [from, to), one page at a time (nothing is held in
-// memory beyond a page), in no particular order. It reads the by_write_shard index: every
+// memory beyond a page), in no particular order. It reads the ledgers (and the by_write_shard
+// index, for entries written before them; see "Ledger" in the package documentation): every
 // shard of every write day that an entry of the range can have been written in, from
 // ClockSkew before from to MaxLateness after to, keeping the entries whose at is in the
 // range. So late entries (written by a replay, or long after their transition) are found with
@@ -285,8 +286,9 @@ func Digests(ctx context.Context, db QueryAPI, table string, from, to time.Time,
 	}
 }
 
-// WrittenIn yields the entries whose written_at lies in [start, end), from every shard of the
-// by_write_shard index, in no particular order.
+// WrittenIn yields the entries whose written_at lies in [start, end): those the ledgers
+// stamped in it list, then those of the by_write_shard index (written before the ledgers), in
+// no particular order.
 func WrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		for e, err := range writtenIn(ctx, db, table, start, end, nil, nil) {

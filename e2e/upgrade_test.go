@@ -136,7 +136,15 @@ func TestUpgradeArchivesThenTTLTakes(t *testing.T) {
 		}
 	}
 	if item == nil {
-		t.Fatalf("period %s not archived within 5 minutes of the suite's end (one-minute digest periods: make local, or AuditDigestPeriodMinutes=1)", tables.FormatTime(period))
+		any := false
+		for _, err := range archive.Items(ctx, db, table, time.Time{}, time.Time{}, false) {
+			any = err == nil
+			break
+		}
+		if !any {
+			t.Skipf("no period of the stack archived at all (hour-long digest periods?): the upgrade test needs one-minute periods (make local, or AuditDigestPeriodMinutes=1)")
+		}
+		t.Fatalf("period %s not archived within 5 minutes of the suite's end, though the stack archives others", tables.FormatTime(period))
 	}
 	if item.Count < int64(len(entries)) {
 		t.Fatalf("archived period %s holds %d entries, want the %d seeded at least", item.Period(), item.Count, len(entries))

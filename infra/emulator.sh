@@ -68,10 +68,13 @@ sim_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim_send_port"
 sim2_port=$(free_port)
 sim2_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim2_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
-# One-minute digest periods (as make local's): the digests and the archive step run within the suite.
+# One-minute digest periods (as make local's), closed 65 s after they end (the template's lowest
+# grace, above the audit function's 60-s timeout; its default is 90): the digests and the
+# archive step run within the suite, and e2e's upgrade test, whose period is the one open when
+# the suite starts, waits the least at its end.
 overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator,simulator2 "SmsSimulatorUrl=$sim_url"
   "SmsSimulator2Url=$sim2_url" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO
-  AuditDigestPeriodMinutes=1)
+  AuditDigestPeriodMinutes=1 AuditDigestGraceSeconds=65)
 
 # A build directory of its own and no cache: an x86-64 artifact must never end up in an arm64
 # build for AWS. --build-in-source runs make in the checkout (Go's own build cache makes it

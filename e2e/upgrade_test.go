@@ -136,12 +136,12 @@ func TestUpgradeArchivesThenTTLTakes(t *testing.T) {
 		}
 	}
 	if item == nil {
-		any := false
+		archivedAny := false
 		for _, err := range archive.Items(ctx, db, table, time.Time{}, time.Time{}, false) {
-			any = err == nil
+			archivedAny = err == nil
 			break
 		}
-		if !any {
+		if !archivedAny {
 			t.Skipf("no period of the stack archived at all (hour-long digest periods?): the upgrade test needs one-minute periods (make local, or AuditDigestPeriodMinutes=1)")
 		}
 		t.Fatalf("period %s not archived within 5 minutes of the suite's end, though the stack archives others", tables.FormatTime(period))

@@ -41,9 +41,10 @@ type ledger struct {
 // entryKey is an entry's table key.
 type entryKey struct{ EventID, Seq string }
 
-// MaxLedgerKeys bounds the keys of one ledger item (about 100 bytes each: well under
-// DynamoDB's 400 KB item size); a larger batch writes several.
-const MaxLedgerKeys = 1000
+// MaxLedgerKeys bounds the keys of one ledger item (about 100 bytes each, at most about 340
+// with a 128-character event ID and a 200-character key: under DynamoDB's 400 KB item size
+// either way); a larger batch writes several. A stream batch holds at most 100.
+const MaxLedgerKeys = 500
 
 // ledgerPartition returns the event_id of the ledgers stamped at.
 func ledgerPartition(at time.Time) string {

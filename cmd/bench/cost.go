@@ -123,11 +123,7 @@ func costModel(lc lifecycle, shape lambdaShape, p priceList, sizes storageSizes)
 	allR, allW := lc.all().total(nil)
 	add("dynamodb_writes", allW/n, "write request units", p.usd("dynamodb_write_request_unit_usd"))
 	add("dynamodb_reads", allR/n, "read request units", p.usd("dynamodb_read_request_unit_usd"))
-	// The period reads of the digest step and the archive step (each reads every entry of a
-	// period once, through its ledger: a BatchGetItem of the entry, eventually consistent, 0.5
-	// read units for an item under 4 KB; the ledger items' Query is a few bytes an entry): not
-	// made by the pipeline above, so priced from its entry count.
-	add("dynamodb_audit_period_reads", float64(lc.AuditEntries)/n*periodReadsPerEntry*0.5, "read request units (digest and archive steps, 0.5 per entry each)", p.usd("dynamodb_read_request_unit_usd"))
+	periodReadLine(add, lc, p)
 	add("dynamodb_storage_and_pitr", sizes.gbMonths(), "GB-months (tables and indexes, for their retention; audit entries for the hot window)", p.usd("dynamodb_storage_gb_month_usd")+p.usd("dynamodb_pitr_gb_month_usd"))
 	archiveLines(add, lc.Archive, p)
 
@@ -175,6 +171,16 @@ func costModel(lc lifecycle, shape lambdaShape, p priceList, sizes storageSizes)
 		total += l.USDPerM
 	}
 	return lines, total
+}
+
+// periodReadLine prices the period reads of the digest step and the archive step: each reads
+// every entry of a period once, through its ledger (a BatchGetItem of the entry, eventually
+// consistent, 0.5 read units for an item under 4 KB; the ledger items' Query is a few bytes an
+// entry). The pipeline lc measured does not make them, so they are priced from its entry
+// count.
+func periodReadLine(add func(string, float64, string, float64), lc lifecycle, p priceList) {
+	add("dynamodb_audit_period_reads", float64(lc.AuditEntries)/float64(lc.N)*periodReadsPerEntry*0.5,
+		"read request units (digest and archive steps, 0.5 per entry each)", p.usd("dynamodb_read_request_unit_usd"))
 }
 
 // archiveLines prices the audit archive as deployed: every entry's compressed bytes kept in S3

@@ -260,40 +260,46 @@ func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.holds > 0 {
-		// The line's identity: everything but the values and the timestamp.
-		id := map[string]any{"_aws": cw}
-		for k, v := range line {
-			if _, isMetric := line[k].(float64); !isMetric {
-				id[k] = v
-			}
-		}
-		kb, err := json.Marshal(id)
-		if err != nil {
-			return
-		}
-		key := string(kb)
-		var h *heldLine
-		for _, c := range m.held {
-			if c.key == key {
-				h = c
-				break
-			}
-		}
-		if h == nil {
-			h = &heldLine{key: key, line: line, values: map[string][]float64{}}
-			line["_aws"] = map[string]any{"Timestamp": now().UnixMilli(), "CloudWatchMetrics": cw}
-			m.held = append(m.held, h)
-		}
-		for _, mt := range metrics {
-			if _, ok := h.values[mt.Name]; !ok {
-				h.names = append(h.names, mt.Name)
-			}
-			h.values[mt.Name] = append(h.values[mt.Name], mt.Value)
-		}
+		m.hold(line, cw, metrics, now)
 		return
 	}
 	line["_aws"] = map[string]any{"Timestamp": now().UnixMilli(), "CloudWatchMetrics": cw}
 	m.write(line)
+}
+
+// hold folds line (its directive cw, its metrics) into the held line of the same identity, or
+// holds it as a new one stamped now; m.mu is held.
+func (m *Metrics) hold(line map[string]any, cw any, metrics []Metric, now func() time.Time) {
+	// The line's identity: everything but the values and the timestamp.
+	id := map[string]any{"_aws": cw}
+	for k, v := range line {
+		if _, isMetric := line[k].(float64); !isMetric {
+			id[k] = v
+		}
+	}
+	kb, err := json.Marshal(id)
+	if err != nil {
+		return
+	}
+	key := string(kb)
+	var h *heldLine
+	for _, c := range m.held {
+		if c.key == key {
+			h = c
+			break
+		}
+	}
+	if h == nil {
+		h = &heldLine{key: key, line: line, values: map[string][]float64{}}
+		line["_aws"] = map[string]any{"Timestamp": now().UnixMilli(), "CloudWatchMetrics": cw}
+		m.held = append(m.held, h)
+	}
+	for _, mt := range metrics {
+		if _, ok := h.values[mt.Name]; !ok {
+			h.names = append(h.names, mt.Name)
+		}
+		h.values[mt.Name] = append(h.values[mt.Name], mt.Value)
+	}
 }
 
 // dimensionSets returns the dimension sets of a line: all (Function and every key of dims,

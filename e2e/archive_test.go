@@ -14,6 +14,13 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
+// TestUpgradeSeedsEntriesOfThePreviousVersion is the first half of the upgrade test
+// (upgrade_test.go): the package's first test, it writes entries as the previous version did
+// into the digest period open now; TestUpgradeArchivesThenTTLTakes, the last, checks them.
+func TestUpgradeSeedsEntriesOfThePreviousVersion(t *testing.T) {
+	seedPreviousVersion(t, getStack(t))
+}
+
 // manifestURL finds the manifest address auditctl archive status prints for a period.
 var manifestURL = regexp.MustCompile(`s3://([a-z0-9.-]+)/(audit/\S+/manifest\.json)`)
 

@@ -95,11 +95,14 @@ twilio_token_file="$work/twilio-auth-token"
 # The id is the stack name's hash: a stack deployed before on a long-lived emulator has it too.
 api_id=$(printf %s "$stack" | sha256sum | cut -c1-8)
 callback_base="$endpoint/_aws/execute-api/$api_id/\$default"
-# One-minute digest periods (as make local's): the digests and the archive step run within the suite.
+# One-minute digest periods (as make local's), closed 65 s after they end (the template's lowest
+# grace, above the audit function's 60-s timeout; its default is 90): the digests and the
+# archive step run within the suite, and e2e's upgrade test, whose period is the one open when
+# the suite starts, waits the least at its end.
 overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator,simulator2,twilio "SmsSimulatorUrl=$sim_url"
   "SmsSimulator2Url=$sim2_url" "TwilioBaseUrl=$twilio_url" "TwilioAccountSid=$twilio_account" TwilioFrom=+15005550006
   "CallbackBaseUrl=$callback_base" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO
-  AuditDigestPeriodMinutes=1)
+  AuditDigestPeriodMinutes=1 AuditDigestGraceSeconds=65)
 
 # A build directory of its own and no cache: an x86-64 artifact must never end up in an arm64
 # build for AWS. --build-in-source runs make in the checkout (Go's own build cache makes it

@@ -21,14 +21,16 @@ import (
 )
 
 // keyMeter is the audit writer's DynamoDB with ReturnConsumedCapacity=INDEXES on every put: it
-// adds up the write units each partition key value of the table and of its index took.
+// adds up the write units each partition key value of the table took, entries and ledger items
+// apart, and those of any index.
 type keyMeter struct {
 	*dynamodb.Client
 	mu sync.Mutex
-	// index maps each by_write_shard key value to the index write units it took; table the
-	// entries' own partition key values (event_id) likewise.
-	index, table map[string]float64
-	puts         int
+	// ledger maps each ledger partition ("#ledger#<day>#<n>") to the write units its items
+	// took; table the entries' own partition key values (event_id) likewise; index every
+	// index key value (none since the ledgers: an entry has no write_shard).
+	ledger, table, index map[string]float64
+	entries              int
 }
 
 func (m *keyMeter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -46,9 +48,16 @@ func (m *keyMeter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.puts++
+	ledger := audit.IsLedgerItem(in.Item)
+	if !ledger {
+		m.entries++
+	}
 	if c := out.ConsumedCapacity.Table; c != nil && c.CapacityUnits != nil {
-		m.table[str(tables.AuditEventID)] += *c.CapacityUnits
+		if ledger {
+			m.ledger[str(tables.AuditEventID)] += *c.CapacityUnits
+		} else {
+			m.table[str(tables.AuditEventID)] += *c.CapacityUnits
+		}
 	}
 	for name, c := range out.ConsumedCapacity.GlobalSecondaryIndexes {
 		if c.CapacityUnits != nil {
@@ -69,12 +78,19 @@ func hottest(units map[string]float64) (key string, max, total float64) {
 	return key, max, total
 }
 
+// auditBatchNotifications is how many notifications' entries one stream batch of the audit
+// function holds in the burst: 25 delivered notifications, 100 records, the template's
+// BatchSize.
+const auditBatchNotifications = 25
+
 // auditBurst writes the audit entries of n delivered notifications (4 each: accepted,
 // dispatching, sent, delivered, shaped as the audit function writes them) through the audit
-// writer, 8 notifications at a time, at once — a burst, all in one write day — and prints the
-// write units per entry, the share of the index's writes that its hottest partition key value
-// took, and the notification rate at which that key value reaches the 1,000 write units a
-// second a partition takes (audit_max_notifications_per_s).
+// writer as the audit function does, one writer batch (one ledger item) per stream batch of
+// 100 records, 8 batches at a time, at once — a burst, all in one write day — and prints the
+// write units per entry (the entry and its share of a ledger), the share of the ledgers'
+// writes that their hottest partition key value took, and the notification rate at which
+// that key value reaches the 1,000 write units a second a partition takes
+// (audit_max_notifications_per_s).
 func auditBurst(ctx context.Context, endpoint string, n int, out io.Writer) error {
 	cfg := aws.Config{Region: emulator.Region, Credentials: emulator.LocalCredentials()}
 	db := awsclient.DynamoDB(cfg, endpoint)
@@ -84,11 +100,17 @@ func auditBurst(ctx context.Context, endpoint string, n int, out io.Writer) erro
 		return err
 	}
 	defer drop()
-	m := &keyMeter{Client: db, index: map[string]float64{}, table: map[string]float64{}}
+	m := &keyMeter{Client: db, ledger: map[string]float64{}, table: map[string]float64{}, index: map[string]float64{}}
 	w := &audit.Writer{DB: m, Table: names.Audit, Clock: notify.SystemClock{}}
-	ph, err := measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
-		for _, e := range deliveredEntries(i) {
-			if _, _, err := w.Write(ctx, e); err != nil {
+	batches := (n + auditBatchNotifications - 1) / auditBatchNotifications
+	ph, err := measure(ctx, batches, 8, 0, func(ctx context.Context, i int) error {
+		var entries []audit.Entry
+		for k := i * auditBatchNotifications; k < min(n, (i+1)*auditBatchNotifications); k++ {
+			entries = append(entries, deliveredEntries(k)...)
+		}
+		b := w.Begin(entries)
+		for _, e := range entries {
+			if _, _, err := b.Write(ctx, e); err != nil {
 				return fmt.Errorf("audit burst: %w", err)
 			}
 		}
@@ -97,15 +119,19 @@ func auditBurst(ctx context.Context, endpoint string, n int, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	key, max, indexTotal := hottest(m.index)
+	key, max, ledgerTotal := hottest(m.ledger)
 	_, tableMax, tableTotal := hottest(m.table)
+	_, _, indexTotal := hottest(m.index)
 	perNotification := max / float64(n)
-	fmt.Fprintf(out, "audit_burst_measured_against=DynamoDB Local, ReturnConsumedCapacity=INDEXES, %d delivered notifications x 4 entries through audit.Writer, 8 at a time, in %.1f s; %d write shards\n",
-		n, ph.elapsed.Seconds(), audit.WriteShards)
-	fmt.Fprintf(out, "audit_burst_write_units_per_entry=%.2f\n", (indexTotal+tableTotal)/float64(m.puts))
-	fmt.Fprintf(out, "audit_index_key_values=%d\n", len(m.index))
+	entries := float64(m.entries)
+	fmt.Fprintf(out, "audit_burst_measured_against=DynamoDB Local, ReturnConsumedCapacity=INDEXES, %d delivered notifications x 4 entries through audit.Writer, one writer batch (ledger) per %d notifications, 8 batches at a time, in %.1f s; %d ledger shards\n",
+		n, auditBatchNotifications, ph.elapsed.Seconds(), audit.WriteShards)
+	fmt.Fprintf(out, "audit_burst_write_units_per_entry=%.2f\n", (ledgerTotal+tableTotal+indexTotal)/entries)
+	fmt.Fprintf(out, "audit_burst_ledger_write_units_per_entry=%.3f\n", ledgerTotal/entries)
+	fmt.Fprintf(out, "audit_burst_index_write_units_per_entry=%.3f\n", indexTotal/entries)
+	fmt.Fprintf(out, "audit_ledger_key_values=%d\n", len(m.ledger))
 	fmt.Fprintf(out, "audit_hottest_key=%s\n", key)
-	fmt.Fprintf(out, "audit_hottest_key_share=%.4f\n", max/indexTotal)
+	fmt.Fprintf(out, "audit_hottest_key_share=%.4f\n", max/ledgerTotal)
 	fmt.Fprintf(out, "audit_hottest_key_write_units_per_notification=%.3f\n", perNotification)
 	fmt.Fprintf(out, "audit_max_notifications_per_s=%.0f\n", 1000/perNotification)
 	fmt.Fprintf(out, "audit_hottest_table_key_write_units=%.2f\n", tableMax)

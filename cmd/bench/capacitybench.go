@@ -194,6 +194,9 @@ func (p *pipeline) measureArchive(ctx context.Context, n int) (archiveFigures, e
 			return archiveFigures{}, fmt.Errorf("capacity bench: archive: %w", err)
 		}
 		for _, it := range page.Items {
+			if audit.IsLedgerItem(it) {
+				continue
+			}
 			e, err := audit.FromItem(it)
 			if err != nil {
 				return archiveFigures{}, fmt.Errorf("capacity bench: archive: %w", err)

@@ -123,6 +123,7 @@ func costModel(lc lifecycle, shape lambdaShape, p priceList, sizes storageSizes)
 	allR, allW := lc.all().total(nil)
 	add("dynamodb_writes", allW/n, "write request units", p.usd("dynamodb_write_request_unit_usd"))
 	add("dynamodb_reads", allR/n, "read request units", p.usd("dynamodb_read_request_unit_usd"))
+	periodReadLine(add, lc, p)
 	add("dynamodb_storage_and_pitr", sizes.gbMonths(), "GB-months (tables and indexes, for their retention; audit entries for the hot window)", p.usd("dynamodb_storage_gb_month_usd")+p.usd("dynamodb_pitr_gb_month_usd"))
 	archiveLines(add, lc.Archive, p)
 
@@ -172,6 +173,16 @@ func costModel(lc lifecycle, shape lambdaShape, p priceList, sizes storageSizes)
 	return lines, total
 }
 
+// periodReadLine prices the period reads of the digest step and the archive step: each reads
+// every entry of a period once, through its ledger (a BatchGetItem of the entry, eventually
+// consistent, 0.5 read units for an item under 4 KB; the ledger items' Query is a few bytes an
+// entry). The pipeline lc measured does not make them, so they are priced from its entry
+// count.
+func periodReadLine(add func(string, float64, string, float64), lc lifecycle, p priceList) {
+	add("dynamodb_audit_period_reads", float64(lc.AuditEntries)/float64(lc.N)*periodReadsPerEntry*0.5,
+		"read request units (digest and archive steps, 0.5 per entry each)", p.usd("dynamodb_read_request_unit_usd"))
+}
+
 // archiveLines prices the audit archive as deployed: every entry's compressed bytes kept in S3
 // Standard for the 30 days before the lifecycle rule moves them to Glacier Instant Retrieval
 // for the rest of the retention; one PUT and one transition per part (parts of
@@ -189,11 +200,15 @@ func archiveLines(add func(string, float64, string, float64), a archiveFigures, 
 	add("s3_archive_transitions", parts, "lifecycle transitions to Glacier Instant Retrieval", p.usd("s3_transition_glacier_ir_usd"))
 }
 
+// periodReadsPerEntry is how many times the functions read each audit entry back: once to
+// digest its period, once to archive it.
+const periodReadsPerEntry = 2
+
 // costGroups sorts the model's lines into the split costBench prints (usd_<group>_per_million).
 var costGroups = map[string]string{
 	"dynamodb_storage_and_pitr": "storage", "s3_archive_storage_standard": "storage", "s3_archive_storage_glacier_ir": "storage",
 	"dynamodb_writes": "writes", "s3_archive_puts": "writes", "s3_archive_transitions": "writes",
-	"dynamodb_reads":  "reads",
+	"dynamodb_reads": "reads", "dynamodb_audit_period_reads": "reads",
 	"lambda_requests": "compute", "lambda_duration": "compute",
 	"cloudwatch_logs_ingestion": "logs",
 }

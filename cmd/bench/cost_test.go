@@ -33,11 +33,12 @@ func TestCostModel(t *testing.T) {
 	}
 	const n = 10
 	lc := lifecycle{
-		N:           n,
-		Roles:       map[string]string{"t": "notifications"},
-		Admission:   capacityReport{{Op: "PutItem", Table: "t"}: {Calls: n, Write: 20}},
-		Dispatch:    capacityReport{{Op: "GetItem", Table: "t"}: {Calls: n, Read: 10}},
-		Invocations: map[string]int{"intake": n},
+		N:            n,
+		AuditEntries: 4 * n,
+		Roles:        map[string]string{"t": "notifications"},
+		Admission:    capacityReport{{Op: "PutItem", Table: "t"}: {Calls: n, Write: 20}},
+		Dispatch:     capacityReport{{Op: "GetItem", Table: "t"}: {Calls: n, Read: 10}},
+		Invocations:  map[string]int{"intake": n},
 		// 10 ms and a bit per invocation: billed as 11 ms.
 		Busy:     map[string]time.Duration{"intake": n * (10*time.Millisecond + time.Microsecond)},
 		LogBytes: map[string]int64{"intake": n * 1000},
@@ -56,6 +57,8 @@ func TestCostModel(t *testing.T) {
 		"sqs_requests":              0.4,
 		"cloudwatch_logs_ingestion": (1000 + 700) / 1e9 * 0.5 * 1e6,
 		"http_api_requests":         1,
+		// 4 entries, each read twice (digest, archive) at 0.5 read units.
+		"dynamodb_audit_period_reads": 4 * 2 * 0.5 * 0.125,
 	}
 	for name, w := range want {
 		if math.Abs(got[name]-w) > 1e-9 {

@@ -182,9 +182,11 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 		"RESETNOTIFY_E2E_API":                 api,
 		"RESETNOTIFY_E2E_NOTIFICATIONS_TABLE": physical["NotificationsTable"],
 		"AUDIT_TABLE":                         physical["AuditTable"],
-		"RESETNOTIFY_E2E_DISPATCH_QUEUE_URL":  physical["DispatchQueue"],
-		"AWS_ENDPOINT_URL_DYNAMODB":           endpoint,
-		"AWS_ENDPOINT_URL_SQS":                endpoint,
+		// The digests' signing key, for auditctl public-key --key-id (e2e's upgrade test).
+		"AUDIT_DIGEST_KEY_ID":                physical["DigestSigningKey"],
+		"RESETNOTIFY_E2E_DISPATCH_QUEUE_URL": physical["DispatchQueue"],
+		"AWS_ENDPOINT_URL_DYNAMODB":          endpoint,
+		"AWS_ENDPOINT_URL_SQS":               endpoint,
 	}
 	if u := outputs["TwilioCallbackUrl"]; u != "" {
 		// The suite stands in for Twilio (and a forger) at the URL dispatch gives Twilio.

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,13 +71,26 @@ func (f *Table) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(
 	return &dynamodb.PutItemOutput{}, nil
 }
 
-// Stored returns every stored item, ordered by event ID and seq.
+// Stored returns every stored item but the ledger items (shared/audit, "Ledger"), ordered by
+// event ID and seq.
 func (f *Table) Stored() []map[string]ddbtypes.AttributeValue {
+	return f.stored(false)
+}
+
+// Ledgers returns the stored ledger items, ordered by event ID and seq.
+func (f *Table) Ledgers() []map[string]ddbtypes.AttributeValue {
+	return f.stored(true)
+}
+
+func (f *Table) stored(ledgers bool) []map[string]ddbtypes.AttributeValue {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	keys := make([]string, 0, len(f.Items))
-	for k := range f.Items {
-		keys = append(keys, k)
+	for k, it := range f.Items {
+		id, _ := it[tables.AuditEventID].(*ddbtypes.AttributeValueMemberS)
+		if (id != nil && strings.HasPrefix(id.Value, tables.LedgerEventIDPrefix)) == ledgers {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	out := make([]map[string]ddbtypes.AttributeValue, len(keys))

@@ -36,7 +36,7 @@ func (e *Env) ExpireAudit(t testing.TB, now time.Time) int {
 	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
 	defer cancel()
 	n := 0
-	for _, it := range e.ScanAudit(t) {
+	for _, it := range e.scanAll(t) {
 		v, ok := it[tables.AuditDropAfter].(*ddbtypes.AttributeValueMemberN)
 		if !ok {
 			continue

@@ -31,6 +31,16 @@ const (
 // written (written_at) evenly over [start, start+period): events "bulk-<i>", each with 4
 // notifications of 5 versions. They stand for a busy period without running the pipeline.
 func BulkEntries(n int, start time.Time, period time.Duration) []audit.Entry {
+	return bulkEntries(n, start, period, 1)
+}
+
+// BulkBatchEntries is BulkEntries written as the audit function writes: in batches of
+// perBatch entries, each batch's entries sharing one written_at (for WriteBulkLedgered).
+func BulkBatchEntries(n int, start time.Time, period time.Duration, perBatch int) []audit.Entry {
+	return bulkEntries(n, start, period, perBatch)
+}
+
+func bulkEntries(n int, start time.Time, period time.Duration, perBatch int) []audit.Entry {
 	events := (n + bulkPerEvent - 1) / bulkPerEvent
 	total := events * bulkPerEvent
 	out := make([]audit.Entry, 0, total)
@@ -41,7 +51,7 @@ func BulkEntries(n int, start time.Time, period time.Duration) []audit.Entry {
 			prev := audit.GenesisHash
 			for v := int64(1); v <= BulkVersions; v++ {
 				i := len(out)
-				written := start.Add(time.Duration(int64(period) / int64(total) * int64(i))).UTC()
+				written := start.Add(time.Duration(int64(period) / int64(total) * int64(i/perBatch*perBatch))).UTC()
 				at := written.Add(-time.Minute)
 				e := audit.Entry{EventID: fmt.Sprintf("bulk-%06d", ev), Seq: audit.Seq(key, v), NotificationID: fmt.Sprintf("01BULK%06d%d", ev, nn),
 					Version: v, At: at, Day: at.Format(audit.DayLayout), FromState: states[v-1], ToState: states[v],
@@ -59,17 +69,51 @@ func BulkEntries(n int, start time.Time, period time.Duration) []audit.Entry {
 	return out
 }
 
+// WriteBulkLedgered stores entries as the audit writer does: without write_shard (in no
+// index), each group of entries that share a written_at listed in ledger items
+// (audit.LedgerItems), written with them, each ledger's drop_after its entries' first
+// DropAfter (none: a year).
+func WriteBulkLedgered(ctx context.Context, db BatchWriter, table string, entries []audit.Entry, workers int) error {
+	var ledgers []map[string]ddbtypes.AttributeValue
+	for i := 0; i < len(entries); {
+		j := i
+		for j < len(entries) && entries[j].WrittenAt.Equal(entries[i].WrittenAt) {
+			j++
+		}
+		drop := entries[i].DropAfter
+		if drop == 0 {
+			drop = entries[i].WrittenAt.Add(audit.DefaultRetention).Unix()
+		}
+		items, err := audit.LedgerItems(entries[i].WrittenAt, entries[i:j], drop)
+		if err != nil {
+			return fmt.Errorf("audittest.write bulk: %w", err)
+		}
+		ledgers = append(ledgers, items...)
+		i = j
+	}
+	for i := 0; i < len(ledgers); i += 25 {
+		if err := writeItems(ctx, db, table, ledgers[i:min(i+25, len(ledgers))]); err != nil {
+			return err
+		}
+	}
+	return writeBulk(ctx, db, table, entries, workers, false)
+}
+
 // WriteBulk stores entries in table with BatchWriteItem (with a drop_after when an entry's
 // DropAfter is set; none, as before the hot window existed, when it is not), 25 items a request, workers requests
 // at once, retrying unprocessed items.
 func WriteBulk(ctx context.Context, db BatchWriter, table string, entries []audit.Entry, workers int) error {
+	return writeBulk(ctx, db, table, entries, workers, true)
+}
+
+func writeBulk(ctx context.Context, db BatchWriter, table string, entries []audit.Entry, workers int, indexed bool) error {
 	batches := make(chan []audit.Entry)
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for b := range batches {
-				if err := writeBatch(ctx, db, table, b); err != nil {
+				if err := writeBatch(ctx, db, table, b, indexed); err != nil {
 					errs <- err
 					return
 				}
@@ -94,13 +138,24 @@ feed:
 	return err
 }
 
-func writeBatch(ctx context.Context, db BatchWriter, table string, es []audit.Entry) error {
-	reqs := make([]ddbtypes.WriteRequest, len(es))
+func writeBatch(ctx context.Context, db BatchWriter, table string, es []audit.Entry, indexed bool) error {
+	items := make([]map[string]ddbtypes.AttributeValue, len(es))
 	for i, e := range es {
 		item := audit.Item(e)
+		if !indexed {
+			delete(item, tables.AuditWriteShard)
+		}
 		if e.DropAfter != 0 {
 			item[tables.AuditDropAfter] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(e.DropAfter, 10)}
 		}
+		items[i] = item
+	}
+	return writeItems(ctx, db, table, items)
+}
+
+func writeItems(ctx context.Context, db BatchWriter, table string, items []map[string]ddbtypes.AttributeValue) error {
+	reqs := make([]ddbtypes.WriteRequest, len(items))
+	for i, item := range items {
 		reqs[i] = ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: item}}
 	}
 	for try := 0; len(reqs) > 0; try++ {

@@ -271,8 +271,34 @@ func (e *Env) DeliverBatch(t testing.TB, h *audit.Handler, recs []events.DynamoD
 	}
 }
 
-// ScanAudit returns every item of the audit table, raw, sorted by event ID and seq.
+// ScanAudit returns every item of the audit table but the ledger items (entries, digests,
+// archive items), raw, sorted by event ID and seq.
 func (e *Env) ScanAudit(t testing.TB) []map[string]ddbtypes.AttributeValue {
+	t.Helper()
+	var out []map[string]ddbtypes.AttributeValue
+	for _, it := range e.scanAll(t) {
+		if !audit.IsLedgerItem(it) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// ScanLedgers returns the ledger items of the audit table (shared/audit, "Ledger"), raw,
+// sorted by event ID and seq.
+func (e *Env) ScanLedgers(t testing.TB) []map[string]ddbtypes.AttributeValue {
+	t.Helper()
+	var out []map[string]ddbtypes.AttributeValue
+	for _, it := range e.scanAll(t) {
+		if audit.IsLedgerItem(it) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// scanAll returns every item of the audit table, raw, sorted by event ID and seq.
+func (e *Env) scanAll(t testing.TB) []map[string]ddbtypes.AttributeValue {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
 	defer cancel()

@@ -184,6 +184,9 @@ func (s *Stack) buildWorkers(t testing.TB, awsCfg aws.Config, o StackOptions, po
 		Config: config.Config{
 			NotificationsTable: s.Table, DispatchQueueURL: s.DispatchURL, ReconcileQueueURL: s.ReconcileURL,
 			Policy: policy, SealLocalKey: key, Worker: wcfg,
+			// Transitions reads every transition from the workers' log: the happy path's
+			// (lease, sent) are logged at debug level.
+			LogLevel: slog.LevelDebug,
 		},
 		AWS:              awsCfg,
 		DynamoDBEndpoint: os.Getenv(emulator.EnvDynamoDBEndpoint),

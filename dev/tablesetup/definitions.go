@@ -53,14 +53,11 @@ func Notifications(name string) *dynamodb.CreateTableInput {
 }
 
 // Audit returns the definition of the audit table named name: key (event_id, seq); one GSI,
-// by_write_shard on (write_shard, written_at), projecting every attribute, for the digest
-// step and time-range exports; on-demand billing. write_shard is "<write_day>#<n>" with n one
-// of audit.WriteShards shards, so a day's writes spread over that many partition key values
-// instead of one: no key value is hot. Digest items carry no write_shard, so the index does
-// not hold them. The audit table has no stream: nothing reacts to it.
-//
-// One index, not one per time (at and written_at): each index costs a write unit per entry.
-// A range of at is read from the write days it can have been written in (see shared/audit).
+// by_write_shard on (write_shard, written_at), projecting every attribute, for the entries
+// written before the ledgers (shared/audit, "Ledger": the audit writer lists each batch's
+// entries in a ledger item under the table's own key and sets no write_shard, so new entries
+// cost the index nothing); on-demand billing. The audit table has no stream: nothing reacts
+// to it.
 func Audit(name string) *dynamodb.CreateTableInput {
 	s := ddbtypes.ScalarAttributeTypeS
 	in := onDemand(name,

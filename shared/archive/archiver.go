@@ -27,8 +27,8 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// TableAPI is the part of DynamoDB the archive step uses: Query (digests, archive items and
-// the by_write_shard index), PutItem and GetItem under "#archive", and UpdateItem of
+// TableAPI is the part of DynamoDB the archive step uses: Query (digests, archive items, the
+// ledgers and the by_write_shard index), BatchGetItem (the entries a ledger lists), PutItem and GetItem under "#archive", and UpdateItem of
 // drop_after alone (the template's policies allow no other attribute).
 type TableAPI interface {
 	audit.QueryAPI
@@ -352,6 +352,18 @@ func (a *Archiver) rescue(ctx context.Context, d audit.Digest) error {
 			return fmt.Errorf("archive.rescue %s: %w", d.Period(), err)
 		}
 		n++
+	}
+	// And the ledgers that list them: an entry is found through its ledger.
+	for l, err := range audit.LedgersIn(ctx, a.DB, a.Table, d.PeriodStart, d.PeriodEnd) {
+		if err != nil {
+			return fmt.Errorf("archive.rescue %s: %w", d.Period(), err)
+		}
+		if l.DropAfter != 0 && l.DropAfter >= below {
+			continue
+		}
+		if err := a.setDropAfter(ctx, audit.Entry{EventID: l.EventID, Seq: l.Seq}, at, below); err != nil {
+			return fmt.Errorf("archive.rescue %s: %w", d.Period(), err)
+		}
 	}
 	a.log().WarnContext(ctx, "audit period not archived near the end of its hot window: its entries' TTL pushed out",
 		"period_start", tables.FormatTime(d.PeriodStart), "entries", n, "drop_after", at)

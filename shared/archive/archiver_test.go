@@ -200,3 +200,43 @@ func TestArchiveRefusesAPeriodThatNoLongerMatchesItsDigest(t *testing.T) {
 		t.Errorf("archive of a changed period: %v, %d puts; want a refusal and no put", err, bucket.Puts)
 	}
 }
+
+// TestNothingExpiresBeforeItIsArchivedWithLedgers is TestNothingExpiresBeforeItIsArchived for
+// entries written as the audit writer writes them now, listed in ledger items: the rescue
+// pushes out the ledgers' drop_after with the entries' (an entry whose ledger expired would
+// no longer be found by the period's reads), and the period is archived whole afterwards.
+func TestNothingExpiresBeforeItIsArchivedWithLedgers(t *testing.T) {
+	env := audittest.NewEnv(t)
+	ctx := context.Background()
+	p := audittest.DigestPeriod
+	base := audittest.WriteStart.Truncate(p)
+	entries := audittest.BulkBatchEntries(100, base, p, 25)
+	for i := range entries {
+		entries[i].DropAfter = audit.DropAfter(entries[i], hot)
+	}
+	if err := audittest.WriteBulkLedgered(ctx, env.DB, env.Names.Audit, entries, 4); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(env.ScanLedgers(t)); n != 4 {
+		t.Fatalf("%d ledgers, want 4", n)
+	}
+	if ds, err := env.Digester(notifytest.NewClock(base.Add(p + audittest.DigestGrace))).Run(ctx); err != nil || len(ds) != 1 || ds[0].Count != 100 {
+		t.Fatalf("digest step: %+v, %v; want one digest of 100 entries", ds, err)
+	}
+	near := base.Add(hot - 30*time.Minute)
+	a := env.Archiver(failingS3{}, notifytest.NewClock(near), hot)
+	a.RescueMargin = time.Hour
+	if _, err := a.Run(ctx); err == nil {
+		t.Fatal("a run whose puts fail reported no error")
+	}
+	if n := env.ExpireAudit(t, base.Add(hot+p)); n != 0 {
+		t.Fatalf("TTL took %d items (entries or ledgers) of a period not archived, at the end of its hot window", n)
+	}
+	items, err := env.Archiver(archivetest.NewBucket(), notifytest.NewClock(base.Add(hot+10*time.Minute)), hot).Run(ctx)
+	if err != nil || len(items) != 1 || items[0].Count != 100 {
+		t.Fatalf("archive once the bucket answers: %+v, %v; want the 100 entries", items, err)
+	}
+	if n := env.ExpireAudit(t, near.Add(3*time.Hour)); n != 104 {
+		t.Errorf("TTL took %d items of the archived period past its pushed-out drop_after, want 104 (100 entries, 4 ledgers)", n)
+	}
+}

@@ -40,28 +40,59 @@
 // at (YYYY-MM-DD). retain_until is at plus the retention period (AUDIT_RETENTION_DAYS, default
 // 400 days) in epoch seconds: the audit table's TTL.
 //
-// # Index
+// # Ledger
 //
-// The audit table has one index, by_write_shard: partition key write_shard =
-// "<write_day>#<n>", sort key written_at, every attribute projected. n is the entry's shard,
-// the first four bytes of SHA-256(event_id, 0, seq) modulo WriteShards (16), so one day's
-// entries spread over 16 partition key values and no value takes more than about a
-// sixteenth of the writes (a key value takes 1,000 write units a second; a key of the day
-// alone took every write of the day). write_shard is an index attribute, not a field: it is
-// derived from the keys and write_day, is not in the canonical encoding below, and FromItem
-// skips it; entries stored before it existed keep their hashes, but are in no index.
+// The period reads (the entries written in a period: the digest and archive steps, verify,
+// evidence; and the time-range reads of exports) do not use an index copy of each entry. The
+// audit function writes a stream batch as one writer Batch (Writer.Begin): every entry of it
+// is stamped with one written_at, the batch's, and, before the first put, one **ledger item**
+// lists the keys of all the entries the batch will write:
 //
-// Both kinds of time-range read use this index. The entries written in [start, end)
-// (WrittenIn: the digests, verify) are a key-condition query of each shard of each write day.
-// The entries whose at is in [from, to) (Reader.Range: export, margin) are read from the
+//	event_id = "#ledger#" <write_day> "#" <n>     n = SHA-256(written_at)[:4] mod WriteShards
+//	seq      = <written_at> "#" <16 hex digits, random>
+//	written_at, entries (a list of "<len(event_id)>:<event_id><seq>"), drop_after
+//
+// A key the batch did not plan (a disambiguated seq) gets a ledger item of its own before its
+// put, so no entry is ever stored before a ledger lists it. A read of [start, end) queries
+// the ledger partitions of each write day (WriteShards key values a day, the ledgers of one
+// instant in one of them, by the stamp) between the two stamps, and reads the listed entries
+// with BatchGetItem, keeping each one whose stored written_at is the ledger's: a key listed by
+// a batch that died before its put, or whose put found the entry already stored by an earlier
+// attempt (under that attempt's stamp, listed in that attempt's ledger), is skipped there. So
+// each stored entry is read once, in the period of its written_at, as with an index; an entry
+// deleted afterwards is missing from the read and verify reports it against the signed digest.
+//
+// Cost: one ledger item of about 100 bytes an entry per batch (a stream batch of 100 records:
+// 11 write units, 0.11 an entry; the by_write_shard index took one an entry, and kept a copy of
+// every attribute for the hot window), against reads: BatchGetItem takes 0.5 read units an
+// entry (eventually consistent, an item under 4 KB) where the index's query took the bytes.
+// A batch of one record (a quiet stack) costs one write unit of ledger for its one entry, as
+// the index did. A ledger's drop_after is its entries' (written_at plus the hot window), and
+// the archive step pushes it out with theirs while their period is not archived.
+//
+// What it does not change: an entry is still written once, with attribute_not_exists, under
+// its (event_id, seq) key, chained as below; Timeline reads an event's entries by the table's
+// key. What it weakens, and where: an entry put by someone who bypasses the audit writer (the
+// table's policy lets only the audit roles put) without a ledger is in no period read — as an
+// entry without write_shard was in no index — but it is in its event's Timeline, and verify of
+// its chain reports it as covered by no digest.
+//
+// The by_write_shard index (write_shard = "<write_day>#<n>", sort key written_at, every
+// attribute projected) stays for the entries written before the ledgers, which carry
+// write_shard: reads take those from it too (no entry is in both). New entries carry no
+// write_shard and cost the index nothing; once the hot window has taken the old entries the
+// index is empty.
+//
+// Both kinds of time-range read go through the ledgers (and the index). The entries written in
+// [start, end) (WrittenIn: the digests, verify) are those of the ledgers stamped in it. The
+// entries whose at is in [from, to) (Reader.Range: export, margin) are read from the
 // write days an entry of the range can have been written in — from ClockSkew (a minute) before
 // from to MaxLateness (25 hours) after to, since the audit function gives up on stream
 // records a day old and the replay reads only what the stream holds (a day); a gap entry's at
-// is when it is written — and filtered on at. A second index on at would cost every entry
-// another write unit; this costs a range read the entries written in the 25 hours after it
-// (eventually consistent read units, each a fraction of a write unit's price), on reads that
-// auditors make, not on the write path. An entry written more than MaxLateness after its at is still covered by the
-// digest of its written_at and found by Timeline, but Range misses it.
+// is when it is written — and filtered on at. This costs a range read the entries written in
+// the 25 hours after it (read units, each a fraction of a write unit's price), on reads that
+// auditors make, not on the write path. An entry written more than MaxLateness after its at
+// is still covered by the digest of its written_at and found by Timeline, but Range misses it.
 //
 // # Hash chain
 //
@@ -109,8 +140,8 @@
 //
 // # Digests
 //
-// The writer stamps written_at (and write_day) from its own clock just before each put; the
-// by_write_shard index lists the entries written in a period. The digest step (digest.Digester) closes
+// The writer stamps written_at (and write_day) from its own clock at the start of each batch,
+// within the invocation that puts the entries; the ledgers list the entries written in a period. The digest step (digest.Digester) closes
 // each period [start, end) — periods start at multiples of their length, in UTC — once it
 // ended a grace ago, with one Digest item under event_id DigestEventID ("#digest") and seq =
 // start, written with attribute_not_exists(seq). An entry belongs to the period of its

@@ -14,9 +14,10 @@ import (
 )
 
 // QueryAPI is the part of the DynamoDB API the reader uses; the auditor's read-only role
-// allows it.
+// allows it. BatchGetItem reads the entries a ledger lists.
 type QueryAPI interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 var _ QueryAPI = (*dynamodb.Client)(nil)
@@ -53,7 +54,8 @@ func (r *Reader) Timeline(ctx context.Context, eventID string) ([]Entry, error) 
 }
 
 // Range yields the entries whose at is in [from, to), one page at a time (nothing is held in
-// memory beyond a page), in no particular order. It reads the by_write_shard index: every
+// memory beyond a page), in no particular order. It reads the ledgers (and the by_write_shard
+// index, for entries written before them; see "Ledger" in the package documentation): every
 // shard of every write day that an entry of the range can have been written in, from
 // ClockSkew before from to MaxLateness after to, keeping the entries whose at is in the
 // range. So late entries (written by a replay, or long after their transition) are found with
@@ -69,7 +71,8 @@ func (r *Reader) Range(ctx context.Context, from, to time.Time) iter.Seq2[Entry,
 		}
 		filter := expression.Name(tables.AuditAt).Between(
 			expression.Value(tables.FormatTime(from)), expression.Value(tables.FormatTime(to.Add(-time.Nanosecond))))
-		for e, err := range writtenIn(ctx, r.DB, r.Table, from.Add(-ClockSkew), to.Add(MaxLateness), &filter) {
+		keep := func(e Entry) bool { return !e.At.Before(from) && e.At.Before(to) }
+		for e, err := range writtenIn(ctx, r.DB, r.Table, from.Add(-ClockSkew), to.Add(MaxLateness), &filter, keep) {
 			if err != nil {
 				err = fmt.Errorf("audit.range: %w", err)
 			}
@@ -80,11 +83,37 @@ func (r *Reader) Range(ctx context.Context, from, to time.Time) iter.Seq2[Entry,
 	}
 }
 
-// writtenIn yields the entries whose written_at lies in [start, end), and that filter keeps
-// when it is not nil, from every shard of every write day of the span, shard by shard.
-func writtenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time, filter *expression.ConditionBuilder) iter.Seq2[Entry, error] {
+// writtenIn yields the entries whose written_at lies in [start, end), and that filter (on
+// the index) and keep (on the ledgers' entries) keep when they are not nil: first those the
+// ledgers stamped in the span list (every entry written since the ledgers exist), then those
+// of the by_write_shard index (the entries written before, which carry write_shard), shard by
+// shard. No entry is in both.
+func writtenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time, filter *expression.ConditionBuilder, keep func(Entry) bool) iter.Seq2[Entry, error] {
 	r := &Reader{DB: db, Table: table}
 	return func(yield func(Entry, error) bool) {
+		var seen map[entryKey]bool
+		var stamp time.Time
+		for l, err := range ledgersIn(ctx, db, table, start, end, 0) {
+			if err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			if seen == nil || !l.Stamp.Equal(stamp) {
+				seen, stamp = map[entryKey]bool{}, l.Stamp
+			}
+			for e, err := range ledgerEntries(ctx, db, table, l, seen) {
+				if err != nil {
+					yield(Entry{}, err)
+					return
+				}
+				if keep != nil && !keep(e) {
+					continue
+				}
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
 		last := end.Add(-time.Nanosecond)
 		for _, day := range Days(start, end) {
 			for _, shard := range shardKeys(day) {
@@ -117,13 +146,25 @@ func writtenIn(ctx context.Context, db QueryAPI, table string, start, end time.T
 	}
 }
 
-// EarliestWrittenIn returns the entry written first in [start, end): the first of each shard
-// (one item a query), day by day, stopping at the first day that has any.
+// EarliestWrittenIn returns the entry written first in [start, end): the first ledger and
+// the first index item of each shard (one item a query), day by day, stopping at the first
+// day that has any. For a ledger it returns an entry holding only the ledger's written_at (its
+// entries share it; one a failed batch never stored makes the first period start earlier,
+// which costs an empty digest at most).
 func EarliestWrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) (Entry, bool, error) {
 	last := end.Add(-time.Nanosecond)
 	for _, day := range Days(start, end) {
 		var first Entry
 		found := false
+		dayStart, _ := time.Parse(DayLayout, day)
+		for l, err := range ledgersIn(ctx, db, table, maxTime(start, dayStart), minTime(end, dayStart.AddDate(0, 0, 1)), 1) {
+			if err != nil {
+				return Entry{}, false, fmt.Errorf("earliest written: %w", err)
+			}
+			if !found || l.Stamp.Before(first.WrittenAt) {
+				first, found = Entry{WrittenAt: l.Stamp, WriteDay: day}, true
+			}
+		}
 		for _, shard := range shardKeys(day) {
 			expr, err := expression.NewBuilder().WithKeyCondition(
 				expression.Key(tables.AuditWriteShard).Equal(expression.Value(shard)).And(
@@ -245,11 +286,12 @@ func Digests(ctx context.Context, db QueryAPI, table string, from, to time.Time,
 	}
 }
 
-// WrittenIn yields the entries whose written_at lies in [start, end), from every shard of the
-// by_write_shard index, in no particular order.
+// WrittenIn yields the entries whose written_at lies in [start, end): those the ledgers
+// stamped in it list, then those of the by_write_shard index (written before the ledgers), in
+// no particular order.
 func WrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.Time) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		for e, err := range writtenIn(ctx, db, table, start, end, nil) {
+		for e, err := range writtenIn(ctx, db, table, start, end, nil, nil) {
 			if err != nil {
 				err = fmt.Errorf("audit.written in: %w", err)
 			}
@@ -258,4 +300,18 @@ func WrittenIn(ctx context.Context, db QueryAPI, table string, start, end time.T
 			}
 		}
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

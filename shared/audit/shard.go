@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// WriteShards is how many write_shard values one write day is spread over: the writer puts
-// each entry under "<write_day>#<n>", n = the first 4 bytes of SHA-256(event_id, 0, seq) mod WriteShards, and every
-// reader of the by_write_shard index queries all WriteShards values of each day. A partition
-// key value takes 1,000 write units a second, so the index takes about WriteShards times the
-// writes a day-keyed index took (`make bench` prints the figure). Raising it is safe for
-// readers built with the new value (entries written under fewer shards are among the values
-// they query); lowering it would hide the entries of the dropped shards.
+// WriteShards is how many partition key values one write day's ledger items are spread over
+// ("#ledger#<write_day>#<n>", n from the batch's stamp; see "Ledger" in the package
+// documentation), and how many write_shard values the by_write_shard index holds a day for the
+// entries written before the ledgers ("<write_day>#<n>", n = the first 4 bytes of
+// SHA-256(event_id, 0, seq) mod WriteShards). Every reader queries all WriteShards values of
+// each day. A partition key value takes 1,000 write units a second (`make bench` prints the
+// hottest ledger partition's share). Raising it is safe for readers built with the new value;
+// lowering it would hide the entries of the dropped shards.
 const WriteShards = 16
 
 // MaxLateness bounds how long after its at an entry is written: the audit function gives up

@@ -58,6 +58,9 @@ type Writer struct {
 	// its written_at plus Hot, which the archive step pushes out while the entry's period is
 	// not archived (package archive). Zero means no hot window: drop_after is retain_until.
 	Hot time.Duration
+	// Retention is how long a ledger item is kept when Hot is zero; zero means
+	// DefaultRetention.
+	Retention time.Duration
 }
 
 // DropAfter returns the TTL (drop_after, epoch seconds) of e written with the hot window hot:
@@ -75,7 +78,18 @@ func DropAfter(e Entry, hot time.Duration) int64 {
 // was stored. It returns the entry as stored by this call, or as e with its chain fields when
 // it was already stored. See the package documentation for the previous-entry lookup and the
 // disambiguated seq.
+//
+// Write is a batch of one (Begin): one ledger item and the entry. The audit function writes
+// a stream batch as one Batch.
 func (w *Writer) Write(ctx context.Context, e Entry) (Entry, Outcome, error) {
+	return w.Begin([]Entry{e}).Write(ctx, e)
+}
+
+// Write chains e to the previous entry of its notification and stores it once, as
+// Writer.Write does, stamped with the batch's written_at and listed in the batch's ledger
+// before its put.
+func (b *Batch) Write(ctx context.Context, e Entry) (Entry, Outcome, error) {
+	w := b.w
 	prev, found, err := w.previous(ctx, e)
 	if err != nil {
 		return Entry{}, 0, fmt.Errorf("audit.write %s %s: %w", e.EventID, e.Seq, err)
@@ -93,13 +107,16 @@ func (w *Writer) Write(ctx context.Context, e Entry) (Entry, Outcome, error) {
 	}
 	for {
 		e.Seq = seqFor(e.IdempotencyKey(), e.Version, suffixOf(e), e.NotificationID, disambiguate)
-		e.WrittenAt = w.now()
+		e.WrittenAt = b.stamp
 		e.WriteDay = e.WrittenAt.Format(DayLayout)
 		linked, err := Link(e, prevHash)
 		if err != nil {
 			return Entry{}, 0, fmt.Errorf("audit.write %s %s: %w", e.EventID, e.Seq, err)
 		}
 		linked.DropAfter = DropAfter(linked, w.Hot)
+		if err := b.list(ctx, entryKey{linked.EventID, linked.Seq}); err != nil {
+			return Entry{}, 0, fmt.Errorf("audit.write %s %s: %w", e.EventID, e.Seq, err)
+		}
 		owner, err := w.put(ctx, linked)
 		switch {
 		case err != nil:
@@ -182,6 +199,9 @@ func (w *Writer) put(ctx context.Context, e Entry) (owner string, err error) {
 		return "", fmt.Errorf("put %s: build condition: %w", e.Seq, err)
 	}
 	item := Item(e)
+	// Listed in a ledger, not in the by_write_shard index (which holds the entries written
+	// before the ledgers): no index copy, no index write unit.
+	delete(item, tables.AuditWriteShard)
 	item[tables.AuditDropAfter] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(e.DropAfter, 10)}
 	_, err = w.DB.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(w.Table),

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/resetnotify/resetnotify/auditor"
 	"github.com/resetnotify/resetnotify/dev/audittest"
 	"github.com/resetnotify/resetnotify/shared/audit"
@@ -162,5 +165,54 @@ func TestDigestBeyondTheManifestCeiling(t *testing.T) {
 	r := auditor.Check(b, opts)
 	if want := "entries deleted: the signed digest of this period covers 20000 entries, only 19999 written in it are left (1 deleted)"; r.OK() || !strings.Contains(r.Problems[0].String(), want) {
 		t.Errorf("check with one entry gone: %v\nwant the first problem to say %q", r.Problems, want)
+	}
+}
+
+// TestDigestOfLedgeredAndIndexedEntries digests a period that holds both kinds of entries:
+// 2,000 written as the audit writer writes them now (listed in ledger items, in no index) and
+// 1,000 written before the ledgers existed (in the by_write_shard index): one digest covers
+// all 3,000, and verify finds one of the ledgered entries deleted from the table afterwards.
+func TestDigestOfLedgeredAndIndexedEntries(t *testing.T) {
+	env := audittest.NewEnv(t)
+	ctx := context.Background()
+	p := audittest.DigestPeriod
+	base := audittest.WriteStart.Truncate(p)
+	all := audittest.BulkBatchEntries(3000, base, p, 100)
+	ledgered, legacy := all[:2000], all[2000:]
+	if err := audittest.WriteBulkLedgered(ctx, env.DB, env.Names.Audit, ledgered, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := audittest.WriteBulk(ctx, env.DB, env.Names.Audit, legacy, 4); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(env.ScanLedgers(t)); n != 20 {
+		t.Fatalf("%d ledger items for 2,000 entries in batches of 100, want 20", n)
+	}
+	now := base.Add(p + audittest.DigestGrace)
+	ds, err := env.Digester(notifytest.NewClock(now)).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Count != 3000 {
+		t.Fatalf("digest step wrote %+v, want one digest of 3000 entries", ds)
+	}
+	opts := auditor.CheckOptions{PublicKey: &env.SigningKey.PublicKey, Now: now, Grace: audittest.DigestGrace}
+	b, err := auditor.Collect(ctx, env.Reader, base, base.Add(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := auditor.Check(b, opts); !r.OK() || r.Covered != 3000 {
+		t.Fatalf("check: covered %d of %d, problems %v", r.Covered, r.Entries, r.Problems)
+	}
+	gone := ledgered[1234]
+	if _, err := env.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(env.Names.Audit), Key: audit.ItemKey(gone.EventID, gone.Seq)}); err != nil {
+		t.Fatal(err)
+	}
+	b, err = auditor.Collect(ctx, env.Reader, base, base.Add(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := auditor.Check(b, opts); r.OK() || !strings.Contains(r.Problems[0].String(), "(1 deleted)") {
+		t.Errorf("check with a ledgered entry deleted: %v, want it found deleted", r.Problems)
 	}
 }

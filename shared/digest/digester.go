@@ -26,8 +26,9 @@ import (
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
-// DigestAPI is the part of the DynamoDB API the digest step uses: Query (the digests and the
-// by_write_shard index), GetItem and PutItem, the latter always conditioned on
+// DigestAPI is the part of the DynamoDB API the digest step uses: Query (the digests, the
+// ledgers and the by_write_shard index), BatchGetItem (the entries a ledger lists), GetItem and
+// PutItem, the latter always conditioned on
 // attribute_not_exists(seq).
 type DigestAPI interface {
 	audit.QueryAPI
@@ -51,7 +52,8 @@ type Digester struct {
 	Period time.Duration
 	// Grace is how long after a period's end the step waits before closing it: longer than
 	// the audit writer can take between stamping written_at and its put completing (the audit
-	// function's timeout), plus the by_write_shard index's propagation.
+	// function's timeout; its batch's stamp is taken in the same invocation), plus the
+	// eventual consistency of the ledgers' and the index's reads.
 	Grace time.Duration
 	// Retention is the entries' retention: a digest is kept at least until the last entry it
 	// covers expires, and at least Retention after its period ends.

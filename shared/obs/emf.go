@@ -52,6 +52,91 @@ type Metrics struct {
 	Now func() time.Time
 
 	mu sync.Mutex
+	// holds counts the Hold calls not yet matched by Flush; while it is above zero, lines are
+	// kept in held (in order of first emission) and folded, see Hold.
+	holds int
+	held  []*heldLine
+}
+
+// heldLine is one folded EMF line: the line of its first emission, and every value of each
+// of its metrics since, in order.
+type heldLine struct {
+	key    string
+	line   map[string]any
+	names  []string
+	values map[string][]float64
+}
+
+// MaxValuesPerLine is how many values of one metric one EMF line carries at most (CloudWatch
+// takes up to 100 values in a metric's array).
+const MaxValuesPerLine = 100
+
+// Hold starts folding: until the matching Flush, lines with the same namespace, dimensions
+// (names and values), dimension sets and metric names and units are not written but merged
+// into one line whose metrics hold every value as an EMF value array, in order. CloudWatch
+// extracts from an array the same samples as from as many lines (Sum, SampleCount, Average
+// and percentiles are unchanged), so a function calls Hold at the start of an invocation and
+// Flush at its end to write one line per distinct metric instead of one per event (a stream
+// batch of 100 audit entries: one AuditEntries line, not 100). Holds nest (concurrent
+// invocations of one process share the lines): the last Flush writes everything held. The
+// line's timestamp is its first emission's.
+func (m *Metrics) Hold() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.holds++
+}
+
+// Flush ends a Hold; the last one writes every line held, each metric's values split into
+// lines of at most MaxValuesPerLine.
+func (m *Metrics) Flush() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holds > 0 {
+		m.holds--
+	}
+	if m.holds > 0 {
+		return
+	}
+	held := m.held
+	m.held = nil
+	for _, h := range held {
+		for start := 0; ; start += MaxValuesPerLine {
+			more := false
+			for _, name := range h.names {
+				vs := h.values[name]
+				end := min(start+MaxValuesPerLine, len(vs))
+				switch {
+				case start >= len(vs):
+					delete(h.line, name)
+				case end-start == 1:
+					h.line[name] = vs[start]
+				default:
+					h.line[name] = vs[start:end]
+				}
+				more = more || end < len(vs)
+			}
+			m.write(h.line)
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+// write marshals one line and writes it; m.mu is held.
+func (m *Metrics) write(line map[string]any) {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	_, _ = m.W.Write(b)
 }
 
 // The metric names and dimension keys this package emits. template.yaml's alarms and
@@ -171,18 +256,50 @@ func (m *Metrics) EmitRollup(dims map[string]string, rollups [][]string, metrics
 		defs = append(defs, metricDef{Name: mt.Name, Unit: mt.Unit})
 		line[mt.Name] = mt.Value
 	}
-	line["_aws"] = map[string]any{
-		"Timestamp":         now().UnixMilli(),
-		"CloudWatchMetrics": []directive{{Namespace: m.namespace(), Dimensions: sets, Metrics: defs}},
+	cw := []directive{{Namespace: m.namespace(), Dimensions: sets, Metrics: defs}}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holds > 0 {
+		m.hold(line, cw, metrics, now)
+		return
 	}
-	b, err := json.Marshal(line)
+	line["_aws"] = map[string]any{"Timestamp": now().UnixMilli(), "CloudWatchMetrics": cw}
+	m.write(line)
+}
+
+// hold folds line (its directive cw, its metrics) into the held line of the same identity, or
+// holds it as a new one stamped now; m.mu is held.
+func (m *Metrics) hold(line map[string]any, cw any, metrics []Metric, now func() time.Time) {
+	// The line's identity: everything but the values and the timestamp.
+	id := map[string]any{"_aws": cw}
+	for k, v := range line {
+		if _, isMetric := line[k].(float64); !isMetric {
+			id[k] = v
+		}
+	}
+	kb, err := json.Marshal(id)
 	if err != nil {
 		return
 	}
-	b = append(b, '\n')
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, _ = m.W.Write(b)
+	key := string(kb)
+	var h *heldLine
+	for _, c := range m.held {
+		if c.key == key {
+			h = c
+			break
+		}
+	}
+	if h == nil {
+		h = &heldLine{key: key, line: line, values: map[string][]float64{}}
+		line["_aws"] = map[string]any{"Timestamp": now().UnixMilli(), "CloudWatchMetrics": cw}
+		m.held = append(m.held, h)
+	}
+	for _, mt := range metrics {
+		if _, ok := h.values[mt.Name]; !ok {
+			h.names = append(h.names, mt.Name)
+		}
+		h.values[mt.Name] = append(h.values[mt.Name], mt.Value)
+	}
 }
 
 // dimensionSets returns the dimension sets of a line: all (Function and every key of dims,

@@ -227,3 +227,73 @@ func TestWithSecrets(t *testing.T) {
 type codeStringer string
 
 func (c codeStringer) String() string { return "code=" + string(c) }
+
+// TestHoldFoldsLinesPerInvocation checks that lines emitted between Hold and Flush are
+// folded into one line per distinct metric and dimensions, their values in an EMF array (so
+// CloudWatch extracts every sample), split at 100 values, and that nothing is written before
+// the last Flush of nested holds.
+func TestHoldFoldsLinesPerInvocation(t *testing.T) {
+	var buf bytes.Buffer
+	m := &obs.Metrics{W: &buf, Function: "audit", Now: func() time.Time { return time.UnixMilli(1000) }}
+	m.Hold()
+	m.Hold() // a second invocation of the same process, overlapping
+	for i := range 150 {
+		m.Emit(map[string]string{"Outcome": "written"}, obs.Metric{Name: "AuditEntries", Unit: obs.UnitCount, Value: 1})
+		if i%50 == 0 {
+			m.Emit(map[string]string{"Outcome": "duplicate"}, obs.Metric{Name: "AuditEntries", Unit: obs.UnitCount, Value: 1})
+		}
+	}
+	m.Request("POST /v1/notifications", 202, 1500*time.Microsecond)
+	m.Request("POST /v1/notifications", 202, 2500*time.Microsecond)
+	m.Flush()
+	if buf.Len() != 0 {
+		t.Fatalf("wrote before the last Flush:\n%s", buf.String())
+	}
+	m.Flush()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4 (written in 100 + 50, duplicate, requests):\n%s", len(lines), buf.String())
+	}
+	var sums = map[string]float64{}
+	var samples = map[string]int{}
+	for _, l := range lines {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(l), &doc); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, l)
+		}
+		for _, name := range []string{"AuditEntries", "Requests", "Latency"} {
+			key := name
+			if o, ok := doc["Outcome"].(string); ok {
+				key += "/" + o
+			}
+			switch v := doc[name].(type) {
+			case float64:
+				sums[key] += v
+				samples[key]++
+			case []any:
+				if len(v) > obs.MaxValuesPerLine {
+					t.Errorf("%s holds %d values, more than %d", name, len(v), obs.MaxValuesPerLine)
+				}
+				for _, x := range v {
+					sums[key] += x.(float64)
+					samples[key]++
+				}
+			}
+		}
+	}
+	want := map[string]float64{"AuditEntries/written": 150, "AuditEntries/duplicate": 3, "Requests": 2, "Latency": 4}
+	if diff := cmp.Diff(want, sums); diff != "" {
+		t.Errorf("sums (-want +got):\n%s", diff)
+	}
+	wantSamples := map[string]int{"AuditEntries/written": 150, "AuditEntries/duplicate": 3, "Requests": 2, "Latency": 2}
+	if diff := cmp.Diff(wantSamples, samples); diff != "" {
+		t.Errorf("samples (-want +got):\n%s", diff)
+	}
+	// Not holding: one line per Emit, as before.
+	buf.Reset()
+	m.Emit(nil, obs.Metric{Name: "X", Unit: obs.UnitCount, Value: 1})
+	m.Emit(nil, obs.Metric{Name: "X", Unit: obs.UnitCount, Value: 1})
+	if n := strings.Count(buf.String(), "\n"); n != 2 {
+		t.Errorf("%d lines without Hold, want 2", n)
+	}
+}

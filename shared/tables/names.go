@@ -120,10 +120,10 @@ const (
 	AuditPrevMissing = "prev_missing"
 	// AuditWrittenAt is when the audit writer stored the entry (its own clock), and
 	// AuditWriteDay the UTC date of it. AuditWriteShard is "<write_day>#<n>", n the entry's
-	// shard: with written_at, the key of the by_write_shard index, by which the digest step
-	// finds every entry written in a period and exports find the entries of a time range.
-	// write_shard is an index attribute only, derived from the entry's keys and write_day:
-	// it is not one of the entry's fields and not part of its hash.
+	// shard: with written_at, the key of the by_write_shard index, which held every entry
+	// before the ledgers (LedgerEventIDPrefix) and now holds only those written before them:
+	// the writer no longer sets it. write_shard is an index attribute only, derived from the
+	// entry's keys and write_day: it is not one of the entry's fields and not part of its hash.
 	AuditWrittenAt  = "written_at"
 	AuditWriteDay   = "write_day"
 	AuditWriteShard = "write_shard"
@@ -144,15 +144,25 @@ const (
 )
 
 // IndexByWriteShard is the audit table's only GSI (write_shard, written_at): the entries
-// written in a period, shard by shard, for the digest step, verify and time-range exports
-// (which read the write days from the range's start to its end plus the maximum lateness and
-// keep the entries whose at is in the range; see shared/audit). It projects every attribute.
+// written before the ledgers (LedgerEventIDPrefix), which carry write_shard, shard by shard,
+// for the digest step, verify and time-range exports, beside the ledgers (see shared/audit,
+// "Ledger"). It projects every attribute. The audit writer no longer sets write_shard, so new
+// entries cost it nothing; it empties as the hot window takes the old entries.
 const IndexByWriteShard = "by_write_shard"
 
 // DigestEventID is the audit table partition that holds the signed digests, one item per
 // period with the period's start (FormatTime) as its seq. No event ID can take this value:
 // event IDs never contain "#".
 const DigestEventID = "#digest"
+
+// LedgerEventIDPrefix starts the audit table partitions of the ledger items:
+// "#ledger#<write_day>#<n>", each item listing the keys of the entries one writer batch
+// stored, stamped with one written_at (shared/audit, "Ledger"). The period reads (the digest
+// step, the archive step, verify, exports) query them instead of an index.
+const LedgerEventIDPrefix = "#ledger#"
+
+// LedgerEntries is a ledger item's list of entry keys, each "<len(event_id)>:<event_id><seq>".
+const LedgerEntries = "entries"
 
 // ArchiveEventID is the audit table partition that records the archived periods, one item
 // per period with the period's start (FormatTime) as its seq, written by the archive step

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
@@ -83,7 +84,17 @@ func parseEMF(t *testing.T, out string) []emfLine {
 			}
 		}
 		for _, m := range d.Metrics {
+			// A scalar, or the value array of a line folded per invocation (obs.Metrics.Hold):
+			// its sum.
 			v, ok := doc[m.Name].(float64)
+			if vs, isArray := doc[m.Name].([]any); isArray && len(vs) > 0 {
+				ok = true
+				for _, x := range vs {
+					f, isNum := x.(float64)
+					ok = ok && isNum
+					v += f
+				}
+			}
 			if !ok {
 				t.Errorf("metric %s has no numeric value:\n%s", m.Name, raw)
 			}
@@ -496,6 +507,41 @@ func checkDashboard(t *testing.T, id, body string, check func(where, name string
 				dims[s[i]] = s[i+1]
 			}
 			check(where, s[1], dims)
+		}
+	}
+}
+
+// TestDispatchBatchFoldsItsMetrics checks that a dispatch batch writes one EMF line per
+// distinct metric and dimensions (obs.Metrics.Hold in HandleBatch), with every sample, and
+// that the happy path's transitions are logged at debug level only (the audit trail has them).
+func TestDispatchBatchFoldsItsMetrics(t *testing.T) {
+	f := newFixture(t)
+	var recs []events.SQSMessage
+	for i := range 5 {
+		rec := f.admitKey(t, fmt.Sprintf("batch-%d", i))
+		recs = append(recs, events.SQSMessage{MessageId: fmt.Sprint(i), Body: body(notify.MessageOf(rec))})
+	}
+	metricsBefore, logsBefore := len(f.metrics.String()), len(f.logs.String())
+	if _, err := f.d.Handle(context.Background(), events.SQSEvent{Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	emf, logs := f.metrics.String()[metricsBefore:], f.logs.String()[logsBefore:]
+	lines := parseEMF(t, emf)
+	transitions := withMetric(lines, obs.MetricTransitions)
+	if len(transitions) != 2 {
+		t.Fatalf("%d Transitions lines for 5 notifications, want 2 (dispatching and sent, 5 samples each):\n%s", len(transitions), emf)
+	}
+	for _, l := range transitions {
+		if l.values[obs.MetricTransitions] != 5 {
+			t.Errorf("Transitions to %s: %v, want 5", l.dims[obs.DimToState], l.values[obs.MetricTransitions])
+		}
+	}
+	if calls := withMetric(lines, workercore.MetricProviderCalls); len(calls) != 1 || calls[0].values[workercore.MetricProviderCalls] != 5 {
+		t.Errorf("ProviderCalls lines %+v, want one with 5 samples", calls)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if strings.Contains(l, `"msg":"transition"`) && !strings.Contains(l, `"level":"DEBUG"`) {
+			t.Errorf("a happy-path transition logged above debug: %s", l)
 		}
 	}
 }

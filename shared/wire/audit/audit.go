@@ -36,7 +36,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("audit ready", "audit_table", cfg.AuditTable, "retention_days", int(retention.Hours()/24))
 	return &audit.Handler{
-		Writer:          &audit.Writer{DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Hot: hot},
+		Writer:          &audit.Writer{DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Hot: hot, Retention: retention},
 		Retention:       retention,
 		Function:        env(config.EnvLambdaFunctionName),
 		FunctionVersion: env(config.EnvLambdaFunctionVersion),

@@ -44,7 +44,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	log.Info("audit replay ready", "audit_table", cfg.AuditTable, "notifications_table", cfg.NotificationsTable)
 	return &auditreplay.Replayer{
 		Streams:            streamsclient.New(awsCfg, ""),
-		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable, Hot: hot},
+		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable, Hot: hot, Retention: retention},
 		Reader:             &audit.Reader{DB: db, Table: cfg.AuditTable},
 		Records:            dynamostore.New(db, cfg.NotificationsTable),
 		Scan:               db,

@@ -291,13 +291,16 @@ func (p *Proxy) inject(w http.ResponseWriter, r *http.Request, c call, rule Rule
 // killFault kills the process of function fn (pid) before the request is forwarded, after
 // it was forwarded and before its answer is written, or Latency after the answer.
 func (p *Proxy) killFault(w http.ResponseWriter, r *http.Request, c call, rule Rule, pid int, fn string) {
-	kill := func() bool {
-		if err := p.kill(pid, fn); err != nil {
-			p.log.Error("faultproxy: kill failed", "function", fn, "pid", pid, "error", err)
-			return false
-		}
+	// Counted first, so that whoever sees the process gone also sees it counted; taken back
+	// when the kill failed.
+	kill := func() {
 		p.counted(c, rule, fn)
-		return true
+		if err := p.kill(pid, fn); err != nil {
+			p.mu.Lock()
+			p.faults[faultKey{c.service, c.operation, rule.Kind, fn}]--
+			p.mu.Unlock()
+			p.log.Error("faultproxy: kill failed", "function", fn, "pid", pid, "error", err)
+		}
 	}
 	if !rule.After {
 		kill()

@@ -23,5 +23,5 @@
 // does not advance, so the same batch is invoked again after the 1 s backoff, until it succeeds
 // or its oldest record is older than MaximumRecordAgeInSeconds (then it goes to the OnFailure
 // destination). For an API Gateway route (provider-events' webhook) the caller gets a 502 and
-// its own retry policy applies.
+// its own retry policy applies (the simulator tries its webhook three times).
 package faultproxy

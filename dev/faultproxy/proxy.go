@@ -163,24 +163,40 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.requests[opKey{c.service, c.operation}]++
 	p.mu.Unlock()
-	rule, pid, fn := p.choose(r, c)
-	if rule == nil {
+	pl := p.choose(r, c)
+	if pl.empty() {
 		p.relay(w, r, c)
 		return
 	}
-	p.inject(w, r, c, *rule, pid, fn)
+	p.inject(w, r, c, pl)
 }
 
-// choose returns the rule whose fault r gets (nil for none), with the pid and function of the
-// process that sent it when a rule needed them.
-func (p *Proxy) choose(r *http.Request, c call) (*Rule, int, string) {
+// plan is what a request gets: every matching modifier (latency, sqs-delay, no-condition) and
+// at most one outcome (any other kind), with the process that sent it when a rule needed it.
+type plan struct {
+	modifiers []Rule
+	outcome   *Rule
+	pid       int
+	function  string
+}
+
+func (pl plan) empty() bool { return len(pl.modifiers) == 0 && pl.outcome == nil }
+
+// isModifier tells the kinds that combine with others from those that decide the outcome.
+func isModifier(k Kind) bool {
+	return k == KindLatency || k == KindSQSDelay || k == KindNoCondition
+}
+
+// choose returns r's plan: the rules, in order, that match it and whose rate roll fires, each
+// modifier kind and the first outcome kind among them.
+func (p *Proxy) choose(r *http.Request, c call) plan {
 	p.mu.Lock()
 	needFn := slices.ContainsFunc(p.rules, func(a *active) bool { return a.Function != "" })
 	p.mu.Unlock()
-	pid, fn := 0, ""
+	var pl plan
 	if needFn {
 		var err error
-		if pid, fn, err = p.processOfRequest(r); err != nil {
+		if pl.pid, pl.function, err = p.processOfRequest(r); err != nil {
 			p.log.Debug("faultproxy: request not attributed", "service", c.service, "operation", c.operation, "error", err)
 		}
 	}
@@ -188,7 +204,10 @@ func (p *Proxy) choose(r *http.Request, c call) (*Rule, int, string) {
 	defer p.mu.Unlock()
 	now := p.now()
 	for _, a := range p.rules {
-		if !a.until.IsZero() && !now.Before(a.until) || a.Limit > 0 && a.applied >= a.Limit || !a.matches(c, fn) {
+		if pl.outcome != nil && !isModifier(a.Kind) {
+			continue
+		}
+		if !a.until.IsZero() && !now.Before(a.until) || a.Limit > 0 && a.applied >= a.Limit || !a.matches(c, pl.function) {
 			continue
 		}
 		if a.Rate > 0 && a.Rate < 1 && p.rng.Float64() >= a.Rate {
@@ -196,9 +215,13 @@ func (p *Proxy) choose(r *http.Request, c call) (*Rule, int, string) {
 		}
 		a.applied++
 		rule := a.Rule
-		return &rule, pid, fn
+		if isModifier(rule.Kind) {
+			pl.modifiers = append(pl.modifiers, rule)
+		} else {
+			pl.outcome = &rule
+		}
 	}
-	return nil, pid, fn
+	return pl
 }
 
 // matches reports whether a applies to c from function fn.
@@ -224,9 +247,52 @@ func (a *active) matches(c call, fn string) bool {
 	return true
 }
 
-// inject applies rule's fault to r.
-func (p *Proxy) inject(w http.ResponseWriter, r *http.Request, c call, rule Rule, pid int, fn string) {
+// inject carries out pl on r: the rewrites of the body, the latency before forwarding, the
+// outcome, and the latency after.
+func (p *Proxy) inject(w http.ResponseWriter, r *http.Request, c call, pl plan) {
 	ctx := r.Context()
+	fn := pl.function
+	var before, after time.Duration
+	for _, m := range pl.modifiers {
+		switch m.Kind {
+		case KindLatency:
+			if m.After {
+				after += m.Latency
+			} else {
+				before += m.Latency
+			}
+			p.counted(c, m, fn)
+		case KindSQSDelay, KindNoCondition:
+			rewrite := dropCondition
+			if m.Kind == KindSQSDelay {
+				rewrite = func(c call) ([]byte, error) { return addDelay(c, m.Latency) }
+			}
+			b, err := rewrite(c)
+			if err != nil {
+				p.log.Warn("faultproxy: request not rewritten", "service", c.service, "operation", c.operation, "kind", string(m.Kind), "error", err)
+				continue
+			}
+			c.body = b
+			p.counted(c, m, fn)
+		}
+	}
+	if before > 0 && !sleep(ctx, before) {
+		return
+	}
+	// answer writes the upstream's answer, after the added latency.
+	answer := func(resp response) {
+		if after > 0 && !sleep(ctx, after) {
+			return
+		}
+		resp.write(w)
+	}
+	if pl.outcome == nil {
+		if resp, ok := p.forwardOrFail(w, r, c); ok {
+			answer(resp)
+		}
+		return
+	}
+	rule := *pl.outcome
 	switch rule.Kind {
 	case KindThrottle:
 		p.counted(c, rule, fn)
@@ -234,19 +300,6 @@ func (p *Proxy) inject(w http.ResponseWriter, r *http.Request, c call, rule Rule
 	case KindError500:
 		p.counted(c, rule, fn)
 		internalAnswer(c).write(w)
-	case KindLatency:
-		p.counted(c, rule, fn)
-		if !rule.After {
-			if !sleep(ctx, rule.Latency) {
-				return
-			}
-			p.relay(w, r, c)
-			return
-		}
-		resp, ok := p.forwardOrFail(w, r, c)
-		if ok && sleep(ctx, rule.Latency) {
-			resp.write(w)
-		}
 	case KindDropResponse:
 		if _, ok := p.forwardOrFail(w, r, c); ok {
 			p.counted(c, rule, fn)
@@ -270,21 +323,9 @@ func (p *Proxy) inject(w http.ResponseWriter, r *http.Request, c call, rule Rule
 				p.counted(c, rule, fn)
 			}
 		}
-		resp.write(w)
-	case KindSQSDelay, KindNoCondition:
-		rewrite := dropCondition
-		if rule.Kind == KindSQSDelay {
-			rewrite = func(c call) ([]byte, error) { return addDelay(c, rule.Latency) }
-		}
-		if b, err := rewrite(c); err != nil {
-			p.log.Warn("faultproxy: request not rewritten", "service", c.service, "operation", c.operation, "kind", rule.Kind, "error", err)
-		} else {
-			c.body = b
-			p.counted(c, rule, fn)
-		}
-		p.relay(w, r, c)
+		answer(resp)
 	case KindKill:
-		p.killFault(w, r, c, rule, pid, fn)
+		p.killFault(w, r, c, rule, pl.pid, fn)
 	}
 }
 

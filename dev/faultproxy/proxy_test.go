@@ -542,3 +542,34 @@ func TestControlAPI(t *testing.T) {
 		t.Errorf("counts after reset: %+v", c)
 	}
 }
+
+// TestModifiersCombineAndOneOutcomeWins sets two outcomes and two modifiers on one operation:
+// both modifiers apply (the latency, and the condition dropped) and only the first outcome.
+func TestModifiersCombineAndOneOutcomeWins(t *testing.T) {
+	f := newFixture(t)
+	f.set(t,
+		Rule{Service: "sqs", Kind: KindSQSDuplicate},
+		Rule{Service: "sqs", Kind: KindThrottle},
+		Rule{Service: "sqs", Kind: KindLatency, Latency: 200 * time.Millisecond},
+		Rule{Service: "sqs", Kind: KindSQSDelay, Latency: 3 * time.Second},
+	)
+	start := time.Now()
+	if err := sendMessage(f.sqs(1)); err != nil {
+		t.Fatalf("throttled although the duplicate came first: %v", err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("answered in %v, before the added latency", d)
+	}
+	var got struct{ DelaySeconds int }
+	_ = json.Unmarshal(f.up.last("AmazonSQS.SendMessage").body, &got)
+	if n := f.up.count("AmazonSQS.SendMessage"); n != 2 || got.DelaySeconds != 3 {
+		t.Errorf("emulator got %d sends with DelaySeconds %d, want 2 with 3", n, got.DelaySeconds)
+	}
+	c, err := f.client.Counts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := c.ByKind(); k[KindSQSDuplicate] != 1 || k[KindLatency] != 1 || k[KindSQSDelay] != 1 || k[KindThrottle] != 0 || c.TotalFaults() != 3 {
+		t.Errorf("faults %v", k)
+	}
+}

@@ -10,8 +10,10 @@ import (
 // Kind is what a rule does to a request it applies to.
 type Kind string
 
-// The fault kinds. Each request gets at most one fault: the first rule, in the order set, that
-// matches it and whose rate roll fires.
+// The fault kinds. Of the rules that match a request and whose rate roll fires, in the order
+// set, every modifier (KindLatency, KindSQSDelay, KindNoCondition) applies, and the first of the
+// other kinds, the outcome, if any: a request can be delayed, have its condition dropped and
+// be forwarded twice, but never be both throttled and reset.
 const (
 	// KindThrottle answers the service's throttling error in its protocol's shape without
 	// forwarding: DynamoDB ProvisionedThroughputExceededException (400), S3 SlowDown (503),

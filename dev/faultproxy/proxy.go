@@ -83,6 +83,8 @@ func New(upstream string, o Options) (*Proxy, error) {
 			Transport: &http.Transport{Proxy: nil, DisableCompression: true, MaxIdleConnsPerHost: 64,
 				DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			// Longer than any AWS call the functions make (SQS long polls are 20 s at most).
+			Timeout: 2 * time.Minute,
 		},
 		log:       cmp.Or(o.Logger, slog.Default()),
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -252,7 +254,30 @@ func (a *active) matches(c call, fn string) bool {
 func (p *Proxy) inject(w http.ResponseWriter, r *http.Request, c call, pl plan) {
 	ctx := r.Context()
 	fn := pl.function
-	var before, after time.Duration
+	c, before, after := p.modify(c, pl)
+	if before > 0 && !sleep(ctx, before) {
+		return
+	}
+	// answer writes the upstream's answer, after the added latency.
+	answer := func(resp response) {
+		if after > 0 && !sleep(ctx, after) {
+			return
+		}
+		resp.write(w)
+	}
+	if pl.outcome == nil {
+		if resp, ok := p.forwardOrFail(w, r, c); ok {
+			answer(resp)
+		}
+		return
+	}
+	p.outcome(w, r, c, *pl.outcome, pl.pid, fn, answer)
+}
+
+// modify applies pl's modifiers: c with its body rewritten, and the latency to add before
+// forwarding and after.
+func (p *Proxy) modify(c call, pl plan) (out call, before, after time.Duration) {
+	fn := pl.function
 	for _, m := range pl.modifiers {
 		switch m.Kind {
 		case KindLatency:
@@ -276,23 +301,11 @@ func (p *Proxy) inject(w http.ResponseWriter, r *http.Request, c call, pl plan) 
 			p.counted(c, m, fn)
 		}
 	}
-	if before > 0 && !sleep(ctx, before) {
-		return
-	}
-	// answer writes the upstream's answer, after the added latency.
-	answer := func(resp response) {
-		if after > 0 && !sleep(ctx, after) {
-			return
-		}
-		resp.write(w)
-	}
-	if pl.outcome == nil {
-		if resp, ok := p.forwardOrFail(w, r, c); ok {
-			answer(resp)
-		}
-		return
-	}
-	rule := *pl.outcome
+	return c, before, after
+}
+
+// outcome carries out rule, an outcome kind, on r; answer writes an upstream answer.
+func (p *Proxy) outcome(w http.ResponseWriter, r *http.Request, c call, rule Rule, pid int, fn string, answer func(response)) {
 	switch rule.Kind {
 	case KindThrottle:
 		p.counted(c, rule, fn)
@@ -325,7 +338,7 @@ func (p *Proxy) inject(w http.ResponseWriter, r *http.Request, c call, pl plan) 
 		}
 		answer(resp)
 	case KindKill:
-		p.killFault(w, r, c, rule, pl.pid, fn)
+		p.killFault(w, r, c, rule, pid, fn)
 	}
 }
 
@@ -489,37 +502,7 @@ func (p *Proxy) control(w http.ResponseWriter, r *http.Request) {
 		p.mu.Unlock()
 		writeJSON(w, rulesBody{Rules: rules})
 	case path == "rules" && (r.Method == http.MethodPut || r.Method == http.MethodPost):
-		var b rulesBody
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b); err != nil {
-			http.Error(w, "faultproxy: rules: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		now := p.now()
-		actives := make([]*active, 0, len(b.Rules))
-		for i, rule := range b.Rules {
-			if err := rule.Validate(); err != nil {
-				http.Error(w, fmt.Sprintf("faultproxy: rule %d: %v", i, err), http.StatusBadRequest)
-				return
-			}
-			if rule.Kind == KindKill && !attributeSupported {
-				http.Error(w, "faultproxy: kill rules need Linux", http.StatusBadRequest)
-				return
-			}
-			a := &active{Rule: rule}
-			if rule.For > 0 {
-				a.until = now.Add(rule.For)
-			}
-			actives = append(actives, a)
-		}
-		p.mu.Lock()
-		if r.Method == http.MethodPut {
-			p.rules = actives
-		} else {
-			p.rules = append(p.rules, actives...)
-		}
-		p.mu.Unlock()
-		p.log.Info("faultproxy: rules set", "rules", len(actives), "replace", r.Method == http.MethodPut)
-		w.WriteHeader(http.StatusNoContent)
+		p.setRules(w, r)
 	case path == "rules" && r.Method == http.MethodDelete:
 		p.mu.Lock()
 		p.rules = nil
@@ -536,6 +519,41 @@ func (p *Proxy) control(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "faultproxy: no such control endpoint", http.StatusNotFound)
 	}
+}
+
+// setRules replaces (PUT) or extends (POST) the rules with the body's, all or none.
+func (p *Proxy) setRules(w http.ResponseWriter, r *http.Request) {
+	var b rulesBody
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b); err != nil {
+		http.Error(w, "faultproxy: rules: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	now := p.now()
+	actives := make([]*active, 0, len(b.Rules))
+	for i, rule := range b.Rules {
+		if err := rule.Validate(); err != nil {
+			http.Error(w, fmt.Sprintf("faultproxy: rule %d: %v", i, err), http.StatusBadRequest)
+			return
+		}
+		if rule.Kind == KindKill && !attributeSupported {
+			http.Error(w, "faultproxy: kill rules need Linux", http.StatusBadRequest)
+			return
+		}
+		a := &active{Rule: rule}
+		if rule.For > 0 {
+			a.until = now.Add(rule.For)
+		}
+		actives = append(actives, a)
+	}
+	p.mu.Lock()
+	if r.Method == http.MethodPut {
+		p.rules = actives
+	} else {
+		p.rules = append(p.rules, actives...)
+	}
+	p.mu.Unlock()
+	p.log.Info("faultproxy: rules set", "rules", len(actives), "replace", r.Method == http.MethodPut)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // Counts returns what p did, sorted by service, operation, kind and function.

@@ -8,6 +8,9 @@
 // the notifications table's stream is polled and handed to the audit function in batches, as
 // an event source mapping would. Local authorisation is off: there is no SigV4 check.
 //
+// What the functions write as EMF becomes CloudWatch metrics in a MiniStack serving CloudWatch
+// (AWS_ENDPOINT_URL_CLOUDWATCH, printed with the other exports): see metrics.go.
+//
 // Functions run as their real bootstrap binaries (bin/<name>/bootstrap from `make build`, or
 // $RESETNOTIFY_BIN_DIR) under the Lambda Runtime Interface Emulator, one emulator process per
 // function; RESETNOTIFY_LOCAL_RUNTIME=inprocess calls the same handlers in this process
@@ -52,6 +55,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -77,6 +81,7 @@ const (
 	receiptsTable      = "resetnotify-receipts"
 	guardTable         = "resetnotify-guard"
 	conversionTable    = "resetnotify-conversion"
+	sealKeysTable      = "resetnotify-seal-keys"
 	defaultPort        = "3000"
 )
 
@@ -128,7 +133,14 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer l.sim.Close()
 	defer l.sim2.Close()
 	defer l.twilio.Close()
-	fns, err := startFunctions(ctx, l.awsCfg, stderr, st)
+	fmt.Fprintln(stderr, "local: starting MiniStack's CloudWatch for the functions' metrics ...")
+	mt, err := startMetrics(ctx, l.awsCfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer mt.stop(stderr)
+	l.cloudWatch = mt.cw.Endpoint
+	fns, err := startFunctions(ctx, l.awsCfg, mt.output(stderr), st)
 	if err != nil {
 		return err
 	}
@@ -152,6 +164,8 @@ type local struct {
 	// twilioTokenFile holds its auth token (TWILIO_AUTH_TOKEN).
 	twilio          *smssim.Server
 	twilioTokenFile string
+	// cloudWatch is the endpoint of the functions' metrics (metrics.go).
+	cloudWatch string
 }
 
 // provision sets this process's environment as template.yaml would set the functions' (the
@@ -170,7 +184,11 @@ func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, 
 		return local{}, fmt.Errorf("aws config: %w", err)
 	}
 	db := awsclient.DynamoDB(l.awsCfg, "")
-	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable, Conversions: conversionTable}); err != nil {
+	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable,
+		Conversions: conversionTable, SealKeys: sealKeysTable}); err != nil {
+		return local{}, err
+	}
+	if err := sealingKey(ctx, kms.NewFromConfig(l.awsCfg)); err != nil {
 		return local{}, err
 	}
 	if err := createArchiveBucket(ctx, s3client.New(l.awsCfg, ""), st.retentionDays); err != nil {
@@ -277,6 +295,7 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 	}()
 
 	printExports(stdout, l.stack, l.queues)
+	fmt.Fprintf(stdout, "export AWS_ENDPOINT_URL_CLOUDWATCH=%s\n", l.cloudWatch)
 	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults, POST /control/connections; the stack sends to %s)\n", l.sim.URL(), l.sim.SendURL())
 	fmt.Fprintf(stdout, "sms simulator2: %s (the second provider of the chain)\n", l.sim2.URL())
 	fmt.Fprintf(stdout, "sinch webhook: http://127.0.0.1:%s/v1/provider-events/sinch (its token in %s)\n", l.port, l.sinchTokenFile)
@@ -351,12 +370,11 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	key := make([]byte, config.SealLocalKeyLen)
 	pepper := make([]byte, 24)
 	token := make([]byte, 24)
 	sinchToken := make([]byte, 24)
 	fingerprintKey := make([]byte, 32)
-	for _, b := range [][]byte{key, fingerprintKey, pepper, token, sinchToken} {
+	for _, b := range [][]byte{fingerprintKey, pepper, token, sinchToken} {
 		if _, err := rand.Read(b); err != nil {
 			return nil, err
 		}
@@ -386,7 +404,6 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	if err := twilioEnv(env, keyDir); err != nil {
 		return nil, err
 	}
-	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
 	digestKey, digestPEM, err := digest.NewLocalKey()
 	if err != nil {
@@ -406,6 +423,18 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	set(config.EnvAuditDigestGraceSeconds, localDigestGraceSeconds)
 	env[config.EnvFingerprintKey] = base64.RawStdEncoding.EncodeToString(fingerprintKey)
 	return env, nil
+}
+
+// sealingKey makes the local stack seal as a deploy does (issue 29): a KMS key in moto's KMS
+// (SEAL_KMS_KEY_ID) and the seal-keys table (SEAL_KEYS_TABLE), so that records hold a 16-byte
+// data key ID and the table the encrypted data keys. SEAL_LOCAL_KEY, the static key, is for
+// tests that build a function without moto.
+func sealingKey(ctx context.Context, client *kms.Client) error {
+	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String("resetnotify local sealing key")})
+	if err != nil {
+		return fmt.Errorf("sealing key in moto's KMS: %w", err)
+	}
+	return setenv(map[string]string{config.EnvSealKMSKeyID: aws.ToString(out.KeyMetadata.Arn), config.EnvSealKeysTable: sealKeysTable})
 }
 
 // twilioEnv sets the Twilio simulator's account and auth token in env, random and as Twilio's

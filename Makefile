@@ -110,6 +110,10 @@ e2e: tools ## Start the local stack (cmd/local), run the black-box suite (e2e/) 
 emulator-e2e: ## Deploy template.yaml to MiniStack with the SAM CLI, run the black-box suite against it, stop it.
 	./infra/emulator.sh
 
+.PHONY: faultproxy-e2e
+faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (cmd/faultproxy): faults on, the invariants hold; conditions off, they break; functions killed mid-invocation recover.
+	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go test -count=1 -v -run 'TestDeployedStackThroughTheProxy|TestFunctionsKilledMidInvocation' ./dev/faultproxy/
+
 .PHONY: deploy
 deploy: ## Build for the template's Architecture and run a guided `sam deploy` to AWS (samconfig.toml).
 	./infra/install-tools.sh sam

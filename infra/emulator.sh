@@ -22,6 +22,13 @@
 # what the code emitted (docs/operations.md, "Metrics and alarms locally"). Its log is
 # emfbridge.log in the work directory. After the suite, the metrics and alarm tests
 # (dev/alarmeval's TestEmulator*) run against the stack.
+#
+# RESETNOTIFY_FAULT_PROXY=1 puts the fault-injecting proxy (cmd/faultproxy) on a free loopback
+# port in front of MiniStack, gives MiniStack the proxy as the AWS_ENDPOINT_URL its functions
+# get (so every AWS call a function makes goes through it), and exports its URL to the command
+# as RESETNOTIFY_FAULT_PROXY_URL (its control API is under /_faultproxy/; docs/operations.md).
+# This script, sam and the command keep talking to MiniStack directly. Without the variable
+# nothing changes.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -41,16 +48,32 @@ esac
 # RESETNOTIFY_EMULATOR_ENDPOINT names an emulator that is already running (LocalStack,
 # infra/localstack/run.sh); without it MiniStack is started here.
 endpoint=${RESETNOTIFY_EMULATOR_ENDPOINT:-}
+fault_proxy=${RESETNOTIFY_FAULT_PROXY:-}
+if [[ -n "$fault_proxy" && "$fault_proxy" != 0 && -n "$endpoint" ]]; then
+  echo "emulator: RESETNOTIFY_FAULT_PROXY needs the MiniStack this script starts (unset RESETNOTIFY_EMULATOR_ENDPOINT)" >&2
+  exit 1
+fi
 if [[ -z "$endpoint" ]]; then
   port=$(free_port)
   endpoint="http://127.0.0.1:$port"
+  # The endpoint MiniStack gives its functions: itself, or the fault proxy in front of it.
+  functions_endpoint=$endpoint
+  if [[ -n "$fault_proxy" && "$fault_proxy" != 0 ]]; then
+    go build -o "$work/faultproxy" ./cmd/faultproxy
+    fault_proxy_url="http://127.0.0.1:$(free_port)"
+    functions_endpoint=$fault_proxy_url
+    echo "emulator: fault proxy on $fault_proxy_url in front of MiniStack"
+    start_bg "$work/faultproxy.log" "$work/faultproxy" -addr "${fault_proxy_url#http://}" -upstream "$endpoint"
+    fault_proxy_pid=$!
+  fi
   # MiniStack's defaults bind every interface, open an IoT MQTT listener on 8883 and keep scratch
   # files in /tmp: keep it on loopback, one port, in memory, with its files in $work.
   # LAMBDA_EXECUTOR=local runs provided.al2023 bootstraps as host processes (no Docker);
-  # AWS_ENDPOINT_URL is what those processes get as theirs, so their SDK calls come back here.
+  # AWS_ENDPOINT_URL is what those processes get as theirs, so their SDK calls come back here
+  # (through the fault proxy, when there is one).
   echo "emulator: MiniStack on $endpoint"
   on_failure="$work/ministack.log"
-  start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$endpoint" \
+  start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$functions_endpoint" \
     LAMBDA_EXECUTOR=local IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 PERSIST_STATE=0 TMPDIR="$work" \
     STATE_DIR="$work/state" S3_DATA_DIR="$work/s3" LOG_LEVEL=INFO \
     "$tools/ministack/bin/ministack"
@@ -63,6 +86,10 @@ export AWS_ENDPOINT_URL="$endpoint" AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-e
 unset AWS_PROFILE AWS_SESSION_TOKEN
 if [[ -n "${ministack_pid:-}" ]]; then
   wait_http "$endpoint/_ministack/health" "$ministack_pid"
+fi
+if [[ -n "${fault_proxy_pid:-}" ]]; then
+  wait_http "$fault_proxy_url/_faultproxy/healthz" "$fault_proxy_pid"
+  export RESETNOTIFY_FAULT_PROXY_URL="$fault_proxy_url"
 fi
 
 # Functions that run in containers (LocalStack) reach the simulator through the Docker host:

@@ -2,7 +2,8 @@
 // benchmark (cmd/bench -mode conversion): legitimate resets across many number prefixes and
 // countries, most of whose codes are used seconds to minutes later, and SMS-pumping bursts
 // (many new numbers in a few prefixes, codes never used), fast ones and slow, low ones. The
-// numbers are synthetic; the same Params give the same trace, and a trace is written and read
+// numbers are synthetic but valid mobile numbers to the phone-number library (so the intake's
+// number checks admit them); the same Params give the same trace, and a trace is written and read
 // as JSON lines, so a run can be repeated exactly.
 package trace
 
@@ -14,7 +15,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
+	"sync"
 	"time"
+
+	"github.com/nyaruka/phonenumbers"
 )
 
 // Kinds of event.
@@ -134,15 +139,80 @@ func burst(i int, b Burst, p Params, rng *rand.Rand) []Event {
 }
 
 // number returns a random number of country in its prefix number prefix: the calling code,
-// then digits that make the first 6 digits (calling code included) depend on prefix alone.
+// then digits that make the first 6 digits (calling code included) depend on prefix alone. It
+// is a valid mobile (or fixed-line-or-mobile) number to the phone-number library, so the intake
+// as deployed admits it at its number checks: the prefix is the prefix-th of the country's
+// 6-digit heads under which the library finds one, the rest random digits the library accepts.
 func number(country string, prefix int, rng *rand.Rand) string {
-	if country == "1" {
-		// North American: an area code and the exchange's first two digits, neither
-		// starting with 0 or 1, then 5 more digits.
-		return fmt.Sprintf("+1%03d%d%d%05d", 200+prefix%800, 2+prefix/800%8, 0, rng.IntN(100000))
+	h := countryHeads(country)
+	head := h.heads[prefix%len(h.heads)]
+	for range 100 {
+		n := "+" + head + fmt.Sprintf("%0*d", h.tail, rng.IntN(int(math.Pow10(h.tail))))
+		if admitted(n) {
+			return n
+		}
 	}
-	head := fmt.Sprintf("%s%04d", country, 7000+prefix)[:6]
-	return "+" + head + fmt.Sprintf("%06d", rng.IntN(1000000))
+	return "+" + head + h.sample
+}
+
+// heads are a country's 6-digit heads (calling code included) under which the library finds
+// valid mobile numbers, in increasing order; tail is how many digits follow a head, sample one
+// such tail that is valid under every head.
+type heads struct {
+	heads  []string
+	tail   int
+	sample string
+}
+
+var (
+	headsMu    sync.Mutex
+	headsCache = map[string]heads{}
+)
+
+// countryHeads finds country's heads once: it walks the heads in order from the country's
+// example mobile number's length and keeps those under which a number of that length is a
+// valid mobile number (the same tail for every head, so the walk is deterministic).
+func countryHeads(country string) heads {
+	headsMu.Lock()
+	defer headsMu.Unlock()
+	if h, ok := headsCache[country]; ok {
+		return h
+	}
+	cc, err := strconv.Atoi(country)
+	if err != nil {
+		panic("trace: calling code " + country + " is not a number")
+	}
+	region := phonenumbers.GetRegionCodeForCountryCode(cc)
+	ex := phonenumbers.GetExampleNumberForType(region, phonenumbers.MOBILE)
+	if ex == nil {
+		panic("trace: no example mobile number for +" + country)
+	}
+	national := strconv.FormatUint(ex.GetNationalNumber(), 10)
+	free := 6 - len(country)
+	h := heads{tail: len(national) - free}
+	h.sample = national[free:]
+	for i := range int(math.Pow10(free)) {
+		head := country + fmt.Sprintf("%0*d", free, i)
+		if admitted("+" + head + h.sample) {
+			h.heads = append(h.heads, head)
+		}
+	}
+	if len(h.heads) == 0 {
+		panic("trace: no valid mobile head for +" + country)
+	}
+	headsCache[country] = h
+	return h
+}
+
+// admitted reports whether the library finds e164 a valid number of a type the template's
+// defaults admit (mobile, or fixed line or mobile).
+func admitted(e164 string) bool {
+	n, err := phonenumbers.Parse(e164, "")
+	if err != nil || !phonenumbers.IsValidNumber(n) {
+		return false
+	}
+	t := phonenumbers.GetNumberType(n)
+	return t == phonenumbers.MOBILE || t == phonenumbers.FIXED_LINE_OR_MOBILE
 }
 
 // expDelay is an exponential gap of mean 1/rate seconds.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nyaruka/phonenumbers"
 
 	"github.com/resetnotify/resetnotify/dev/trace"
 )
@@ -77,5 +78,29 @@ func TestDefaultTraceHasItsShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(events, trace.Generate(p)); diff != "" {
 		t.Error("the same parameters gave another trace")
+	}
+}
+
+// TestNumbersPassTheIntakesChecks: every number of the default trace is one the intake as
+// deployed admits at its number checks (a valid mobile, or fixed-line-or-mobile, number to the
+// phone-number library), so the conversion benchmark measures the guard, not refusals at the
+// door; and a prefix's numbers share their first 6 digits.
+func TestNumbersPassTheIntakesChecks(t *testing.T) {
+	heads := map[string]bool{}
+	for _, e := range trace.Generate(trace.DefaultParams()) {
+		if e.Kind != trace.KindSend {
+			continue
+		}
+		n, err := phonenumbers.Parse(e.To, "")
+		if err != nil || !phonenumbers.IsValidNumber(n) {
+			t.Fatalf("%s: %s is not a valid number (%v)", e.Key, e.To, err)
+		}
+		if k := phonenumbers.GetNumberType(n); k != phonenumbers.MOBILE && k != phonenumbers.FIXED_LINE_OR_MOBILE {
+			t.Fatalf("%s: %s is of type %d, which the intake refuses", e.Key, e.To, k)
+		}
+		heads[e.To[:7]] = true
+	}
+	if len(heads) < 100 {
+		t.Errorf("the trace's numbers fall under %d prefixes; want the prefixes spread", len(heads))
 	}
 }

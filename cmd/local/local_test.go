@@ -61,7 +61,7 @@ func TestMakeLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
+	var stderr lockedBuilder
 	cmd.Stderr = &stderr
 	// If the test ends early, Kill stops local and, by Pdeathsig, the RIEs it started; the
 	// pipe's copy is then given up after WaitDelay rather than waited on forever.
@@ -272,7 +272,7 @@ func build(t *testing.T, root, out, pkg string, flags ...string) {
 
 // readUntilReady reads the stack's stdout up to its `ready:` line and returns the export
 // lines as KEY=VALUE pairs and the base URL.
-func readUntilReady(t *testing.T, r io.Reader, stderr *strings.Builder) ([]string, string) {
+func readUntilReady(t *testing.T, r io.Reader, stderr *lockedBuilder) ([]string, string) {
 	t.Helper()
 	type result struct {
 		exports []string
@@ -371,4 +371,23 @@ func tail(s string) string {
 		return s[len(s)-4000:]
 	}
 	return s
+}
+
+// lockedBuilder is the local stack's standard error: exec's copy goroutine writes it while the
+// test reads it (a failure's tail, the checks of what was logged).
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

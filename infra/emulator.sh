@@ -20,6 +20,13 @@
 # as RESETNOTIFY_FAULT_PROXY_URL (its control API is under /_faultproxy/; docs/operations.md).
 # This script, sam and the command keep talking to MiniStack directly. Without the variable
 # nothing changes.
+# Every emulator stack has metrics: as soon as the stack is deployed, cmd/emfbridge tails the
+# emulator's /aws/lambda/* log groups (where MiniStack writes each function's output) and turns
+# the EMF lines the functions write into CloudWatch metrics with PutMetricData, as CloudWatch
+# Logs does in AWS; so `aws cloudwatch get-metric-data`, the dashboard and dev/alarmeval read
+# what the code emitted (docs/operations.md, "Metrics and alarms locally"). Its log is
+# emfbridge.log in the work directory. After the suite, the metrics and alarm tests
+# (dev/alarmeval's TestEmulator*) run against the stack.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -126,6 +133,11 @@ fg "$tools/sam/bin/sam" deploy --template-file "$build_dir/template.yaml" --stac
   { cat "$work/sam-deploy.log" >&2; exit 1; }
 echo "emulator: sam deploy took $((SECONDS - start)) s"
 
+# The EMF bridge: the functions' metrics, from their log groups, into the emulator's CloudWatch.
+go build -o "$work/emfbridge" ./cmd/emfbridge
+start_bg "$work/emfbridge.log" "$work/emfbridge"
+export RESETNOTIFY_E2E_STACK="$stack"
+
 # Verifies the stack against the template and writes the suite's environment.
 "$work/stackcheck" check -stack "$stack" -template template.yaml -env "$work/stack.env"
 # shellcheck disable=SC1091
@@ -155,6 +167,9 @@ if [[ $# -gt 0 ]]; then
 fi
 echo "emulator: go test ./e2e/..."
 fg go test -count=1 -v ./e2e/...
+# The functions' EMF lines as metrics, and the template's alarms evaluated over them.
+echo "emulator: go test -run TestEmulator ./dev/alarmeval/"
+fg go test -count=1 -v -run '^TestEmulator' ./dev/alarmeval/
 # The routes `sam local start-api` would serve (the SAM CLI's own provider, no Docker needed).
 fg go test -count=1 -run 'TestRoutes' ./dev/localapi/
 # The Docker-free way to invoke a deployed function with a sample event (docs/local.md, "The black-box suite and the emulator").

@@ -11,10 +11,12 @@
 #                            dependency pinned by infra/api-tools.constraints.txt; kept apart so
 #                            that their dependencies cannot break moto or cfn-lint.
 #   .tools/bin/aws-lambda-rie the Lambda Runtime Interface Emulator, built with go install.
-# With the argument `emulator` (make emulator-e2e) it also installs, each in its own virtualenv so
-# their dependencies cannot break moto or cfn-lint (`sam`, for make deploy, only the first):
+#   .tools/ministack/         MiniStack, the LocalStack-compatible emulator the template is deployed
+#                            to (make emulator-e2e); make local runs it for CloudWatch only, the
+#                            functions' metrics (moto cannot speak CloudWatch's current protocol).
+# With the argument `emulator` (make emulator-e2e) it also installs, in its own virtualenv so its
+# dependencies cannot break moto or cfn-lint (`sam`, for make deploy, the same):
 #   .tools/sam/               the SAM CLI (sam build, sam deploy, sam remote invoke).
-#   .tools/ministack/         MiniStack, the LocalStack-compatible emulator the template is deployed to.
 # Each part writes a stamp file naming what it installed, so a second run is instant and a change
 # of pinned version reinstalls only that part. It needs Java 17, npm and Python 3.11 on PATH.
 set -euo pipefail
@@ -119,12 +121,10 @@ install_venv
 install_api_venv
 install_pyvenv checkov-venv checkov "${CHECKOV_REQUIREMENTS[@]}"
 install_rie
+install_pyvenv ministack ministack "${MINISTACK_REQUIREMENTS[@]}"
 case "${1:-}" in
   "") ;;
   sam) install_pyvenv sam sam "$SAM_REQUIREMENT" ;;
-  emulator)
-    install_pyvenv sam sam "$SAM_REQUIREMENT"
-    install_pyvenv ministack ministack "${MINISTACK_REQUIREMENTS[@]}"
-    ;;
+  emulator) install_pyvenv sam sam "$SAM_REQUIREMENT" ;;
   *) echo "install-tools: unknown argument $1 (want sam or emulator)" >&2; exit 2 ;;
 esac

@@ -23,7 +23,8 @@ import (
 // TestMakeLocal runs the local stack as `make local` does — every function's real bootstrap
 // under the Lambda RIE — and drives it with HTTP as a developer would with curl: a POST is
 // admitted (202), a replay answers 200, and the notification is dispatched to the simulator,
-// sent and delivered; auditctl then shows its transitions; numbers of +1 outside the allowed
+// sent and delivered; auditctl then shows its transitions, and CloudWatch (make local's
+// MiniStack) the functions' metrics (checkMetrics); numbers of +1 outside the allowed
 // countries are refused (checkCountries). SIGTERM stops everything started.
 func TestMakeLocal(t *testing.T) {
 	if testing.Short() {
@@ -168,6 +169,8 @@ func TestMakeLocal(t *testing.T) {
 
 	checkCountries(t, base, expires)
 	checkArchive(t, auditctl, exports, stderr.String)
+	// The first reset and the five of the guard, at least, were admitted (202).
+	checkMetrics(t, exports, 6, stderr.String)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,9 @@
 // the notifications table's stream is polled and handed to the audit function in batches, as
 // an event source mapping would. Local authorisation is off: there is no SigV4 check.
 //
+// What the functions write as EMF becomes CloudWatch metrics in a MiniStack serving CloudWatch
+// (AWS_ENDPOINT_URL_CLOUDWATCH, printed with the other exports): see metrics.go.
+//
 // Functions run as their real bootstrap binaries (bin/<name>/bootstrap from `make build`, or
 // $RESETNOTIFY_BIN_DIR) under the Lambda Runtime Interface Emulator, one emulator process per
 // function; RESETNOTIFY_LOCAL_RUNTIME=inprocess calls the same handlers in this process
@@ -128,7 +131,14 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer l.sim.Close()
 	defer l.sim2.Close()
 	defer l.twilio.Close()
-	fns, err := startFunctions(ctx, l.awsCfg, stderr, st)
+	fmt.Fprintln(stderr, "local: starting MiniStack's CloudWatch for the functions' metrics ...")
+	mt, err := startMetrics(ctx, l.awsCfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer mt.stop(stderr)
+	l.cloudWatch = mt.cw.Endpoint
+	fns, err := startFunctions(ctx, l.awsCfg, mt.output(stderr), st)
 	if err != nil {
 		return err
 	}
@@ -152,6 +162,8 @@ type local struct {
 	// twilioTokenFile holds its auth token (TWILIO_AUTH_TOKEN).
 	twilio          *smssim.Server
 	twilioTokenFile string
+	// cloudWatch is the endpoint of the functions' metrics (metrics.go).
+	cloudWatch string
 }
 
 // provision sets this process's environment as template.yaml would set the functions' (the
@@ -277,6 +289,7 @@ func serve(ctx context.Context, ln net.Listener, stdout, stderr io.Writer, l loc
 	}()
 
 	printExports(stdout, l.stack, l.queues)
+	fmt.Fprintf(stdout, "export AWS_ENDPOINT_URL_CLOUDWATCH=%s\n", l.cloudWatch)
 	fmt.Fprintf(stdout, "sms simulator: %s (GET /inbox, POST /control/faults, POST /control/connections; the stack sends to %s)\n", l.sim.URL(), l.sim.SendURL())
 	fmt.Fprintf(stdout, "sms simulator2: %s (the second provider of the chain)\n", l.sim2.URL())
 	fmt.Fprintf(stdout, "sinch webhook: http://127.0.0.1:%s/v1/provider-events/sinch (its token in %s)\n", l.port, l.sinchTokenFile)

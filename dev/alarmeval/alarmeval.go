@@ -1,0 +1,471 @@
+// Package alarmeval evaluates CloudWatch metric alarms, with their full definitions, over
+// GetMetricData, as CloudWatch documents the semantics. It is dev-only machinery (no Lambda
+// links dev/): the game day (make gameday) and the emulator tests use it to see the template's
+// alarms go to ALARM and back to OK on the stack the SAM CLI deploys to MiniStack.
+//
+// # Which evaluator, and why
+//
+// MiniStack 1.5.33 evaluates metric alarms itself, on every PutMetricData, but not as
+// CloudWatch does (services/cloudwatch.py, _evaluate_alarm, read for this package): it pools
+// every dimension set of the alarm's metric name, so an alarm on Refusals{Function=intake,
+// Reason=prefix_velocity} fires on any refusal of any reason; it reduces all the points of the
+// last Period×EvaluationPeriods seconds to one statistic instead of one datapoint per period,
+// so DatapointsToAlarm (M of N) means nothing; it ignores TreatMissingData (with no recent point
+// it keeps its state, so a notBreaching alarm never returns to OK once traffic stops, and a
+// breaching one never fires on silence); it only runs when a metric is written; and it does not
+// evaluate metric math at all (its CloudFormation refuses Metrics, its GetMetricData answers an
+// Expression with InternalError). Each of these changes verdicts of the template's alarms
+// (PrefixVelocityAlarm and RefusalSpikeAlarm share a metric name; DigestLagAlarm treats missing
+// data as breaching; the latency alarms are 2 of 3). So the game day uses this evaluator, and
+// reads MiniStack's own alarm state never.
+//
+// MiniStack's DescribeAlarms, unlike its evaluator, returns each deployed alarm's full
+// definition (namespace, metric name, dimensions, Statistic or ExtendedStatistic, Period,
+// EvaluationPeriods, DatapointsToAlarm, ComparisonOperator, Threshold with parameters
+// resolved, TreatMissingData), so LoadDeployed loads the alarms from there, as one would from
+// AWS: what is evaluated is what was deployed.
+//
+// # Semantics
+//
+// Evaluate follows "Evaluating an alarm" and "Configuring how CloudWatch alarms treat missing
+// data" in the CloudWatch User Guide:
+//   - A datapoint is the alarm's statistic (Sum, Average, Minimum, Maximum, SampleCount, or an
+//     extended statistic such as p99) over one Period, periods aligned on the epoch as
+//     GetMetricData aligns them. Only periods that have ended by now are evaluated, so an
+//     alarm reacts at most one period after the first breaching datapoint.
+//   - CloudWatch retrieves more periods than EvaluationPeriods (N), its evaluation range; here
+//     N+2 periods. If at least N real datapoints lie in the range, the N most recent are
+//     evaluated and TreatMissingData is not used. So, as in AWS, an alarm keeps evaluating the
+//     last datapoints for a while after a metric stops flowing.
+//   - With fewer than N real datapoints, the missing ones are filled as TreatMissingData says:
+//     breaching, notBreaching; with missing or ignore the real ones are evaluated alone. With
+//     no real datapoint at all: missing gives INSUFFICIENT_DATA, ignore keeps the current
+//     state, breaching gives ALARM, notBreaching gives OK.
+//   - The alarm is in ALARM when at least DatapointsToAlarm (M, default N) of the evaluated
+//     datapoints breach the threshold, else OK.
+//   - A metric-math alarm (Metrics) fetches each MetricStat query with GetMetricData and
+//     computes the expressions here (MiniStack cannot): + - * /, unary minus, parentheses,
+//     numbers, query ids, and the functions ABS, FILL(x, value|REPEAT), SUM, AVG, MIN, MAX
+//     (elementwise over their arguments). Arithmetic on two series keeps only the timestamps
+//     both have, as CloudWatch does. The query with ReturnData true is the alarm's series.
+//
+// MiniStack publishes AWS/Lambda Invocations, Errors, Throttles and Duration only for
+// invocations through the Invoke API (not event source mappings, API Gateway or schedules),
+// and no IteratorAge or AWS/SQS metric: alarms on those get no data on an emulator stack, and
+// this evaluator says what CloudWatch would say of no data (OK when missing data is not
+// breaching).
+//
+// MiniStack's GetMetricData answers a query with no dimensions with every dimension set of
+// the metric name pooled (CloudWatch: only the metric published with no dimension). MiniStack
+// wraps a client to correct that for Sum and SampleCount (ExpiryRateAlarm reads
+// WorkerExpirations with no dimension, which the code also publishes by Function).
+package alarmeval
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+)
+
+// CloudWatchAPI is the part of the CloudWatch client the evaluator calls (*cloudwatch.Client
+// has it).
+type CloudWatchAPI interface {
+	GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
+	DescribeAlarms(ctx context.Context, in *cloudwatch.DescribeAlarmsInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error)
+}
+
+// State is an alarm state.
+type State string
+
+// The alarm states.
+const (
+	StateOK                State = "OK"
+	StateAlarm             State = "ALARM"
+	StateInsufficientData  State = "INSUFFICIENT_DATA"
+	TreatMissing                 = "missing"
+	TreatIgnore                  = "ignore"
+	TreatBreaching               = "breaching"
+	TreatNotBreaching            = "notBreaching"
+	defaultEvaluationExtra       = 2
+)
+
+// Alarm is one metric alarm's full definition, as PutMetricAlarm takes it.
+type Alarm struct {
+	// Name is the alarm's name (for a stack's alarm, "<stack>-<LogicalId>-<SUFFIX>").
+	Name string
+	// Namespace, MetricName and Dimensions name the metric of a single-metric alarm.
+	Namespace  string
+	MetricName string
+	Dimensions map[string]string
+	// Statistic is Sum, Average, Minimum, Maximum, SampleCount, or an extended statistic
+	// such as p99 (ExtendedStatistic).
+	Statistic string
+	// Period is the length of one datapoint's period.
+	Period time.Duration
+	// Metrics, when set, makes the alarm a metric-math alarm (Namespace, MetricName,
+	// Dimensions, Statistic and Period are then unused).
+	Metrics []types.MetricDataQuery
+	// EvaluationPeriods is N, DatapointsToAlarm M (0 means N).
+	EvaluationPeriods  int
+	DatapointsToAlarm  int
+	ComparisonOperator types.ComparisonOperator
+	Threshold          float64
+	// TreatMissingData is missing (the default when empty), ignore, breaching or notBreaching.
+	TreatMissingData string
+	// State is the current state, which TreatMissingData ignore keeps: LoadDeployed sets
+	// INSUFFICIENT_DATA, as for a new alarm (MiniStack's own state is not meaningful, see the
+	// package doc); a Watcher updates its copies.
+	State State
+}
+
+// FromMetricAlarm converts a DescribeAlarms entry.
+func FromMetricAlarm(m types.MetricAlarm) Alarm {
+	a := Alarm{
+		Name:               aws.ToString(m.AlarmName),
+		Namespace:          aws.ToString(m.Namespace),
+		MetricName:         aws.ToString(m.MetricName),
+		Statistic:          string(m.Statistic),
+		Period:             time.Duration(aws.ToInt32(m.Period)) * time.Second,
+		Metrics:            m.Metrics,
+		EvaluationPeriods:  int(aws.ToInt32(m.EvaluationPeriods)),
+		DatapointsToAlarm:  int(aws.ToInt32(m.DatapointsToAlarm)),
+		ComparisonOperator: m.ComparisonOperator,
+		Threshold:          aws.ToFloat64(m.Threshold),
+		TreatMissingData:   aws.ToString(m.TreatMissingData),
+		State:              StateInsufficientData,
+	}
+	if s := aws.ToString(m.ExtendedStatistic); s != "" {
+		a.Statistic = s
+	}
+	if len(m.Dimensions) > 0 {
+		a.Dimensions = map[string]string{}
+		for _, d := range m.Dimensions {
+			a.Dimensions[aws.ToString(d.Name)] = aws.ToString(d.Value)
+		}
+	}
+	return a
+}
+
+// LoadDeployed returns every metric alarm whose name starts with namePrefix (a stack's
+// alarms: "<stack>-"), from DescribeAlarms, sorted by name.
+func LoadDeployed(ctx context.Context, cw CloudWatchAPI, namePrefix string) ([]Alarm, error) {
+	var out []Alarm
+	in := &cloudwatch.DescribeAlarmsInput{AlarmNamePrefix: aws.String(namePrefix), AlarmTypes: []types.AlarmType{types.AlarmTypeMetricAlarm}}
+	for {
+		page, err := cw.DescribeAlarms(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("alarmeval: describe alarms %q: %w", namePrefix, err)
+		}
+		for _, m := range page.MetricAlarms {
+			// A prefix filter the emulator ignored must not let another stack's alarms in.
+			if strings.HasPrefix(aws.ToString(m.AlarmName), namePrefix) {
+				out = append(out, FromMetricAlarm(m))
+			}
+		}
+		if aws.ToString(page.NextToken) == "" {
+			break
+		}
+		in.NextToken = page.NextToken
+	}
+	slices.SortFunc(out, func(a, b Alarm) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// LogicalID returns the template's logical ID of a stack's alarm named
+// "<stack>-<LogicalId>-<SUFFIX>", or name itself when it is not one.
+func LogicalID(name, stack string) string {
+	rest, ok := strings.CutPrefix(name, stack+"-")
+	if !ok {
+		return name
+	}
+	if i := strings.LastIndex(rest, "-"); i > 0 {
+		return rest[:i]
+	}
+	return rest
+}
+
+// period is one datapoint: its period's start and value.
+type datapoint struct {
+	start time.Time
+	value float64
+}
+
+// Evaluate returns the alarm's state at now, and CloudWatch's kind of reason.
+func (a Alarm) Evaluate(ctx context.Context, cw CloudWatchAPI, now time.Time) (State, string, error) {
+	period := a.period()
+	if period <= 0 {
+		return "", "", fmt.Errorf("alarmeval: %s: no period", a.Name)
+	}
+	n := max(a.EvaluationPeriods, 1)
+	end := now.Truncate(period)
+	start := end.Add(-time.Duration(n+defaultEvaluationExtra) * period)
+	points, err := a.series(ctx, cw, start, end, period)
+	if err != nil {
+		return "", "", err
+	}
+	state, reason := a.verdict(points)
+	return state, reason, nil
+}
+
+// verdict is the alarm's state over the real datapoints of its evaluation range, oldest
+// first (see the package doc).
+func (a Alarm) verdict(points []datapoint) (State, string) {
+	n := max(a.EvaluationPeriods, 1)
+	m := a.DatapointsToAlarm
+	if m <= 0 || m > n {
+		m = n
+	}
+	treat := cmp.Or(a.TreatMissingData, TreatMissing)
+	if len(points) == 0 {
+		return a.noData(n, treat)
+	}
+	evaluated := points[max(len(points)-n, 0):]
+	breaching := 0
+	for _, p := range evaluated {
+		if breaches(a.ComparisonOperator, p.value, a.Threshold) {
+			breaching++
+		}
+	}
+	missing := n - len(evaluated)
+	if treat == TreatBreaching {
+		breaching += missing
+	}
+	state := StateOK
+	if breaching >= m {
+		state = StateAlarm
+	}
+	vals := make([]string, 0, len(evaluated))
+	for _, p := range evaluated {
+		vals = append(vals, fmt.Sprintf("%g (%s)", p.value, p.start.UTC().Format("02/01/06 15:04:05")))
+	}
+	reason := fmt.Sprintf("Threshold Crossed: %d out of the last %d datapoints [%s] breached the threshold (%s %g); %d needed for ALARM",
+		breaching, n, strings.Join(vals, ", "), a.ComparisonOperator, a.Threshold, m)
+	if missing > 0 {
+		reason += fmt.Sprintf("; %d missing datapoints treated as %s", missing, treat)
+	}
+	return state, reason
+}
+
+// noData is the state with no real datapoint in the evaluation range of an alarm of n
+// evaluation periods.
+func (a Alarm) noData(n int, treat string) (State, string) {
+	switch treat {
+	case TreatIgnore:
+		return cmp.Or(a.State, StateInsufficientData), fmt.Sprintf("no datapoint in the last %d periods: state kept (treat missing data as ignore)", n+defaultEvaluationExtra)
+	case TreatBreaching:
+		return StateAlarm, fmt.Sprintf("Threshold Crossed: no datapoints were received for %d periods and %d missing datapoints were treated as [Breaching].", n, n)
+	case TreatNotBreaching:
+		return StateOK, fmt.Sprintf("Threshold Crossed: no datapoints were received for %d periods and %d missing datapoints were treated as [NonBreaching].", n, n)
+	}
+	return StateInsufficientData, fmt.Sprintf("Insufficient Data: %d datapoints were unknown.", n)
+}
+
+func (a Alarm) period() time.Duration {
+	if len(a.Metrics) == 0 {
+		return a.Period
+	}
+	for _, q := range a.Metrics {
+		if q.MetricStat != nil && q.MetricStat.Period != nil {
+			return time.Duration(*q.MetricStat.Period) * time.Second
+		}
+		if q.Period != nil {
+			return time.Duration(*q.Period) * time.Second
+		}
+	}
+	return a.Period
+}
+
+// breaches reports whether v breaches threshold under op.
+func breaches(op types.ComparisonOperator, v, threshold float64) bool {
+	switch op {
+	case types.ComparisonOperatorGreaterThanThreshold:
+		return v > threshold
+	case types.ComparisonOperatorGreaterThanOrEqualToThreshold:
+		return v >= threshold
+	case types.ComparisonOperatorLessThanThreshold:
+		return v < threshold
+	case types.ComparisonOperatorLessThanOrEqualToThreshold:
+		return v <= threshold
+	}
+	return false
+}
+
+// series returns the alarm's datapoints in [start, end), oldest first.
+func (a Alarm) series(ctx context.Context, cw CloudWatchAPI, start, end time.Time, period time.Duration) ([]datapoint, error) {
+	if len(a.Metrics) > 0 {
+		return a.mathSeries(ctx, cw, start, end, period)
+	}
+	q := types.MetricDataQuery{
+		Id: aws.String("m"),
+		MetricStat: &types.MetricStat{
+			Metric: &types.Metric{Namespace: aws.String(a.Namespace), MetricName: aws.String(a.MetricName), Dimensions: dimensionList(a.Dimensions)},
+			Period: aws.Int32(int32(period / time.Second)),
+			Stat:   aws.String(a.Statistic),
+		},
+	}
+	got, err := fetch(ctx, cw, []types.MetricDataQuery{q}, start, end)
+	if err != nil {
+		return nil, fmt.Errorf("alarmeval: %s: %w", a.Name, err)
+	}
+	return got["m"].points(), nil
+}
+
+func dimensionList(dims map[string]string) []types.Dimension {
+	keys := make([]string, 0, len(dims))
+	for k := range dims {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]types.Dimension, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, types.Dimension{Name: aws.String(k), Value: aws.String(dims[k])})
+	}
+	return out
+}
+
+// series is a time series keyed by period start (Unix seconds).
+type series map[int64]float64
+
+func (s series) points() []datapoint {
+	keys := make([]int64, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]datapoint, 0, len(keys))
+	for _, k := range keys {
+		if math.IsNaN(s[k]) || math.IsInf(s[k], 0) {
+			continue
+		}
+		out = append(out, datapoint{start: time.Unix(k, 0).UTC(), value: s[k]})
+	}
+	return out
+}
+
+// fetch runs the MetricStat queries (GetMetricData, every page) and returns each one's
+// series, keyed by Id.
+func fetch(ctx context.Context, cw CloudWatchAPI, queries []types.MetricDataQuery, start, end time.Time) (map[string]series, error) {
+	out := map[string]series{}
+	if len(queries) == 0 {
+		return out, nil
+	}
+	in := &cloudwatch.GetMetricDataInput{MetricDataQueries: queries, StartTime: aws.Time(start), EndTime: aws.Time(end), ScanBy: types.ScanByTimestampAscending}
+	for {
+		page, err := cw.GetMetricData(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("get metric data: %w", err)
+		}
+		for _, r := range page.MetricDataResults {
+			id := aws.ToString(r.Id)
+			if r.StatusCode == types.StatusCodeInternalError || r.StatusCode == types.StatusCodeForbidden {
+				return nil, fmt.Errorf("get metric data: query %s: %s", id, r.StatusCode)
+			}
+			if len(r.Timestamps) != len(r.Values) {
+				return nil, fmt.Errorf("get metric data: query %s: %d timestamps, %d values", id, len(r.Timestamps), len(r.Values))
+			}
+			s := out[id]
+			if s == nil {
+				s = series{}
+				out[id] = s
+			}
+			for i, ts := range r.Timestamps {
+				s[ts.Unix()] = r.Values[i]
+			}
+		}
+		if aws.ToString(page.NextToken) == "" {
+			return out, nil
+		}
+		in.NextToken = page.NextToken
+	}
+}
+
+// Transition is one change of an alarm's state seen by a Watcher.
+type Transition struct {
+	Alarm    string
+	From, To State
+	At       time.Time
+	Reason   string
+}
+
+// Watcher evaluates a set of alarms each time Poll is called and records their transitions.
+// Its methods are safe for concurrent use.
+type Watcher struct {
+	cw CloudWatchAPI
+
+	mu          sync.Mutex
+	alarms      []Alarm
+	transitions []Transition
+}
+
+// NewWatcher watches alarms (each starts in its State, INSUFFICIENT_DATA when empty).
+func NewWatcher(cw CloudWatchAPI, alarms []Alarm) *Watcher {
+	w := &Watcher{cw: cw, alarms: slices.Clone(alarms)}
+	for i := range w.alarms {
+		if w.alarms[i].State == "" {
+			w.alarms[i].State = StateInsufficientData
+		}
+	}
+	return w
+}
+
+// Poll evaluates every alarm at now and records each change of state. It evaluates them all
+// even when some fail, and returns their errors joined.
+func (w *Watcher) Poll(ctx context.Context, now time.Time) error {
+	w.mu.Lock()
+	alarms := slices.Clone(w.alarms)
+	w.mu.Unlock()
+	var errs []error
+	for i, a := range alarms {
+		state, reason, err := a.Evaluate(ctx, w.cw, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if state != a.State {
+			w.mu.Lock()
+			w.transitions = append(w.transitions, Transition{Alarm: a.Name, From: a.State, To: state, At: now, Reason: reason})
+			w.alarms[i].State = state
+			w.mu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Transitions returns every transition recorded, oldest first.
+func (w *Watcher) Transitions() []Transition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.transitions)
+}
+
+// States returns each alarm's current state by name.
+func (w *Watcher) States() map[string]State {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]State, len(w.alarms))
+	for _, a := range w.alarms {
+		out[a.Name] = a.State
+	}
+	return out
+}
+
+func sortedKeys(m map[int64]float64) []int64 {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func unixTime(t int64) time.Time { return time.Unix(t, 0).UTC() }

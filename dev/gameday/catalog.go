@@ -163,12 +163,11 @@ func PumpingVelocity() Scenario {
 			l.Number, l.ConvertShare = pumpNumber(PumpPrefix), 0.6
 			x.AddLoad(l)
 			burst, cancel := context.WithTimeout(context.WithoutCancel(ctx), 25*time.Second)
+			// The pump's codes are reported used for 2 minutes, beside the rest of the scenario.
 			conv, stopConv := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-			go l.ConvertLoop(conv)
+			go func() { defer stopConv(); l.ConvertLoop(conv) }()
 			l.Run(burst)
 			cancel()
-			<-conv.Done()
-			stopConv()
 			x.CountFault("pumping-requests", int64(len(l.Sent())))
 		},
 	}
@@ -176,5 +175,11 @@ func PumpingVelocity() Scenario {
 
 // pumpNumber returns fresh destinations in prefix (+1 212 5x: any 5 digits after it).
 func pumpNumber(prefix string) func() string {
-	return func() string { return fmt.Sprintf("%s%05d", prefix, randInt(100_000)) }
+	return func() string {
+		for {
+			if to := fmt.Sprintf("%s%05d", prefix, randInt(100_000)); fresh(to) {
+				return to
+			}
+		}
+	}
 }

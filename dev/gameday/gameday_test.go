@@ -45,6 +45,10 @@ func TestJudgeAlarms(t *testing.T) {
 			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute), tr("PrefixVelocityAlarm", "OK", 4*time.Minute)}, 0, 1, []string{"does not name"}},
 		{"an allowed one fired", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
 			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 1, 1, nil},
+		{"in ALARM from the deployment, then OK", Scenario{},
+			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute)}, 1, 1, nil},
+		{"in ALARM from the deployment, OK, then ALARM again", Scenario{},
+			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute), tr("DigestErrorsAlarm", "ALARM", 4*time.Minute)}, 0, 1, []string{"does not name"}},
 		{"quiet baseline", Scenario{}, []AlarmTransition{tr("DigestErrorsAlarm", "OK", 30*time.Second)}, 1, 1, nil},
 	}
 	for _, c := range cases {

@@ -99,7 +99,7 @@ func CheckInvariants(ctx context.Context, s *Stack, sent []*Sent, from time.Time
 		}
 		pending = next
 		if len(pending) > 0 {
-			logf("  settling: %d notifications not final yet", len(pending))
+			logf("settling: %d notifications not final yet", len(pending))
 			sleep(ctx, 10*time.Second)
 		}
 	}
@@ -124,23 +124,27 @@ func CheckInvariants(ctx context.Context, s *Stack, sent []*Sent, from time.Time
 	if err != nil {
 		inv.violate("read the simulators: %v", err)
 	}
-	byTo := map[string]*Sent{}
+	// Each attempt's client_ref is "<notification ID>-a<attempt>": the messages and requests are
+	// matched to notifications by it, not by number (two notifications may share a number).
+	byID := map[string]*Sent{}
 	for _, e := range sent {
-		byTo[e.To] = e
+		if f, ok := finals[e.Key]; ok && f.st.NotificationID != "" {
+			byID[f.st.NotificationID] = e
+		}
 	}
-	for _, e := range sent {
-		if n := sims.Accepted[e.To]; n > 1 {
+	for id, n := range sims.AcceptedByNotification {
+		if e := byID[id]; e != nil && n > 1 {
 			inv.DoubleSends += n - 1
 			inv.violate("%s: %d messages accepted by the chain's providers, want at most 1", e.EventID, n)
 		}
 	}
 	for _, r := range sims.Requests {
-		e := byTo[r.To]
+		e := byID[NotificationOfRef(r.ClientRef)]
 		if e == nil {
 			continue
 		}
-		f, ok := finals[e.Key]
-		if !ok || f.deadline.IsZero() {
+		f := finals[e.Key]
+		if f.deadline.IsZero() {
 			continue
 		}
 		if !r.At.Before(f.deadline) {
@@ -186,7 +190,7 @@ func checkAudit(ctx context.Context, s *Stack, sent []*Sent, finals map[string]f
 		if len(behind) == 0 || time.Now().After(deadline) {
 			break
 		}
-		logf("  audit: %d records' chains not at their state yet", len(behind))
+		logf("audit: %d records' chains not at their state yet", len(behind))
 		sleep(ctx, 15*time.Second)
 	}
 	inv.AuditBehind = len(behind)

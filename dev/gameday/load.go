@@ -50,14 +50,25 @@ func NewLoad(s *Stack, name string, rate float64) *Load {
 }
 
 // NormalNumber is a random New York number (+1 212, exchanges 200-999) outside the pumping
-// scenarios' prefixes (+1 212 55 and 56).
+// scenarios' prefixes (+1 212 55 and 56), never returned before by this process: each
+// notification of a game day has a destination of its own.
 func NormalNumber() string {
 	for {
 		n := 2_000_000 + randInt(8_000_000)
 		if n/100_000 != 55 && n/100_000 != 56 {
-			return fmt.Sprintf("+1212%07d", n)
+			if to := fmt.Sprintf("+1212%07d", n); fresh(to) {
+				return to
+			}
 		}
 	}
+}
+
+var used sync.Map
+
+// fresh says to was never handed out before, and marks it.
+func fresh(to string) bool {
+	_, seen := used.LoadOrStore(to, true)
+	return !seen
 }
 
 // PumpPrefix is the number range the pumping scenario attacks ("+1 212 55", the

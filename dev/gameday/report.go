@@ -30,10 +30,14 @@ type Result struct {
 	Requests    int                     `json:"requests"`
 	Admitted    int                     `json:"admitted"`
 	Alarms      []AlarmResult           `json:"alarms"`
-	Invariants  Invariants              `json:"invariants"`
-	Errors      []string                `json:"errors,omitempty"`
-	Chart       string                  `json:"chart,omitempty"`
-	Passed      bool                    `json:"passed"`
+	// AlarmAtStart are the alarms already in ALARM when the scenario began (on a fresh stack,
+	// those that treat missing data as breaching, until their first periods with data): their
+	// going back to OK is not judged, a new ALARM after that is.
+	AlarmAtStart []string   `json:"alarms_in_alarm_at_start,omitempty"`
+	Invariants   Invariants `json:"invariants"`
+	Errors       []string   `json:"errors,omitempty"`
+	Chart        string     `json:"chart,omitempty"`
+	Passed       bool       `json:"passed"`
 }
 
 // AlarmResult is one alarm's course in a scenario. ToAlarmSeconds counts from the fault's start,
@@ -169,6 +173,9 @@ func (rep *Report) Markdown() string {
 			fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, r.Chart)
 		}
 		fmt.Fprintf(&b, "Faults injected: %s.\n\n", faultsLine(r.Faults))
+		if len(r.AlarmAtStart) > 0 {
+			fmt.Fprintf(&b, "Already in ALARM when the scenario began (not judged until they clear): %s.\n\n", strings.Join(r.AlarmAtStart, ", "))
+		}
 		fmt.Fprintf(&b, "| alarm | expected | time to ALARM | time to OK | verdict |\n| --- | --- | --- | --- | --- |\n")
 		if len(r.Alarms) == 0 {
 			fmt.Fprintf(&b, "| (none fired) | | | | as expected |\n")

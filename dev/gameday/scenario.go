@@ -152,33 +152,40 @@ func (r *Run) SimAll(ctx context.Context, method, path string, body any) error {
 	return nil
 }
 
-// poll evaluates the alarms every 15 s until ctx ends.
-func (r *Run) poll(ctx context.Context) {
-	for {
-		now := time.Now()
-		r.wmu.Lock()
-		err := r.Watcher.Poll(ctx, now)
-		states := r.Watcher.States()
-		r.wmu.Unlock()
-		if err != nil && ctx.Err() == nil {
-			r.Logf("  alarms: %v", err)
-		}
-		r.mu.Lock()
-		r.history = append(r.history, stateSample{now, states})
-		r.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(15 * time.Second):
-		}
+// pollOnce evaluates the alarms at now.
+func (r *Run) pollOnce(ctx context.Context) {
+	now := time.Now()
+	r.wmu.Lock()
+	err := r.Watcher.Poll(ctx, now)
+	states := r.Watcher.States()
+	r.wmu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		r.Logf("alarms: %v", err)
 	}
+	r.mu.Lock()
+	r.history = append(r.history, stateSample{now, states})
+	r.mu.Unlock()
 }
 
-// StartPolling starts evaluating the alarms, and returns the function that stops it.
+// StartPolling evaluates the alarms once, then every 15 s until the returned function is
+// called. The first evaluation gives each alarm its state before any scenario: on a fresh
+// stack, alarms that treat missing data as breaching are in ALARM until their first periods
+// with data.
 func (r *Run) StartPolling(ctx context.Context) func() {
 	ctx, cancel := context.WithCancel(ctx)
+	r.pollOnce(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); r.poll(ctx) }()
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(15 * time.Second):
+			}
+			r.pollOnce(ctx)
+		}
+	}()
 	return func() { cancel(); <-done }
 }
 
@@ -228,6 +235,7 @@ func (r *Run) ExecuteTogether(ctx context.Context, scs []Scenario) []Result {
 // Execute runs one scenario and checks it.
 func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	hold := time.Duration(float64(sc.Hold) * r.Scale).Round(time.Second)
+	logf := func(format string, args ...any) { r.Logf(sc.Name+": "+format, args...) }
 	x := &Exec{Run: r, Scenario: sc, simFaults: map[string]int64{}, hold: hold}
 	res := Result{Name: sc.Name, Proves: sc.Proves, Platform: sc.Platform, Expect: sc.Expect, Hold: hold.String()}
 	res.Start = time.Now().UTC()
@@ -251,7 +259,7 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 		}
 	}
 	res.FaultStart = time.Now().UTC()
-	r.Logf("  fault on")
+	logf("fault on")
 	if sc.Inject != nil {
 		if err := sc.Inject(ctx, x); err != nil {
 			res.Errors = append(res.Errors, "inject: "+err.Error())
@@ -288,7 +296,7 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 		}
 	}
 	res.FaultEnd = time.Now().UTC()
-	r.Logf("  fault off")
+	logf("fault off")
 	// The load goes on a minute, so the chart shows the recovery under load.
 	sleep(ctx, time.Minute)
 	stopLoad()
@@ -303,7 +311,7 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	loads := slices.Clone(x.loads)
 	x.mu.Unlock()
 
-	r.waitForAlarms(ctx, sc, &res)
+	r.waitForAlarms(ctx, sc, &res, logf)
 	var sent []*Sent
 	for _, l := range loads {
 		sent = append(sent, l.Sent()...)
@@ -314,19 +322,19 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 			res.Admitted++
 		}
 	}
-	r.Logf("  invariants over %d requests", len(sent))
-	res.Invariants = CheckInvariants(ctx, r.S, sent, res.Start, r.Logf)
+	logf("invariants over %d requests", len(sent))
+	res.Invariants = CheckInvariants(ctx, r.S, sent, res.Start, logf)
 	res.End = time.Now().UTC()
 	r.judgeAlarms(sc, &res)
 	res.Passed = len(res.Errors) == 0 && res.Invariants.Count() == 0 && res.AlarmsAsExpected()
-	r.Logf("  %s: passed %v (%d invariant violations, alarms %d/%d as expected)", sc.Name, res.Passed,
+	logf("passed %v (%d invariant violations, alarms %d/%d as expected)", res.Passed,
 		res.Invariants.Count(), res.alarmsGood(), res.alarmsJudged())
 	return res
 }
 
 // waitForAlarms waits until every expected alarm went to ALARM and back to OK and no alarm is in
 // ALARM, or until the fault's end plus the longest window of the alarms involved and 3 minutes.
-func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result) {
+func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, logf func(string, ...any)) {
 	longest := 5 * time.Minute
 	for _, name := range append(slices.Clone(sc.Expect), sc.Allow...) {
 		if d, ok := r.Defs[name]; ok && d.Window() > longest {
@@ -338,6 +346,9 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result) {
 		trs := r.transitions(res.FaultStart, time.Now().Add(time.Minute))
 		done := true
 		for _, name := range sc.Expect {
+			if r.unobservable(name) {
+				continue // no data on the emulator: nothing to wait for
+			}
 			fired, cleared := false, false
 			for _, t := range trs {
 				if t.Alarm == name && t.To == "ALARM" {
@@ -359,12 +370,32 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result) {
 		}
 		sleep(ctx, 15*time.Second)
 	}
-	r.Logf("  alarms: still waiting at %s, moving on", time.Now().UTC().Format(time.TimeOnly))
+	logf("alarms: still waiting at %s, moving on", time.Now().UTC().Format(time.TimeOnly))
+}
+
+// unobservable says the alarm reads a platform metric MiniStack does not publish for the
+// functions' invocations (AWS/Lambda outside the Invoke API, AWS/SQS).
+func (r *Run) unobservable(name string) bool {
+	d, ok := r.Defs[name]
+	return ok && strings.HasPrefix(d.Namespace, "AWS/")
 }
 
 // judgeAlarms fills res.Alarms from the transitions seen between the scenario's start and end.
 func (r *Run) judgeAlarms(sc Scenario, res *Result) {
-	trs := r.transitions(res.Start, res.End.Add(time.Second))
+	// Each alarm's state when the scenario began, and what it did after.
+	atStart := map[string]string{}
+	for _, t := range r.transitions(time.Time{}, res.Start.Add(time.Nanosecond)) {
+		atStart[t.Alarm] = t.To
+	}
+	trs := r.transitions(res.Start.Add(time.Nanosecond), res.End.Add(time.Second))
+	for name, st := range atStart {
+		if st == "ALARM" {
+			// Already in ALARM: the scenario's verdict starts from there (fired = a new ALARM
+			// after it cleared).
+			res.AlarmAtStart = append(res.AlarmAtStart, name)
+		}
+	}
+	sort.Strings(res.AlarmAtStart)
 	seen := map[string]*AlarmResult{}
 	var names []string
 	for _, t := range trs {
@@ -393,7 +424,7 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 	for _, name := range names {
 		a := seen[name]
 		if a.AlarmAt == nil && !a.Expected {
-			continue // a change between OK and INSUFFICIENT_DATA only
+			continue // a change between OK and INSUFFICIENT_DATA, or an ALARM from before clearing
 		}
 		def, known := r.Defs[name]
 		if a.AlarmAt != nil {
@@ -407,7 +438,7 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 		switch {
 		case !known && a.Expected:
 			a.Note = "not deployed"
-		case a.Expected && a.AlarmAt == nil && strings.HasPrefix(def.Namespace, "AWS/"):
+		case a.Expected && a.AlarmAt == nil && r.unobservable(name):
 			a.Unobservable = true
 			a.Note = fmt.Sprintf("no data: MiniStack publishes no %s %s for these invocations (docs/operations.md, \"Metrics and alarms locally\")", def.Namespace, def.Metric)
 		case a.Expected && a.AlarmAt == nil:

@@ -220,14 +220,25 @@ func (s *Stack) Sim(ctx context.Context, base, method, path string, body, out an
 
 // SimState is what every simulator of the chain accepted and was asked.
 type SimState struct {
-	// Accepted counts the accepted messages per destination, summed over the chain.
-	Accepted map[string]int
-	Requests []simapi.RequestEntry
+	// Accepted counts the accepted messages per destination, and AcceptedByNotification per
+	// notification (by the client_ref of its attempts), summed over the chain.
+	Accepted               map[string]int
+	AcceptedByNotification map[string]int
+	Requests               []simapi.RequestEntry
+}
+
+// NotificationOfRef returns the notification ID of an attempt's client_ref
+// ("<notification ID>-a<attempt>").
+func NotificationOfRef(ref string) string {
+	if i := strings.LastIndex(ref, "-a"); i > 0 {
+		return ref[:i]
+	}
+	return ref
 }
 
 // ReadSims reads the inbox and request log of every simulator.
 func (s *Stack) ReadSims(ctx context.Context) (SimState, error) {
-	st := SimState{Accepted: map[string]int{}}
+	st := SimState{Accepted: map[string]int{}, AcceptedByNotification: map[string]int{}}
 	for _, base := range s.Sims {
 		var inbox simapi.Inbox
 		if err := s.Sim(ctx, base, http.MethodGet, "/inbox", nil, &inbox); err != nil {
@@ -235,6 +246,9 @@ func (s *Stack) ReadSims(ctx context.Context) (SimState, error) {
 		}
 		for to, d := range inbox.Destinations {
 			st.Accepted[to] += d.Count
+			for _, m := range d.Messages {
+				st.AcceptedByNotification[NotificationOfRef(m.ClientRef)]++
+			}
 		}
 		var log simapi.RequestLog
 		if err := s.Sim(ctx, base, http.MethodGet, "/requests", nil, &log); err != nil {

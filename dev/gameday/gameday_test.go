@@ -2,6 +2,9 @@ package gameday
 
 import (
 	"context"
+	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +122,50 @@ func TestSecretPatterns(t *testing.T) {
 	if strings.HasPrefix(n, PumpPrefix) || strings.HasPrefix(n, "+121256") {
 		t.Errorf("normal number %q in a pumping prefix", n)
 	}
+}
+
+func TestChart(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)
+	at := func(m int) *time.Time { v := t0.Add(time.Duration(m) * time.Minute); return &v }
+	res := &Result{Start: t0, FaultStart: t0.Add(time.Minute), FaultEnd: t0.Add(3 * time.Minute), End: t0.Add(8 * time.Minute),
+		Alarms:       []AlarmResult{{Name: "PrefixVelocityAlarm", Expected: true, AlarmAt: at(2), OKAt: at(5)}, {Name: "Other", AlarmAt: at(4)}},
+		AlarmAtStart: []string{"DigestLagAlarm"}}
+	r := &Run{Defs: map[string]AlarmDef{"PrefixVelocityAlarm": {Threshold: 0}}}
+	ms := []ChartMetric{{Label: "admitted"}, {Label: "Refusals", alarm: "PrefixVelocityAlarm"}}
+	var ss []series
+	for i := range ms {
+		s := series{label: ms[i].Label}
+		for m := 0; m < 8; m++ {
+			s.at = append(s.at, t0.Add(time.Duration(m)*time.Minute))
+			s.val = append(s.val, float64((m*(i+3))%7))
+		}
+		ss = append(ss, s)
+	}
+	dir := t.TempDir()
+	if err := r.drawChart(Scenario{Name: "pump"}, ms, ss, res, dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, res.Chart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 500 {
+		t.Errorf("chart is %v, want a readable size", b)
+	}
+	if out := os.Getenv("GAMEDAY_CHART_OUT"); out != "" {
+		_ = os.WriteFile(out, mustRead(t, filepath.Join(dir, res.Chart)), 0o644)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

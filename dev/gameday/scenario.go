@@ -48,6 +48,8 @@ type ChartMetric struct {
 	Metric     string
 	Stat       string
 	Dimensions map[string]string
+	// alarm is the alarm whose metric this is (its threshold is drawn).
+	alarm string
 }
 
 // Run is one game day against one deployed stack.

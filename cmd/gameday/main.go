@@ -140,8 +140,8 @@ func run() error {
 	if err := rep.Write(dir); err != nil {
 		return err
 	}
-	fmt.Printf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\n",
-		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected)
+	fmt.Printf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\n",
+		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends)
 	fmt.Printf("gameday: report in %s\n", filepath.Join(dir, "gameday.md"))
 	if rep.Passed != rep.Scenarios {
 		return fmt.Errorf("%d of %d scenarios did not pass (see %s)", rep.Scenarios-rep.Passed, rep.Scenarios, filepath.Join(dir, "gameday.md"))

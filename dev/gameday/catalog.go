@@ -112,6 +112,7 @@ func Scenarios() []Scenario {
 			},
 		},
 		PumpingVelocity(),
+		NegativeControl(),
 		{
 			Name:   "pumping-conversion",
 			Proves: "a range sent codes nobody uses (25 new destinations in 2 minutes, none converted): dispatch blocks the prefix after ConversionMinSends and ConversionDropAlarm fires; later requests get 429 prefix-blocked.",
@@ -124,6 +125,26 @@ func Scenarios() []Scenario {
 				l.Run(ctx)
 				x.CountFault("pumping-requests", int64(len(l.Sent())))
 			},
+		},
+	}
+}
+
+// NegativeControl switches the lease's condition off for its own load (no-condition on
+// dispatch's writes), delivers each of its dispatch messages twice and holds dispatch's
+// updates 1.5 s so that both copies read the record before either takes the lease: a double
+// send must follow, and the invariant checks must see it.
+func NegativeControl() Scenario {
+	return Scenario{
+		Name: "negative-control",
+		Proves: "the checks can fail: with dispatch's conditional writes switched off (no-condition), every dispatch message of its own load delivered twice " +
+			"and dispatch's updates held 1.5 s, a notification is sent twice and the runner reports the double send. Passes when it does.",
+		Platform: true, NegativeControl: true, Hold: time.Minute, Rate: 0.5,
+		Inject: func(ctx context.Context, x *Exec) error {
+			tag := "gd-" + x.S.RunID + "-negative-control-"
+			return x.AddRules(ctx,
+				faultproxy.Rule{Service: "sqs", Operations: []string{"SendMessage", "SendMessageBatch"}, Kind: faultproxy.KindSQSDuplicate, Match: tag},
+				faultproxy.Rule{Service: "dynamodb", Operations: []string{"UpdateItem"}, Function: "DispatchFunction", Kind: faultproxy.KindLatency, Latency: 1500 * time.Millisecond, Match: tag},
+				faultproxy.Rule{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindNoCondition, Match: tag})
 		},
 	}
 }

@@ -37,7 +37,9 @@ type Result struct {
 	Invariants   Invariants `json:"invariants"`
 	Errors       []string   `json:"errors,omitempty"`
 	Chart        string     `json:"chart,omitempty"`
-	Passed       bool       `json:"passed"`
+	// NegativeControl: the scenario passes when its invariants break.
+	NegativeControl bool `json:"negative_control,omitempty"`
+	Passed          bool `json:"passed"`
 }
 
 // AlarmResult is one alarm's course in a scenario. ToAlarmSeconds counts from the fault's start,
@@ -99,21 +101,27 @@ type Report struct {
 	Scale     float64   `json:"scale"`
 	Evaluator string    `json:"alarm_evaluator"`
 	// The figures the issue names.
-	Scenarios           int      `json:"gameday_scenarios"`
-	InvariantViolations int      `json:"gameday_invariant_violations"`
-	AlarmsAsExpected    float64  `json:"gameday_alarms_as_expected_share"`
-	FaultsInjected      int64    `json:"gameday_faults_injected"`
-	Passed              int      `json:"gameday_scenarios_passed"`
-	Results             []Result `json:"scenarios"`
+	Scenarios           int     `json:"gameday_scenarios"`
+	InvariantViolations int     `json:"gameday_invariant_violations"`
+	AlarmsAsExpected    float64 `json:"gameday_alarms_as_expected_share"`
+	FaultsInjected      int64   `json:"gameday_faults_injected"`
+	Passed              int     `json:"gameday_scenarios_passed"`
+	// NegativeControlDoubleSends are the double sends of the negative control (goal: above 0).
+	NegativeControlDoubleSends int      `json:"gameday_negative_control_double_sends"`
+	Results                    []Result `json:"scenarios"`
 }
 
 // Summarize fills the report's figures from its results.
 func (rep *Report) Summarize() {
 	rep.Scenarios = len(rep.Results)
 	good, judged := 0, 0
-	rep.InvariantViolations, rep.FaultsInjected, rep.Passed = 0, 0, 0
+	rep.InvariantViolations, rep.FaultsInjected, rep.Passed, rep.NegativeControlDoubleSends = 0, 0, 0, 0
 	for _, r := range rep.Results {
-		rep.InvariantViolations += r.Invariants.Count()
+		if r.NegativeControl {
+			rep.NegativeControlDoubleSends += r.Invariants.DoubleSends
+		} else {
+			rep.InvariantViolations += r.Invariants.Count()
+		}
 		good += r.alarmsGood()
 		judged += r.alarmsJudged()
 		for _, n := range r.Faults {
@@ -151,7 +159,8 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "| `gameday_scenarios` | %d | |\n", rep.Scenarios)
 	fmt.Fprintf(&b, "| `gameday_invariant_violations` | %d | 0 |\n", rep.InvariantViolations)
 	fmt.Fprintf(&b, "| `gameday_alarms_as_expected_share` | %.2f | 1.00 |\n", rep.AlarmsAsExpected)
-	fmt.Fprintf(&b, "| `gameday_faults_injected` | %d | |\n\n", rep.FaultsInjected)
+	fmt.Fprintf(&b, "| `gameday_faults_injected` | %d | |\n", rep.FaultsInjected)
+	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n\n", rep.NegativeControlDoubleSends)
 	fmt.Fprintf(&b, "| scenario | fault | faults injected | alarms | invariants | verdict |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rep.Results {
 		kind := "world"
@@ -159,6 +168,9 @@ func (rep *Report) Markdown() string {
 			kind = "platform"
 		}
 		verdict := "passed"
+		if r.NegativeControl {
+			verdict = "passed (negative control: the invariants broke, as they must)"
+		}
 		if !r.Passed {
 			verdict = "**failed**"
 		}

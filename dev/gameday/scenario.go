@@ -37,6 +37,10 @@ type Scenario struct {
 	Remove func(ctx context.Context, x *Exec) error
 	// During, when set, runs beside the load while the fault is in force (the pumping burst).
 	During func(ctx context.Context, x *Exec)
+	// NegativeControl marks the scenario that switches a safeguard off: it passes when the
+	// invariants break (a double send), which shows the checks can fail; its violations are
+	// not counted in gameday_invariant_violations.
+	NegativeControl bool
 	// Charts are the metrics drawn besides the alarms' (name, stat, dimensions).
 	Charts []ChartMetric
 }
@@ -329,6 +333,10 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	res.End = time.Now().UTC()
 	r.judgeAlarms(sc, &res)
 	res.Passed = len(res.Errors) == 0 && res.Invariants.Count() == 0 && res.AlarmsAsExpected()
+	if sc.NegativeControl {
+		res.NegativeControl = true
+		res.Passed = len(res.Errors) == 0 && res.Invariants.DoubleSends > 0
+	}
 	logf("passed %v (%d invariant violations, alarms %d/%d as expected)", res.Passed,
 		res.Invariants.Count(), res.alarmsGood(), res.alarmsJudged())
 	return res

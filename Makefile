@@ -119,7 +119,7 @@ faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (cmd/faultproxy) a
 GAMEDAY_OUT ?= gameday-reports
 
 .PHONY: gameday
-gameday: ## Game day: deploy to MiniStack behind the fault proxy, run every scenario (about 75 min); report in gameday-reports/<UTC time>/.
+gameday: ## Game day: deploy to MiniStack behind the fault proxy, run every scenario (about 2 hours); report in gameday-reports/<UTC time>/.
 	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go run ./cmd/gameday -out $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: gameday-ci

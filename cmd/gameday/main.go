@@ -39,6 +39,28 @@ func main() {
 	}
 }
 
+// selectScenarios returns the scenarios of the comma-separated list ("all": every one), or
+// the short game day's.
+func selectScenarios(all []gameday.Scenario, list string, ci bool) ([]gameday.Scenario, error) {
+	if list == "all" && !ci {
+		return all, nil
+	}
+	names := strings.Split(list, ",")
+	if ci {
+		names = ciScenarios
+	}
+	var scs []gameday.Scenario
+	for _, sc := range all {
+		if slices.Contains(names, sc.Name) {
+			scs = append(scs, sc)
+		}
+	}
+	if len(scs) != len(names) {
+		return nil, fmt.Errorf("unknown scenario in %v (-list lists them)", names)
+	}
+	return scs, nil
+}
+
 func run() error {
 	var (
 		list     = flag.String("scenarios", "all", "comma-separated scenarios to run, one after the other, or all")
@@ -56,18 +78,9 @@ func run() error {
 		}
 		return nil
 	}
-	names := strings.Split(*list, ",")
-	if *ci {
-		names = ciScenarios
-	}
-	var scs []gameday.Scenario
-	for _, sc := range all {
-		if *list == "all" && !*ci || slices.Contains(names, sc.Name) {
-			scs = append(scs, sc)
-		}
-	}
-	if len(scs) == 0 || (*list != "all" || *ci) && len(scs) != len(names) {
-		return fmt.Errorf("unknown scenario in %v (-list lists them)", names)
+	scs, err := selectScenarios(all, *list, *ci)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

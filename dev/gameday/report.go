@@ -185,6 +185,13 @@ func (rep *Report) Markdown() string {
 			fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, r.Chart)
 		}
 		fmt.Fprintf(&b, "Faults injected: %s.\n\n", faultsLine(r.Faults))
+		if len(r.FaultDetail) > 0 {
+			b.WriteString("| service | operation | function | kind | count |\n| --- | --- | --- | --- | --- |\n")
+			for _, f := range r.FaultDetail {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", f.Service, f.Operation, shortFunction(f.Function), f.Kind, f.Count)
+			}
+			b.WriteString("\n")
+		}
 		if len(r.AlarmAtStart) > 0 {
 			fmt.Fprintf(&b, "Already in ALARM when the scenario began (not judged until they clear): %s.\n\n", strings.Join(r.AlarmAtStart, ", "))
 		}
@@ -262,4 +269,19 @@ func statesLine(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// shortFunction is a deployed function's logical ID ("resetnotify-e2e-IntakeFunction-1A2B":
+// IntakeFunction), or "-" for requests no rule attributed.
+func shortFunction(name string) string {
+	if name == "" {
+		return "-"
+	}
+	parts := strings.Split(name, "-")
+	for _, p := range parts {
+		if strings.HasSuffix(p, "Function") {
+			return p
+		}
+	}
+	return name
 }

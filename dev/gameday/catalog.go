@@ -75,7 +75,7 @@ func Scenarios() []Scenario {
 			Name:     "kms-outage",
 			Proves:   "KMS answering 500 to everything for 60 s (sealing at intake, opening at dispatch, the digest's signing): admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken.",
 			Platform: true, Hold: time.Minute, Rate: 2,
-			Allow:  []string{"DigestErrorsAlarm", "DigestLagAlarm"},
+			Allow: []string{"DigestErrorsAlarm", "DigestLagAlarm"},
 			// One rule per function that uses KMS, then one for any other caller: the report
 			// then says which calls the outage really hit (the first rule that matches applies).
 			Inject: rules(

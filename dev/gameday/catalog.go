@@ -67,18 +67,24 @@ func Scenarios() []Scenario {
 			Name:     "dispatch-killed",
 			Proves:   "dispatch killed right after its lease committed (before the provider call), 30 % of leases for 2 minutes, 8 kills at most: the lease expires, the record goes to dispatch_unknown and is reconciled, never sent blind; the Lambda errors raise DispatchErrorsAlarm.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
-			Expect: []string{"DispatchErrorsAlarm"}, Allow: []string{"DispatchUnknownBacklogAlarm"},
+			Expect: []string{"DispatchErrorsAlarm"}, Allow: []string{"DispatchUnknownBacklogAlarm", "ExpiryRateAlarm"},
 			Inject: rules(faultproxy.Rule{Service: "dynamodb", Operations: []string{"UpdateItem"}, Function: "DispatchFunction",
 				Match: "LEASE_ACQUIRED", Kind: faultproxy.KindKill, After: true, Rate: 0.3, Limit: 8}),
 		},
 		{
-			Name:     "kms-outage",
-			Proves:   "KMS answering 500 to everything for 60 s (sealing at intake, opening at dispatch, the digest's signing): admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken.",
+			Name: "kms-outage",
+			Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
+				"so intake's and dispatch's processes are killed once as it begins and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
+				"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
 			Platform: true, Hold: time.Minute, Rate: 2,
 			Allow: []string{"DigestErrorsAlarm", "DigestLagAlarm"},
-			// One rule per function that uses KMS, then one for any other caller: the report
-			// then says which calls the outage really hit (the first rule that matches applies).
+			// The kills first (once each, after a DynamoDB call of theirs), then one KMS rule
+			// per function that uses KMS and one for any other caller: the report says which
+			// calls the outage really hit (of the other kinds, the first rule that matches
+			// applies).
 			Inject: rules(
+				faultproxy.Rule{Service: "dynamodb", Function: "IntakeFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
+				faultproxy.Rule{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
 				faultproxy.Rule{Service: "kms", Function: "IntakeFunction", Kind: faultproxy.KindError500},
 				faultproxy.Rule{Service: "kms", Function: "DispatchFunction", Kind: faultproxy.KindError500},
 				faultproxy.Rule{Service: "kms", Function: "DigestFunction", Kind: faultproxy.KindError500},

@@ -240,7 +240,8 @@ func (r *Run) ExecuteTogether(ctx context.Context, scs []Scenario) []Result {
 
 // Execute runs one scenario and checks it.
 func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
-	hold := time.Duration(float64(sc.Hold) * r.Scale).Round(time.Second)
+	// Scaled, but never under a minute: the shortest alarm period, and one digest run.
+	hold := max(time.Duration(float64(sc.Hold)*r.Scale).Round(time.Second), min(sc.Hold, time.Minute))
 	logf := func(format string, args ...any) { r.Logf(sc.Name+": "+format, args...) }
 	x := &Exec{Run: r, Scenario: sc, simFaults: map[string]int64{}, hold: hold}
 	res := Result{Name: sc.Name, Proves: sc.Proves, Platform: sc.Platform, Expect: sc.Expect, Hold: hold.String()}

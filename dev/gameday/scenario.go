@@ -346,10 +346,13 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 // waitForAlarms waits until every expected alarm went to ALARM and back to OK and no alarm is in
 // ALARM, or until the fault's end plus the longest window of the alarms involved and 3 minutes.
 func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, logf func(string, ...any)) {
+	// An alarm keeps evaluating its last real datapoints while they are within its evaluation
+	// range (EvaluationPeriods + 2 periods, as dev/alarmeval and CloudWatch do), so it can take
+	// that long after the fault to return to OK.
 	longest := 5 * time.Minute
 	for _, name := range append(slices.Clone(sc.Expect), sc.Allow...) {
-		if d, ok := r.Defs[name]; ok && d.Window() > longest {
-			longest = d.Window()
+		if d, ok := r.Defs[name]; ok {
+			longest = max(longest, d.Window()+2*d.Period)
 		}
 	}
 	limit := res.FaultEnd.Add(longest + 3*time.Minute)

@@ -38,6 +38,8 @@ func throttleAllButAudit(rate float64) []faultproxy.Rule {
 var dynamoWrites = []string{"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 
 // Scenarios is the game day's catalogue, in the order `make gameday` runs it.
+// It is long because it is the catalogue: one literal per scenario, each with its fault, the
+// alarms its runbook names and what it proves.
 func Scenarios() []Scenario {
 	return []Scenario{
 		{

@@ -117,6 +117,8 @@ func (r *Run) DrawChart(ctx context.Context, sc Scenario, res *Result, dir strin
 }
 
 // drawChart draws the series ss of the metrics ms.
+// It is long because it lays out the whole picture in one place (the metric panels, the alarm
+// panel and their tiling), so that every panel shares one time axis.
 func (r *Run) drawChart(sc Scenario, ms []ChartMetric, ss []series, res *Result, dir string) error {
 	minutes := func(t time.Time) float64 { return t.Sub(res.Start).Minutes() }
 	xmax := minutes(res.End) + 1

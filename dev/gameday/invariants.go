@@ -68,6 +68,8 @@ type finalState struct {
 // CheckInvariants waits for every notification of sent to settle (terminal, or past its
 // deadline plus SweepGrace) and for the audit trail to catch up, then checks the invariants over
 // them and over the window [from, now).
+// It is long because it checks the invariants in the order they depend on one another: the
+// records settle, then their states, the providers' sends, the audit trail and the logs.
 func CheckInvariants(ctx context.Context, s *Stack, sent []*Sent, from time.Time, logf func(string, ...any)) Invariants {
 	inv := Invariants{States: map[string]int{}}
 	finals := map[string]finalState{}

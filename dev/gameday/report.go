@@ -150,6 +150,7 @@ func (rep *Report) Write(dir string) error {
 }
 
 // Markdown renders the report for people.
+// It is long because it writes the report top to bottom, as it is read.
 func (rep *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Game day on %s, %s\n\n", rep.Stack, rep.Started.Format("2006-01-02 15:04 UTC"))

@@ -239,6 +239,8 @@ func (r *Run) ExecuteTogether(ctx context.Context, scs []Scenario) []Result {
 }
 
 // Execute runs one scenario and checks it.
+// It is long because it is the scenario's timeline, step by step: load, fault on, hold, fault
+// off, recovery, then the checks.
 func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	// Scaled, but never under a minute: the shortest alarm period, and one digest run.
 	hold := max(time.Duration(float64(sc.Hold)*r.Scale).Round(time.Second), min(sc.Hold, time.Minute))
@@ -395,6 +397,8 @@ func (r *Run) unobservable(name string) bool {
 }
 
 // judgeAlarms fills res.Alarms from the transitions seen between the scenario's start and end.
+// It is long because every verdict (fired in its window, cleared, unexpected, allowed,
+// unobservable) is one case over the same transitions.
 func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 	// Each alarm's state when the scenario began, and what it did after.
 	atStart := map[string]string{}

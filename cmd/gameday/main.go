@@ -61,8 +61,8 @@ func selectScenarios(all []gameday.Scenario, list string, ci bool) ([]gameday.Sc
 	return scs, nil
 }
 
-// run is the command. It is long because it is the command's whole sequence, read top to bottom: flags, stack,
-// evaluator, scenarios, charts, report and figures.
+// run is the command. It is long because it is the command's whole sequence, read top to
+// bottom: flags, stack, evaluator, scenarios, charts, report and figures.
 func run() error {
 	var (
 		list     = flag.String("scenarios", "all", "comma-separated scenarios to run, one after the other, or all")

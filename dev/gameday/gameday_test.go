@@ -169,3 +169,19 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestNotificationOfRef: sends are matched to notifications by the attempt's client_ref, so two
+// notifications to one number are never taken for a double send.
+func TestNotificationOfRef(t *testing.T) {
+	for ref, want := range map[string]string{
+		"01M911SXB0EJ9CM56CRSG1GGHC-a1":  "01M911SXB0EJ9CM56CRSG1GGHC",
+		"01M911SXB0EJ9CM56CRSG1GGHC-a12": "01M911SXB0EJ9CM56CRSG1GGHC",
+	} {
+		if got := NotificationOfRef(ref); got != want {
+			t.Errorf("NotificationOfRef(%q) = %q, want %q", ref, got, want)
+		}
+	}
+	if NormalNumber() == NormalNumber() {
+		t.Error("two calls of NormalNumber gave one number")
+	}
+}

@@ -111,8 +111,8 @@ emulator-e2e: ## Deploy template.yaml to MiniStack with the SAM CLI, run the bla
 	./infra/emulator.sh
 
 .PHONY: faultproxy-e2e
-faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (cmd/faultproxy) and show the proxy is real: faults on, the invariants hold; conditions off, they break.
-	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go test -count=1 -v -run 'TestDeployedStackThroughTheProxy' ./dev/faultproxy/
+faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (cmd/faultproxy): faults on, the invariants hold; conditions off, they break; functions killed mid-invocation recover.
+	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go test -count=1 -v -run 'TestDeployedStackThroughTheProxy|TestFunctionsKilledMidInvocation' ./dev/faultproxy/
 
 # GAMEDAY_OUT is where the game days write their reports (gameday.md, gameday.json, a PNG chart
 # per scenario), one folder per run; git ignores it.

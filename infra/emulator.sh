@@ -14,19 +14,20 @@
 # stops everything it started, by PID, on any exit. Tools come from .tools/
 # (infra/install-tools.sh emulator).
 #
-# RESETNOTIFY_FAULT_PROXY=1 puts the fault-injecting proxy (cmd/faultproxy) on a free loopback
-# port in front of MiniStack, gives MiniStack the proxy as the AWS_ENDPOINT_URL its functions
-# get (so every AWS call a function makes goes through it), and exports its URL to the command
-# as RESETNOTIFY_FAULT_PROXY_URL (its control API is under /_faultproxy/; docs/operations.md).
-# This script, sam and the command keep talking to MiniStack directly. Without the variable
-# nothing changes.
-# Every emulator stack has metrics: as soon as the stack is deployed, cmd/emfbridge tails the
+# Every emulator stack has metrics: once the stack is deployed, cmd/emfbridge tails the
 # emulator's /aws/lambda/* log groups (where MiniStack writes each function's output) and turns
 # the EMF lines the functions write into CloudWatch metrics with PutMetricData, as CloudWatch
 # Logs does in AWS; so `aws cloudwatch get-metric-data`, the dashboard and dev/alarmeval read
 # what the code emitted (docs/operations.md, "Metrics and alarms locally"). Its log is
 # emfbridge.log in the work directory. After the suite, the metrics and alarm tests
 # (dev/alarmeval's TestEmulator*) run against the stack.
+#
+# RESETNOTIFY_FAULT_PROXY=1 puts the fault-injecting proxy (cmd/faultproxy) on a free loopback
+# port in front of MiniStack, gives MiniStack the proxy as the AWS_ENDPOINT_URL its functions
+# get (so every AWS call a function makes goes through it), and exports its URL to the command
+# as RESETNOTIFY_FAULT_PROXY_URL (its control API is under /_faultproxy/; docs/operations.md).
+# This script, sam and the command keep talking to MiniStack directly. Without the variable
+# nothing changes.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -133,10 +134,6 @@ fg "$tools/sam/bin/sam" deploy --template-file "$build_dir/template.yaml" --stac
   { cat "$work/sam-deploy.log" >&2; exit 1; }
 echo "emulator: sam deploy took $((SECONDS - start)) s"
 
-# The EMF bridge: the functions' metrics, from their log groups, into the emulator's CloudWatch.
-go build -o "$work/emfbridge" ./cmd/emfbridge
-start_bg "$work/emfbridge.log" "$work/emfbridge"
-export RESETNOTIFY_E2E_STACK="$stack"
 
 # Verifies the stack against the template and writes the suite's environment.
 "$work/stackcheck" check -stack "$stack" -template template.yaml -env "$work/stack.env"
@@ -155,6 +152,12 @@ start_bg "$work/smssim2.log" "$work/smssim" -provider simulator2 -addr "${RESETN
   -delivery-delay 2s -visibility 2s
 wait_http "http://127.0.0.1:$sim2_port/healthz" $!
 export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E_SIM2="http://127.0.0.1:$sim2_port" RESETNOTIFY_E2E=required
+# The EMF bridge: the functions' metrics, from their log groups, into the emulator's CloudWatch.
+# It reads each group from its start, so what the stack logged before is not lost; it starts
+# only now because its connections must not take the simulators' ports before they are bound.
+go build -o "$work/emfbridge" ./cmd/emfbridge
+start_bg "$work/emfbridge.log" "$work/emfbridge"
+export RESETNOTIFY_E2E_STACK="$stack"
 # The second caller of the ownership tests: a session of a role, assumed through the emulator's
 # STS (MiniStack passes each SigV4 caller's identity to the function, unverified; any role ARN
 # may be assumed while its AUTH is off). The first caller is the suite's own key.

@@ -12,6 +12,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/testenv"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/seal"
 )
 
 // templateDefaults reads what template.yaml gives the intake and dispatch functions.
@@ -67,6 +68,18 @@ func TestBenchmarksBuildAsDeployed(t *testing.T) {
 	if in.Guard == nil || in.Conversions == nil || !in.Countries.Allows("US") || in.Countries.Allows("GB") ||
 		intakeVars[config.EnvAllowedCountries] != "US,CA" {
 		t.Errorf("pipeline intake: guard %v, conversions %v, allows US %v, GB %v", in.Guard != nil, in.Conversions != nil, in.Countries.Allows("US"), in.Countries.Allows("GB"))
+	}
+	// Sealed as deployed: a KMS key (moto's) and the seal-keys table, the envelope naming a
+	// 16-byte data key ID; the dispatcher opens it.
+	sealed, err := in.Sealer.Seal(ctx, "k", notify.Secret{To: "+12125550123", Locale: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.sealing[config.EnvSealKMSKeyID] == "" || seal.KeyKind(sealed[1]) != seal.KindKMSStored || sealed[3] != seal.KeyRefSize {
+		t.Errorf("the pipeline seals with %v: envelope kind %s, reference of %d bytes; want KMS with the seal-keys table", p.sealing, seal.KeyKind(sealed[1]), sealed[3])
+	}
+	if _, err := p.dispatcher.Opener.Open(ctx, "k", sealed); err != nil {
+		t.Errorf("the pipeline's dispatcher cannot open its intake's envelope: %v", err)
 	}
 	timeout, _ := time.ParseDuration(dispatchVars[config.EnvSMSTimeout])
 	for name, s := range map[string]struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/testenv"
@@ -50,7 +51,8 @@ func TestUpdateLabel(t *testing.T) {
 // when an index is added back, a projection grows so that an update rewrites it, a
 // transition moves the due index's key when it need not, or the record (of a realistic size:
 // a key derived from a UUID event ID, the abuse guard's decision bound, the prefix and
-// country, actors as the local stack names them) grows past 1 KB (issue 29).
+// country, sealed and named as the functions are in AWS: KMS with the seal-keys table, Lambda's
+// function names) grows past 1 KB (issue 29).
 func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 	testenv.DynamoDB(t) // skips or fails as the package documents when there is no emulator
 	meter := newCapacityMeter()
@@ -72,7 +74,9 @@ func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 		Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,
 		To: "+12125550123", Locale: "en-US", Params: map[string]string{notify.ParamCode: "12345678"}, ExpiresAt: now.Add(10 * time.Minute),
 	}
-	keys, err := seal.NewStaticKey(randomKey())
+	// Sealed as the functions seal in AWS (seal.Source with SEAL_KMS_KEY_ID and
+	// SEAL_KEYS_TABLE), over a KMS whose data key ciphertexts have AWS's 184 bytes.
+	keys, err := seal.Source(awsSizedKMS{}, "arn:aws:kms:us-east-1:111122223333:key/k", memKeys{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +87,9 @@ func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 	rec := notify.NewRecord(req, notify.Admission{NotificationID: "01JCAP00000000000000000000", Sealed: sealed, DestinationFP: "0123456789abcdef0123456789abcdef",
 		RequestFingerprint: "h1:0123456789abcdef012345", PrefixFP: "fedcba9876543210fedcba9876543210", Country: "US"}, now, notify.DefaultPolicy())
 	rec.DecideBy = now.Add(500 * time.Millisecond)
+	// Function names as CloudFormation makes them in AWS.
 	actor := func(function string) notify.Actor {
-		return notify.Actor{Function: function, Version: "$LATEST", RequestID: "8476a536-e9f4-5e8a-9a6c-0bb0ff6f5d4a"}
+		return notify.Actor{Function: "resetnotify-" + function + "-AbCdEfGh1234", Version: "$LATEST", RequestID: "8476a536-e9f4-5e8a-9a6c-0bb0ff6f5d4a"}
 	}
 	rec.Actor = actor("intake")
 
@@ -157,3 +162,25 @@ func TestDeployedAdmissionBudget(t *testing.T) {
 		t.Errorf("replay: %.2f requests (%s), %.2f write units; want the one PutItem, no write", u.requests, u.breakdown, u.writes)
 	}
 }
+
+// awsSizedKMS is a KMS whose GenerateDataKey answers a ciphertext of 184 bytes, the size AWS
+// KMS gives an AES_256 data key under a symmetric key (moto's are 96).
+type awsSizedKMS struct{}
+
+func (awsSizedKMS) GenerateDataKey(context.Context, *kms.GenerateDataKeyInput, ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+	return &kms.GenerateDataKeyOutput{Plaintext: make([]byte, seal.DataKeySize), CiphertextBlob: make([]byte, 184)}, nil
+}
+
+func (awsSizedKMS) Decrypt(context.Context, *kms.DecryptInput, ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	return &kms.DecryptOutput{Plaintext: make([]byte, seal.DataKeySize)}, nil
+}
+
+// memKeys is an in-memory seal-keys table.
+type memKeys map[string][]byte
+
+func (m memKeys) PutKey(_ context.Context, id, enc []byte, _ time.Time) error {
+	m[string(id)] = enc
+	return nil
+}
+
+func (m memKeys) GetKey(_ context.Context, id []byte) ([]byte, error) { return m[string(id)], nil }

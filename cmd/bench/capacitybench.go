@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -97,7 +98,7 @@ func capacityBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n int, 
 		return lifecycle{}, nil, err
 	}
 	lc := newLifecycle(n, map[string]string{p.table: "notifications", p.audit: "audit", receiptsTable: "receipts",
-		extra.Guard: "guard", extra.Conversions: "conversions"})
+		extra.Guard: "guard", extra.Conversions: "conversions", p.sealKeys: "seal_keys"})
 	logs := functionLogs()
 	countedDB := awsclient.DynamoDB(p.countedCfg, ddbEndpoint)
 	p.counter.Reset()
@@ -156,13 +157,13 @@ func (p *pipeline) asDeployed(ctx context.Context, ddbEndpoint string, names tab
 	env := map[string]string{
 		config.EnvNotificationsTable: p.table,
 		config.EnvDispatchQueueURL:   p.dispatchURL,
-		config.EnvSealLocalKey:       base64.StdEncoding.EncodeToString(p.wiring.Config.SealLocalKey),
 		config.EnvDestinationPepper:  base64.StdEncoding.EncodeToString(randomKey()),
 		config.EnvFingerprintKey:     base64.StdEncoding.EncodeToString(randomKey()),
 		config.EnvGuardTable:         names.Guard,
 		config.EnvConversionTable:    names.Conversions,
 		config.EnvAllowedCountries:   "US,CA",
 	}
+	maps.Copy(env, p.sealing)
 	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
 	if err != nil {
 		return fmt.Errorf("capacity bench: intake as deployed: %w", err)

@@ -110,7 +110,7 @@ func newConvReplay(ctx context.Context, endpoint string, params trace.Params) (*
 		return nil, nil, err
 	}
 	local := intakeStandIns(intakeTables{notifications: names.Notifications, guard: names.Guard, conversions: names.Conversions},
-		"http://127.0.0.1:1/000000000000/unused", "", randomKey())
+		"http://127.0.0.1:1/000000000000/unused", "", localSealing(randomKey()))
 	// No allow-list (the one setting off the template's defaults): the trace draws numbers
 	// by calling code and random digits over eight countries, which the phone-number metadata
 	// need not place, and most of which the default allow-list refuses at the door; this mode

@@ -43,7 +43,7 @@ type deployed struct {
 // newDeployed wires the intake over names with awsCfg (whose clients the caller instruments).
 func newDeployed(ctx context.Context, awsCfg aws.Config, names tables.Names) (*deployed, error) {
 	in, err := deployedIntake(ctx, awsCfg, intakeTables{notifications: names.Notifications, guard: names.Guard, conversions: names.Conversions},
-		"http://127.0.0.1:1/000000000000/unused", "", randomKey())
+		"http://127.0.0.1:1/000000000000/unused", "", localSealing(randomKey()))
 	if err != nil {
 		return nil, err
 	}

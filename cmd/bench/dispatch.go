@@ -141,6 +141,10 @@ type pipeline struct {
 	// guard and conversions are the intake's guard tables; the endpoints are the emulators'.
 	guard, conversions       string
 	ddbEndpoint, sqsEndpoint string
+	// sealKeys is the seal-keys table; sealing the sealing settings of intake and dispatch,
+	// as deployed: a KMS key (moto's) and sealKeys.
+	sealKeys string
+	sealing  map[string]string
 }
 
 // capacityKind is the kind of the capacity benchmark's pipeline, the one that reads its
@@ -174,13 +178,16 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	for _, f := range instrument {
 		f(&counted)
 	}
+	kmsAt(&counted, sqsEndpoint)
 	p.countedCfg = counted
 	p.counted = awsclient.SQS(counted, sqsEndpoint)
-	key := randomKey()
-	if p.wiring, err = p.workerWiringFor("DispatchFunction", simURL, simCfg.Visibility, key, config.NeedDispatch); err != nil {
+	if p.sealing, err = kmsSealing(ctx, sqsEndpoint, p.sealKeys); err != nil {
 		return nil, err
 	}
-	if p.reconcileWiring, err = p.workerWiringFor("ReconcileFunction", simURL, simCfg.Visibility, key, config.NeedReconcile); err != nil {
+	if p.wiring, err = p.workerWiringFor("DispatchFunction", simURL, simCfg.Visibility, config.NeedDispatch); err != nil {
+		return nil, err
+	}
+	if p.reconcileWiring, err = p.workerWiringFor("ReconcileFunction", simURL, simCfg.Visibility, config.NeedReconcile); err != nil {
 		return nil, err
 	}
 	if err := p.buildWorkers(ctx); err != nil {
@@ -188,7 +195,7 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 	}
 	intakeCfg := counted
 	intakeCfg.BaseEndpoint = aws.String(ddbEndpoint)
-	p.intake, err = deployedIntake(ctx, intakeCfg, intakeTables{notifications: p.table, guard: p.guard, conversions: p.conversions}, p.dispatchURL, simURL, key)
+	p.intake, err = deployedIntake(ctx, intakeCfg, intakeTables{notifications: p.table, guard: p.guard, conversions: p.conversions}, p.dispatchURL, simURL, p.sealing)
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +207,7 @@ func newPipeline(ctx context.Context, ddbEndpoint, sqsEndpoint string, simCfg sm
 // notifications table keeps its stream only when the pipeline reads it (see disableStream).
 func (p *pipeline) createStorage(ctx context.Context, readsStream bool) error {
 	p.table, p.audit, p.guard, p.conversions = p.name+"-notifications", p.name+"-audit", p.name+"-guard", p.name+"-conversion"
+	p.sealKeys = p.name + "-sealkeys"
 	if err := tablesetup.Create(ctx, p.db, p.names()); err != nil {
 		return err
 	}
@@ -224,7 +232,7 @@ func (p *pipeline) createStorage(ctx context.Context, readsStream bool) error {
 
 // names are the pipeline's tables.
 func (p *pipeline) names() tables.Names {
-	return tables.Names{Notifications: p.table, Audit: p.audit, Guard: p.guard, Conversions: p.conversions}
+	return tables.Names{Notifications: p.table, Audit: p.audit, Guard: p.guard, Conversions: p.conversions, SealKeys: p.sealKeys}
 }
 
 // buildWorkers builds the dispatch and reconcile workers from p.wiring.
@@ -254,9 +262,13 @@ func (p *pipeline) close() {
 // admit admits n notifications through the intake service, eight at a time, each to its own
 // number and expiring in ten minutes.
 func (p *pipeline) admit(ctx context.Context, n int) error {
+	ctx, err := benchCaller(ctx)
+	if err != nil {
+		return err
+	}
 	p.keys = make([]string, n)
 	expires := time.Now().UTC().Add(10 * time.Minute)
-	_, err := measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
+	_, err = measure(ctx, n, 8, 0, func(ctx context.Context, i int) error {
 		key := fmt.Sprintf("%s-%06d", p.name, i)
 		p.keys[i] = key
 		_, err := p.intake.Submit(ctx, notify.Request{

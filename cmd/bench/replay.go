@@ -33,6 +33,9 @@ func replayBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, replays i
 		return err
 	}
 	defer p.close()
+	if ctx, err = benchCaller(ctx); err != nil {
+		return err
+	}
 	request := func(key string) notify.Request {
 		return notify.Request{
 			IdempotencyKey: key, EventID: "evt-" + key, Channel: notify.ChannelSMS, Purpose: notify.PurposePasswordReset,

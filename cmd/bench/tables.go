@@ -62,7 +62,7 @@ func disableStream(ctx context.Context, db *dynamodb.Client, table string) error
 // dropTables deletes every table names holds, ignoring errors: a benchmark cleans up as best
 // it can.
 func dropTables(ctx context.Context, db *dynamodb.Client, names tables.Names) {
-	for _, t := range []string{names.Notifications, names.Audit, names.Receipts, names.Guard, names.Conversions} {
+	for _, t := range []string{names.Notifications, names.Audit, names.Receipts, names.Guard, names.Conversions, names.SealKeys} {
 		if t != "" {
 			_, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
 		}

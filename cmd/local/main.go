@@ -55,6 +55,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -80,6 +81,7 @@ const (
 	receiptsTable      = "resetnotify-receipts"
 	guardTable         = "resetnotify-guard"
 	conversionTable    = "resetnotify-conversion"
+	sealKeysTable      = "resetnotify-seal-keys"
 	defaultPort        = "3000"
 )
 
@@ -182,7 +184,11 @@ func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, 
 		return local{}, fmt.Errorf("aws config: %w", err)
 	}
 	db := awsclient.DynamoDB(l.awsCfg, "")
-	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable, Conversions: conversionTable}); err != nil {
+	if err := tablesetup.Create(ctx, db, tables.Names{Notifications: notificationsTable, Audit: auditTable, Receipts: receiptsTable, Guard: guardTable,
+		Conversions: conversionTable, SealKeys: sealKeysTable}); err != nil {
+		return local{}, err
+	}
+	if err := sealingKey(ctx, kms.NewFromConfig(l.awsCfg)); err != nil {
 		return local{}, err
 	}
 	if err := createArchiveBucket(ctx, s3client.New(l.awsCfg, ""), st.retentionDays); err != nil {
@@ -364,12 +370,11 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	key := make([]byte, config.SealLocalKeyLen)
 	pepper := make([]byte, 24)
 	token := make([]byte, 24)
 	sinchToken := make([]byte, 24)
 	fingerprintKey := make([]byte, 32)
-	for _, b := range [][]byte{key, fingerprintKey, pepper, token, sinchToken} {
+	for _, b := range [][]byte{fingerprintKey, pepper, token, sinchToken} {
 		if _, err := rand.Read(b); err != nil {
 			return nil, err
 		}
@@ -399,7 +404,6 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	if err := twilioEnv(env, keyDir); err != nil {
 		return nil, err
 	}
-	env[config.EnvSealLocalKey] = base64.StdEncoding.EncodeToString(key)
 	env[config.EnvDestinationPepper] = base64.RawStdEncoding.EncodeToString(pepper)
 	digestKey, digestPEM, err := digest.NewLocalKey()
 	if err != nil {
@@ -419,6 +423,18 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	set(config.EnvAuditDigestGraceSeconds, localDigestGraceSeconds)
 	env[config.EnvFingerprintKey] = base64.RawStdEncoding.EncodeToString(fingerprintKey)
 	return env, nil
+}
+
+// sealingKey makes the local stack seal as a deploy does (issue 29): a KMS key in moto's KMS
+// (SEAL_KMS_KEY_ID) and the seal-keys table (SEAL_KEYS_TABLE), so that records hold a 16-byte
+// data key ID and the table the encrypted data keys. SEAL_LOCAL_KEY, the static key, is for
+// tests that build a function without moto.
+func sealingKey(ctx context.Context, client *kms.Client) error {
+	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String("resetnotify local sealing key")})
+	if err != nil {
+		return fmt.Errorf("sealing key in moto's KMS: %w", err)
+	}
+	return setenv(map[string]string{config.EnvSealKMSKeyID: aws.ToString(out.KeyMetadata.Arn), config.EnvSealKeysTable: sealKeysTable})
 }
 
 // twilioEnv sets the Twilio simulator's account and auth token in env, random and as Twilio's

@@ -270,6 +270,13 @@ func (a Alarm) noData(n int, treat string) (State, string) {
 	return StateInsufficientData, fmt.Sprintf("Insufficient Data: %d datapoints were unknown.", n)
 }
 
+// EvaluationWindow is Period × EvaluationPeriods: the span whose datapoints decide a verdict.
+// A breach that lasts it is in ALARM at most one period after it ends; a datapoint keeps
+// counting for the evaluation range, two periods longer (see the package doc).
+func (a Alarm) EvaluationWindow() time.Duration {
+	return a.period() * time.Duration(max(a.EvaluationPeriods, 1))
+}
+
 func (a Alarm) period() time.Duration {
 	if len(a.Metrics) == 0 {
 		return a.Period

@@ -323,6 +323,12 @@ func TestWatcherAndLoadDeployed(t *testing.T) {
 	if diff := cmp.Diff([]alarmeval.Alarm{want}, alarms); diff != "" {
 		t.Fatalf("alarms (-want +got):\n%s", diff)
 	}
+	if w := alarms[0].EvaluationWindow(); w != time.Minute {
+		t.Errorf("evaluation window %s, want 1m", w)
+	}
+	if w := latency("").EvaluationWindow(); w != 15*time.Minute {
+		t.Errorf("latency alarm's evaluation window %s, want 15m", w)
+	}
 	if id := alarmeval.LogicalID(alarms[0].Name, "s"); id != "PrefixVelocityAlarm" {
 		t.Errorf("logical ID %q", id)
 	}

@@ -56,6 +56,7 @@ var vars = []Var{
 	{config.EnvMaxAheadHours, policyReaders, "24", "how far ahead `expires_at` may be"},
 	{config.EnvMaxAttempts, policyReaders, "5", "provider calls per notification"},
 	{config.EnvSealKMSKeyID, []string{"intake", "dispatch"}, "", "the KMS key sealing `{to, params, locale}` (AWS)"},
+	{config.EnvSealKeysTable, []string{"intake", "dispatch"}, "", "the seal-keys table: each KMS data key's encrypted form, once, named by the envelopes' 16-byte ID (AWS; required with `SEAL_KMS_KEY_ID`)"},
 	{config.EnvSealLocalKey, []string{"intake", "dispatch"}, "", "the sealing key instead of KMS (local, base64 of 32 bytes; a secret)"},
 	{config.EnvDestinationPepperParam, intakeOnly, "", "the SSM SecureString holding the destination fingerprint's HMAC pepper (AWS)"},
 	{config.EnvDestinationPepper, intakeOnly, "", "the pepper itself (local, at least 16 bytes; a secret)"},

@@ -14,9 +14,17 @@
 //
 // A Bridge batches the datums by namespace (at most MaxBatch per PutMetricData) and sends them
 // every FlushInterval (Run) or on Flush. It is fed lines by a Tailer, which polls an emulator's
-// CloudWatch Logs (MiniStack writes a function's output to /aws/lambda/<function>, one stream
-// per invocation, stamped when the invocation ends), or directly, as an io.Writer, by make
-// local (cmd/local), which already reads every bootstrap's output.
+// CloudWatch Logs, or directly, as an io.Writer, by make local (cmd/local), which already
+// reads every bootstrap's output.
+//
+// Where MiniStack 1.5.33 puts a function's output (LAMBDA_EXECUTOR=local, provided.al2023; read
+// in its lambda_svc.py and core/lambda_runtime.py): the bootstrap's stdout and stderr, merged,
+// are drained after each invocation and written to the log group /aws/lambda/<function name>
+// (LoggingConfig.LogGroup when set), created on first write, in a new stream per invocation
+// (yyyy/mm/dd/[$LATEST]<uuid>) between START and END/REPORT lines, every line stamped with the
+// time the invocation ended (the EMF lines carry their own timestamps, which the bridge uses).
+// Lines written between invocations go with the next one; at most 10,000 lines are kept per
+// drain. Nothing goes to MiniStack's own log.
 package emfbridge
 
 import (

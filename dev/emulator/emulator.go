@@ -248,8 +248,10 @@ func (s *Stack) Environ(base []string) []string {
 		"AWS_ENDPOINT_URL_DYNAMODB":         s.DynamoDBEndpoint,
 		"AWS_ENDPOINT_URL_DYNAMODB_STREAMS": s.DynamoDBEndpoint,
 		"AWS_ENDPOINT_URL_SQS":              s.SQSEndpoint,
-		// moto_server serves S3 on the same port (the audit archive's bucket, locally).
-		"AWS_ENDPOINT_URL_S3": s.SQSEndpoint,
+		// moto_server serves S3 on the same port (the audit archive's bucket, locally), and
+		// KMS (the sealing key of the local stack).
+		"AWS_ENDPOINT_URL_S3":  s.SQSEndpoint,
+		"AWS_ENDPOINT_URL_KMS": s.SQSEndpoint,
 	}
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")

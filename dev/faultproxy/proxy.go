@@ -449,11 +449,12 @@ func (p *Proxy) relay(w http.ResponseWriter, r *http.Request, c call) {
 	}
 }
 
+// write writes resp as the emulator gave it, its Content-Length included: the body is the
+// one read, and a HEAD answer's Content-Length is the object's size, not its empty body's.
 func (resp response) write(w http.ResponseWriter) {
 	for k, v := range resp.header {
 		w.Header()[k] = v
 	}
-	w.Header().Del("Content-Length")
 	w.WriteHeader(resp.status)
 	_, _ = w.Write(resp.body)
 }

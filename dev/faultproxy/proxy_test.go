@@ -573,3 +573,27 @@ func TestModifiersCombineAndOneOutcomeWins(t *testing.T) {
 		t.Errorf("faults %v", k)
 	}
 }
+
+// TestHeadKeepsContentLength: a HEAD answer (S3 HeadObject) carries the object's size in
+// Content-Length with no body, and the proxy passes it on.
+func TestHeadKeepsContentLength(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "12345")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer up.Close()
+	p, err := New(up.URL, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	resp, err := http.Head(srv.URL + "/archive-bucket/part-1.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ContentLength != 12345 {
+		t.Errorf("Content-Length %d through the proxy, want 12345", resp.ContentLength)
+	}
+}

@@ -170,9 +170,9 @@ func raceRules(tag string) []faultproxy.Rule {
 
 // TestDeployedStackThroughTheProxy shows the proxy is real on the stack the SAM CLI deployed to
 // MiniStack: with DynamoDB throttles, dropped write answers and every dispatch message
-// delivered twice, the load is sent exactly once per notification; with the same duplicates
-// and the conditions of dispatch's writes switched off (KindNoCondition) the invariant breaks,
-// and this test says so by finding a double send.
+// delivered twice, no notification of the load is sent twice; with the same duplicates and the
+// conditions of dispatch's writes switched off (KindNoCondition) the invariant breaks, and
+// this test says so by finding a double send.
 func TestDeployedStackThroughTheProxy(t *testing.T) {
 	d := deployedStack(t)
 	ctx := context.Background()
@@ -191,8 +191,11 @@ func TestDeployedStackThroughTheProxy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := d.send(t, tag, n)
-		states := d.settle(t, l, 3*time.Minute)
+		// The invariants, not a delivery guarantee: a record may expire unsent when the faults
+		// hold it past its deadline (each failed dispatch message comes back after the queue's
+		// 180 s visibility timeout), never be sent twice or late.
+		l := d.sendExpiring(t, tag, n, 8*time.Minute)
+		states := d.settle(t, l, 9*time.Minute)
 		after, err := d.proxy.Counts(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -204,15 +207,24 @@ func TestDeployedStackThroughTheProxy(t *testing.T) {
 				t.Errorf("no %s fault reached the stack's requests", k)
 			}
 		}
+		sent := 0
 		for to, c := range d.sends(t, l) {
-			if c != 1 {
-				t.Errorf("destination %d of the load got %d messages, want exactly 1", slices.Index(l.to, to), c)
+			if c > 1 {
+				t.Errorf("destination %d of the load got %d messages: a double send", slices.Index(l.to, to), c)
 			}
+			sent += c
 		}
 		for k, st := range states {
-			if st != string(notify.StateSent) && st != string(notify.StateDelivered) {
-				t.Errorf("%s ended %s, want sent or delivered", k, st)
+			switch notify.State(st) {
+			case notify.StateSent, notify.StateDelivered:
+			case notify.StateExpired:
+				t.Logf("%s expired unsent under the faults", k)
+			default:
+				t.Errorf("%s ended %s, want sent, delivered or expired", k, st)
 			}
+		}
+		if sent == 0 {
+			t.Error("nothing was sent: the invariants held vacuously")
 		}
 	})
 
@@ -224,7 +236,7 @@ func TestDeployedStackThroughTheProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := d.send(t, tag, n)
-		d.settle(t, l, 3*time.Minute)
+		d.settle(t, l, 5*time.Minute)
 		doubles := 0
 		for _, c := range d.sends(t, l) {
 			if c > 1 {

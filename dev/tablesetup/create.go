@@ -26,8 +26,8 @@ type API interface {
 
 var _ API = (*dynamodb.Client)(nil)
 
-// Create creates the notifications and audit tables named by names (and the receipts and guard
-// tables when named), waits until each table and its indexes are ACTIVE, and enables
+// Create creates the notifications and audit tables named by names (and the receipts, guard,
+// conversion and seal-keys tables when named), waits until each table and its indexes are ACTIVE, and enables
 // TTL on ttl (notifications, receipts) and drop_after (audit). A table that already exists
 // is accepted as it is, so the local stack can call Create again; TTL that is already enabled
 // on the right attribute is left alone. The wait is bounded only by ctx.
@@ -48,6 +48,9 @@ func Create(ctx context.Context, client API, names tables.Names) error {
 	}
 	if names.Conversions != "" {
 		specs = append(specs, spec{Conversion(names.Conversions), ConversionTTLAttribute})
+	}
+	if names.SealKeys != "" {
+		specs = append(specs, spec{SealKeys(names.SealKeys), SealKeysTTLAttribute})
 	}
 	for _, s := range specs {
 		if _, err := client.CreateTable(ctx, s.in); err != nil {

@@ -45,6 +45,7 @@ func TestTemplateMatchesDefinitions(t *testing.T) {
 		{"GuardTable", Guard("g"), GuardTTLAttribute},
 		{"ConversionTable", Conversion("c"), ConversionTTLAttribute},
 		{"ReceiptsTable", Receipts("r"), ReceiptsTTLAttribute},
+		{"SealKeysTable", SealKeys("s"), SealKeysTTLAttribute},
 	}
 	for _, tc := range cases {
 		t.Run(tc.logicalID, func(t *testing.T) {

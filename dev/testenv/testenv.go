@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -82,6 +83,19 @@ func S3(t testing.TB) *s3.Client {
 	client := s3client.New(Config(), endpoint(t, emulator.EnvSQSEndpoint))
 	probe(t, "S3", func(ctx context.Context) error {
 		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		return err
+	})
+	return client
+}
+
+// KMS returns a KMS client for moto_server at RESETNOTIFY_SQS_ENDPOINT (moto serves every
+// service on one port), skipping or failing t as for SQS.
+func KMS(t testing.TB) *kms.Client {
+	t.Helper()
+	at := endpoint(t, emulator.EnvSQSEndpoint)
+	client := kms.NewFromConfig(Config(), func(o *kms.Options) { o.BaseEndpoint = aws.String(at) })
+	probe(t, "KMS", func(ctx context.Context) error {
+		_, err := client.ListKeys(ctx, &kms.ListKeysInput{Limit: aws.Int32(1)})
 		return err
 	})
 	return client

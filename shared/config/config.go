@@ -34,6 +34,7 @@ const (
 	EnvMaxAheadHours          = "MAX_AHEAD_HOURS"
 	EnvSealKMSKeyID           = "SEAL_KMS_KEY_ID"
 	EnvSealLocalKey           = "SEAL_LOCAL_KEY"
+	EnvSealKeysTable          = "SEAL_KEYS_TABLE" // the KMS data keys' table (with SEAL_KMS_KEY_ID)
 	EnvDestinationPepper      = "DESTINATION_PEPPER"
 	EnvDestinationPepperParam = "DESTINATION_PEPPER_PARAM"
 	// The request fingerprint's HMAC key: the value itself locally, the name of an SSM
@@ -151,6 +152,9 @@ type Config struct {
 	Policy notify.Policy
 	// SealKMSKeyID is the KMS key for envelope encryption in AWS; empty locally.
 	SealKMSKeyID string
+	// SealKeysTable is the seal-keys table the KMS data keys are kept in; required with
+	// SealKMSKeyID, empty locally.
+	SealKeysTable string
 	// SealLocalKey is the AES-256 key used instead of KMS in local runs; nil in AWS.
 	SealLocalKey []byte
 	// DestinationPepper is the secret of the destination fingerprint HMAC.
@@ -208,8 +212,9 @@ func Load(getenv func(string) string, need Need) (Config, error) {
 		ReconcileQueueURL:  r.required(NeedReconcileQueue, EnvReconcileQueueURL),
 		Policy:             r.policy(),
 		SealKMSKeyID:       r.get(EnvSealKMSKeyID),
+		SealKeysTable:      r.get(EnvSealKeysTable),
 	}
-	c.SealLocalKey = r.sealing(c.SealKMSKeyID)
+	c.SealLocalKey = r.sealing(c.SealKMSKeyID, c.SealKeysTable)
 	c.DestinationPepper, c.DestinationPepperParam = r.pepper()
 	c.FingerprintKey, c.FingerprintKeyParam = r.fingerprintKey()
 	r.keysDiffer(c)
@@ -307,8 +312,8 @@ func (r *reader) positiveCount(name string, out *int) {
 }
 
 // sealing reads SEAL_LOCAL_KEY and checks that exactly one of it and kmsKeyID is set when
-// sealing is needed.
-func (r *reader) sealing(kmsKeyID string) []byte {
+// sealing is needed, and SEAL_KEYS_TABLE (keysTable) with kmsKeyID.
+func (r *reader) sealing(kmsKeyID, keysTable string) []byte {
 	var key []byte
 	if v := r.get(EnvSealLocalKey); v != "" {
 		var err error
@@ -322,6 +327,8 @@ func (r *reader) sealing(kmsKeyID string) []byte {
 		r.errs = append(r.errs, fmt.Errorf("set only one of %s and %s", EnvSealKMSKeyID, EnvSealLocalKey))
 	case kmsKeyID == "" && key == nil && r.need&NeedSealing != 0:
 		r.errs = append(r.errs, fmt.Errorf("%s (in AWS) or %s (locally) is required", EnvSealKMSKeyID, EnvSealLocalKey))
+	case kmsKeyID != "" && keysTable == "" && r.need&NeedSealing != 0:
+		r.errs = append(r.errs, fmt.Errorf("%s is required with %s: the data keys are kept there, not in every record", EnvSealKeysTable, EnvSealKMSKeyID))
 	}
 	return key
 }

@@ -69,6 +69,7 @@ func TestLoadEverything(t *testing.T) {
 		config.EnvStatusGraceHours:     "48",
 		config.EnvMaxAheadHours:        "2",
 		config.EnvSealKMSKeyID:         "alias/resetnotify",
+		config.EnvSealKeysTable:        "s",
 		config.EnvDestinationPepper:    pepper,
 		config.EnvFingerprintKeyParam:  "/resetnotify/request-fingerprint-key",
 		config.EnvLogLevel:             "DEBUG",
@@ -101,7 +102,7 @@ func TestLoadEverything(t *testing.T) {
 	wantPolicy.MaxAhead = 2 * time.Hour
 	want := config.Config{
 		NotificationsTable: "n", AuditTable: "a", AuditRetention: 30 * 24 * time.Hour, DispatchQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/q",
-		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", DestinationPepper: []byte(pepper),
+		Policy: wantPolicy, SealKMSKeyID: "alias/resetnotify", SealKeysTable: "s", DestinationPepper: []byte(pepper),
 		FingerprintKeyParam: "/resetnotify/request-fingerprint-key",
 		GuardTable:          "g", Guard: notify.GuardLimits{PerHour: 3, PerDay: 0, PrefixDigits: 7, PrefixPerMinute: 40},
 		GuardDecision:      250 * time.Millisecond,
@@ -168,6 +169,10 @@ func TestLoadErrors(t *testing.T) {
 		}, config.NeedIntake, []string{config.EnvMaxAheadHours, config.EnvSafetyMarginSeconds}},
 		{"no sealing key", func(e map[string]string) { delete(e, config.EnvSealLocalKey) }, config.NeedIntake, []string{config.EnvSealKMSKeyID, config.EnvSealLocalKey}},
 		{"both sealing keys", func(e map[string]string) { e[config.EnvSealKMSKeyID] = "alias/k" }, config.NeedIntake, []string{config.EnvSealKMSKeyID, config.EnvSealLocalKey}},
+		{"KMS key without the seal-keys table", func(e map[string]string) {
+			delete(e, config.EnvSealLocalKey)
+			e[config.EnvSealKMSKeyID] = "alias/k"
+		}, config.NeedIntake, []string{config.EnvSealKeysTable, config.EnvSealKMSKeyID}},
 		{"local key not base64", func(e map[string]string) { e[config.EnvSealLocalKey] = "not base64!" }, config.NeedIntake, []string{config.EnvSealLocalKey}},
 		{"local key too short", func(e map[string]string) { e[config.EnvSealLocalKey] = "c2hvcnQ=" }, config.NeedIntake, []string{config.EnvSealLocalKey}},
 		{"missing pepper", func(e map[string]string) { delete(e, config.EnvDestinationPepper) }, config.NeedIntake, []string{config.EnvDestinationPepper}},

@@ -3,10 +3,12 @@ package seal
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
@@ -32,37 +34,124 @@ func EncryptionContext() map[string]string { return maps.Clone(encryptionContext
 // DefaultKMSCacheSize bounds how many decrypted data keys KMSKeys keeps.
 const DefaultKMSCacheSize = 256
 
-// KMSKeys is a KeySource using AWS KMS envelope encryption. The first Seal in a process calls
-// GenerateDataKey once; that data key seals everything the process seals afterwards, and its
-// KMS-encrypted form is the reference stored in each envelope. Opening calls Decrypt once per
-// distinct encrypted data key and keeps the result in memory, so a warm function seldom calls
-// KMS at all. It is safe for concurrent use.
+// KeyRefSize is the length of the reference a KindKMSStored envelope carries: a random ID of
+// the data key, whose KMS-encrypted form is held once in a KeyStore.
+const KeyRefSize = 16
+
+// DefaultKeyMaxAge is how long a process seals with one stored data key before it makes the
+// next: one GenerateDataKey and one KeyStore put per sealing instance and hour at most.
+const DefaultKeyMaxAge = time.Hour
+
+// KeyRetention is how long a stored data key is kept past the last moment it may seal (its
+// creation plus the maximum age): longer than any record that may hold an envelope of it lives
+// (expires_at at most MAX_AHEAD_HOURS, 24 h by default, after admission, plus the status grace,
+// 24 h), so no record outlives its key. The key store's TTL removes it afterwards.
+const KeyRetention = 7 * 24 * time.Hour
+
+// KeyStore keeps the KMS-encrypted form of data keys under their KeyRefSize-byte IDs (the
+// seal-keys table in AWS; shared/sealkeys). It never holds a plaintext key.
+type KeyStore interface {
+	// PutKey stores encrypted under id once; an id already stored is an error (ids are random,
+	// so it never is), never overwritten. expiresAt is when the store may forget it.
+	PutKey(ctx context.Context, id, encrypted []byte, expiresAt time.Time) error
+	// GetKey returns what PutKey stored under id, read strongly consistently (an envelope can
+	// be opened right after it was sealed), or an error wrapping ErrUnknownKey when nothing is.
+	GetKey(ctx context.Context, id []byte) ([]byte, error)
+}
+
+// KindOpener is a KeySource that opens envelopes of more than its own kind (KMSKeys: the
+// envelopes that carry their encrypted data key, written before the key store).
+type KindOpener interface {
+	// Opens reports whether the source can supply the keys of kind.
+	Opens(kind KeyKind) bool
+	// KeyOf is Key for an envelope of kind.
+	KeyOf(ctx context.Context, kind KeyKind, ref []byte) ([]byte, error)
+}
+
+// KMSKeys is a KeySource using AWS KMS envelope encryption. A sealing process calls
+// GenerateDataKey once per data key and seals with it until it is DefaultKeyMaxAge old.
+//
+// With a KeyStore (as deployed: NewStoredKMSKeys), the envelope names the data key by a random
+// 16-byte ID (KindKMSStored) and the key's KMS-encrypted form (~184 bytes) is put once in the
+// store, not in every record. Without one (NewKMSKeys), the envelope carries the encrypted data
+// key itself (KindKMS, the format before the store), and a process keeps its first data key
+// for ever. Either way, opening reads the encrypted key (from the envelope or, on a cache miss,
+// the store), calls Decrypt once per distinct data key and keeps the result in memory, so a
+// warm function seldom calls KMS or the store at all; envelopes of both kinds open. It is safe
+// for concurrent use.
 type KMSKeys struct {
 	client    KMSAPI
 	keyID     string
+	store     KeyStore
+	maxAge    time.Duration
+	now       func() time.Time
 	cacheSize int
 
-	mu      sync.Mutex
-	current *DataKey
-	cache   map[string][]byte // encrypted data key -> plaintext
+	mu       sync.Mutex
+	current  *DataKey
+	madeAt   time.Time
+	cache    map[string][]byte // kind byte + reference -> plaintext
+	inflight map[string]*fetch // the same, while one caller fetches it
 }
 
-var _ KeySource = (*KMSKeys)(nil)
+// fetch is one caller's fetch of a data key that others wait for: a batch's messages, opened
+// concurrently on a cold start, cost one read and one Decrypt, not one each.
+type fetch struct {
+	done chan struct{}
+	key  []byte
+	err  error
+}
 
-// NewKMSKeys returns a source over the KMS key keyID (ID, ARN or alias).
+var (
+	_ KeySource  = (*KMSKeys)(nil)
+	_ KindOpener = (*KMSKeys)(nil)
+)
+
+// NewKMSKeys returns a source over the KMS key keyID (ID, ARN or alias) that writes the
+// encrypted data key into every envelope (KindKMS). The functions use NewStoredKMSKeys.
 func NewKMSKeys(client KMSAPI, keyID string) *KMSKeys {
-	return &KMSKeys{client: client, keyID: keyID, cacheSize: DefaultKMSCacheSize, cache: map[string][]byte{}}
+	return &KMSKeys{client: client, keyID: keyID, cacheSize: DefaultKMSCacheSize, cache: map[string][]byte{}, inflight: map[string]*fetch{}, now: time.Now}
 }
 
-// Kind returns KindKMS.
-func (k *KMSKeys) Kind() KeyKind { return KindKMS }
+// NewStoredKMSKeys returns a source over the KMS key keyID whose envelopes name their data key
+// by a short ID, its encrypted form kept in store (KindKMSStored); a data key seals for at most
+// maxAge (DefaultKeyMaxAge when 0).
+func NewStoredKMSKeys(client KMSAPI, keyID string, store KeyStore, maxAge time.Duration) *KMSKeys {
+	k := NewKMSKeys(client, keyID)
+	k.store, k.maxAge = store, maxAge
+	if k.maxAge <= 0 {
+		k.maxAge = DefaultKeyMaxAge
+	}
+	return k
+}
 
-// Current returns this process's data key, generating it on first use. A failed
-// GenerateDataKey is not remembered: the next call tries again.
+// WithClock makes k read the time from now (tests of the rotation).
+func (k *KMSKeys) WithClock(now func() time.Time) *KMSKeys {
+	k.now = now
+	return k
+}
+
+// Kind returns KindKMSStored with a key store, KindKMS without.
+func (k *KMSKeys) Kind() KeyKind {
+	if k.store != nil {
+		return KindKMSStored
+	}
+	return KindKMS
+}
+
+// Opens reports whether k opens envelopes of kind: KindKMS always, KindKMSStored with a store.
+func (k *KMSKeys) Opens(kind KeyKind) bool {
+	return kind == KindKMS || (kind == KindKMSStored && k.store != nil)
+}
+
+// Current returns the data key to seal with, generating one on first use and, with a store,
+// once the current one is maxAge old; a new stored key is put in the store before it seals
+// anything. A failed GenerateDataKey or put is not remembered: the next call tries again.
 func (k *KMSKeys) Current(ctx context.Context) (DataKey, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.current != nil {
+	now := k.now()
+	if k.current != nil && (k.store == nil || now.Sub(k.madeAt) < k.maxAge) {
 		return *k.current, nil
 	}
 	out, err := k.client.GenerateDataKey(ctx, &kms.GenerateDataKeyInput{
@@ -77,22 +166,75 @@ func (k *KMSKeys) Current(ctx context.Context) (DataKey, error) {
 		return DataKey{}, fmt.Errorf("seal.kms generate data key: got %d-byte key", len(out.Plaintext))
 	}
 	dk := DataKey{Ref: bytes.Clone(out.CiphertextBlob), Key: bytes.Clone(out.Plaintext)}
-	k.current = &dk
-	k.remember(dk.Ref, dk.Key)
+	if k.store != nil {
+		id := make([]byte, KeyRefSize)
+		if _, err := rand.Read(id); err != nil {
+			return DataKey{}, fmt.Errorf("seal.kms data key id: %w", err)
+		}
+		if err := k.store.PutKey(ctx, id, dk.Ref, now.Add(k.maxAge+KeyRetention)); err != nil {
+			return DataKey{}, fmt.Errorf("seal.kms store data key: %w", err)
+		}
+		dk.Ref = id
+	}
+	k.current, k.madeAt = &dk, now
+	k.remember(cacheKey(k.Kind(), dk.Ref), dk.Key)
 	return dk, nil
 }
 
-// Key returns the plaintext of the encrypted data key ref, from the cache or from KMS Decrypt.
-// A ref that KMS refuses as invalid ciphertext gives an error wrapping ErrUnknownKey.
+// Key returns the data key ref names in an envelope of k's own kind.
 func (k *KMSKeys) Key(ctx context.Context, ref []byte) ([]byte, error) {
+	return k.KeyOf(ctx, k.Kind(), ref)
+}
+
+// KeyOf returns the plaintext of the data key ref names in an envelope of kind: from the cache,
+// else from KMS Decrypt of the encrypted key (the ref itself for KindKMS; what the store holds
+// under the ref for KindKMSStored), fetched by one caller while concurrent callers for the same
+// key wait for it. A ref that KMS refuses as invalid ciphertext, or that the store does not
+// hold, gives an error wrapping ErrUnknownKey; other failures are transient (not remembered).
+func (k *KMSKeys) KeyOf(ctx context.Context, kind KeyKind, ref []byte) ([]byte, error) {
+	if !k.Opens(kind) {
+		return nil, fmt.Errorf("seal.kms: %s envelope: %w", kind, ErrUnknownKey)
+	}
+	ck := cacheKey(kind, ref)
 	k.mu.Lock()
-	key, ok := k.cache[string(ref)]
-	k.mu.Unlock()
-	if ok {
+	if key, ok := k.cache[ck]; ok {
+		k.mu.Unlock()
 		return key, nil
 	}
+	if f, ok := k.inflight[ck]; ok {
+		k.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.key, f.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("seal.kms data key: %w", ctx.Err())
+		}
+	}
+	f := &fetch{done: make(chan struct{})}
+	k.inflight[ck] = f
+	k.mu.Unlock()
+	f.key, f.err = k.fetch(ctx, kind, ref)
+	k.mu.Lock()
+	delete(k.inflight, ck)
+	if f.err == nil {
+		k.remember(ck, f.key)
+	}
+	k.mu.Unlock()
+	close(f.done)
+	return f.key, f.err
+}
+
+// fetch reads and decrypts the data key ref names in an envelope of kind.
+func (k *KMSKeys) fetch(ctx context.Context, kind KeyKind, ref []byte) ([]byte, error) {
+	encrypted := ref
+	if kind == KindKMSStored {
+		var err error
+		if encrypted, err = k.store.GetKey(ctx, ref); err != nil {
+			return nil, fmt.Errorf("seal.kms data key %x: %w", ref, err)
+		}
+	}
 	out, err := k.client.Decrypt(ctx, &kms.DecryptInput{
-		CiphertextBlob:    ref,
+		CiphertextBlob:    encrypted,
 		KeyId:             aws.String(k.keyID),
 		EncryptionContext: encryptionContext,
 	})
@@ -106,22 +248,20 @@ func (k *KMSKeys) Key(ctx context.Context, ref []byte) ([]byte, error) {
 	if len(out.Plaintext) != DataKeySize {
 		return nil, fmt.Errorf("seal.kms decrypt data key: got %d-byte key", len(out.Plaintext))
 	}
-	key = bytes.Clone(out.Plaintext)
-	k.mu.Lock()
-	k.remember(bytes.Clone(ref), key)
-	k.mu.Unlock()
-	return key, nil
+	return bytes.Clone(out.Plaintext), nil
 }
+
+func cacheKey(kind KeyKind, ref []byte) string { return string(append([]byte{byte(kind)}, ref...)) }
 
 // remember caches a data key; k.mu must be held. When the cache is full it is emptied but
 // for the current key: keys are cheap to fetch again and a full cache is rare (one data key
-// per cold start of a sealing function).
-func (k *KMSKeys) remember(ref, key []byte) {
+// per cold start, or per hour, of a sealing function).
+func (k *KMSKeys) remember(ck string, key []byte) {
 	if len(k.cache) >= k.cacheSize {
 		clear(k.cache)
 		if k.current != nil {
-			k.cache[string(k.current.Ref)] = k.current.Key
+			k.cache[cacheKey(k.Kind(), k.current.Ref)] = k.current.Key
 		}
 	}
-	k.cache[string(ref)] = key
+	k.cache[ck] = key
 }

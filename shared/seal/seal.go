@@ -7,16 +7,18 @@
 //
 //	offset  size  field
 //	0       1     format version: 2 (1 before: JSON plaintext, still read; see plaintext.go)
-//	1       1     key kind (1 static, 2 KMS)
+//	1       1     key kind (1 static, 2 KMS with the data key inside, 3 KMS with a stored data key)
 //	2       2     length n of the key reference, big-endian
-//	4       n     key reference: a static key's ID, or the KMS-encrypted data key
+//	4       n     key reference: a static key's 8-byte ID; the KMS-encrypted data key (kind 2,
+//	              ~184 bytes, written before the key store and still opened); or the 16-byte
+//	              random ID of a data key whose KMS-encrypted form is in the key store (kind 3)
 //	4+n     12    GCM nonce, random
 //	16+n    rest  ciphertext and 16-byte GCM tag of the notify.Secret (plaintext.go)
 //
 // The associated data is the envelope header (bytes 0 to 4+n) followed by the idempotency
 // key, so a payload cannot be moved to another record, nor its header altered, without Open
 // failing. Keys come from a KeySource: StaticKey for local runs, KMSKeys (envelope encryption
-// with one data key per cold start) in AWS.
+// with one data key per cold start and hour, kept once in the seal-keys table) in AWS.
 package seal
 
 import (
@@ -40,7 +42,10 @@ type KeyKind byte
 // The key kinds.
 const (
 	KindStatic KeyKind = 1
-	KindKMS    KeyKind = 2
+	// KindKMS envelopes carry their KMS-encrypted data key (the format before the key store).
+	KindKMS KeyKind = 2
+	// KindKMSStored envelopes carry a 16-byte ID of a data key held once in a KeyStore.
+	KindKMSStored KeyKind = 3
 )
 
 func (k KeyKind) String() string {
@@ -49,6 +54,8 @@ func (k KeyKind) String() string {
 		return "static"
 	case KindKMS:
 		return "kms"
+	case KindKMSStored:
+		return "kms-stored"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
@@ -140,14 +147,22 @@ func (b *Box) Open(ctx context.Context, key string, sealed []byte) (notify.Secre
 	if sealed[0] != Version && sealed[0] != versionJSON {
 		return notify.Secret{}, fmt.Errorf("seal.open %s: envelope version %d: %w", key, sealed[0], ErrOpen)
 	}
-	if kind := KeyKind(sealed[1]); kind != b.src.Kind() {
+	kind := KeyKind(sealed[1])
+	multi, _ := b.src.(KindOpener)
+	if kind != b.src.Kind() && (multi == nil || !multi.Opens(kind)) {
 		return notify.Secret{}, fmt.Errorf("seal.open %s: sealed with a %s key, this box holds %s keys: %w", key, kind, b.src.Kind(), ErrOpen)
 	}
 	hlen := headerFixed + int(binary.BigEndian.Uint16(sealed[2:4]))
 	if len(sealed) < hlen+nonceSize+tagSize {
 		return notify.Secret{}, fmt.Errorf("seal.open %s: short envelope: %w", key, ErrOpen)
 	}
-	dataKey, err := b.src.Key(ctx, sealed[headerFixed:hlen])
+	var dataKey []byte
+	var err error
+	if multi != nil {
+		dataKey, err = multi.KeyOf(ctx, kind, sealed[headerFixed:hlen])
+	} else {
+		dataKey, err = b.src.Key(ctx, sealed[headerFixed:hlen])
+	}
 	if errors.Is(err, ErrUnknownKey) {
 		return notify.Secret{}, fmt.Errorf("seal.open %s: %w: %w", key, ErrOpen, err)
 	}

@@ -54,9 +54,13 @@ func sources(t *testing.T) map[string]func() seal.KeySource {
 	t.Helper()
 	static := staticSource(t, randomKey(t))
 	fake := newFakeKMS(t)
+	store := newMemStore()
 	return map[string]func() seal.KeySource{
 		"static": func() seal.KeySource { return static },
 		"kms":    func() seal.KeySource { return seal.NewKMSKeys(fake, fakeKeyARN) },
+		"kms-stored": func() seal.KeySource {
+			return seal.NewStoredKMSKeys(fake, fakeKeyARN, store, 0)
+		},
 	}
 }
 

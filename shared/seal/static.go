@@ -76,10 +76,14 @@ func keyID(key []byte) []byte {
 }
 
 // Source returns the key source a function runs with: KMS envelope encryption under kmsKeyID
-// when it is set (AWS), else the static localKey (local runs and tests).
-func Source(client KMSAPI, kmsKeyID string, localKey []byte) (KeySource, error) {
+// when it is set (AWS), its data keys kept in store (NewStoredKMSKeys; without a store, in
+// every envelope), else the static localKey (local runs and tests).
+func Source(client KMSAPI, kmsKeyID string, store KeyStore, localKey []byte) (KeySource, error) {
 	if kmsKeyID != "" {
-		return NewKMSKeys(client, kmsKeyID), nil
+		if store == nil {
+			return NewKMSKeys(client, kmsKeyID), nil
+		}
+		return NewStoredKMSKeys(client, kmsKeyID, store, 0), nil
 	}
 	keys, err := NewStaticKey(localKey)
 	if err != nil {

@@ -236,4 +236,18 @@ type Names struct {
 	Guard string
 	// Conversions is optional: when empty, tablesetup.Create makes no conversion table.
 	Conversions string
+	// SealKeys is optional: when empty, tablesetup.Create makes no seal-keys table.
+	SealKeys string
 }
+
+// Attributes of the seal-keys table: one item per data key the intake seals with (one per
+// intake instance and hour at most), holding its KMS-encrypted form, never a plaintext key.
+// The key is SealKeyID, the hex of the 16-byte ID every envelope sealed with it names (see
+// shared/seal). Written once by intake (attribute_not_exists), read by dispatch on a cache
+// miss; SealKeyTTL (epoch seconds) outlasts every record the key may have sealed.
+const (
+	SealKeyID        = "key_id"
+	SealKeyEncrypted = "encrypted_key"
+	SealKeyCreatedAt = "created_at"
+	SealKeyTTL       = "ttl"
+)

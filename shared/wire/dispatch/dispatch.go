@@ -1,5 +1,5 @@
 // Package dispatch assembles the dispatch function on the dispatch queue: the DynamoDB store,
-// the opener (KMS in AWS, the local key otherwise), the renderer with the configured segment
+// the opener (KMS in AWS, its data keys read from the seal-keys table; the local key otherwise), the renderer with the configured segment
 // budget, the provider's Sender and the SQS scheduler. Its SQS handler reports partial batch
 // failures.
 package dispatch
@@ -21,6 +21,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/sealkeys"
 	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/wire"
 	workercorewire "github.com/resetnotify/resetnotify/shared/wire/workercore"
@@ -53,7 +54,11 @@ func Build(ctx context.Context, w workercorewire.Wiring) (*dispatch.Dispatcher, 
 	if err := w.SMS.CheckProtect(); err != nil {
 		return nil, fmt.Errorf("wire.dispatch: %w", err)
 	}
-	keys, err := seal.Source(kms.NewFromConfig(w.AWS), w.Config.SealKMSKeyID, w.Config.SealLocalKey)
+	var store seal.KeyStore
+	if w.Config.SealKeysTable != "" {
+		store = sealkeys.New(awsclient.DynamoDB(w.AWS, w.DynamoDBEndpoint), w.Config.SealKeysTable)
+	}
+	keys, err := seal.Source(kms.NewFromConfig(w.AWS), w.Config.SealKMSKeyID, store, w.Config.SealLocalKey)
 	if err != nil {
 		return nil, fmt.Errorf("wire.dispatch: %s: %w", config.EnvSealLocalKey, err)
 	}

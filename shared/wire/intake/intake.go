@@ -27,6 +27,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/phoneregion"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
+	"github.com/resetnotify/resetnotify/shared/sealkeys"
 	"github.com/resetnotify/resetnotify/shared/secretparam"
 	"github.com/resetnotify/resetnotify/shared/smsfeedback"
 	"github.com/resetnotify/resetnotify/shared/sqsqueue"
@@ -61,7 +62,11 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 // Service wires the admission service from cfg: what New puts behind the handler, also used
 // by the benchmark to measure admission as deployed.
 func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify.Intake, error) {
-	keys, err := seal.Source(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID, cfg.SealLocalKey)
+	var store seal.KeyStore
+	if cfg.SealKeysTable != "" {
+		store = sealkeys.New(awsclient.DynamoDB(awsCfg, ""), cfg.SealKeysTable)
+	}
+	keys, err := seal.Source(kms.NewFromConfig(awsCfg), cfg.SealKMSKeyID, store, cfg.SealLocalKey)
 	if err != nil {
 		return nil, fmt.Errorf("wire.intake %s: %w", config.EnvSealLocalKey, err)
 	}

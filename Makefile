@@ -114,6 +114,18 @@ emulator-e2e: ## Deploy template.yaml to MiniStack with the SAM CLI, run the bla
 faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (cmd/faultproxy): faults on, the invariants hold; conditions off, they break; functions killed mid-invocation recover.
 	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go test -count=1 -v -run 'TestDeployedStackThroughTheProxy|TestFunctionsKilledMidInvocation' ./dev/faultproxy/
 
+# GAMEDAY_OUT is where the game days write their reports (gameday.md, gameday.json, a PNG chart
+# per scenario), one folder per run; git ignores it.
+GAMEDAY_OUT ?= gameday-reports
+
+.PHONY: gameday
+gameday: ## Game day: deploy to MiniStack behind the fault proxy, run every scenario (about 2 hours); report in gameday-reports/<UTC time>/.
+	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go run ./cmd/gameday -out $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
+
+.PHONY: gameday-ci
+gameday-ci: ## The short game day of .ci/run: 3 scenarios side by side (about 10 min); report in gameday-reports/ci-<UTC time>/.
+	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go run ./cmd/gameday -ci -out $(GAMEDAY_OUT)/ci-$$(date -u +%Y%m%dT%H%M%SZ)
+
 .PHONY: deploy
 deploy: ## Build for the template's Architecture and run a guided `sam deploy` to AWS (samconfig.toml).
 	./infra/install-tools.sh sam

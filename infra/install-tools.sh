@@ -28,6 +28,11 @@ SAM_REQUIREMENT="aws-sam-cli==1.170.0"
 # MiniStack applies the SAM transform with aws-sam-translator (the version cfn-lint pins here)
 # and needs cryptography for KMS; its "full" extra would add Docker and database clients too.
 MINISTACK_REQUIREMENTS=("ministack==1.5.33" "aws-sam-translator==1.115.0" "cryptography==50.0.2")
+# MiniStack answers CloudWatch's rpc-v2-cbor protocol (the current Go SDK's and AWS CLI's
+# CloudWatch clients: DescribeAlarms, GetMetricData) with cbor2, which its package lists only as
+# a test extra. Installed beside the stamped requirements, so that a venv without it is topped
+# up rather than rebuilt under a MiniStack that may be running.
+MINISTACK_CBOR="cbor2==5.6.5"
 # The Lambda Runtime Interface Emulator, from the Go module proxy: make local runs each
 # function's real bootstrap under it.
 RIE_MODULE="github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
@@ -122,6 +127,8 @@ install_api_venv
 install_pyvenv checkov-venv checkov "${CHECKOV_REQUIREMENTS[@]}"
 install_rie
 install_pyvenv ministack ministack "${MINISTACK_REQUIREMENTS[@]}"
+"$tools/ministack/bin/python" -c 'import cbor2' 2>/dev/null ||
+  "$tools/ministack/bin/python" -m pip install --quiet --disable-pip-version-check "$MINISTACK_CBOR"
 case "${1:-}" in
   "") ;;
   sam) install_pyvenv sam sam "$SAM_REQUIREMENT" ;;

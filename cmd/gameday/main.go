@@ -1,0 +1,165 @@
+// Command gameday runs game days on the stack infra/emulator.sh deploys to MiniStack: platform
+// faults through the fault proxy and provider faults through the SMS simulators, under a steady
+// load, checking that the alarms each scenario's runbook names fire and clear, that no other
+// fires, and that the service's invariants hold (package dev/gameday). Run it as the command of
+// the emulator script, with the proxy:
+//
+//	RESETNOTIFY_FAULT_PROXY=1 infra/emulator.sh go run ./cmd/gameday [flags]
+//
+// (make gameday: every scenario; make gameday-ci: the short game day of .ci/run). It writes
+// gameday.md, gameday.json and a PNG chart per scenario into -out, prints the report's figures
+// as name=value lines, and exits 1 when a scenario did not pass.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/resetnotify/resetnotify/dev/faultproxy"
+	"github.com/resetnotify/resetnotify/dev/gameday"
+)
+
+// ciScenarios is the short game day of .ci/run, run side by side: their alarms have one-minute
+// periods, so they fire within minutes and clear within minutes more, and two of them are
+// platform faults (through the proxy, under rules that do not overlap).
+var ciScenarios = []string{"pumping-velocity", "digest-failing", "dynamodb-throttling"}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gameday:", err)
+		os.Exit(1)
+	}
+}
+
+// selectScenarios returns the scenarios of the comma-separated list ("all": every one), or
+// the short game day's.
+func selectScenarios(all []gameday.Scenario, list string, ci bool) ([]gameday.Scenario, error) {
+	if list == "all" && !ci {
+		return all, nil
+	}
+	names := strings.Split(list, ",")
+	if ci {
+		names = ciScenarios
+	}
+	var scs []gameday.Scenario
+	for _, sc := range all {
+		if slices.Contains(names, sc.Name) {
+			scs = append(scs, sc)
+		}
+	}
+	if len(scs) != len(names) {
+		return nil, fmt.Errorf("unknown scenario in %v (-list lists them)", names)
+	}
+	return scs, nil
+}
+
+// run is the command. It is long because it is the command's whole sequence, read top to
+// bottom: flags, stack, evaluator, scenarios, charts, report and figures.
+func run() error {
+	var (
+		list     = flag.String("scenarios", "all", "comma-separated scenarios to run, one after the other, or all")
+		ci       = flag.Bool("ci", false, "the short game day: "+strings.Join(ciScenarios, ", ")+", side by side at -scale")
+		scale    = flag.Float64("scale", 1, "multiplies each scenario's fault duration")
+		out      = flag.String("out", "", "report folder (default gameday-reports/<UTC time>)")
+		stack    = flag.String("stack", "resetnotify-e2e", "the CloudFormation stack (infra/emulator.sh's)")
+		listOnly = flag.Bool("list", false, "list the scenarios and exit")
+	)
+	flag.Parse()
+	all := gameday.Scenarios()
+	if *listOnly {
+		for _, sc := range all {
+			fmt.Printf("%-24s %s\n", sc.Name, sc.Proves)
+		}
+		return nil
+	}
+	scs, err := selectScenarios(all, *list, *ci)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("gameday-reports", time.Now().UTC().Format("20060102T150405Z"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "gameday")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	s, err := gameday.StackFromEnv(ctx, *stack, tmp)
+	if err != nil {
+		return err
+	}
+	if err := s.LearnMargin(ctx); err != nil {
+		return err
+	}
+	r := &gameday.Run{S: s, Scale: *scale, Logf: func(f string, a ...any) {
+		fmt.Printf("%s %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(f, a...))
+	}}
+	if s.FaultProxy != "" {
+		r.Proxy = faultproxy.NewClient(s.FaultProxy)
+	}
+	defs, err := gameday.AlarmDefs(ctx, s)
+	if err != nil {
+		return fmt.Errorf("read the deployed alarms: %w", err)
+	}
+	r.Defs = map[string]gameday.AlarmDef{}
+	for name, d := range defs {
+		r.Defs[gameday.LogicalName(*stack, name)] = d
+	}
+	watcher, evaluator, err := newWatcher(ctx, s)
+	if err != nil {
+		return err
+	}
+	r.Watcher = watcher
+	rep := &gameday.Report{Stack: *stack, Started: time.Now().UTC(), Scale: *scale, Evaluator: evaluator}
+	stopPolling := r.StartPolling(ctx)
+	clear := func() {
+		if r.Proxy != nil {
+			if err := r.Proxy.Clear(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "gameday: clear the proxy's rules:", err)
+			}
+		}
+	}
+	if *ci {
+		rep.Results = r.ExecuteTogether(ctx, scs)
+		clear()
+	} else {
+		for _, sc := range scs {
+			rep.Results = append(rep.Results, r.Execute(ctx, sc))
+			clear()
+			// Written after each scenario, so an interrupted game day keeps what it saw.
+			rep.Finished = time.Now().UTC()
+			_ = rep.Write(dir)
+		}
+	}
+	stopPolling()
+	for i, sc := range scs {
+		if err := r.DrawChart(ctx, sc, &rep.Results[i], dir); err != nil {
+			rep.Results[i].Errors = append(rep.Results[i].Errors, "chart: "+err.Error())
+		}
+	}
+	rep.Finished = time.Now().UTC()
+	if err := rep.Write(dir); err != nil {
+		return err
+	}
+	fmt.Printf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\n",
+		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends)
+	fmt.Printf("gameday: report in %s\n", filepath.Join(dir, "gameday.md"))
+	if rep.Passed != rep.Scenarios {
+		return fmt.Errorf("%d of %d scenarios did not pass (see %s)", rep.Scenarios-rep.Passed, rep.Scenarios, filepath.Join(dir, "gameday.md"))
+	}
+	return nil
+}

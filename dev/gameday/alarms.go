@@ -1,0 +1,118 @@
+package gameday
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+)
+
+// AlarmDef is what the runner needs of a deployed alarm: its metric, for the chart, and its
+// evaluation window, for "fired within its window".
+type AlarmDef struct {
+	Name       string
+	Namespace  string
+	Metric     string
+	Dimensions map[string]string
+	Stat       string
+	Period     time.Duration
+	Evals      int
+	Threshold  float64
+}
+
+// Window is the alarm's evaluation window: its periods times their number.
+func (a AlarmDef) Window() time.Duration { return a.Period * time.Duration(max(a.Evals, 1)) }
+
+// AlarmTransition is one change of an alarm's state.
+type AlarmTransition struct {
+	Alarm    string    `json:"alarm"`
+	From, To string    `json:"-"`
+	At       time.Time `json:"at"`
+}
+
+// AlarmWatcher evaluates the deployed alarms over time.
+type AlarmWatcher interface {
+	Poll(ctx context.Context, now time.Time) error
+	Transitions() []AlarmTransition
+	// States maps each alarm to its current state (OK, ALARM, INSUFFICIENT_DATA).
+	States() map[string]string
+}
+
+// AlarmDefs reads the stack's alarms from the emulator (DescribeAlarms), by name.
+func AlarmDefs(ctx context.Context, s *Stack) (map[string]AlarmDef, error) {
+	out := map[string]AlarmDef{}
+	p := cloudwatch.NewDescribeAlarmsPaginator(s.CW, &cloudwatch.DescribeAlarmsInput{})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range page.MetricAlarms {
+			d := AlarmDef{
+				Name: aws.ToString(a.AlarmName), Namespace: aws.ToString(a.Namespace), Metric: aws.ToString(a.MetricName),
+				Dimensions: map[string]string{}, Stat: string(a.Statistic), Period: time.Duration(aws.ToInt32(a.Period)) * time.Second,
+				Evals: int(aws.ToInt32(a.EvaluationPeriods)), Threshold: aws.ToFloat64(a.Threshold),
+			}
+			if d.Stat == "" {
+				d.Stat = aws.ToString(a.ExtendedStatistic)
+			}
+			for _, dim := range a.Dimensions {
+				d.Dimensions[aws.ToString(dim.Name)] = aws.ToString(dim.Value)
+			}
+			out[d.Name] = d
+		}
+	}
+	return out, nil
+}
+
+// LogicalName is the template's logical ID of a deployed alarm: CloudFormation names an alarm
+// "<stack>-<LogicalId>-<suffix>", and a logical ID holds no dash.
+func LogicalName(stack, name string) string {
+	n := strings.TrimPrefix(name, stack+"-")
+	if i := strings.Index(n, "-"); i > 0 {
+		n = n[:i]
+	}
+	return n
+}
+
+// NativeWatcher reads the alarms' states as the emulator's own evaluator set them
+// (DescribeAlarms). MiniStack's evaluator ignores dimensions and TreatMissingData, so the game
+// day uses it only where no evaluator of the template's full definitions is available.
+type NativeWatcher struct {
+	s           *Stack
+	states      map[string]string
+	transitions []AlarmTransition
+}
+
+// NewNativeWatcher returns a watcher of the emulator's alarm states.
+func NewNativeWatcher(s *Stack) *NativeWatcher {
+	return &NativeWatcher{s: s, states: map[string]string{}}
+}
+
+// Poll reads every alarm's state and records the changes.
+func (w *NativeWatcher) Poll(ctx context.Context, now time.Time) error {
+	p := cloudwatch.NewDescribeAlarmsPaginator(w.s.CW, &cloudwatch.DescribeAlarmsInput{})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		for _, a := range page.MetricAlarms {
+			name, st := aws.ToString(a.AlarmName), string(a.StateValue)
+			if old := w.states[name]; old != st {
+				w.transitions = append(w.transitions, AlarmTransition{Alarm: name, From: old, To: st, At: now})
+				w.states[name] = st
+			}
+		}
+	}
+	return nil
+}
+
+// Transitions returns every change seen.
+func (w *NativeWatcher) Transitions() []AlarmTransition { return w.transitions }
+
+// States returns the current states.
+func (w *NativeWatcher) States() map[string]string { return maps.Clone(w.states) }

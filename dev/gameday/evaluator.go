@@ -1,0 +1,49 @@
+package gameday
+
+import (
+	"context"
+	"time"
+
+	"github.com/resetnotify/resetnotify/dev/alarmeval"
+)
+
+// Evaluator is the game day's alarm evaluator, for the report: dev/alarmeval, since MiniStack's
+// own evaluator changes the verdicts of the template's alarms (it pools dimension sets, ignores
+// TreatMissingData and M of N; docs/operations.md, "Metrics and alarms locally").
+const Evaluator = "dev/alarmeval (each deployed alarm's full definition from DescribeAlarms, evaluated over GetMetricData)"
+
+// EvalWatcher adapts an alarmeval.Watcher to AlarmWatcher.
+type EvalWatcher struct{ W *alarmeval.Watcher }
+
+// NewEvalWatcher loads the stack's alarms, with their full definitions, and watches them with
+// dev/alarmeval over MiniStack's CloudWatch (alarmeval.MiniStack corrects its pooled queries
+// with no dimensions).
+func NewEvalWatcher(ctx context.Context, s *Stack) (*EvalWatcher, error) {
+	cw := alarmeval.MiniStack(s.CW)
+	alarms, err := alarmeval.LoadDeployed(ctx, cw, s.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	return &EvalWatcher{alarmeval.NewWatcher(cw, alarms)}, nil
+}
+
+// Poll evaluates every alarm at now.
+func (e *EvalWatcher) Poll(ctx context.Context, now time.Time) error { return e.W.Poll(ctx, now) }
+
+// Transitions returns every change seen.
+func (e *EvalWatcher) Transitions() []AlarmTransition {
+	var out []AlarmTransition
+	for _, t := range e.W.Transitions() {
+		out = append(out, AlarmTransition{Alarm: t.Alarm, From: string(t.From), To: string(t.To), At: t.At})
+	}
+	return out
+}
+
+// States returns every alarm's current state.
+func (e *EvalWatcher) States() map[string]string {
+	out := map[string]string{}
+	for k, v := range e.W.States() {
+		out[k] = string(v)
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+package gameday
+
+import (
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeWatcher replays a fixed list of transitions.
+type fakeWatcher struct{ trs []AlarmTransition }
+
+func (f *fakeWatcher) Poll(context.Context, time.Time) error { return nil }
+func (f *fakeWatcher) Transitions() []AlarmTransition        { return f.trs }
+func (f *fakeWatcher) States() map[string]string             { return map[string]string{} }
+
+func TestJudgeAlarms(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)
+	res := Result{Start: t0, FaultStart: t0.Add(time.Minute), FaultEnd: t0.Add(3 * time.Minute), End: t0.Add(12 * time.Minute)}
+	name := func(logical string) string { return "st-" + logical + "-ABC123" }
+	defs := map[string]AlarmDef{
+		"ProviderCoolDownAlarm": {Name: name("ProviderCoolDownAlarm"), Period: 5 * time.Minute, Evals: 1},
+		"DigestErrorsAlarm":     {Name: name("DigestErrorsAlarm"), Period: time.Minute, Evals: 2},
+		"PrefixVelocityAlarm":   {Name: name("PrefixVelocityAlarm"), Period: time.Minute, Evals: 1},
+	}
+	tr := func(alarm, to string, at time.Duration) AlarmTransition {
+		return AlarmTransition{Alarm: name(alarm), To: to, At: t0.Add(at)}
+	}
+	cases := []struct {
+		name   string
+		sc     Scenario
+		trs    []AlarmTransition
+		good   int
+		judged int
+		notes  []string
+	}{
+		{"fired and cleared", Scenario{Expect: []string{"ProviderCoolDownAlarm"}},
+			[]AlarmTransition{tr("ProviderCoolDownAlarm", "ALARM", 2*time.Minute), tr("ProviderCoolDownAlarm", "OK", 8*time.Minute)}, 1, 1, nil},
+		{"never fired", Scenario{Expect: []string{"ProviderCoolDownAlarm"}}, nil, 0, 1, []string{"never went to ALARM"}},
+		{"never cleared", Scenario{Expect: []string{"ProviderCoolDownAlarm"}},
+			[]AlarmTransition{tr("ProviderCoolDownAlarm", "ALARM", 2*time.Minute)}, 0, 1, []string{"never back to OK"}},
+		{"fired too late", Scenario{Expect: []string{"DigestErrorsAlarm"}},
+			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 9*time.Minute), tr("DigestErrorsAlarm", "OK", 10*time.Minute)}, 0, 1, []string{"later than its window"}},
+		{"another alarm fired", Scenario{},
+			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute), tr("PrefixVelocityAlarm", "OK", 4*time.Minute)}, 0, 1, []string{"does not name"}},
+		{"an allowed one fired", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
+			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 1, 1, nil},
+		{"in ALARM from the deployment, then OK", Scenario{},
+			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute)}, 1, 1, nil},
+		{"in ALARM from the deployment, OK, then ALARM again", Scenario{},
+			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute), tr("DigestErrorsAlarm", "ALARM", 4*time.Minute)}, 0, 1, []string{"does not name"}},
+		{"quiet baseline", Scenario{}, []AlarmTransition{tr("DigestErrorsAlarm", "OK", 30*time.Second)}, 1, 1, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &Run{S: &Stack{Name: "st"}, Defs: defs, Watcher: &fakeWatcher{c.trs}}
+			res := res
+			r.judgeAlarms(c.sc, &res)
+			if res.alarmsGood() != c.good || res.alarmsJudged() != c.judged {
+				t.Errorf("%d of %d as expected, want %d of %d: %+v", res.alarmsGood(), res.alarmsJudged(), c.good, c.judged, res.Alarms)
+			}
+			for _, n := range c.notes {
+				found := false
+				for _, a := range res.Alarms {
+					found = found || strings.Contains(a.Note, n)
+				}
+				if !found {
+					t.Errorf("no alarm note says %q: %+v", n, res.Alarms)
+				}
+			}
+		})
+	}
+}
+
+func TestReportFigures(t *testing.T) {
+	rep := &Report{Results: []Result{
+		{Name: "a", Passed: true, Faults: map[string]int64{"throttle": 40}, Alarms: []AlarmResult{{Name: "X", Expected: true, AsExpected: true}}},
+		{Name: "b", Faults: map[string]int64{"kill": 3, "throttle": 1}, Alarms: []AlarmResult{{Name: "Y", AsExpected: false}, {Name: "Z", Expected: true, AsExpected: true}},
+			Invariants: Invariants{Violations: []string{"one", "two"}}},
+		{Name: "c", Passed: true},
+	}}
+	rep.Summarize()
+	if rep.Scenarios != 3 || rep.InvariantViolations != 2 || rep.FaultsInjected != 44 || rep.Passed != 2 {
+		t.Errorf("figures %+v", rep)
+	}
+	// a: 1/1, b: 1/2, c (quiet, none expected): 1/1.
+	if want := 3.0 / 4; rep.AlarmsAsExpected != want {
+		t.Errorf("alarms as expected %v, want %v", rep.AlarmsAsExpected, want)
+	}
+	md := rep.Markdown()
+	for _, want := range []string{"`gameday_invariant_violations` | 2", "kill 3, throttle 1", "**not as expected**", "- violation: two"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the Markdown report does not say %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestLogicalName(t *testing.T) {
+	for in, want := range map[string]string{
+		"resetnotify-e2e-ProviderCoolDownAlarm-1A2B3C": "ProviderCoolDownAlarm",
+		"resetnotify-e2e-DigestErrorsAlarm":            "DigestErrorsAlarm",
+		"OtherAlarm":                                   "OtherAlarm",
+	} {
+		if got := LogicalName("resetnotify-e2e", in); got != want {
+			t.Errorf("LogicalName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSecretPatterns(t *testing.T) {
+	c := code()
+	if !codeRe.MatchString(c) || len(codeRe.FindString(c)) != len(c) {
+		t.Errorf("code %q is not what the log scan looks for", c)
+	}
+	n := NormalNumber()
+	if got := numberRe.FindString(n); got != strings.TrimPrefix(n, "+") {
+		t.Errorf("number %q: the log scan finds %q", n, got)
+	}
+	if strings.HasPrefix(n, PumpPrefix) || strings.HasPrefix(n, "+121256") {
+		t.Errorf("normal number %q in a pumping prefix", n)
+	}
+}
+
+func TestChart(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)
+	at := func(m int) *time.Time { v := t0.Add(time.Duration(m) * time.Minute); return &v }
+	res := &Result{Start: t0, FaultStart: t0.Add(time.Minute), FaultEnd: t0.Add(3 * time.Minute), End: t0.Add(8 * time.Minute),
+		Alarms:       []AlarmResult{{Name: "PrefixVelocityAlarm", Expected: true, AlarmAt: at(2), OKAt: at(5)}, {Name: "Other", AlarmAt: at(4)}},
+		AlarmAtStart: []string{"DigestLagAlarm"}}
+	r := &Run{Defs: map[string]AlarmDef{"PrefixVelocityAlarm": {Threshold: 0}}}
+	ms := []ChartMetric{{Label: "admitted"}, {Label: "Refusals", alarm: "PrefixVelocityAlarm"}}
+	var ss []series
+	for i := range ms {
+		s := series{label: ms[i].Label}
+		for m := 0; m < 8; m++ {
+			s.at = append(s.at, t0.Add(time.Duration(m)*time.Minute))
+			s.val = append(s.val, float64((m*(i+3))%7))
+		}
+		ss = append(ss, s)
+	}
+	dir := t.TempDir()
+	if err := r.drawChart(Scenario{Name: "pump"}, ms, ss, res, dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, res.Chart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 500 {
+		t.Errorf("chart is %v, want a readable size", b)
+	}
+	if out := os.Getenv("GAMEDAY_CHART_OUT"); out != "" {
+		_ = os.WriteFile(out, mustRead(t, filepath.Join(dir, res.Chart)), 0o644)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestNotificationOfRef: sends are matched to notifications by the attempt's client_ref, so two
+// notifications to one number are never taken for a double send.
+func TestNotificationOfRef(t *testing.T) {
+	for ref, want := range map[string]string{
+		"01M911SXB0EJ9CM56CRSG1GGHC-a1":  "01M911SXB0EJ9CM56CRSG1GGHC",
+		"01M911SXB0EJ9CM56CRSG1GGHC-a12": "01M911SXB0EJ9CM56CRSG1GGHC",
+	} {
+		if got := NotificationOfRef(ref); got != want {
+			t.Errorf("NotificationOfRef(%q) = %q, want %q", ref, got, want)
+		}
+	}
+	if NormalNumber() == NormalNumber() {
+		t.Error("two calls of NormalNumber gave one number")
+	}
+}

@@ -1,0 +1,288 @@
+package gameday
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/resetnotify/resetnotify/dev/faultproxy"
+)
+
+// Result is one scenario's outcome.
+type Result struct {
+	Name     string    `json:"name"`
+	Proves   string    `json:"proves"`
+	Platform bool      `json:"platform_fault"`
+	Expect   []string  `json:"expected_alarms"`
+	Hold     string    `json:"fault_held"`
+	Start    time.Time `json:"start"`
+	// FaultStart and FaultEnd bound the fault's window.
+	FaultStart time.Time `json:"fault_start"`
+	FaultEnd   time.Time `json:"fault_end"`
+	End        time.Time `json:"end"`
+	// Faults counts the faults injected by kind: the proxy's own counts, and the simulators'.
+	Faults      map[string]int64        `json:"faults_injected"`
+	FaultDetail []faultproxy.FaultCount `json:"fault_detail,omitempty"`
+	Requests    int                     `json:"requests"`
+	Admitted    int                     `json:"admitted"`
+	Alarms      []AlarmResult           `json:"alarms"`
+	// AlarmAtStart are the alarms already in ALARM when the scenario began (on a fresh stack,
+	// those that treat missing data as breaching, until their first periods with data): their
+	// going back to OK is not judged, a new ALARM after that is.
+	AlarmAtStart []string   `json:"alarms_in_alarm_at_start,omitempty"`
+	Invariants   Invariants `json:"invariants"`
+	Errors       []string   `json:"errors,omitempty"`
+	Chart        string     `json:"chart,omitempty"`
+	// NegativeControl: the scenario passes when its invariants break.
+	NegativeControl bool `json:"negative_control,omitempty"`
+	Passed          bool `json:"passed"`
+}
+
+// AlarmResult is one alarm's course in a scenario. ToAlarmSeconds counts from the fault's start,
+// ToOKSeconds from its end.
+type AlarmResult struct {
+	Name           string     `json:"name"`
+	Expected       bool       `json:"expected"`
+	Allowed        bool       `json:"allowed,omitempty"`
+	AlarmAt        *time.Time `json:"alarm_at,omitempty"`
+	OKAt           *time.Time `json:"ok_at,omitempty"`
+	ToAlarmSeconds *float64   `json:"to_alarm_seconds,omitempty"`
+	ToOKSeconds    *float64   `json:"to_ok_seconds,omitempty"`
+	AsExpected     bool       `json:"as_expected"`
+	// Unobservable is an expected alarm on a metric the emulator does not publish (AWS/Lambda
+	// outside the Invoke API, AWS/SQS): it gets no data here, and its verdict is left out of
+	// the share.
+	Unobservable bool   `json:"unobservable_on_emulator,omitempty"`
+	Note         string `json:"note,omitempty"`
+}
+
+// alarmsJudged is the number of alarm verdicts of the scenario: each expected alarm, each other
+// alarm that fired, and, for a scenario where no alarm is expected and none fired, that quiet.
+// Expected alarms the emulator cannot observe are left out.
+func (r Result) alarmsJudged() int {
+	n := 0
+	for _, a := range r.Alarms {
+		if !a.Unobservable {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+func (r Result) alarmsGood() int {
+	n, judged := 0, 0
+	for _, a := range r.Alarms {
+		if a.Unobservable {
+			continue
+		}
+		judged++
+		if a.AsExpected {
+			n++
+		}
+	}
+	if judged == 0 {
+		return 1
+	}
+	return n
+}
+
+// AlarmsAsExpected says every alarm verdict of the scenario is as expected.
+func (r Result) AlarmsAsExpected() bool { return r.alarmsGood() == r.alarmsJudged() }
+
+// Report is one game day.
+type Report struct {
+	Stack     string    `json:"stack"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
+	Scale     float64   `json:"scale"`
+	Evaluator string    `json:"alarm_evaluator"`
+	// The figures the issue names.
+	Scenarios           int     `json:"gameday_scenarios"`
+	InvariantViolations int     `json:"gameday_invariant_violations"`
+	AlarmsAsExpected    float64 `json:"gameday_alarms_as_expected_share"`
+	FaultsInjected      int64   `json:"gameday_faults_injected"`
+	Passed              int     `json:"gameday_scenarios_passed"`
+	// NegativeControlDoubleSends are the double sends of the negative control (goal: above 0).
+	NegativeControlDoubleSends int      `json:"gameday_negative_control_double_sends"`
+	Results                    []Result `json:"scenarios"`
+}
+
+// Summarize fills the report's figures from its results.
+func (rep *Report) Summarize() {
+	rep.Scenarios = len(rep.Results)
+	good, judged := 0, 0
+	rep.InvariantViolations, rep.FaultsInjected, rep.Passed, rep.NegativeControlDoubleSends = 0, 0, 0, 0
+	for _, r := range rep.Results {
+		if r.NegativeControl {
+			rep.NegativeControlDoubleSends += r.Invariants.DoubleSends
+		} else {
+			rep.InvariantViolations += r.Invariants.Count()
+		}
+		good += r.alarmsGood()
+		judged += r.alarmsJudged()
+		for _, n := range r.Faults {
+			rep.FaultsInjected += n
+		}
+		if r.Passed {
+			rep.Passed++
+		}
+	}
+	if judged > 0 {
+		rep.AlarmsAsExpected = float64(good) / float64(judged)
+	}
+}
+
+// Write writes gameday.json and gameday.md into dir (the charts are already there).
+func (rep *Report) Write(dir string) error {
+	rep.Summarize()
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gameday.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "gameday.md"), []byte(rep.Markdown()), 0o644)
+}
+
+// Markdown renders the report for people.
+// It is long because it writes the report top to bottom, as it is read.
+func (rep *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Game day on %s, %s\n\n", rep.Stack, rep.Started.Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "%d scenarios, %d passed, in %s (scale %.2g). Alarms evaluated by %s.\n\n",
+		rep.Scenarios, rep.Passed, rep.Finished.Sub(rep.Started).Round(time.Second), rep.Scale, rep.Evaluator)
+	fmt.Fprintf(&b, "| figure | value | goal |\n| --- | --- | --- |\n")
+	fmt.Fprintf(&b, "| `gameday_scenarios` | %d | |\n", rep.Scenarios)
+	fmt.Fprintf(&b, "| `gameday_invariant_violations` | %d | 0 |\n", rep.InvariantViolations)
+	fmt.Fprintf(&b, "| `gameday_alarms_as_expected_share` | %.2f | 1.00 |\n", rep.AlarmsAsExpected)
+	fmt.Fprintf(&b, "| `gameday_faults_injected` | %d | |\n", rep.FaultsInjected)
+	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n\n", rep.NegativeControlDoubleSends)
+	fmt.Fprintf(&b, "| scenario | fault | faults injected | alarms | invariants | verdict |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rep.Results {
+		kind := "world"
+		if r.Platform {
+			kind = "platform"
+		}
+		verdict := "passed"
+		if r.NegativeControl {
+			verdict = "passed (negative control: the invariants broke, as they must)"
+		}
+		if !r.Passed {
+			verdict = "**failed**"
+		}
+		fmt.Fprintf(&b, "| [%s](#%s) | %s, %s | %s | %d/%d as expected | %d violations | %s |\n", r.Name, r.Name, kind, r.Hold,
+			faultsLine(r.Faults), r.alarmsGood(), r.alarmsJudged(), r.Invariants.Count(), verdict)
+	}
+	for _, r := range rep.Results {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", r.Name, r.Proves)
+		fmt.Fprintf(&b, "Fault from %s to %s; %d requests, %d admitted; final states %s.\n\n",
+			r.FaultStart.Format(time.TimeOnly), r.FaultEnd.Format(time.TimeOnly), r.Requests, r.Admitted, statesLine(r.Invariants.States))
+		if r.Chart != "" {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, r.Chart)
+		}
+		fmt.Fprintf(&b, "Faults injected: %s.\n\n", faultsLine(r.Faults))
+		if len(r.FaultDetail) > 0 {
+			b.WriteString("| service | operation | function | kind | count |\n| --- | --- | --- | --- | --- |\n")
+			for _, f := range r.FaultDetail {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", f.Service, f.Operation, shortFunction(f.Function), f.Kind, f.Count)
+			}
+			b.WriteString("\n")
+		}
+		if len(r.AlarmAtStart) > 0 {
+			fmt.Fprintf(&b, "Already in ALARM when the scenario began (not judged until they clear): %s.\n\n", strings.Join(r.AlarmAtStart, ", "))
+		}
+		fmt.Fprintf(&b, "| alarm | expected | time to ALARM | time to OK | verdict |\n| --- | --- | --- | --- | --- |\n")
+		if len(r.Alarms) == 0 {
+			fmt.Fprintf(&b, "| (none fired) | | | | as expected |\n")
+		}
+		for _, a := range r.Alarms {
+			v := "as expected"
+			switch {
+			case a.Unobservable:
+				v = "not observable on the emulator"
+			case !a.AsExpected:
+				v = "**not as expected**"
+			}
+			if a.Note != "" {
+				v += ": " + a.Note
+			}
+			fmt.Fprintf(&b, "| `%s` | %v | %s | %s | %s |\n", a.Name, a.Expected, secs(a.ToAlarmSeconds, "after the fault began"), secs(a.ToOKSeconds, "after it ended"), v)
+		}
+		inv := r.Invariants
+		fmt.Fprintf(&b, "\n| invariant | value |\n| --- | --- |\n")
+		fmt.Fprintf(&b, "| double sends (every provider of the chain) | %d |\n| sends after the dispatch deadline | %d |\n", inv.DoubleSends, inv.LateSends)
+		fmt.Fprintf(&b, "| non-terminal past deadline + sweep grace | %d |\n| records whose audit chain misses their last version | %d |\n", inv.Stuck, inv.AuditBehind)
+		fmt.Fprintf(&b, "| `auditctl verify` over the window | %s |\n| log events with a number or code (of %d scanned) | %d |\n", inv.AuditVerify, inv.LogEventsScanned, inv.SecretsInLogs)
+		for _, v := range first(inv.Violations, 20) {
+			fmt.Fprintf(&b, "\n- violation: %s", v)
+		}
+		for _, e := range r.Errors {
+			fmt.Fprintf(&b, "\n- error: %s", e)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("... and %d more", len(s)-n))
+	}
+	return s
+}
+
+func secs(s *float64, what string) string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f s %s", *s, what)
+}
+
+func faultsLine(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func statesLine(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shortFunction is a deployed function's logical ID ("resetnotify-e2e-IntakeFunction-1A2B":
+// IntakeFunction), or "-" for requests no rule attributed.
+func shortFunction(name string) string {
+	if name == "" {
+		return "-"
+	}
+	parts := strings.Split(name, "-")
+	for _, p := range parts {
+		if strings.HasSuffix(p, "Function") {
+			return p
+		}
+	}
+	return name
+}

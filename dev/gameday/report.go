@@ -247,19 +247,13 @@ func faultsLine(m map[string]int64) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
+	return tally(m)
 }
 
-func statesLine(m map[string]int) string {
+func statesLine(m map[string]int) string { return tally(m) }
+
+// tally is m as "key count" pairs in key order, joined by commas.
+func tally[V int | int64](m map[string]V) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

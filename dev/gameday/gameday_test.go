@@ -181,7 +181,7 @@ func TestNotificationOfRef(t *testing.T) {
 			t.Errorf("NotificationOfRef(%q) = %q, want %q", ref, got, want)
 		}
 	}
-	if NormalNumber() == NormalNumber() {
+	if a, b := NormalNumber(), NormalNumber(); a == b {
 		t.Error("two calls of NormalNumber gave one number")
 	}
 }

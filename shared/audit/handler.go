@@ -55,10 +55,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			"first_sequence_number", ev.Records[0].Change.SequenceNumber,
 			"last_sequence_number", ev.Records[len(ev.Records)-1].Change.SequenceNumber)
 	}()
-	// One ledger item for the batch (Writer.Begin): its entries' keys, written before them.
-	batch := h.Writer.Begin(h.plan(ev.Records, actor))
+	// Each record's entry is built once; the batch's ledger item (Writer.Begin) lists their
+	// keys, and is written before them.
+	built, planned := h.build(ev.Records, actor)
+	batch := h.Writer.Begin(planned)
 	for i, rec := range ev.Records {
-		if err := h.record(ctx, batch, rec, actor, counts); err != nil {
+		if err := h.record(ctx, batch, built[i], counts); err != nil {
 			h.log().ErrorContext(ctx, "audit record failed",
 				"sequence_number", rec.Change.SequenceNumber, "event_name", rec.EventName,
 				"not_processed", len(ev.Records)-i, "error", err)
@@ -69,16 +71,27 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	return resp, nil
 }
 
-// plan returns the entries recs will make, as far as Build tells without the table (for the
-// batch's ledger); a record Build refuses is left out (record reports it).
-func (h *Handler) plan(recs []events.DynamoDBEventRecord, actor Actor) []Entry {
-	var out []Entry
-	for _, rec := range recs {
-		if e, ok, err := Build(rec, Meta{Actor: actor, Retention: h.Retention, Now: h.now()}); err == nil && ok {
-			out = append(out, e)
+// builtEntry is what Build made of one stream record: its entry, or nothing (ok false), or
+// the error that record reports.
+type builtEntry struct {
+	e   Entry
+	ok  bool
+	err error
+}
+
+// build builds recs' entries, one Build each, and returns them in order with the entries the
+// batch's ledger plans for (those Build made; a record it refuses reports its error in record).
+func (h *Handler) build(recs []events.DynamoDBEventRecord, actor Actor) ([]builtEntry, []Entry) {
+	built := make([]builtEntry, len(recs))
+	var planned []Entry
+	for i, rec := range recs {
+		e, ok, err := Build(rec, Meta{Actor: actor, Retention: h.Retention, Now: h.now()})
+		built[i] = builtEntry{e: e, ok: ok, err: err}
+		if err == nil && ok {
+			planned = append(planned, e)
 		}
 	}
-	return out
+	return built, planned
 }
 
 func (h *Handler) now() time.Time {
@@ -88,18 +101,17 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-func (h *Handler) record(ctx context.Context, batch *Batch, rec events.DynamoDBEventRecord, actor Actor, counts map[Outcome]int) error {
+func (h *Handler) record(ctx context.Context, batch *Batch, b builtEntry, counts map[Outcome]int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	e, ok, err := Build(rec, Meta{Actor: actor, Retention: h.Retention, Now: h.now()})
-	if err != nil {
-		return err
+	if b.err != nil {
+		return b.err
 	}
-	if !ok {
+	if !b.ok {
 		return nil
 	}
-	stored, outcome, err := batch.Write(ctx, e)
+	stored, outcome, err := batch.Write(ctx, b.e)
 	if err != nil {
 		return err
 	}

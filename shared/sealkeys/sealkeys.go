@@ -5,8 +5,10 @@
 package sealkeys
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -41,7 +43,9 @@ var _ seal.KeyStore = (*Table)(nil)
 func New(db API, name string) *Table { return &Table{DB: db, Name: name} }
 
 // PutKey writes the encrypted data key under id, with the TTL expiresAt, only if no item has
-// that ID (a conditional put: the store never replaces a key an envelope may name).
+// that ID (a conditional put: the store never replaces a key an envelope may name). A put the
+// SDK retried after its answer was lost finds its own item and fails its condition: when the
+// stored key is the one given, that is this put having succeeded, and PutKey returns nil.
 func (t *Table) PutKey(ctx context.Context, id, encrypted []byte, expiresAt time.Time) error {
 	now := time.Now
 	if t.Now != nil {
@@ -57,7 +61,16 @@ func (t *Table) PutKey(ctx context.Context, id, encrypted []byte, expiresAt time
 		},
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": tables.SealKeyID},
+		// The item that failed the condition comes back with the error: no read, and no
+		// GetItem for intake's role.
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	var taken *ddbtypes.ConditionalCheckFailedException
+	if errors.As(err, &taken) {
+		if stored, ok := taken.Item[tables.SealKeyEncrypted].(*ddbtypes.AttributeValueMemberB); ok && bytes.Equal(stored.Value, encrypted) {
+			return nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("sealkeys.put %x: %w", id, err)
 	}

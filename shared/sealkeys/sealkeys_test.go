@@ -32,8 +32,8 @@ func newTable(t *testing.T) (*dynamodb.Client, *sealkeys.Table) {
 	return db, sealkeys.New(db, name)
 }
 
-// TestPutOnceGetConsistent: a data key is put once (a second put under its ID is refused, the
-// first kept), read back, and an ID never put is seal.ErrUnknownKey.
+// TestPutOnceGetConsistent: a data key is put once (a second put of another key under its ID
+// is refused, the first kept; a retried put of the same key succeeds), read back, and an ID never put is seal.ErrUnknownKey.
 func TestPutOnceGetConsistent(t *testing.T) {
 	ctx := context.Background()
 	db, table := newTable(t)
@@ -44,6 +44,10 @@ func TestPutOnceGetConsistent(t *testing.T) {
 	}
 	if err := table.PutKey(ctx, id, []byte("another"), expires); err == nil {
 		t.Error("a second put under the same ID succeeded")
+	}
+	// The SDK's retry of a put whose answer was lost: the same key under the same ID.
+	if err := table.PutKey(ctx, id, enc, expires); err != nil {
+		t.Errorf("a retried put of the stored key failed: %v", err)
 	}
 	got, err := table.GetKey(ctx, id)
 	if err != nil || !bytes.Equal(got, enc) {

@@ -21,7 +21,8 @@ func leadingKeysOnly(cond map[string]any, want ...string) bool {
 // so the conversion table's policy denies writes to the decisions partition and the histories
 // to every principal but PrefixOperatorRole (prefixctl's) and the dispatch role, and denies
 // dispatch an allow; and no role's own policy lets it write outside its partitions: intake and
-// dispatch count in "p#" and "c#", and only dispatch and prefixctl's role put decisions.
+// dispatch count in "p#" only (there is no country counter), and only dispatch and prefixctl's
+// role put decisions.
 func TestOnlyPrefixctlAndDispatchWritePrefixDecisions(t *testing.T) {
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		table := resourcePolicy(tpl, "ConversionTable", "ResourcePolicy", "PolicyDocument")
@@ -58,7 +59,7 @@ func TestOnlyPrefixctlAndDispatchWritePrefixDecisions(t *testing.T) {
 				}
 				for _, a := range tableWrites {
 					switch {
-					case !s.Allows(a), leadingKeysOnly(s.Condition, "p#*", "c#*"):
+					case !s.Allows(a), leadingKeysOnly(s.Condition, "p#*"):
 					case decides[role] && a == "dynamodb:PutItem" && leadingKeysOnly(s.Condition, "decisions", "d#*"):
 					default:
 						t.Errorf("%s may %s on the conversion table beyond its partitions (%s)", role, a, s.Sid)

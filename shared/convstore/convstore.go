@@ -1,9 +1,11 @@
 // Package convstore implements notify.ConversionStore on the DynamoDB conversion table. A
-// send adds one to its prefix's and its country's hourly counter items (one UpdateItem each,
-// ADD, no condition) and reads the prefix's window back with one Query of at most one item per
-// hour; a conversion adds one to the same two items of its send's hour. Decisions on prefixes
-// live in one partition, read whole by intake's cache, and each is also kept as a history
-// item. Items hold keyed prefix fingerprints and countries only, never a number.
+// send adds one to its prefix's hourly counter item (one UpdateItem, ADD, no condition) and
+// reads the prefix's window back with one Query of at most one item per hour; a conversion
+// adds one to the same item of its send's hour. No item counts a country: nothing reads one,
+// and the per-country figures are the ConversionSends and Conversions metrics by Country
+// (docs/abuse-guards.md). Decisions on prefixes live in one partition, read whole by intake's
+// cache, and each is also kept as a history item. Items hold keyed prefix fingerprints only,
+// never a number.
 package convstore
 
 import (
@@ -54,9 +56,8 @@ func Guard(client API, table string, policy notify.ConversionPolicy, clock notif
 	return &notify.Conversions{Store: New(client, table, policy.Window), Policy: policy, Clock: clock}
 }
 
-// Prefix, country and hour keys.
+// Prefix and hour keys.
 func prefixPK(fp string) string      { return "p#" + fp }
-func countryPK(code string) string   { return "c#" + code }
 func historyPK(fp string) string     { return "d#" + fp }
 func hourSK(t time.Time) string      { return "h#" + t.UTC().Format("2006010215") }
 func ttlAfter(t time.Time) int64     { return t.Add(time.Second - 1).Unix() }
@@ -68,13 +69,11 @@ type keyItem struct {
 	SK string `dynamodbav:"sk"`
 }
 
-// CountSent adds a send at at to prefixFP's and country's hour, then sums prefixFP's hours
-// from since's to at's.
-func (s *Store) CountSent(ctx context.Context, prefixFP, country string, at, since time.Time) (notify.ConversionCounts, error) {
-	for _, pk := range []string{prefixPK(prefixFP), countryPK(country)} {
-		if err := s.add(ctx, pk, at, tables.ConversionSent); err != nil {
-			return notify.ConversionCounts{}, fmt.Errorf("convstore.sent: %w", err)
-		}
+// CountSent adds a send at at to prefixFP's hour, then sums prefixFP's hours from since's to
+// at's.
+func (s *Store) CountSent(ctx context.Context, prefixFP string, at, since time.Time) (notify.ConversionCounts, error) {
+	if err := s.add(ctx, prefixPK(prefixFP), at, tables.ConversionSent); err != nil {
+		return notify.ConversionCounts{}, fmt.Errorf("convstore.sent: %w", err)
 	}
 	c, err := s.window(ctx, prefixPK(prefixFP), since, at)
 	if err != nil {
@@ -83,12 +82,10 @@ func (s *Store) CountSent(ctx context.Context, prefixFP, country string, at, sin
 	return c, nil
 }
 
-// CountConverted adds a conversion to prefixFP's and country's hour of sentAt.
-func (s *Store) CountConverted(ctx context.Context, prefixFP, country string, sentAt time.Time) error {
-	for _, pk := range []string{prefixPK(prefixFP), countryPK(country)} {
-		if err := s.add(ctx, pk, sentAt, tables.ConversionConverted); err != nil {
-			return fmt.Errorf("convstore.converted: %w", err)
-		}
+// CountConverted adds a conversion to prefixFP's hour of sentAt.
+func (s *Store) CountConverted(ctx context.Context, prefixFP string, sentAt time.Time) error {
+	if err := s.add(ctx, prefixPK(prefixFP), sentAt, tables.ConversionConverted); err != nil {
+		return fmt.Errorf("convstore.converted: %w", err)
 	}
 	return nil
 }

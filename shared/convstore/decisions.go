@@ -136,8 +136,8 @@ func (s *Store) query(ctx context.Context, pk string) ([]notify.PrefixBlock, err
 	return out, nil
 }
 
-// Counts returns the sums of a prefix's ("p#"+fingerprint) or a country's ("c#"+code) hours
-// from since to at, for tools and tests.
+// Counts returns the sums of a prefix's ("p#"+fingerprint) hours from since to at, for tools
+// and tests.
 func (s *Store) Counts(ctx context.Context, pk string, since, at time.Time) (notify.ConversionCounts, error) {
 	return s.window(ctx, pk, since, at)
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/dev/tablesetup"
 	"github.com/resetnotify/resetnotify/dev/testenv"
@@ -202,5 +204,69 @@ func (f *fixture) scanHoldsNoNumber(t *testing.T) {
 		if _, ok := m[tables.ConversionTTL]; !ok {
 			t.Errorf("item without %s: %s", tables.ConversionTTL, text)
 		}
+	}
+}
+
+// countingAPI counts the UpdateItem calls made through it and the write units they consumed.
+type countingAPI struct {
+	convstore.API
+	mu      sync.Mutex
+	updates int
+	units   float64
+}
+
+func (c *countingAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	in.ReturnConsumedCapacity = ddbtypes.ReturnConsumedCapacityTotal
+	out, err := c.API.UpdateItem(ctx, in, optFns...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updates++
+	if err == nil && out.ConsumedCapacity != nil && out.ConsumedCapacity.CapacityUnits != nil {
+		c.units += *out.ConsumedCapacity.CapacityUnits
+	}
+	return out, err
+}
+
+// TestOnlyThePrefixIsCounted: a send and a conversion each add to their prefix's hour and to
+// nothing else (one UpdateItem, one write unit): no counter item per country, which nothing
+// reads (the per-country figures are the ConversionSends and Conversions metrics).
+func TestOnlyThePrefixIsCounted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	api := &countingAPI{API: f.ddb}
+	store := convstore.New(api, f.names.Conversions, 24*time.Hour)
+	now := f.clock.Now()
+	c, err := store.CountSent(ctx, "pfx", now, now.Add(-time.Hour))
+	if err != nil || c != (notify.ConversionCounts{Sent: 1}) {
+		t.Fatalf("CountSent = %+v, %v", c, err)
+	}
+	if api.updates != 1 || api.units != 1 {
+		t.Errorf("a send made %d UpdateItem, %.1f write units; want 1 and 1", api.updates, api.units)
+	}
+	if err := store.CountConverted(ctx, "pfx", now); err != nil {
+		t.Fatal(err)
+	}
+	if api.updates != 2 || api.units != 2 {
+		t.Errorf("a send and a conversion made %d UpdateItem, %.1f write units; want 2 and 2", api.updates, api.units)
+	}
+	out, err := f.ddb.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(f.names.Conversions)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, item := range out.Items {
+		var k struct {
+			PK string `dynamodbav:"pk"`
+		}
+		if err := attributevalue.UnmarshalMap(item, &k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.PK)
+	}
+	if len(keys) != 1 || keys[0] != "p#pfx" {
+		t.Errorf("counter items %q, want only the prefix's, p#pfx", keys)
+	}
+	if got, err := store.Counts(ctx, "p#pfx", now, now); err != nil || got != (notify.ConversionCounts{Sent: 1, Converted: 1}) {
+		t.Errorf("prefix counts %+v, %v; want 1 sent, 1 converted", got, err)
 	}
 }

@@ -37,9 +37,9 @@ type Dispatcher struct {
 	Chain []workercore.Route
 	// Health is the providers' circuit breaker; nil skips no provider.
 	Health *workercore.Health
-	// Conversions, when set, counts each send recorded here per prefix and country and blocks
-	// a prefix whose conversion share is low (see notify.Conversions.Sent). A failure there
-	// never fails the send.
+	// Conversions, when set, counts each send recorded here per prefix (the ConversionSends
+	// metric counts it per country) and blocks a prefix whose conversion share is low (see
+	// notify.Conversions.Sent). A failure there never fails the send.
 	Conversions *notify.Conversions
 	// Guard, when set, counts a record that reaches dispatch undecided (its creator failed or
 	// died between the put and the count) before it is sent, and refuses it over the limits

@@ -61,7 +61,7 @@ const maxConvertTries = 5
 // Convert records that the code or link of the notification with key was used. It is
 // idempotent: a record converted already is returned as it stands (Replayed). A record never
 // sent returns ErrNotSent with the record; an unknown key, or another caller's record,
-// ErrNotFound. The winning conversion is counted for the record's prefix and country (best
+// ErrNotFound. The winning conversion is counted for the record's prefix (best
 // effort: a lost count never fails it), and every call, a repeat too, reports it to the
 // provider when Feedback is set and the record has a provider message ID; a failed report
 // wraps ErrFeedback, and the caller repeats.

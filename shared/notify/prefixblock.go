@@ -9,8 +9,9 @@ import (
 )
 
 // Conversion guard. SMS pumping is recognised by what it never does: nobody uses the codes.
-// Every send is counted per prefix (the guard's keyed prefix fingerprint) and per country, and
-// every conversion in the same bucket as its send, without a number. A prefix whose
+// Every send is counted per prefix (the guard's keyed prefix fingerprint), and every
+// conversion in the same bucket as its send, without a number (per country they are metrics,
+// emitted by the callers, not counters). A prefix whose
 // conversion share over its recent sends falls below a threshold is blocked for a while: new
 // admissions in it are refused (RefusedPrefixBlocked). An operator may allow or block a
 // prefix for a time, which the automatic block never overrides.
@@ -66,7 +67,7 @@ func (p ConversionPolicy) Validate() error {
 	return nil
 }
 
-// ConversionCounts are a prefix's (or a country's) sends and conversions over a window.
+// ConversionCounts are a prefix's sends and conversions over a window.
 type ConversionCounts struct {
 	Sent, Converted int64
 }
@@ -96,11 +97,11 @@ func (b PrefixBlock) Blocks(now time.Time) bool { return !b.Allow && now.Before(
 
 // ConversionStore keeps the conversion counters and the prefix decisions.
 type ConversionStore interface {
-	// CountSent adds one send at at for prefixFP and country and returns the prefix's counts
-	// from since to at.
-	CountSent(ctx context.Context, prefixFP, country string, at, since time.Time) (ConversionCounts, error)
-	// CountConverted adds one conversion of a message sent at sentAt.
-	CountConverted(ctx context.Context, prefixFP, country string, sentAt time.Time) error
+	// CountSent adds one send at at for prefixFP and returns the prefix's counts from since to
+	// at.
+	CountSent(ctx context.Context, prefixFP string, at, since time.Time) (ConversionCounts, error)
+	// CountConverted adds one conversion of a message of prefixFP sent at sentAt.
+	CountConverted(ctx context.Context, prefixFP string, sentAt time.Time) error
 	// Decide writes b. An automatic decision (b.By == BlockedByConversion) is written only if
 	// no decision is in force at b.At; it reports whether it was written. Every written
 	// decision is also kept in the prefix's history.
@@ -140,7 +141,7 @@ func (c *Conversions) Sent(ctx context.Context, rec Record) (PrefixBlock, bool, 
 		// A decision ended: judge the prefix afresh from its end.
 		since = last.Until
 	}
-	counts, err := c.Store.CountSent(ctx, rec.PrefixFP, rec.Country, sentAt(rec, now), since)
+	counts, err := c.Store.CountSent(ctx, rec.PrefixFP, sentAt(rec, now), since)
 	if err != nil {
 		return PrefixBlock{}, false, fmt.Errorf("conversions.sent %s: %w", rec.NotificationID, err)
 	}
@@ -161,7 +162,7 @@ func (c *Conversions) Converted(ctx context.Context, rec Record) error {
 	if rec.PrefixFP == "" {
 		return nil
 	}
-	if err := c.Store.CountConverted(ctx, rec.PrefixFP, rec.Country, sentAt(rec, rec.ConvertedAt)); err != nil {
+	if err := c.Store.CountConverted(ctx, rec.PrefixFP, sentAt(rec, rec.ConvertedAt)); err != nil {
 		return fmt.Errorf("conversions.converted %s: %w", rec.NotificationID, err)
 	}
 	return nil

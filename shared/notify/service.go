@@ -38,7 +38,7 @@ type Intake struct {
 	// counts by (0: the default).
 	Guard        Guard
 	PrefixDigits int
-	// Conversions, when set, counts conversions per prefix and country (see Convert) and
+	// Conversions, when set, counts conversions per prefix (see Convert) and
 	// holds the blocked prefixes (see Blocks).
 	Conversions *Conversions
 	// Feedback, when set, reports a conversion to the provider.

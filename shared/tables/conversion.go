@@ -2,13 +2,15 @@ package tables
 
 // Attributes of the conversion table: the conversion counters and the prefix decisions. The
 // key is (ConversionPK, ConversionSK):
-//   - ("p#<prefix fingerprint>" or "c#<country>", "h#<yyyymmddhh>"): sends (ConversionSent)
-//     and conversions (ConversionConverted) of the UTC hour in which the messages were sent;
+//   - ("p#<prefix fingerprint>", "h#<yyyymmddhh>"): sends (ConversionSent) and conversions
+//     (ConversionConverted) of the UTC hour in which the messages were sent (no item per
+//     country: the per-country figures are metrics, ConversionSends and Conversions by Country);
 //   - (ConversionDecisionsPK, "<prefix fingerprint>"): the decision on a prefix (blocked or, by
 //     an operator, allowed until ConversionUntil), one partition read whole by intake;
 //   - ("d#<prefix fingerprint>", "<at>#<by>"): every decision ever written, kept as history.
 //
-// No item holds a number or a prefix's digits; every item has a TTL.
+// No item holds a number or a prefix's digits; every item has a TTL. Items keyed "c#<country>"
+// were written before: nothing reads them, and their TTL removes them.
 const (
 	ConversionPK          = "pk"
 	ConversionSK          = "sk"

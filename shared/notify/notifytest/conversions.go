@@ -12,7 +12,7 @@ import (
 // and conditional automatic decisions. Err, when set, is returned by every call.
 type ConversionStore struct {
 	mu        sync.Mutex
-	sent      map[string]map[time.Time]int64 // "p#fp" or "c#country" -> hour -> count
+	sent      map[string]map[time.Time]int64 // "p#fp" -> hour -> count
 	converted map[string]map[time.Time]int64
 	decisions map[string]notify.PrefixBlock
 	// History lists every decision written, in order.
@@ -36,14 +36,13 @@ func add(m map[string]map[time.Time]int64, key string, at time.Time) {
 }
 
 // CountSent adds a send and sums the prefix's hourly buckets from since's hour to at's.
-func (s *ConversionStore) CountSent(_ context.Context, prefixFP, country string, at, since time.Time) (notify.ConversionCounts, error) {
+func (s *ConversionStore) CountSent(_ context.Context, prefixFP string, at, since time.Time) (notify.ConversionCounts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
 		return notify.ConversionCounts{}, s.Err
 	}
 	add(s.sent, "p#"+prefixFP, at)
-	add(s.sent, "c#"+country, at)
 	return s.counts("p#"+prefixFP, since.UTC().Truncate(time.Hour), at), nil
 }
 
@@ -63,18 +62,17 @@ func (s *ConversionStore) counts(key string, from, to time.Time) notify.Conversi
 }
 
 // CountConverted adds a conversion in the bucket of sentAt.
-func (s *ConversionStore) CountConverted(_ context.Context, prefixFP, country string, sentAt time.Time) error {
+func (s *ConversionStore) CountConverted(_ context.Context, prefixFP string, sentAt time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
 		return s.Err
 	}
 	add(s.converted, "p#"+prefixFP, sentAt)
-	add(s.converted, "c#"+country, sentAt)
 	return nil
 }
 
-// Counts returns the sums for a prefix ("p#"+fp) or a country ("c#"+code) over all buckets.
+// Counts returns the sums for a prefix ("p#"+fp) over all buckets.
 func (s *ConversionStore) Counts(key string) notify.ConversionCounts {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,13 +1,13 @@
 // Package providerevents is the provider-events function: it takes the delivery events an SMS
 // provider reports (AWS End User Messaging SMS events through SNS; Sinch's delivery report
 // callbacks, Twilio's signed status callbacks and the simulator's webhook through the HTTP API),
-// keeps each as evidence in the receipts table, and moves a sent notification to delivered or
-// undelivered when the event is final.
+// moves a sent notification to delivered or undelivered when the event is final, and keeps as
+// evidence in the receipts table every event that the record cannot settle at once.
 //
-// # One receipt per attempt
+// # The receipts table: one item per attempt, for what the record does not hold
 //
-// The receipts table holds one item per attempt_ref (<notification_id>-a<N>): the most
-// informative event known for that attempt. Its status is "accepted" (any event that is not
+// The receipts table holds at most one item per attempt_ref (<notification_id>-a<N>): the most
+// informative event stored for that attempt. Its status is "accepted" (any event that is not
 // final: the provider queued it, handed it to a carrier, ...), "delivered" or "undelivered".
 // Writing is one conditional PutItem (Store.Put):
 //
@@ -26,27 +26,49 @@
 //
 // # What a receipt does to a notification
 //
-// Recorder.Record makes one domain call per receipt. It records the receipt first, always, as
-// evidence for reconciliation: the reconcile worker of a provider without a lookup API (AWS
-// End User Messaging SMS), and the reconcile worker of every provider before its lookup, read
-// this table through Store, an sms.ReceiptReader. Then, for a
-// final receipt, it finds the record through the notifications table's by_notification index
-// and acts on its state:
+// Recorder.Record makes one domain call per receipt. An intermediate receipt is stored and
+// nothing else (reconciliation reads it as proof of acceptance), unless a final one is stored
+// for the attempt already: that one is then acted on as below, so a retry finishes it.
 //
-//	sent, same attempt                  → delivered / undelivered (RECEIPT_DELIVERED / RECEIPT_FAILED),
-//	                                      one conditional Transition, re-read and retried on a conflict
+// A final receipt is read against its record first, found through the notifications table's
+// by_notification index. When the record settles it by itself, the receipt is NOT stored:
+//
+//	sent, same attempt, provider        → delivered / undelivered (RECEIPT_DELIVERED / RECEIPT_FAILED),
+//	and message ID match                  one conditional Transition, re-read and retried on a conflict;
+//	                                      the record's transition (and the audit entry the stream
+//	                                      makes of it) holds the state, the provider, the message
+//	                                      ID, the attempt and when it was applied, and the receipt
+//	                                      log line its provider time and event code
+//	delivered / undelivered, the same   → duplicate: nothing written (answered from the record's
+//	state, same attempt, match            state)
+//
+// Every other final receipt is stored first, as before this rule, and then acted on:
+//
 //	dispatching, same attempt           → early: held on the record (HoldReceipt, one conditional
 //	                                      write, no version change) and acknowledged; the dispatch
 //	                                      worker's next transition applies it
-//	dispatch_unknown, same attempt      → recorded: reconciliation reads it before the lookup
-//	delivered / undelivered, same word  → duplicate (also a second final receipt while one is held)
+//	dispatching, one already held       → duplicate
+//	dispatch_unknown, same attempt      → recorded: reconciliation reads it (sms.ReceiptReader)
+//	                                      before it asks the provider, and it is all an End User
+//	                                      Messaging reconciliation has
 //	no record (never existed or purged) → orphan: recorded and acknowledged
+//	another provider or message         → mismatch: recorded, alarmed on, never applied
 //	anything else                       → stale: recorded, acknowledged and logged (a receipt for
 //	                                      another attempt than the record's is evidence of a
-//	                                      double send)
+//	                                      double send; a final word contradicting the record's)
 //
-// An intermediate receipt is only recorded. A malformed event is poison: it is acknowledged
-// and counted, never retried and never logged with its content.
+// Why (issue 29): storing a receipt that the record's transition applies at once cost a write
+// unit per delivered notification and said nothing the transition and its audit entry do not;
+// what is stored is what someone reads (reconciliation) or what the record cannot hold
+// (evidence of something wrong). A final receipt whose application fails (a store error, or
+// DefaultMaxTries lost races) is stored then, best effort, and answered with an error, so
+// the provider delivers it again (SNS: Lambda's two retries; webhooks: 503) and the stored copy
+// remains as evidence if it never does. A Lambda stopped before the transition has written
+// nothing: the provider's redelivery applies the receipt, and without one the record stays
+// sent (the provider took the message; the delivery is unknown), as it did when the receipt
+// was stored first and never applied: nothing but a receipt moves a sent record. A malformed
+// event is poison: it is acknowledged and counted, never retried and never logged with its
+// content.
 //
 // # Entry points
 //

@@ -50,6 +50,7 @@ func TestSimulatorWebhook(t *testing.T) {
 		req        events.APIGatewayV2HTTPRequest
 		token      string
 		storeErr   error
+		recordsErr error
 		wantStatus int
 		wantBody   string
 		wantState  notify.State
@@ -84,8 +85,13 @@ func TestSimulatorWebhook(t *testing.T) {
 			wantStatus: 413, wantState: notify.StateSent},
 		{name: "early", path: []notify.Change{lease}, req: webhookRequest(delivered, nil),
 			wantStatus: 200, wantBody: `{"outcome":"early"}`, wantState: notify.StateDispatching},
-		{name: "store failure", path: []notify.Change{lease, accepted}, req: webhookRequest(delivered, nil), storeErr: errors.New("dynamodb down"),
+		// A store failure is answered 503 for the provider to try again: the notifications
+		// table's for a receipt applied at once, the receipts table's for one that must be
+		// stored (its record still dispatching).
+		{name: "store failure", path: []notify.Change{lease, accepted}, req: webhookRequest(delivered, nil), recordsErr: errors.New("dynamodb down"),
 			wantStatus: 503, wantState: notify.StateSent},
+		{name: "receipts store failure", path: []notify.Change{lease}, req: webhookRequest(delivered, nil), storeErr: errors.New("dynamodb down"),
+			wantStatus: 503, wantState: notify.StateDispatching},
 		{name: "orphan is acknowledged", path: []notify.Change{lease, accepted}, req: webhookRequest(simBody(sms2(), "delivered"), nil),
 			wantStatus: 200, wantBody: `{"outcome":"orphan"}`, wantState: notify.StateSent},
 	}
@@ -94,11 +100,13 @@ func TestSimulatorWebhook(t *testing.T) {
 			f := newFixture(t)
 			f.admit(t, "k", id, tc.path...)
 			f.receipts.Err = tc.storeErr
+			f.store.Err = tc.recordsErr
 			h := &providerevents.Handler{Recorder: f.rec, WebhookToken: []byte(token)}
 			if tc.token == "-" {
 				h.WebhookToken = nil
 			}
 			resp, err := h.HandleSimulatorWebhook(context.Background(), tc.req)
+			f.store.Err = nil
 			if err != nil {
 				t.Fatalf("HandleSimulatorWebhook returned an error: %v", err)
 			}

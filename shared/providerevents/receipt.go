@@ -102,7 +102,8 @@ type Outcome string
 
 // The outcomes, also the Outcome dimension of the Receipts metric.
 const (
-	// OutcomeTransitioned: a sent record moved to delivered or undelivered.
+	// OutcomeTransitioned: a sent record moved to delivered or undelivered. A final receipt
+	// applied at once is not stored in the receipts table: the transition holds it.
 	OutcomeTransitioned Outcome = "transitioned"
 	// OutcomeRecorded: the receipt is kept as evidence and nothing else changed (an
 	// intermediate receipt, or a final one for a record waiting for reconciliation).
@@ -111,7 +112,8 @@ const (
 	// for that attempt; it is recorded and held on the notification, whose next transition
 	// applies it (sent → delivered or undelivered, or reconciliation of dispatch_unknown).
 	OutcomeEarly Outcome = "early"
-	// OutcomeDuplicate: the record already holds this final receipt's state.
+	// OutcomeDuplicate: the record already holds this final receipt's state (nothing is
+	// written), or one final receipt is already held on the dispatching record.
 	OutcomeDuplicate Outcome = "duplicate"
 	// OutcomeStale: the record is past the point where this receipt could change it (another
 	// attempt, a terminal state, or a contradicting final receipt).

@@ -34,16 +34,18 @@ func TestRecord(t *testing.T) {
 		wantState  notify.State
 		wantReason notify.Reason
 		wantBump   int64
-		// wantStored is the status stored for wantRef afterwards.
+		// wantStored is the status stored for wantRef afterwards; notStored says that no
+		// receipt is stored for it (a final receipt applied at once, or its duplicate).
 		wantRef    string
 		wantStored sms.ReceiptStatus
+		notStored  bool
 	}{
 		{
-			name: "delivered", path: []notify.Change{lease, accepted},
+			name: "delivered is applied at once, not stored", path: []notify.Change{lease, accepted},
 			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered)},
 			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
-			wantRef: a1, wantStored: sms.ReceiptDelivered,
+			wantRef: a1, notStored: true,
 		},
 		{
 			name: "a neighbour's receipt for our attempt is never applied", path: []notify.Change{lease, accepted},
@@ -71,11 +73,11 @@ func TestRecord(t *testing.T) {
 			wantRef: a1, wantStored: sms.ReceiptUndelivered,
 		},
 		{
-			name: "undelivered", path: []notify.Change{lease, accepted},
+			name: "undelivered is applied at once, not stored", path: []notify.Change{lease, accepted},
 			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptUndelivered)},
 			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned},
 			wantState: notify.StateUndelivered, wantReason: notify.ReasonReceiptFailed, wantBump: 1,
-			wantRef: a1, wantStored: sms.ReceiptUndelivered,
+			wantRef: a1, notStored: true,
 		},
 		{
 			name: "intermediate receipt is only recorded", path: []notify.Change{lease, accepted},
@@ -89,28 +91,32 @@ func TestRecord(t *testing.T) {
 			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered), receipt(a1, sms.ReceiptDelivered)},
 			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeDuplicate},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
-			wantRef: a1, wantStored: sms.ReceiptDelivered,
+			wantRef: a1, notStored: true,
 		},
 		{
-			name: "intermediate then final", path: []notify.Change{lease, accepted},
+			name: "intermediate then final: the final is applied at once", path: []notify.Change{lease, accepted},
 			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptNone), receipt(a1, sms.ReceiptDelivered)},
 			want:      []providerevents.Outcome{providerevents.OutcomeRecorded, providerevents.OutcomeTransitioned},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
-			wantRef: a1, wantStored: sms.ReceiptDelivered,
+			wantRef: a1, wantStored: sms.ReceiptNone,
 		},
 		{
+			// The late intermediate one is evidence of acceptance only: stored, and it changes
+			// nothing on the record.
 			name: "out of order: final then intermediate", path: []notify.Change{lease, accepted},
 			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptUndelivered), receipt(a1, sms.ReceiptNone)},
-			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeDuplicate},
+			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeRecorded},
 			wantState: notify.StateUndelivered, wantReason: notify.ReasonReceiptFailed, wantBump: 1,
-			wantRef: a1, wantStored: sms.ReceiptUndelivered,
+			wantRef: a1, wantStored: sms.ReceiptNone,
 		},
 		{
+			// The record keeps the first final word; the contradiction is stale, stored as
+			// evidence.
 			name: "contradicting final keeps the first", path: []notify.Change{lease, accepted},
 			in:        []providerevents.Receipt{receipt(a1, sms.ReceiptDelivered), receipt(a1, sms.ReceiptUndelivered)},
-			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeDuplicate},
+			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeStale},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
-			wantRef: a1, wantStored: sms.ReceiptDelivered,
+			wantRef: a1, wantStored: sms.ReceiptUndelivered,
 		},
 		{
 			name: "receipt while dispatching is early", path: []notify.Change{lease},
@@ -152,7 +158,7 @@ func TestRecord(t *testing.T) {
 			in:        []providerevents.Receipt{receipt(a2, sms.ReceiptDelivered)},
 			want:      []providerevents.Outcome{providerevents.OutcomeTransitioned},
 			wantState: notify.StateDelivered, wantReason: notify.ReasonReceiptDelivered, wantBump: 1,
-			wantRef: a2, wantStored: sms.ReceiptDelivered,
+			wantRef: a2, notStored: true,
 		},
 		{
 			name: "orphan is recorded and acknowledged", noRecord: true,
@@ -209,6 +215,12 @@ func TestRecord(t *testing.T) {
 				return
 			}
 			stored, ok := f.receipts.get(tc.wantRef)
+			if tc.notStored {
+				if ok {
+					t.Errorf("stored receipt %+v, want none: the record holds it", stored)
+				}
+				return
+			}
 			if !ok || stored.Status != tc.wantStored {
 				t.Errorf("stored receipt %+v (found %v), want status %q", stored, ok, tc.wantStored)
 			}
@@ -258,6 +270,11 @@ func TestRecordConflicts(t *testing.T) {
 			if got, _ := f.store.Get(ctx, "k"); got.State != tc.wantState {
 				t.Errorf("state %s, want %s", got.State, tc.wantState)
 			}
+			// Applied at once, the receipt is not stored; one that kept losing is, as
+			// evidence, and answered with an error for the provider to try again.
+			if stored, ok := f.receipts.get(a1); ok != tc.wantErr || (ok && stored.Status != sms.ReceiptDelivered) {
+				t.Errorf("stored receipt %+v (found %v), want one only after the error", stored, ok)
+			}
 		})
 	}
 }
@@ -278,27 +295,44 @@ func (s *failOnce) Transition(ctx context.Context, prev, next notify.Record) err
 
 func TestRecordTransientFailures(t *testing.T) {
 	ctx := context.Background()
-	t.Run("a redelivered duplicate finishes the transition", func(t *testing.T) {
+	t.Run("a failed transition keeps the receipt and a redelivery finishes it", func(t *testing.T) {
 		f := newFixture(t)
 		f.admit(t, "k", id, lease, accepted)
 		f.rec.Notifications = &failOnce{Store: f.store}
 		if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err == nil {
 			t.Fatal("first Record succeeded although the transition failed")
 		}
+		if stored, ok := f.receipts.get(a1); !ok || stored.Status != sms.ReceiptDelivered {
+			t.Errorf("after the failed transition the receipt is %+v (found %v), want it stored", stored, ok)
+		}
 		res, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered))
-		if err != nil || res.Outcome != providerevents.OutcomeTransitioned || res.Changed {
-			t.Fatalf("redelivery: %+v, %v; want transitioned with the receipt unchanged", res, err)
+		if err != nil || res.Outcome != providerevents.OutcomeTransitioned || res.Stored {
+			t.Fatalf("redelivery: %+v, %v; want transitioned at once", res, err)
+		}
+		if f.receipts.puts != 1 {
+			t.Errorf("%d puts, want 1 (the failed try's)", f.receipts.puts)
+		}
+	})
+	t.Run("a sent record needs no receipts store", func(t *testing.T) {
+		f := newFixture(t)
+		f.admit(t, "k", id, lease, accepted)
+		f.receipts.Err = errors.New("dynamodb: unavailable")
+		res, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered))
+		if err != nil || res.Outcome != providerevents.OutcomeTransitioned || res.Stored || f.receipts.puts != 0 {
+			t.Fatalf("Record = %+v, %v after %d puts; want transitioned without a put", res, err, f.receipts.puts)
 		}
 	})
 	t.Run("receipt store failure", func(t *testing.T) {
+		// A record waiting for reconciliation needs the receipt stored: without the store the
+		// receipt is answered retryable and the record is left alone.
 		f := newFixture(t)
-		f.admit(t, "k", id, lease, accepted)
+		f.admit(t, "k", id, lease, timedOut)
 		f.receipts.Err = errors.New("dynamodb: unavailable")
 		if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err == nil {
 			t.Fatal("Record succeeded without storing the receipt")
 		}
-		if got, _ := f.store.Get(ctx, "k"); got.State != notify.StateSent {
-			t.Errorf("record moved to %s without its receipt stored", got.State)
+		if got, _ := f.store.Get(ctx, "k"); got.State != notify.StateDispatchUnknown || got.Version != 3 {
+			t.Errorf("record moved to %s v%d without its receipt stored", got.State, got.Version)
 		}
 	})
 	t.Run("index failure", func(t *testing.T) {
@@ -307,7 +341,56 @@ func TestRecordTransientFailures(t *testing.T) {
 		if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err == nil {
 			t.Fatal("Record succeeded without reading the index")
 		}
+		if _, ok := f.receipts.get(a1); !ok {
+			t.Error("a receipt that could not be applied was not kept")
+		}
 	})
+	t.Run("record read failure", func(t *testing.T) {
+		f := newFixture(t)
+		f.admit(t, "k", id, lease, accepted)
+		f.store.Err = errors.New("dynamodb: unavailable")
+		if _, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err == nil {
+			t.Fatal("Record succeeded without reading the record")
+		}
+		if _, ok := f.receipts.get(a1); !ok {
+			t.Error("a receipt that could not be applied was not kept")
+		}
+	})
+}
+
+// TestFinalReceiptAppliedAtOnce: a final receipt for a sent record costs the record's
+// transition and nothing in the receipts table; a repeat of it writes nothing at all; every
+// receipt the record cannot settle at once is stored, as reconciliation needs.
+func TestFinalReceiptAppliedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.admit(t, "k", id, lease, accepted)
+	r := &racing{Store: f.store}
+	f.rec.Notifications = r
+	for i, want := range []providerevents.Outcome{providerevents.OutcomeTransitioned, providerevents.OutcomeDuplicate, providerevents.OutcomeDuplicate} {
+		res, err := f.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered))
+		if err != nil || res.Outcome != want || res.Stored || res.State != notify.StateDelivered {
+			t.Fatalf("receipt %d: %+v, %v; want %s from the record's state, not stored", i, res, err, want)
+		}
+	}
+	if f.receipts.puts != 0 || r.calls != 1 {
+		t.Errorf("%d puts and %d transitions for a receipt and two repeats, want 0 and 1", f.receipts.puts, r.calls)
+	}
+	if got, _ := f.store.Get(ctx, "k"); got.State != notify.StateDelivered || got.Reason != notify.ReasonReceiptDelivered ||
+		got.Provider != "simulator" || got.ProviderMessageID != "msg-1" || got.Actor.String() == "" {
+		t.Errorf("record %+v: the transition must hold the receipt's state, provider, message ID and who applied it", got)
+	}
+
+	// A record waiting for reconciliation: the receipt is stored, and the receipt reader
+	// reconciliation uses finds it.
+	g := newFixture(t)
+	g.admit(t, "u", id, lease, timedOut)
+	if res, err := g.rec.Record(ctx, receipt(a1, sms.ReceiptDelivered)); err != nil || res.Outcome != providerevents.OutcomeRecorded || !res.Stored {
+		t.Fatalf("dispatch_unknown: %+v, %v; want recorded and stored", res, err)
+	}
+	if stored, ok := g.receipts.get(a1); !ok || stored.Status != sms.ReceiptDelivered || stored.MessageID != "msg-1" {
+		t.Errorf("stored %+v (found %v), want the delivered receipt for reconciliation", stored, ok)
+	}
 }
 
 func TestRecordLogsAndMetrics(t *testing.T) {

@@ -257,17 +257,7 @@ func (r *Recorder) applyOnce(ctx context.Context, p *pending, key, id string, n 
 		}
 		return p.result(outcome, rec.State), true, nil
 	default:
-		if outcome == OutcomeMismatch {
-			// The receipt stays in the log as evidence (and in the table when it came first).
-			r.log().Error("receipt names our attempt but another provider or message; not applied", "attempt_ref", p.in.AttemptRef,
-				"receipt_provider", p.in.Provider, "receipt_message_id", p.in.MessageID, "record_provider", rec.Provider, "state", string(rec.State))
-		}
-		if outcome == OutcomeStale {
-			// A receipt for an attempt the record has left behind: if the record went on to
-			// another attempt, the provider may have delivered twice.
-			r.log().Warn("receipt for an attempt the record has left", "attempt_ref", p.in.AttemptRef,
-				"state", string(rec.State), "record_attempt", rec.Attempt, "receipt_status", string(p.in.Status))
-		}
+		r.logUnapplied(rec, p.in, outcome)
 		return p.result(outcome, rec.State), true, nil
 	}
 	ch.Actor = invocation.Of(ctx, Component)
@@ -284,6 +274,22 @@ func (r *Recorder) applyOnce(ctx context.Context, p *pending, key, id string, n 
 	}
 	r.Metrics.Transition(string(next.State), string(next.Reason))
 	return p.result(OutcomeTransitioned, next.State), true, nil
+}
+
+// logUnapplied logs a receipt that outcome leaves unapplied to rec, when that says something
+// is wrong: a mismatch (the receipt stays in the log as evidence, and in the table when it
+// came first) or a stale receipt.
+func (r *Recorder) logUnapplied(rec notify.Record, in Receipt, outcome Outcome) {
+	switch outcome {
+	case OutcomeMismatch:
+		r.log().Error("receipt names our attempt but another provider or message; not applied", "attempt_ref", in.AttemptRef,
+			"receipt_provider", in.Provider, "receipt_message_id", in.MessageID, "record_provider", rec.Provider, "state", string(rec.State))
+	case OutcomeStale:
+		// A receipt for an attempt the record has left behind: if the record went on to
+		// another attempt, the provider may have delivered twice.
+		r.log().Warn("receipt for an attempt the record has left", "attempt_ref", in.AttemptRef,
+			"state", string(rec.State), "record_attempt", rec.Attempt, "receipt_status", string(in.Status))
+	}
 }
 
 // atOnce returns what the final receipt in, received for attempt n of notification id, does

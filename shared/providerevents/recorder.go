@@ -164,7 +164,7 @@ func (r *Recorder) record(ctx context.Context, rc Receipt) (Result, error) {
 		// applied at once), that one is acted on below, so a retry after a failed
 		// transition finishes it.
 		if err := r.store(ctx, p); err != nil {
-			return p.result(OutcomeRecorded, ""), fmt.Errorf("providerevents.record %s: %w", rc.AttemptRef, err)
+			return p.result("", ""), fmt.Errorf("providerevents.record %s: %w", rc.AttemptRef, err)
 		}
 		if !p.stored.Final() {
 			return p.result(OutcomeRecorded, ""), nil

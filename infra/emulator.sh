@@ -70,13 +70,16 @@ if [[ -z "$endpoint" ]]; then
   # files in /tmp: keep it on loopback, one port, in memory, with its files in $work.
   # LAMBDA_EXECUTOR=local runs provided.al2023 bootstraps as host processes (no Docker);
   # AWS_ENDPOINT_URL is what those processes get as theirs, so their SDK calls come back here
-  # (through the fault proxy, when there is one).
+  # (through the fault proxy, when there is one). dev/emulator/ministack_platform.py runs
+  # MiniStack with what it leaves out of the platform: a stream mapping's retries and OnFailure
+  # record after MaximumRetryAttempts, and AWS/Lambda and AWS/SQS metrics for every invocation
+  # and queue (its doc comment says how).
   echo "emulator: MiniStack on $endpoint"
   on_failure="$work/ministack.log"
   start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$functions_endpoint" \
     LAMBDA_EXECUTOR=local IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 PERSIST_STATE=0 TMPDIR="$work" \
     STATE_DIR="$work/state" S3_DATA_DIR="$work/s3" LOG_LEVEL=INFO \
-    "$tools/ministack/bin/ministack"
+    "$tools/ministack/bin/python" dev/emulator/ministack_platform.py
   ministack_pid=$!
 fi
 

@@ -53,39 +53,24 @@ type AlarmResult struct {
 	ToAlarmSeconds *float64   `json:"to_alarm_seconds,omitempty"`
 	ToOKSeconds    *float64   `json:"to_ok_seconds,omitempty"`
 	AsExpected     bool       `json:"as_expected"`
-	// Unobservable is an expected alarm on a metric the emulator does not publish (AWS/Lambda
-	// outside the Invoke API, AWS/SQS): it gets no data here, and its verdict is left out of
-	// the share.
-	Unobservable bool   `json:"unobservable_on_emulator,omitempty"`
-	Note         string `json:"note,omitempty"`
+	Note           string     `json:"note,omitempty"`
 }
 
 // alarmsJudged is the number of alarm verdicts of the scenario: each expected alarm, each other
 // alarm that fired, and, for a scenario where no alarm is expected and none fired, that quiet.
-// Expected alarms the emulator cannot observe are left out.
 func (r Result) alarmsJudged() int {
-	n := 0
-	for _, a := range r.Alarms {
-		if !a.Unobservable {
-			n++
-		}
-	}
-	return max(n, 1)
+	return max(len(r.Alarms), 1)
 }
 
 func (r Result) alarmsGood() int {
-	n, judged := 0, 0
+	if len(r.Alarms) == 0 {
+		return 1
+	}
+	n := 0
 	for _, a := range r.Alarms {
-		if a.Unobservable {
-			continue
-		}
-		judged++
 		if a.AsExpected {
 			n++
 		}
-	}
-	if judged == 0 {
-		return 1
 	}
 	return n
 }
@@ -203,8 +188,6 @@ func (rep *Report) Markdown() string {
 		for _, a := range r.Alarms {
 			v := "as expected"
 			switch {
-			case a.Unobservable:
-				v = "not observable on the emulator"
 			case !a.AsExpected:
 				v = "**not as expected**"
 			}

@@ -362,9 +362,6 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, logf 
 		trs := r.transitions(res.FaultStart, time.Now().Add(time.Minute))
 		done := true
 		for _, name := range sc.Expect {
-			if r.unobservable(name) {
-				continue // no data on the emulator: nothing to wait for
-			}
 			fired, cleared := false, false
 			for _, t := range trs {
 				if t.Alarm == name && t.To == "ALARM" {
@@ -389,16 +386,9 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, logf 
 	logf("alarms: still waiting at %s, moving on", time.Now().UTC().Format(time.TimeOnly))
 }
 
-// unobservable says the alarm reads a platform metric MiniStack does not publish for the
-// functions' invocations (AWS/Lambda outside the Invoke API, AWS/SQS).
-func (r *Run) unobservable(name string) bool {
-	d, ok := r.Defs[name]
-	return ok && strings.HasPrefix(d.Namespace, "AWS/")
-}
-
 // judgeAlarms fills res.Alarms from the transitions seen between the scenario's start and end.
-// It is long because every verdict (fired in its window, cleared, unexpected, allowed,
-// unobservable) is one case over the same transitions.
+// It is long because every verdict (fired in its window, cleared, unexpected, allowed) is one
+// case over the same transitions.
 func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 	// Each alarm's state when the scenario began, and what it did after.
 	atStart := map[string]string{}
@@ -456,9 +446,6 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 		switch {
 		case !known && a.Expected:
 			a.Note = "not deployed"
-		case a.Expected && a.AlarmAt == nil && r.unobservable(name):
-			a.Unobservable = true
-			a.Note = fmt.Sprintf("no data: MiniStack publishes no %s %s for these invocations (docs/operations.md, \"Metrics and alarms locally\")", def.Namespace, def.Metric)
 		case a.Expected && a.AlarmAt == nil:
 			a.Note = "never went to ALARM"
 		case a.Expected && a.AlarmAt.Before(res.FaultStart):

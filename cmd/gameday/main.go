@@ -108,6 +108,11 @@ func run() error {
 	r := &gameday.Run{S: s, Scale: *scale, Logf: func(f string, a ...any) {
 		fmt.Printf("%s %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(f, a...))
 	}}
+	if !*ci {
+		// One after the other, each scenario waits out the 5-minute period of most alarms after
+		// its checks, so that what it caused late is judged in it (Run.Settle).
+		r.Settle = 5 * time.Minute
+	}
 	if s.FaultProxy != "" {
 		r.Proxy = faultproxy.NewClient(s.FaultProxy)
 	}

@@ -66,6 +66,9 @@ type Run struct {
 	Logf    func(format string, args ...any)
 	// Scale multiplies every scenario's hold (CI runs at a smaller scale).
 	Scale float64
+	// Settle is the alarm period a scenario waits out after its checks (settle): zero when
+	// scenarios run side by side, with nothing after them.
+	Settle time.Duration
 
 	mu      sync.Mutex
 	history []stateSample
@@ -320,7 +323,7 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	loads := slices.Clone(x.loads)
 	x.mu.Unlock()
 
-	r.waitForAlarms(ctx, sc, &res, logf)
+	r.waitForAlarms(ctx, sc, &res, res.FaultEnd, logf)
 	var sent []*Sent
 	for _, l := range loads {
 		sent = append(sent, l.Sent()...)
@@ -333,6 +336,7 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	}
 	logf("invariants over %d requests", len(sent))
 	res.Invariants = CheckInvariants(ctx, r.S, sent, res.Start, logf)
+	r.settle(ctx, sc, &res, logf)
 	res.End = time.Now().UTC()
 	r.judgeAlarms(sc, &res)
 	res.Passed = len(res.Errors) == 0 && res.Invariants.Count() == 0 && res.AlarmsAsExpected()
@@ -345,9 +349,24 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	return res
 }
 
+// settle waits, after the checks, for the alarm period (Settle) that holds the scenario's last
+// consequences to close and be evaluated, then for any alarm it raised to clear: a record that
+// expires once its deadline passes, or a batch back after its visibility timeout, counts in a
+// 5-minute period that ends after the checks, and its alarm must be judged in this scenario,
+// not in the next one.
+func (r *Run) settle(ctx context.Context, sc Scenario, res *Result, logf func(string, ...any)) {
+	if r.Settle <= 0 {
+		return
+	}
+	closed := time.Now().UTC().Truncate(r.Settle).Add(r.Settle + 90*time.Second)
+	logf("settling: alarms evaluated at %s", closed.Format(time.TimeOnly))
+	sleep(ctx, time.Until(closed))
+	r.waitForAlarms(ctx, sc, res, time.Now(), logf)
+}
+
 // waitForAlarms waits until every expected alarm went to ALARM and back to OK and no alarm is in
-// ALARM, or until the fault's end plus the longest window of the alarms involved and 3 minutes.
-func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, logf func(string, ...any)) {
+// ALARM, or until from plus the longest window of the alarms involved and 3 minutes.
+func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, from time.Time, logf func(string, ...any)) {
 	// An alarm keeps evaluating its last real datapoints while they are within its evaluation
 	// range (EvaluationPeriods + 2 periods, as dev/alarmeval and CloudWatch do), so it can take
 	// that long after the fault to return to OK.
@@ -357,7 +376,7 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, logf 
 			longest = max(longest, d.Window()+2*d.Period)
 		}
 	}
-	limit := res.FaultEnd.Add(longest + 3*time.Minute)
+	limit := from.Add(longest + 3*time.Minute)
 	for time.Now().Before(limit) && ctx.Err() == nil {
 		trs := r.transitions(res.FaultStart, time.Now().Add(time.Minute))
 		done := true

@@ -81,8 +81,8 @@ func readLane(dir string) (gameday.LaneRun, error) {
 }
 
 // mergeLanes merges the lanes' reports in dirs into one in out: gameday.md and gameday.json,
-// with each chart copied beside them; prints the figures and fails when the game day did.
-func mergeLanes(dirs []string, out string, catalogue []gameday.Scenario) error {
+// with each chart copied beside them; prints the figures to w and fails when the game day did.
+func mergeLanes(w io.Writer, dirs []string, out string, catalogue []gameday.Scenario) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -112,8 +112,8 @@ func mergeLanes(dirs []string, out string, catalogue []gameday.Scenario) error {
 	if err := rep.Write(out); err != nil {
 		return err
 	}
-	fmt.Print(rep.Figures())
-	fmt.Printf("gameday: report in %s\n", filepath.Join(out, "gameday.md"))
+	fmt.Fprint(w, rep.Figures())
+	fmt.Fprintf(w, "gameday: report in %s\n", filepath.Join(out, "gameday.md"))
 	if rep.Failed() {
 		var why []string
 		if rep.Passed != rep.Scenarios {

@@ -96,7 +96,7 @@ func run() error {
 		if *out == "" {
 			return fmt.Errorf("-merge needs -out")
 		}
-		return mergeLanes(strings.Split(*merge, ","), *out, all)
+		return mergeLanes(os.Stdout, strings.Split(*merge, ","), *out, all)
 	}
 	scs, err := selectScenarios(all, *list, *ci)
 	if err != nil {

@@ -112,25 +112,13 @@ func MergeLanes(runs []LaneRun, catalogue []Scenario) *Report {
 				rep.Results = append(rep.Results, res)
 			}
 		}
-		missing := 0
-		for _, name := range run.Planned {
-			if have[name] {
-				continue
-			}
-			missing++
-			sc := proves[name]
-			why := fmt.Sprintf("not run: lane %d's run ended before it (exit %d; see %s)", lane.Lane, run.Exit, run.Dir)
-			if run.Report == nil {
-				why = fmt.Sprintf("not run: lane %d's run wrote no report, its stack may have failed to deploy (exit %d; see %s)", lane.Lane, run.Exit, run.Dir)
-			}
-			rep.Results = append(rep.Results, Result{Name: name, Proves: sc.Proves, Platform: sc.Platform, Expect: sc.Expect,
-				NegativeControl: sc.NegativeControl, Lane: lane.Lane, NotRun: true, Errors: []string{why}})
-		}
+		missing := notRun(run, lane.Lane, have, proves)
+		rep.Results = append(rep.Results, missing...)
 		switch {
 		case run.Report == nil:
 			lane.Error = "wrote no report"
-		case missing > 0:
-			lane.Error = fmt.Sprintf("%d of its %d scenarios not run", missing, len(run.Planned))
+		case len(missing) > 0:
+			lane.Error = fmt.Sprintf("%d of its %d scenarios not run", len(missing), len(run.Planned))
 		case run.Exit != 0 && allPassed(run.Report.Results):
 			lane.Error = fmt.Sprintf("its run exited %d with every scenario passed", run.Exit)
 		}
@@ -145,6 +133,25 @@ func MergeLanes(runs []LaneRun, catalogue []Scenario) *Report {
 	slices.SortStableFunc(rep.Results, func(a, b Result) int { return cmp.Compare(index(a.Name), index(b.Name)) })
 	rep.Summarize()
 	return rep
+}
+
+// notRun returns a failed result, saying why, for each scenario planned for the lane that its
+// report does not hold (have).
+func notRun(run LaneRun, lane int, have map[string]bool, catalogue map[string]Scenario) []Result {
+	var out []Result
+	for _, name := range run.Planned {
+		if have[name] {
+			continue
+		}
+		sc := catalogue[name]
+		why := fmt.Sprintf("not run: lane %d's run ended before it (exit %d; see %s)", lane, run.Exit, run.Dir)
+		if run.Report == nil {
+			why = fmt.Sprintf("not run: lane %d's run wrote no report, its stack may have failed to deploy (exit %d; see %s)", lane, run.Exit, run.Dir)
+		}
+		out = append(out, Result{Name: name, Proves: sc.Proves, Platform: sc.Platform, Expect: sc.Expect,
+			NegativeControl: sc.NegativeControl, Lane: lane, NotRun: true, Errors: []string{why}})
+	}
+	return out
 }
 
 func allPassed(rs []Result) bool {

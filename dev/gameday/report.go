@@ -158,7 +158,7 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n\n", rep.NegativeControlDoubleSends)
 	if len(rep.Lanes) > 0 {
 		fmt.Fprintf(&b, "Run in %d lanes, each on a stack of its own (its own MiniStack, fault proxy and simulators), its scenarios one after the other:\n\n", len(rep.Lanes))
-		b.WriteString("| lane | scenarios | took | exit | report |\n| --- | --- | --- | --- | --- |\n")
+		b.WriteString("| lane | scenarios | took (its stack's setup aside) | exit | report |\n| --- | --- | --- | --- | --- |\n")
 		for _, l := range rep.Lanes {
 			took := "-"
 			if !l.Started.IsZero() && !l.Finished.IsZero() {

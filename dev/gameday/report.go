@@ -40,6 +40,10 @@ type Result struct {
 	// NegativeControl: the scenario passes when its invariants break.
 	NegativeControl bool `json:"negative_control,omitempty"`
 	Passed          bool `json:"passed"`
+	// Lane is the lane that ran it (1, 2, ...) in a game day run in lanes; 0 otherwise.
+	Lane int `json:"lane,omitempty"`
+	// NotRun: its lane ended before it (MergeLanes); it did not pass.
+	NotRun bool `json:"not_run,omitempty"`
 }
 
 // AlarmResult is one alarm's course in a scenario. ToAlarmSeconds counts from the fault's start,
@@ -63,6 +67,9 @@ func (r Result) alarmsJudged() int {
 }
 
 func (r Result) alarmsGood() int {
+	if r.NotRun {
+		return 0 // nothing seen: not as expected
+	}
 	if len(r.Alarms) == 0 {
 		return 1
 	}
@@ -94,6 +101,8 @@ type Report struct {
 	// NegativeControlDoubleSends are the double sends of the negative control (goal: above 0).
 	NegativeControlDoubleSends int      `json:"gameday_negative_control_double_sends"`
 	Results                    []Result `json:"scenarios"`
+	// Lanes are the lanes of a game day run in lanes (MergeLanes), each on a stack of its own.
+	Lanes []Lane `json:"lanes,omitempty"`
 }
 
 // Summarize fills the report's figures from its results.
@@ -147,7 +156,27 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "| `gameday_alarms_as_expected_share` | %.2f | 1.00 |\n", rep.AlarmsAsExpected)
 	fmt.Fprintf(&b, "| `gameday_faults_injected` | %d | |\n", rep.FaultsInjected)
 	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n\n", rep.NegativeControlDoubleSends)
-	fmt.Fprintf(&b, "| scenario | fault | faults injected | alarms | invariants | verdict |\n| --- | --- | --- | --- | --- | --- |\n")
+	if len(rep.Lanes) > 0 {
+		fmt.Fprintf(&b, "Run in %d lanes, each on a stack of its own (its own MiniStack, fault proxy and simulators), its scenarios one after the other:\n\n", len(rep.Lanes))
+		b.WriteString("| lane | scenarios | took (its stack's setup aside) | exit | report |\n| --- | --- | --- | --- | --- |\n")
+		for _, l := range rep.Lanes {
+			took := "-"
+			if !l.Started.IsZero() && !l.Finished.IsZero() {
+				took = l.Finished.Sub(l.Started).Round(time.Second).String()
+			}
+			exit := fmt.Sprint(l.Exit)
+			if l.Error != "" {
+				exit += " (**" + l.Error + "**)"
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | [%s](%s) |\n", l.Lane, strings.Join(l.Planned, ", "), took, exit, l.Dir, l.Dir)
+		}
+		b.WriteString("\n")
+	}
+	laneCol, laneSep := "", ""
+	if len(rep.Lanes) > 0 {
+		laneCol, laneSep = " lane |", " --- |"
+	}
+	fmt.Fprintf(&b, "| scenario |%s fault | faults injected | alarms | invariants | verdict |\n| --- |%s --- | --- | --- | --- | --- |\n", laneCol, laneSep)
 	for _, r := range rep.Results {
 		kind := "world"
 		if r.Platform {
@@ -160,11 +189,25 @@ func (rep *Report) Markdown() string {
 		if !r.Passed {
 			verdict = "**failed**"
 		}
-		fmt.Fprintf(&b, "| [%s](#%s) | %s, %s | %s | %d/%d as expected | %d violations | %s |\n", r.Name, r.Name, kind, r.Hold,
+		lane := ""
+		if len(rep.Lanes) > 0 {
+			lane = fmt.Sprintf(" %d |", r.Lane)
+		}
+		fmt.Fprintf(&b, "| [%s](#%s) |%s %s, %s | %s | %d/%d as expected | %d violations | %s |\n", r.Name, r.Name, lane, kind, r.Hold,
 			faultsLine(r.Faults), r.alarmsGood(), r.alarmsJudged(), r.Invariants.Count(), verdict)
 	}
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", r.Name, r.Proves)
+		if r.Lane > 0 {
+			fmt.Fprintf(&b, "Ran in lane %d.\n\n", r.Lane)
+		}
+		if r.NotRun {
+			// Its lane ended before it: only why.
+			for _, e := range r.Errors {
+				fmt.Fprintf(&b, "- error: %s\n", e)
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "Fault from %s to %s; %d requests, %d admitted; final states %s.\n\n",
 			r.FaultStart.Format(time.TimeOnly), r.FaultEnd.Format(time.TimeOnly), r.Requests, r.Admitted, statesLine(r.Invariants.States))
 		if r.Chart != "" {

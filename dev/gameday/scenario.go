@@ -43,6 +43,10 @@ type Scenario struct {
 	NegativeControl bool
 	// Charts are the metrics drawn besides the alarms' (name, stat, dimensions).
 	Charts []ChartMetric
+	// Takes is how long the scenario takes, start to verdict, on a stack of its own (the
+	// "takes" column of docs/operations.md's Game days table): PlanLanes shares the catalogue
+	// among lanes by it. An estimate, from past runs where there was one.
+	Takes time.Duration
 }
 
 // ChartMetric is one line of a scenario's chart, as the dashboard draws it.

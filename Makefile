@@ -115,12 +115,16 @@ faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (cmd/faultproxy): 
 	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go test -count=1 -v -run 'TestDeployedStackThroughTheProxy|TestFunctionsKilledMidInvocation' ./dev/faultproxy/
 
 # GAMEDAY_OUT is where the game days write their reports (gameday.md, gameday.json, a PNG chart
-# per scenario), one folder per run; git ignores it.
+# per scenario), one folder per run; git ignores it. make gameday runs the scenarios in
+# GAMEDAY_LANES lanes at once, each on a stack of its own (infra/gameday.sh); GAMEDAY_SCENARIOS
+# (comma-separated) runs only those.
 GAMEDAY_OUT ?= gameday-reports
+GAMEDAY_LANES ?= 3
+GAMEDAY_SCENARIOS ?= all
 
 .PHONY: gameday
-gameday: ## Game day: deploy to MiniStack behind the fault proxy, run every scenario (about 2 hours); report in gameday-reports/<UTC time>/.
-	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go run ./cmd/gameday -out $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
+gameday: ## Game day: every scenario, in GAMEDAY_LANES (3) lanes at once, each lane deployed to a MiniStack of its own behind the fault proxy (about an hour, an estimate); one report in gameday-reports/<UTC time>/.
+	GAMEDAY_LANES=$(GAMEDAY_LANES) GAMEDAY_SCENARIOS=$(GAMEDAY_SCENARIOS) ./infra/gameday.sh $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: gameday-ci
 gameday-ci: ## The short game day of .ci/run: 3 scenarios side by side (about 10 min); report in gameday-reports/ci-<UTC time>/.

@@ -29,12 +29,22 @@
 # as RESETNOTIFY_FAULT_PROXY_URL (its control API is under /_faultproxy/; docs/operations.md).
 # This script, sam and the command keep talking to MiniStack directly. Without the variable
 # nothing changes.
+#
+# Runs of this script may overlap (make gameday runs one per lane, infra/gameday.sh): each has
+# its own MiniStack, proxy, simulators, bridge, ports and work directory, and builds into
+# $work/sam (not the checkout). What they would still race on, the tools' install and the
+# window between picking a free port and binding it (the simulators' ports are picked before
+# the deploy, which needs their URLs, and bound after it), is held under a lock on
+# .aws-sam/emulator-setup.lock, from the install to the moment the command starts: a second run
+# waits for the first one's setup (a few minutes), then sets up its own while the first one's
+# command runs.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 # shellcheck source=infra/lib.sh
 source infra/lib.sh
 tools="$root/.tools"
+setup_lock .aws-sam/emulator-setup.lock
 ./infra/install-tools.sh emulator
 
 stack=resetnotify-e2e
@@ -70,13 +80,16 @@ if [[ -z "$endpoint" ]]; then
   # files in /tmp: keep it on loopback, one port, in memory, with its files in $work.
   # LAMBDA_EXECUTOR=local runs provided.al2023 bootstraps as host processes (no Docker);
   # AWS_ENDPOINT_URL is what those processes get as theirs, so their SDK calls come back here
-  # (through the fault proxy, when there is one).
+  # (through the fault proxy, when there is one). dev/emulator/ministack_platform.py runs
+  # MiniStack with what it leaves out of the platform: a stream mapping's retries and OnFailure
+  # record after MaximumRetryAttempts, and AWS/Lambda and AWS/SQS metrics for every invocation
+  # and queue (its doc comment says how).
   echo "emulator: MiniStack on $endpoint"
   on_failure="$work/ministack.log"
   start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$functions_endpoint" \
     LAMBDA_EXECUTOR=local IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 PERSIST_STATE=0 TMPDIR="$work" \
     STATE_DIR="$work/state" S3_DATA_DIR="$work/s3" LOG_LEVEL=INFO \
-    "$tools/ministack/bin/ministack"
+    "$tools/ministack/bin/python" dev/emulator/ministack_platform.py
   ministack_pid=$!
 fi
 
@@ -131,10 +144,13 @@ overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator,s
   "CallbackBaseUrl=$callback_base" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO
   AuditDigestPeriodMinutes=1 AuditDigestGraceSeconds=65)
 
-# A build directory of its own and no cache: an x86-64 artifact must never end up in an arm64
-# build for AWS. --build-in-source runs make in the checkout (Go's own build cache makes it
-# quick) instead of copying the whole checkout, .tools/ included, to a scratch directory.
-build_dir=.aws-sam/emulator
+# A build directory of its own, in this run's work directory, and no cache: an x86-64 artifact
+# must never end up in an arm64 build for AWS, and overlapping runs must not share one (sam
+# also keeps its build.toml beside the build directory: $work/sam/build.toml, not the
+# checkout's .aws-sam/build.toml that `sam build` for AWS uses). --build-in-source runs make in
+# the checkout (Go's own build cache makes it quick; the build-% targets write only to sam's
+# ARTIFACTS_DIR) instead of copying the whole checkout, .tools/ included, to a scratch directory.
+build_dir="$work/sam/build"
 echo "emulator: sam build (GOARCH=$goarch, Architecture=$architecture)"
 start=$SECONDS
 fg env GOARCH="$goarch" "$tools/sam/bin/sam" build --build-dir "$build_dir" --no-cached --build-in-source \
@@ -194,6 +210,8 @@ export RESETNOTIFY_E2E_STACK="$stack"
 # STS (MiniStack passes each SigV4 caller's identity to the function, unverified; any role ARN
 # may be assumed while its AUTH is off). The first caller is the suite's own key.
 export RESETNOTIFY_E2E_SECOND_CALLER_ROLE="arn:aws:iam::000000000000:role/resetnotify-e2e-second"
+# Every port of this run is bound: another run may set up now.
+setup_unlock
 
 if [[ $# -gt 0 ]]; then
   echo "emulator: $*"

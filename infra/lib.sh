@@ -12,8 +12,28 @@ fg_pid=
 # on_failure names a log to show when the script fails.
 on_failure=
 
+# setup_lock FILE takes an exclusive lock on FILE (created, with its folder), waiting for the
+# run that holds it; setup_unlock (and any exit) releases it. The processes start_bg starts do
+# not inherit it.
+lock_fd=
+setup_lock() {
+  mkdir -p "$(dirname "$1")"
+  exec {lock_fd}>>"$1"
+  if ! flock -n "$lock_fd"; then
+    echo "${0##*/}: waiting for another run of this checkout to finish its setup ($1)"
+    flock -w 3600 "$lock_fd" || { echo "${0##*/}: $1 still locked after an hour" >&2; return 1; }
+  fi
+}
+setup_unlock() {
+  [[ -n "$lock_fd" ]] || return 0
+  flock -u "$lock_fd" || true
+  exec {lock_fd}>&-
+  lock_fd=
+}
+
 cleanup() {
   local rc=$?
+  setup_unlock
   [[ -z "$fg_pid" ]] || pids+=("$fg_pid")
   local pid
   for pid in "${pids[@]}"; do
@@ -38,7 +58,11 @@ trap 'exit 130' INT TERM
 start_bg() {
   local log=$1
   shift
-  setsid "$@" >"$log" 2>&1 &
+  if [[ -n "$lock_fd" ]]; then
+    setsid "$@" >"$log" 2>&1 {lock_fd}>&- &
+  else
+    setsid "$@" >"$log" 2>&1 &
+  fi
   pids+=($!)
 }
 

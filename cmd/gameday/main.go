@@ -6,9 +6,17 @@
 //
 //	RESETNOTIFY_FAULT_PROXY=1 infra/emulator.sh go run ./cmd/gameday [flags]
 //
-// (make gameday: every scenario; make gameday-ci: the short game day of .ci/run). It writes
-// gameday.md, gameday.json and a PNG chart per scenario into -out, prints the report's figures
-// as name=value lines, and exits 1 when a scenario did not pass.
+// (make gameday-ci: the short game day of .ci/run). It writes gameday.md, gameday.json and a
+// PNG chart per scenario into -out, prints the report's figures as name=value lines, and exits
+// 1 when a scenario did not pass.
+//
+// make gameday runs the catalogue in lanes (infra/gameday.sh), each lane on a stack of its own
+// with its scenarios one after the other. Two modes of this command, which need no stack,
+// serve it: -plan prints how -lanes lanes share the scenarios (longest first onto the least
+// loaded lane, by each scenario's Takes), one lane a line ("lane<TAB>scenarios<TAB>minutes";
+// -lane i prints lane i's scenarios only); -merge dir1,dir2,... makes one report of the lanes'
+// in -out, with the figures over all of them, and exits 1 when a scenario did not pass or a
+// lane failed.
 package main
 
 import (
@@ -71,6 +79,10 @@ func run() error {
 		out      = flag.String("out", "", "report folder (default gameday-reports/<UTC time>)")
 		stack    = flag.String("stack", "resetnotify-e2e", "the CloudFormation stack (infra/emulator.sh's)")
 		listOnly = flag.Bool("list", false, "list the scenarios and exit")
+		lanes    = flag.Int("lanes", 3, "with -plan or -lane: the number of lanes")
+		plan     = flag.Bool("plan", false, "print how -lanes lanes share -scenarios, one lane a line (lane, scenarios, minutes), and exit")
+		lane     = flag.Int("lane", 0, "print the scenarios lane i (from 1) of -lanes runs, comma-separated, and exit")
+		merge    = flag.String("merge", "", "comma-separated lane report folders: merge them into one report in -out, and exit")
 	)
 	flag.Parse()
 	all := gameday.Scenarios()
@@ -80,9 +92,18 @@ func run() error {
 		}
 		return nil
 	}
+	if *merge != "" {
+		if *out == "" {
+			return fmt.Errorf("-merge needs -out")
+		}
+		return mergeLanes(os.Stdout, strings.Split(*merge, ","), *out, all)
+	}
 	scs, err := selectScenarios(all, *list, *ci)
 	if err != nil {
 		return err
+	}
+	if *plan || *lane != 0 {
+		return printPlan(os.Stdout, scs, *lanes, *lane)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -108,6 +129,11 @@ func run() error {
 	r := &gameday.Run{S: s, Scale: *scale, Logf: func(f string, a ...any) {
 		fmt.Printf("%s %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(f, a...))
 	}}
+	if !*ci {
+		// One after the other, each scenario waits out the 5-minute period of most alarms after
+		// its checks, so that what it caused late is judged in it (Run.Settle).
+		r.Settle = 5 * time.Minute
+	}
 	if s.FaultProxy != "" {
 		r.Proxy = faultproxy.NewClient(s.FaultProxy)
 	}
@@ -155,8 +181,7 @@ func run() error {
 	if err := rep.Write(dir); err != nil {
 		return err
 	}
-	fmt.Printf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\n",
-		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends)
+	fmt.Print(rep.Figures())
 	fmt.Printf("gameday: report in %s\n", filepath.Join(dir, "gameday.md"))
 	if rep.Passed != rep.Scenarios {
 		return fmt.Errorf("%d of %d scenarios did not pass (see %s)", rep.Scenarios-rep.Passed, rep.Scenarios, filepath.Join(dir, "gameday.md"))

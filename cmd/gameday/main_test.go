@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -48,11 +49,33 @@ func TestDocumentedCommands(t *testing.T) {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 0:
-		case f[0] == "make":
+		case slices.Contains(f, "make"):
+			// Variables first: GAMEDAY_SCENARIOS must name scenarios, GAMEDAY_LANES a number.
+			for _, v := range f[:slices.Index(f, "make")] {
+				name, value, ok := strings.Cut(v, "=")
+				switch {
+				case ok && name == "GAMEDAY_SCENARIOS":
+					if _, err := selectScenarios(gameday.Scenarios(), value, false); err != nil {
+						t.Errorf("%s: %v", line, err)
+					}
+				case ok && name == "GAMEDAY_LANES" && regexp.MustCompile(`^[1-9][0-9]*$`).MatchString(value):
+				default:
+					t.Errorf("%s: %s is no variable of make gameday", line, v)
+				}
+			}
+			f = f[slices.Index(f, "make"):]
 			target := f[1]
 			re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:.*\n\t(.*)`)
 			m := re.FindStringSubmatch(string(makefile))
-			if m == nil || !strings.Contains(m[1], "RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go run ./cmd/gameday") {
+			// make gameday runs infra/gameday.sh, which runs each lane so.
+			if m != nil && strings.Contains(m[1], "./infra/gameday.sh") {
+				script, err := os.ReadFile("../../infra/gameday.sh")
+				if err != nil {
+					t.Fatal(err)
+				}
+				m[1] = string(script)
+			}
+			if m == nil || !regexp.MustCompile(`RESETNOTIFY_FAULT_PROXY=1 \./infra/emulator\.sh (go run \./cmd/gameday|"\$bin/gameday")`).MatchString(m[1]) {
 				t.Errorf("make %s: no such target running cmd/gameday behind the proxy (%v)", target, m)
 			}
 		case slices.Contains(f, "./cmd/gameday"):
@@ -106,6 +129,10 @@ func TestDocumentedScenarios(t *testing.T) {
 			if !strings.Contains(row, "`"+a+"`") {
 				t.Errorf("the row of %s does not name its alarm %s", sc.Name, a)
 			}
+		}
+		// The takes column is the catalogue's Takes, by which make gameday plans its lanes.
+		if want := fmt.Sprintf("| %.0f min |", sc.Takes.Minutes()); !strings.HasSuffix(row, want) {
+			t.Errorf("the row of %s does not end with its Takes %q: %s", sc.Name, want, row)
 		}
 		delete(rows, sc.Name)
 	}

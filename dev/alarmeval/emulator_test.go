@@ -90,8 +90,14 @@ func (s emulatorStack) logAsFunction(t *testing.T, function string, lines []stri
 	}
 }
 
-// sum returns the Sum of the metric over [from, to) and whether it has any datapoint.
+// sum returns the Sum of the stack's metric over [from, to) and whether it has any datapoint.
 func (s emulatorStack) sum(t *testing.T, name string, dims map[string]string, from, to time.Time) (float64, bool) {
+	t.Helper()
+	return s.sumIn(t, obs.StackNamespace(s.name), name, dims, from, to)
+}
+
+// sumIn is sum for a metric of namespace ns.
+func (s emulatorStack) sumIn(t *testing.T, ns, name string, dims map[string]string, from, to time.Time) (float64, bool) {
 	t.Helper()
 	var dl []types.Dimension
 	for k, v := range dims {
@@ -99,7 +105,7 @@ func (s emulatorStack) sum(t *testing.T, name string, dims map[string]string, fr
 	}
 	out, err := s.cw.GetMetricData(context.Background(), &cloudwatch.GetMetricDataInput{StartTime: aws.Time(from), EndTime: aws.Time(to),
 		MetricDataQueries: []types.MetricDataQuery{{Id: aws.String("m"), MetricStat: &types.MetricStat{
-			Metric: &types.Metric{Namespace: aws.String(obs.StackNamespace(s.name)), MetricName: aws.String(name), Dimensions: dl},
+			Metric: &types.Metric{Namespace: aws.String(ns), MetricName: aws.String(name), Dimensions: dl},
 			Period: aws.Int32(60), Stat: aws.String("Sum")}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +170,43 @@ func TestEmulatorFunctionMetrics(t *testing.T) {
 	// Its latency too, with the unit the line carries.
 	if _, ok := s.sum(t, "Latency", dims, from, from.Add(time.Hour)); !ok {
 		t.Error("no Latency datapoint beside the Requests one")
+	}
+}
+
+// TestEmulatorPlatformMetrics: the platform's own metrics exist for every invocation path, not
+// only the Invoke API, so that the template's AWS/Lambda and AWS/SQS alarms have data on the
+// emulator (dev/emulator/ministack_platform.py): dispatch, invoked by its queue's mapping, has
+// Invocations and Errors; the audit function, invoked by the stream's, an IteratorAge; the
+// dispatch queue NumberOfMessagesSent and, within a minute, ApproximateNumberOfMessagesVisible.
+// It runs after the black-box suite, whose requests are the traffic.
+func TestEmulatorPlatformMetrics(t *testing.T) {
+	s := emulator(t)
+	from, to := time.Now().Add(-time.Hour).Truncate(time.Minute), time.Now().Add(time.Minute)
+	dispatch := map[string]string{"FunctionName": s.physical(t, "DispatchFunction")}
+	if n, _ := s.sumIn(t, "AWS/Lambda", "Invocations", dispatch, from, to); n == 0 {
+		t.Errorf("AWS/Lambda Invocations %v: no datapoint for the function the dispatch queue's mapping invokes", dispatch)
+	}
+	if _, ok := s.sumIn(t, "AWS/Lambda", "Errors", dispatch, from, to); !ok {
+		t.Errorf("AWS/Lambda Errors %v: no datapoint (an invocation without error is a 0)", dispatch)
+	}
+	audit := map[string]string{"FunctionName": s.physical(t, "AuditFunction")}
+	if _, ok := s.sumIn(t, "AWS/Lambda", "IteratorAge", audit, from, to); !ok {
+		t.Errorf("AWS/Lambda IteratorAge %v: no datapoint for the function the stream's mapping invokes", audit)
+	}
+	queue := s.physical(t, "DispatchQueue")
+	queue = queue[strings.LastIndex(queue, "/")+1:]
+	if n, _ := s.sumIn(t, "AWS/SQS", "NumberOfMessagesSent", map[string]string{"QueueName": queue}, from, to); n == 0 {
+		t.Errorf("AWS/SQS NumberOfMessagesSent of %s: none, after the suite's admissions", queue)
+	}
+	deadline := time.Now().Add(75 * time.Second)
+	for {
+		if _, ok := s.sumIn(t, "AWS/SQS", "ApproximateNumberOfMessagesVisible", map[string]string{"QueueName": queue}, from, time.Now().Add(time.Minute)); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AWS/SQS ApproximateNumberOfMessagesVisible of %s: no datapoint after 75 s (published every minute)", queue)
+		}
+		time.Sleep(5 * time.Second)
 	}
 }
 

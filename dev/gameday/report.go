@@ -40,6 +40,10 @@ type Result struct {
 	// NegativeControl: the scenario passes when its invariants break.
 	NegativeControl bool `json:"negative_control,omitempty"`
 	Passed          bool `json:"passed"`
+	// Lane is the lane that ran it (1, 2, ...) in a game day run in lanes; 0 otherwise.
+	Lane int `json:"lane,omitempty"`
+	// NotRun: its lane ended before it (MergeLanes); it did not pass.
+	NotRun bool `json:"not_run,omitempty"`
 }
 
 // AlarmResult is one alarm's course in a scenario. ToAlarmSeconds counts from the fault's start,
@@ -53,39 +57,27 @@ type AlarmResult struct {
 	ToAlarmSeconds *float64   `json:"to_alarm_seconds,omitempty"`
 	ToOKSeconds    *float64   `json:"to_ok_seconds,omitempty"`
 	AsExpected     bool       `json:"as_expected"`
-	// Unobservable is an expected alarm on a metric the emulator does not publish (AWS/Lambda
-	// outside the Invoke API, AWS/SQS): it gets no data here, and its verdict is left out of
-	// the share.
-	Unobservable bool   `json:"unobservable_on_emulator,omitempty"`
-	Note         string `json:"note,omitempty"`
+	Note           string     `json:"note,omitempty"`
 }
 
 // alarmsJudged is the number of alarm verdicts of the scenario: each expected alarm, each other
 // alarm that fired, and, for a scenario where no alarm is expected and none fired, that quiet.
-// Expected alarms the emulator cannot observe are left out.
 func (r Result) alarmsJudged() int {
-	n := 0
-	for _, a := range r.Alarms {
-		if !a.Unobservable {
-			n++
-		}
-	}
-	return max(n, 1)
+	return max(len(r.Alarms), 1)
 }
 
 func (r Result) alarmsGood() int {
-	n, judged := 0, 0
+	if r.NotRun {
+		return 0 // nothing seen: not as expected
+	}
+	if len(r.Alarms) == 0 {
+		return 1
+	}
+	n := 0
 	for _, a := range r.Alarms {
-		if a.Unobservable {
-			continue
-		}
-		judged++
 		if a.AsExpected {
 			n++
 		}
-	}
-	if judged == 0 {
-		return 1
 	}
 	return n
 }
@@ -109,6 +101,8 @@ type Report struct {
 	// NegativeControlDoubleSends are the double sends of the negative control (goal: above 0).
 	NegativeControlDoubleSends int      `json:"gameday_negative_control_double_sends"`
 	Results                    []Result `json:"scenarios"`
+	// Lanes are the lanes of a game day run in lanes (MergeLanes), each on a stack of its own.
+	Lanes []Lane `json:"lanes,omitempty"`
 }
 
 // Summarize fills the report's figures from its results.
@@ -162,7 +156,27 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "| `gameday_alarms_as_expected_share` | %.2f | 1.00 |\n", rep.AlarmsAsExpected)
 	fmt.Fprintf(&b, "| `gameday_faults_injected` | %d | |\n", rep.FaultsInjected)
 	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n\n", rep.NegativeControlDoubleSends)
-	fmt.Fprintf(&b, "| scenario | fault | faults injected | alarms | invariants | verdict |\n| --- | --- | --- | --- | --- | --- |\n")
+	if len(rep.Lanes) > 0 {
+		fmt.Fprintf(&b, "Run in %d lanes, each on a stack of its own (its own MiniStack, fault proxy and simulators), its scenarios one after the other:\n\n", len(rep.Lanes))
+		b.WriteString("| lane | scenarios | took (its stack's setup aside) | exit | report |\n| --- | --- | --- | --- | --- |\n")
+		for _, l := range rep.Lanes {
+			took := "-"
+			if !l.Started.IsZero() && !l.Finished.IsZero() {
+				took = l.Finished.Sub(l.Started).Round(time.Second).String()
+			}
+			exit := fmt.Sprint(l.Exit)
+			if l.Error != "" {
+				exit += " (**" + l.Error + "**)"
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | [%s](%s) |\n", l.Lane, strings.Join(l.Planned, ", "), took, exit, l.Dir, l.Dir)
+		}
+		b.WriteString("\n")
+	}
+	laneCol, laneSep := "", ""
+	if len(rep.Lanes) > 0 {
+		laneCol, laneSep = " lane |", " --- |"
+	}
+	fmt.Fprintf(&b, "| scenario |%s fault | faults injected | alarms | invariants | verdict |\n| --- |%s --- | --- | --- | --- | --- |\n", laneCol, laneSep)
 	for _, r := range rep.Results {
 		kind := "world"
 		if r.Platform {
@@ -175,11 +189,25 @@ func (rep *Report) Markdown() string {
 		if !r.Passed {
 			verdict = "**failed**"
 		}
-		fmt.Fprintf(&b, "| [%s](#%s) | %s, %s | %s | %d/%d as expected | %d violations | %s |\n", r.Name, r.Name, kind, r.Hold,
+		lane := ""
+		if len(rep.Lanes) > 0 {
+			lane = fmt.Sprintf(" %d |", r.Lane)
+		}
+		fmt.Fprintf(&b, "| [%s](#%s) |%s %s, %s | %s | %d/%d as expected | %d violations | %s |\n", r.Name, r.Name, lane, kind, r.Hold,
 			faultsLine(r.Faults), r.alarmsGood(), r.alarmsJudged(), r.Invariants.Count(), verdict)
 	}
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", r.Name, r.Proves)
+		if r.Lane > 0 {
+			fmt.Fprintf(&b, "Ran in lane %d.\n\n", r.Lane)
+		}
+		if r.NotRun {
+			// Its lane ended before it: only why.
+			for _, e := range r.Errors {
+				fmt.Fprintf(&b, "- error: %s\n", e)
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "Fault from %s to %s; %d requests, %d admitted; final states %s.\n\n",
 			r.FaultStart.Format(time.TimeOnly), r.FaultEnd.Format(time.TimeOnly), r.Requests, r.Admitted, statesLine(r.Invariants.States))
 		if r.Chart != "" {
@@ -203,8 +231,6 @@ func (rep *Report) Markdown() string {
 		for _, a := range r.Alarms {
 			v := "as expected"
 			switch {
-			case a.Unobservable:
-				v = "not observable on the emulator"
 			case !a.AsExpected:
 				v = "**not as expected**"
 			}

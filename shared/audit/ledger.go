@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -180,10 +181,17 @@ func (b *Batch) put(ctx context.Context, keys []entryKey) error {
 	if err != nil {
 		return fmt.Errorf("ledger: build condition: %w", err)
 	}
-	if _, err := b.w.DB.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err = b.w.DB.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(b.w.Table), Item: l.item(),
 		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
-	}); err != nil {
+	})
+	var held *ddbtypes.ConditionalCheckFailedException
+	if errors.As(err, &held) {
+		// The seq carries 8 random bytes: the item that holds it is this very ledger, put by an
+		// attempt the SDK retried after the answer was lost (committed, yet unknown).
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("ledger %s: %w", l.Seq, err)
 	}
 	return nil

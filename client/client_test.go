@@ -664,6 +664,12 @@ func TestHangingTryEndsBeforeTheDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want one that matches context.DeadlineExceeded", err)
 	}
+	// The try ended maxReserve (250 ms) before the deadline, too little for another of use: it
+	// was the last. A second try squeezed into those 250 ms kept back only a tenth of them, and
+	// a loaded machine returned after the deadline.
+	if n := len(s.requests()); n != 1 {
+		t.Errorf("%d tries, want 1: none starts once less than its need plus maxReserve is left", n)
+	}
 }
 
 // TestImportsNothingOfShared keeps the client light for callers: it must not pull in the

@@ -14,7 +14,9 @@
 // try could not start before the context's deadline or, for Send, before the notification's
 // expires_at: no try starts and no backoff ends after either. A call never outlives its
 // context: each try also ends a little before the context's deadline (a tenth of the time
-// left, at most 250 ms), so that the call returns by the deadline with the last answer.
+// left, at most 250 ms), so that the call returns by the deadline with the last answer, and
+// no try starts with less than its need (a tenth of TryTimeout, at most 100 ms) plus 250 ms
+// left.
 //
 // Answers that repeating cannot change are returned at once as an *APIError, which matches
 // the sentinel errors with errors.Is: ErrInvalidRequest (400, with the field errors),

@@ -82,11 +82,14 @@ func (c *Client) stopped(op string, n int, ctxErr, last error) error {
 
 // fits reports whether a try could start after delay, before the context's deadline and the
 // request's notAfter. A try needs some time to be of use: a tenth of the try timeout, at most
-// 100 ms, besides what tryContext keeps back.
+// 100 ms, besides the most tryContext keeps back (maxReserve). Counting all of maxReserve, not
+// the tenth of what is left, means a try that tryContext cut short is the last one: the call
+// returns with up to maxReserve to spare, not with a tenth of the few milliseconds left after
+// one more short try (a loaded machine's scheduling delay overran that).
 func (c *Client) fits(ctx context.Context, req request, delay time.Duration) bool {
 	start := time.Now().Add(delay)
 	need := min(c.opts.TryTimeout/10, 100*time.Millisecond)
-	if dl, ok := ctx.Deadline(); ok && !start.Add(need+min(dl.Sub(start)/10, maxReserve)).Before(dl) {
+	if dl, ok := ctx.Deadline(); ok && !start.Add(need+maxReserve).Before(dl) {
 		return false
 	}
 	return req.notAfter.IsZero() || c.now().Add(delay).Before(req.notAfter)

@@ -185,3 +185,25 @@ func TestNotificationOfRef(t *testing.T) {
 		t.Error("two calls of NormalNumber gave one number")
 	}
 }
+
+// TestSettledAtIsAfterThePeriodHoldingNow holds settle to the period in which the scenario's
+// checks ended: judged once that period has closed and been evaluated, never in the one before
+// (whose alarms would miss what the scenario caused late) and never a whole period later than
+// needed.
+func TestSettledAtIsAfterThePeriodHoldingNow(t *testing.T) {
+	for _, c := range []struct{ now, want string }{
+		{"10:02:10", "10:06:30"},
+		{"10:04:59", "10:06:30"},
+		{"10:05:00", "10:11:30"},
+		{"10:00:00", "10:06:30"},
+	} {
+		now, err := time.Parse(time.DateTime, "2026-12-05 "+c.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := settledAt(now, 5*time.Minute).Format(time.TimeOnly)
+		if got != c.want {
+			t.Errorf("settledAt(%s, 5m) = %s, want %s", c.now, got, c.want)
+		}
+	}
+}

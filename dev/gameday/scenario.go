@@ -362,10 +362,16 @@ func (r *Run) settle(ctx context.Context, sc Scenario, res *Result, logf func(st
 	if r.Settle <= 0 {
 		return
 	}
-	closed := time.Now().UTC().Truncate(r.Settle).Add(r.Settle + 90*time.Second)
+	closed := settledAt(time.Now().UTC(), r.Settle)
 	logf("settling: alarms evaluated at %s", closed.Format(time.TimeOnly))
 	sleep(ctx, time.Until(closed))
 	r.waitForAlarms(ctx, sc, res, time.Now(), logf)
+}
+
+// settledAt is when the alarm period of length period that holds now has closed and been
+// evaluated: its end, plus 90 s for the last datapoint to be put and the evaluator to run.
+func settledAt(now time.Time, period time.Duration) time.Time {
+	return now.Truncate(period).Add(period + 90*time.Second)
 }
 
 // waitForAlarms waits until every expected alarm went to ALARM and back to OK and no alarm is in

@@ -22,7 +22,7 @@ func TestPrintPlan(t *testing.T) {
 	if err := printPlan(&b, scs, 2, 0); err != nil {
 		t.Fatal(err)
 	}
-	if want := "1\tprovider-down\t20\n2\tbaseline,sqs-duplicates\t11\n"; b.String() != want {
+	if want := "1\tprovider-down\t25\n2\tbaseline,sqs-duplicates\t20\n"; b.String() != want {
 		t.Errorf("-plan -lanes 2 printed %q, want %q", b.String(), want)
 	}
 	b.Reset()

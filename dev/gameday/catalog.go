@@ -29,27 +29,27 @@ func Scenarios() []Scenario {
 	return []Scenario{
 		{
 			Name:   "baseline",
-			Takes:  5 * time.Minute,
+			Takes:  10 * time.Minute,
 			Proves: "Under the normal load and no fault, no alarm fires and every invariant holds: the yardstick of every other scenario.",
 			Hold:   2 * time.Minute, Rate: 2,
 		},
 		{
 			Name:     "dynamodb-throttling",
-			Takes:    6 * time.Minute,
+			Takes:    9 * time.Minute,
 			Proves:   "20 % of DynamoDB requests throttled for 2 minutes, every function's: the SDK's retries, the stream mapping's retries and the conditional writes absorb it; nothing is sent twice or late, nothing sticks, every version has its audit entry, and no alarm fires.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
 			Inject: rules(faultproxy.Rule{Service: "dynamodb", Kind: faultproxy.KindThrottle, Rate: 0.2}),
 		},
 		{
 			Name:     "dynamodb-lost-writes",
-			Takes:    6 * time.Minute,
+			Takes:    9 * time.Minute,
 			Proves:   "5 % of DynamoDB write responses dropped after the write committed: every writer re-reads what it cannot know, so a committed lease or transition is never taken twice.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
 			Inject: rules(faultproxy.Rule{Service: "dynamodb", Operations: dynamoWrites, Kind: faultproxy.KindDropResponse, Rate: 0.05}),
 		},
 		{
 			Name:     "sqs-duplicates",
-			Takes:    6 * time.Minute,
+			Takes:    10 * time.Minute,
 			Proves:   "10 % of SQS messages delivered twice for 2 minutes: the lease makes a duplicate dispatch message a no-op.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
 			Inject: rules(faultproxy.Rule{Service: "sqs", Operations: []string{"SendMessage", "SendMessageBatch"}, Kind: faultproxy.KindSQSDuplicate, Rate: 0.1}),
@@ -58,7 +58,7 @@ func Scenarios() []Scenario {
 			Name: "dispatch-killed",
 			// 22 minutes in a whole run once AWS/Lambda metrics were observable: the runner
 			// waits for DispatchErrorsAlarm (5-minute period) to go back to OK.
-			Takes:    22 * time.Minute,
+			Takes:    15 * time.Minute,
 			Proves:   "dispatch killed right after its lease committed (before the provider call), 30 % of leases for 2 minutes, 8 kills at most: the lease expires, the record goes to dispatch_unknown and is reconciled, never sent blind; the Lambda errors raise DispatchErrorsAlarm.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
 			Expect: []string{"DispatchErrorsAlarm"}, Allow: []string{"DispatchUnknownBacklogAlarm", "ExpiryRateAlarm"},
@@ -67,7 +67,7 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:  "kms-outage",
-			Takes: 6 * time.Minute,
+			Takes: 10 * time.Minute,
 			Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
 				"so intake's and dispatch's processes are killed once as it begins and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
 				"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
@@ -91,7 +91,7 @@ func Scenarios() []Scenario {
 		DigestFailing(),
 		{
 			Name:     "stream-batches-failing",
-			Takes:    8 * time.Minute,
+			Takes:    10 * time.Minute,
 			Proves:   "the audit function's writes failing for 2 minutes: its stream batches are retried, then sent to AuditFailureQueue and replayed; every version ends with an entry or a visible gap.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
 			Expect: []string{"AuditFailureAlarm"}, Allow: []string{"AuditErrorsAlarm", "AuditIteratorAgeAlarm"},
@@ -99,7 +99,7 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:   "provider-down",
-			Takes:  20 * time.Minute,
+			Takes:  25 * time.Minute,
 			Proves: "the first provider refusing every connection for 2 minutes: dispatch cools it down after 3 failures in a row and fails over to the second; ProviderCoolDownAlarm fires and clears.",
 			Hold:   2 * time.Minute, Rate: 2,
 			Expect: []string{"ProviderCoolDownAlarm"},
@@ -115,7 +115,7 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:   "lookup-outage",
-			Takes:  7 * time.Minute,
+			Takes:  10 * time.Minute,
 			Proves: "every provider's lookup failing for 3 minutes while sends time out after the provider took them: records wait in dispatch_unknown, never re-sent, and settle once lookups answer (or expire unresolved).",
 			Hold:   3 * time.Minute, Rate: 2,
 			Inject: func(ctx context.Context, x *Exec) error {
@@ -143,8 +143,8 @@ func Scenarios() []Scenario {
 		NegativeControl(),
 		{
 			Name:   "pumping-conversion",
-			Takes:  25 * time.Minute,
-			Proves: "a range sent codes nobody uses (25 new destinations in 2 minutes, none converted): dispatch blocks the prefix after ConversionMinSends and ConversionDropAlarm fires; later requests get 429 prefix-blocked.",
+			Takes:  66 * time.Minute,
+			Proves: "a range sent codes nobody uses (24 new destinations in 2 minutes (12 a minute), none converted): dispatch blocks the prefix after ConversionMinSends and ConversionDropAlarm fires; later requests get 429 prefix-blocked.",
 			Hold:   2 * time.Minute, Rate: 1,
 			Expect: []string{"ConversionDropAlarm"},
 			During: func(ctx context.Context, x *Exec) {
@@ -187,7 +187,7 @@ func NegativeControl() Scenario {
 func DigestFailing() Scenario {
 	return Scenario{
 		Name:  "digest-failing",
-		Takes: 9 * time.Minute,
+		Takes: 10 * time.Minute,
 		Proves: "the digest function failing for 3 minutes (every call it makes answered 500): its runs fail (DigestErrorsAlarm), " +
 			"its archive step fails every minute (ArchiveErrorsAlarm, 3 of 5 minutes); once healed the periods are closed and archived late, and auditctl verify says late, never broken.",
 		Platform: true, Hold: 3 * time.Minute, Rate: 1,
@@ -203,7 +203,7 @@ func DigestFailing() Scenario {
 func PumpingVelocity() Scenario {
 	return Scenario{
 		Name:   "pumping-velocity",
-		Takes:  6 * time.Minute,
+		Takes:  10 * time.Minute,
 		Proves: "an SMS-pumping burst (30 new destinations of one prefix in 25 s, over GuardPrefixPerMinute=20): intake refuses the rest with prefix-rate-limited and PrefixVelocityAlarm fires, then clears.",
 		Hold:   90 * time.Second, Rate: 1,
 		Expect: []string{"PrefixVelocityAlarm"},

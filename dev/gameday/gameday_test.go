@@ -207,3 +207,33 @@ func TestSettledAtIsAfterThePeriodHoldingNow(t *testing.T) {
 		}
 	}
 }
+
+// TestClearByCountsFromTheEndOfTheBreachsPeriod holds the wait for alarms to clear to the end of
+// the period that holds the breach: pumping-conversion's ConversionDropAlarm (15-minute period,
+// 1 evaluation period) breached at 11:03 went back to OK at about 12:00, after a wait counted
+// from the fault's end (11:04:15 + 48 min) had given up.
+func TestClearByCountsFromTheEndOfTheBreachsPeriod(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.DateTime, "2026-12-05 "+s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	conv := AlarmDef{Name: "ConversionDropAlarm", Period: 15 * time.Minute, Evals: 1}
+	five := AlarmDef{Name: "DispatchErrorsAlarm", Period: 5 * time.Minute, Evals: 1}
+	for _, c := range []struct {
+		from string
+		defs []AlarmDef
+		want string
+	}{
+		{"11:04:15", []AlarmDef{conv}, "12:03:00"},
+		{"11:04:15", []AlarmDef{five, conv}, "12:03:00"},
+		{"11:04:15", []AlarmDef{five}, "11:23:00"},
+		{"11:04:15", nil, "11:23:00"},
+	} {
+		if got := clearBy(at(c.from), c.defs).Format(time.TimeOnly); got != c.want {
+			t.Errorf("clearBy(%s, %d alarms) = %s, want %s", c.from, len(c.defs), got, c.want)
+		}
+	}
+}

@@ -375,18 +375,15 @@ func settledAt(now time.Time, period time.Duration) time.Time {
 }
 
 // waitForAlarms waits until every expected alarm went to ALARM and back to OK and no alarm is in
-// ALARM, or until from plus the longest window of the alarms involved and 3 minutes.
+// ALARM, or until clearBy(from) of the alarms involved.
 func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, from time.Time, logf func(string, ...any)) {
-	// An alarm keeps evaluating its last real datapoints while they are within its evaluation
-	// range (EvaluationPeriods + 2 periods, as dev/alarmeval and CloudWatch do), so it can take
-	// that long after the fault to return to OK.
-	longest := 5 * time.Minute
+	var defs []AlarmDef
 	for _, name := range append(slices.Clone(sc.Expect), sc.Allow...) {
 		if d, ok := r.Defs[name]; ok {
-			longest = max(longest, d.Window()+2*d.Period)
+			defs = append(defs, d)
 		}
 	}
-	limit := from.Add(longest + 3*time.Minute)
+	limit := clearBy(from, defs)
 	for time.Now().Before(limit) && ctx.Err() == nil {
 		trs := r.transitions(res.FaultStart, time.Now().Add(time.Minute))
 		done := true
@@ -413,6 +410,26 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, from 
 		sleep(ctx, 15*time.Second)
 	}
 	logf("alarms: still waiting at %s, moving on", time.Now().UTC().Format(time.TimeOnly))
+}
+
+// clearBy is when every alarm of defs that a breach up to from raised is back to OK, plus 3
+// minutes of evaluation delay: the breach counts in the period holding from, which ends up to a
+// period after it, and an alarm keeps evaluating its last real datapoints while they are within
+// its evaluation range (EvaluationPeriods + 2 periods, as dev/alarmeval and CloudWatch do). Without
+// the alarms' definitions, 5-minute periods are assumed. (A 15-minute alarm breached 4 minutes into
+// its period clears 11 + 45 minutes later, past a bound counted from the breach.)
+func clearBy(from time.Time, defs []AlarmDef) time.Time {
+	by := from.Truncate(5 * time.Minute).Add(5 * time.Minute).Add(15 * time.Minute)
+	for _, d := range defs {
+		if d.Period <= 0 {
+			continue
+		}
+		end := from.Truncate(d.Period).Add(d.Period)
+		if t := end.Add(d.Window() + 2*d.Period); t.After(by) {
+			by = t
+		}
+	}
+	return by.Add(3 * time.Minute)
 }
 
 // judgeAlarms fills res.Alarms from the transitions seen between the scenario's start and end.

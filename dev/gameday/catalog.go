@@ -56,8 +56,8 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name: "dispatch-killed",
-			// 22 minutes in a whole run once AWS/Lambda metrics were observable: the runner
-			// waits for DispatchErrorsAlarm (5-minute period) to go back to OK.
+			// Longer than the others: the runner waits for DispatchErrorsAlarm (5-minute
+			// period) to go back to OK.
 			Takes:    15 * time.Minute,
 			Proves:   "dispatch killed right after its lease committed (before the provider call), 30 % of leases for 2 minutes, 8 kills at most: the lease expires, the record goes to dispatch_unknown and is reconciled, never sent blind; the Lambda errors raise DispatchErrorsAlarm.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
@@ -144,7 +144,7 @@ func Scenarios() []Scenario {
 		{
 			Name:   "pumping-conversion",
 			Takes:  66 * time.Minute,
-			Proves: "a range sent codes nobody uses (24 new destinations in 2 minutes (12 a minute), none converted): dispatch blocks the prefix after ConversionMinSends and ConversionDropAlarm fires; later requests get 429 prefix-blocked.",
+			Proves: "a range sent codes nobody uses (24 new destinations in 2 minutes, 12 a minute, none converted): dispatch blocks the prefix after ConversionMinSends and ConversionDropAlarm fires; later requests get 429 prefix-blocked.",
 			Hold:   2 * time.Minute, Rate: 1,
 			Expect: []string{"ConversionDropAlarm"},
 			During: func(ctx context.Context, x *Exec) {

@@ -416,11 +416,11 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, from 
 // minutes of evaluation delay: the breach counts in the period holding from, which ends up to a
 // period after it, and an alarm keeps evaluating its last real datapoints while they are within
 // its evaluation range (EvaluationPeriods + 2 periods, as dev/alarmeval and CloudWatch do). Without
-// the alarms' definitions, 5-minute periods are assumed. (A 15-minute alarm breached 4 minutes into
+// the alarms' definitions, one 5-minute period is assumed. (A 15-minute alarm breached 4 minutes into
 // its period clears 11 + 45 minutes later, past a bound counted from the breach.)
 func clearBy(from time.Time, defs []AlarmDef) time.Time {
-	by := from.Truncate(5 * time.Minute).Add(5 * time.Minute).Add(15 * time.Minute)
-	for _, d := range defs {
+	by := from
+	for _, d := range append([]AlarmDef{{Period: 5 * time.Minute, Evals: 1}}, defs...) {
 		if d.Period <= 0 {
 			continue
 		}

@@ -296,7 +296,7 @@ func (t *Trail) problem(p *coldPeriod, format string, args ...any) {
 // readManifest reads and checks the period's manifest; a manifest missing or unreadable is a
 // problem, not an error (the period then reads as empty, and verify finds its entries gone).
 func (t *Trail) readManifest(ctx context.Context, p *coldPeriod) error {
-	raw, found, err := t.get(ctx, p.item.Bucket, p.item.ManifestKey)
+	raw, found, err := t.get(ctx, p.item, p.item.ManifestKey)
 	switch {
 	case err != nil:
 		return err
@@ -327,7 +327,7 @@ func (t *Trail) readManifest(ctx context.Context, p *coldPeriod) error {
 
 // readObject reads one part, checks it against the manifest and returns its entries.
 func (t *Trail) readObject(ctx context.Context, p *coldPeriod, o archive.ObjectRef) ([]audit.Entry, error) {
-	raw, found, err := t.get(ctx, p.item.Bucket, o.Key)
+	raw, found, err := t.get(ctx, p.item, o.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -375,9 +375,17 @@ func ReadArchiveObject(raw []byte) ([]audit.Entry, error) {
 	return out, nil
 }
 
-// get reads one object; found is false when there is no such key.
-func (t *Trail) get(ctx context.Context, bucket, key string) ([]byte, bool, error) {
-	out, err := t.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+// get reads one object of the archived period it: the version its archive item records (a
+// later version, which only a put without If-None-Match could add, is never read), or the
+// latest of an item written before versions were kept. found is false when there is no such
+// key or version.
+func (t *Trail) get(ctx context.Context, it archive.Item, key string) ([]byte, bool, error) {
+	bucket := it.Bucket
+	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	if v := it.Versions[key]; v != "" {
+		in.VersionId = aws.String(v)
+	}
+	out, err := t.S3.GetObject(ctx, in)
 	if err != nil {
 		if isNotFound(err) {
 			return nil, false, nil
@@ -398,7 +406,7 @@ func isNotFound(err error) bool {
 	var nf *s3types.NotFound
 	var api smithy.APIError
 	return errors.As(err, &nsk) || errors.As(err, &nf) ||
-		(errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound"))
+		(errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound" || api.ErrorCode() == "NoSuchVersion"))
 }
 
 // CheckChain checks each archived period read against its signed digest among ds: the

@@ -54,3 +54,16 @@ func (e *Env) ExpireAudit(t testing.TB, now time.Time) int {
 	}
 	return n
 }
+
+// DeleteArchiveItem deletes the archive item of the period starting at start, as if the run
+// that archived it had stopped before writing it.
+func (e *Env) DeleteArchiveItem(t testing.TB, start time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
+	defer cancel()
+	_, err := e.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.Names.Audit),
+		Key: audit.ItemKey(tables.ArchiveEventID, tables.FormatTime(start))})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -87,14 +87,13 @@ func TestArchiveBucketPolicyDenies(t *testing.T) {
 				t.Errorf("the archive bucket's policy does not deny %s to every principal", a)
 			}
 		}
-		viaStack := `{"ForAllValues:StringNotEquals":{"aws:CalledVia":["cloudformation.amazonaws.com"]}}`
-		for _, a := range []string{"s3:PutBucketPolicy", "s3:DeleteBucketPolicy", "s3:PutBucketObjectLockConfiguration", "s3:PutLifecycleConfiguration"} {
-			if !denied(a, func(c map[string]any) bool { return policycheck.ResourceText(c) == viaStack }) {
-				t.Errorf("the archive bucket's policy does not deny %s to every principal (but CloudFormation's own calls)", a)
-			}
-		}
 		if !denied("s3:PutObject", func(c map[string]any) bool { return len(c) == 1 && onlyPrincipals(c, "DigestRole") }) {
 			t.Error("the archive bucket's policy does not deny s3:PutObject to all but the digest role (the archive step)")
+		}
+		if !denied("s3:PutObject", func(c map[string]any) bool {
+			return policycheck.ResourceText(c) == `{"Null":{"s3:if-none-match":"true"}}`
+		}) {
+			t.Error("the archive bucket's policy does not deny s3:PutObject without If-None-Match (a version over an archived object)")
 		}
 		if !denied("s3:GetObject", func(c map[string]any) bool {
 			return policycheck.ResourceText(c) == `{"Bool":{"aws:SecureTransport":"false"}}`
@@ -104,9 +103,38 @@ func TestArchiveBucketPolicyDenies(t *testing.T) {
 	})
 }
 
+// TestArchiveProtectionsOnlyForTheDeploymentRole: the archive bucket's policy, lock,
+// lifecycle, encryption and versioning, and the archive key's policy, are denied to every
+// principal but DeploymentRoleArn, and to every principal when it is empty; no exemption
+// rests on aws:CalledVia (which any stack's CloudFormation calls carry).
+func TestArchiveProtectionsOnlyForTheDeploymentRole(t *testing.T) {
+	bucket := []string{"s3:PutBucketPolicy", "s3:DeleteBucketPolicy", "s3:PutBucketObjectLockConfiguration", "s3:PutLifecycleConfiguration",
+		"s3:PutEncryptionConfiguration", "s3:PutBucketVersioning", "s3:PutBucketPublicAccessBlock"}
+	forEachDeployer(t, func(t *testing.T, tpl policycheck.Template, deployer string) {
+		var stmts []policycheck.Statement
+		for _, r := range tpl.Resources {
+			if r.Type == "AWS::S3::BucketPolicy" && policycheck.Ref(r.Properties["Bucket"]) == "AuditArchiveBucket" {
+				stmts = policycheck.Statements("", r.Properties["PolicyDocument"])
+			}
+		}
+		for _, a := range bucket {
+			if !deniedButDeployer(stmts, a, deployer) {
+				t.Errorf("deployment role %q: the archive bucket's policy does not deny %s to every principal but it", deployer, a)
+			}
+		}
+		if !deniedButDeployer(resourcePolicy(tpl, "AuditArchiveKey", "KeyPolicy"), "kms:PutKeyPolicy", deployer) {
+			t.Errorf("deployment role %q: the archive key's policy does not deny kms:PutKeyPolicy to every principal but it", deployer)
+		}
+		bypass := tpl.Resources["AuditArchiveKey"].Properties["BypassPolicyLockoutSafetyCheck"]
+		if (deployer == "") != (bypass == true) {
+			t.Errorf("deployment role %q: AuditArchiveKey BypassPolicyLockoutSafetyCheck = %v; KMS refuses a policy that locks everyone out without it", deployer, bypass)
+		}
+	})
+}
+
 // TestOnlyTheArchiveStepPutsAndAuditorsRead: the digest role may only put into the archive
-// (no get, delete or retention call); no other role may put; the auditors' role reads and
-// denies itself every write.
+// and read back what it put (no delete or retention call); no other role may put; the
+// auditors' role reads and denies itself every write.
 func TestOnlyTheArchiveStepPutsAndAuditorsRead(t *testing.T) {
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		for role, stmts := range policycheck.RolePolicies(tpl) {
@@ -119,8 +147,8 @@ func TestOnlyTheArchiveStepPutsAndAuditorsRead(t *testing.T) {
 						continue
 					}
 					switch {
-					case role == "DigestRole" && a != "s3:PutObject":
-						t.Errorf("DigestRole may call %s (%s): the archive step may only put", a, s.Sid)
+					case role == "DigestRole" && a != "s3:PutObject" && a != "s3:GetObject":
+						t.Errorf("DigestRole may call %s (%s): the archive step may only put and read back", a, s.Sid)
 					case role != "DigestRole" && role != "AuditorRole":
 						t.Errorf("%s may call %s on %s (%s)", role, a, policycheck.ResourceText(s.Resources), s.Sid)
 					case role == "AuditorRole" && !strings.HasPrefix(a, "s3:Get") && !strings.HasPrefix(a, "s3:List"):

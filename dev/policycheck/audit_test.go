@@ -116,12 +116,56 @@ func TestAuditTableProtectionsStay(t *testing.T) {
 					t.Errorf("deployment role %q: the audit table's policy does not deny %s to every principal but it", role, a)
 				}
 			}
-			for _, s := range table {
-				if strings.Contains(strings.ToLower(policycheck.ResourceText(s.Condition)), "aws:calledvia") {
-					t.Errorf("%s exempts calls made through a service (aws:CalledVia): any stack's CloudFormation calls carry it", s.Sid)
-				}
+		}
+	})
+}
+
+// TestNoCalledViaExemption: no policy of the stack (resource policies, key policies, roles)
+// has a condition on aws:CalledVia: every CloudFormation stack's calls carry
+// cloudformation.amazonaws.com, so such an exemption lets any one-resource stack through.
+func TestNoCalledViaExemption(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		for name, r := range tpl.Resources {
+			raw, err := json.Marshal(r.Properties)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(strings.ToLower(string(raw)), "aws:calledvia") {
+				t.Errorf("%s has a condition on aws:CalledVia: any stack's CloudFormation calls carry it", name)
 			}
 		}
+	})
+}
+
+// forEachDeployer runs check on every variant resolved twice: with no DeploymentRoleArn and
+// with one.
+func forEachDeployer(t *testing.T, check func(t *testing.T, tpl policycheck.Template, deployer string)) {
+	forEachVariant(t, func(t *testing.T, expanded policycheck.Template) {
+		for _, role := range []string{"", testDeployer} {
+			tpl, err := policycheck.Resolved(expanded, map[string]string{"DeploymentRoleArn": role})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, tpl, role)
+		}
+	})
+}
+
+// testDeployer is the DeploymentRoleArn the policy tests resolve the template with.
+const testDeployer = "arn:aws:iam::123456789012:role/resetnotify-deploy"
+
+// deniedButDeployer reports whether stmts deny action to every principal: but aws:PrincipalArn
+// DeploymentRoleArn when deployer is set (the only condition), with no condition when not.
+func deniedButDeployer(stmts []policycheck.Statement, action, deployer string) bool {
+	return slices.ContainsFunc(stmts, func(s policycheck.Statement) bool {
+		if s.Effect != "Deny" || s.Principal != "*" || !s.Allows(action) {
+			return false
+		}
+		if deployer == "" {
+			return s.Condition == nil
+		}
+		arns, _ := s.Condition["ArnNotEquals"].(map[string]any)
+		return len(s.Condition) == 1 && len(arns) == 1 && policycheck.Ref(arns["aws:PrincipalArn"]) == "DeploymentRoleArn"
 	})
 }
 

@@ -1,12 +1,9 @@
 package archive
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/resetnotify/resetnotify/shared/audit"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -38,10 +34,13 @@ type TableAPI interface {
 
 var _ TableAPI = (*dynamodb.Client)(nil)
 
-// PutAPI is the part of S3 the archive step uses: PutObject only. The bucket's default
-// retention (Object Lock, compliance mode) locks every object it puts.
+// PutAPI is the part of S3 the archive step uses: PutObject, always with If-None-Match: *
+// (the bucket policy refuses any other put), and GetObject of a key that put found taken (a
+// run that stopped before its archive item). The bucket's default retention (Object Lock,
+// compliance mode) locks every object it puts.
 type PutAPI interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 }
 
 var _ PutAPI = (*s3.Client)(nil)
@@ -119,6 +118,9 @@ type Item struct {
 	Objects                int
 	ArchivedAt             time.Time
 	RetainUntil            int64
+	// Versions maps each object key (parts and manifest) to the version ID S3 gave it; empty
+	// in items written before versions were kept (readers then get the latest version).
+	Versions map[string]string
 }
 
 // Period names the archived period.
@@ -208,27 +210,23 @@ func (a *Archiver) Archive(ctx context.Context, d audit.Digest) (Item, error) {
 	}
 	m := Manifest{Format: ManifestFormat, PeriodStart: d.PeriodStart.UTC(), PeriodEnd: d.PeriodEnd.UTC(), Count: d.Count,
 		TreeRoot: d.Root, DigestSignature: d.Signature, KeyID: a.Signer.KeyID(), Algorithm: a.Algorithm, SignedAt: a.now()}
+	versions := map[string]string{}
 	for _, p := range parts {
-		if err := a.put(ctx, p.Ref.Key, p.Body, "application/gzip"); err != nil {
+		v, err := a.putPart(ctx, p)
+		if err != nil {
 			return Item{}, fmt.Errorf("archive.archive %s: %w", d.Period(), err)
 		}
+		versions[p.Ref.Key] = v
 		m.Objects = append(m.Objects, p.Ref)
 	}
-	sig, err := a.Signer.Sign(ctx, ManifestSum(m))
-	if err != nil {
-		return Item{}, fmt.Errorf("archive.archive %s: sign manifest: %w", d.Period(), err)
-	}
-	m.Signature = base64.StdEncoding.EncodeToString(sig)
-	body, err := json.MarshalIndent(m, "", "  ")
+	body, v, err := a.putManifest(ctx, m)
 	if err != nil {
 		return Item{}, fmt.Errorf("archive.archive %s: %w", d.Period(), err)
 	}
-	if err := a.put(ctx, ManifestKey(d.PeriodStart), body, "application/json"); err != nil {
-		return Item{}, fmt.Errorf("archive.archive %s: %w", d.Period(), err)
-	}
+	versions[ManifestKey(d.PeriodStart)] = v
 	it := Item{PeriodStart: d.PeriodStart.UTC(), PeriodEnd: d.PeriodEnd.UTC(), Count: d.Count, Bucket: a.Bucket,
 		ManifestKey: ManifestKey(d.PeriodStart), ManifestSHA256: sha256Hex(body), Objects: len(parts),
-		ArchivedAt: a.now(), RetainUntil: max(d.RetainUntil, d.PeriodEnd.Add(a.Retention).Unix())}
+		ArchivedAt: a.now(), RetainUntil: max(d.RetainUntil, d.PeriodEnd.Add(a.Retention).Unix()), Versions: versions}
 	if it, err = a.record(ctx, it); err != nil {
 		return Item{}, fmt.Errorf("archive.archive %s: %w", d.Period(), err)
 	}
@@ -263,25 +261,6 @@ func (a *Archiver) entries(ctx context.Context, d audit.Digest) ([]audit.Entry, 
 // SortCanonical sorts entries in the order of their period's tree: event ID, then seq.
 func SortCanonical(entries []audit.Entry) {
 	sort.Slice(entries, func(i, j int) bool { return audit.LineOf(entries[i]).Key() < audit.LineOf(entries[j]).Key() })
-}
-
-// put stores body under key with its SHA-256, which S3 checks against what it received (a
-// mismatch is refused: BadDigest), and checks the checksum S3 reports back.
-func (a *Archiver) put(ctx context.Context, key string, body []byte, contentType string) error {
-	sum := sha256Sum(body)
-	want := base64.StdEncoding.EncodeToString(sum)
-	out, err := a.S3.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: aws.String(a.Bucket), Key: aws.String(key), Body: bytes.NewReader(body),
-		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String(contentType),
-		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256, ChecksumSHA256: aws.String(want),
-	})
-	if err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
-	}
-	if got := aws.ToString(out.ChecksumSHA256); got != "" && got != want {
-		return fmt.Errorf("put %s: S3 stored a checksum other than the object's", key)
-	}
-	return nil
 }
 
 // record writes the archive item once; when a concurrent run wrote it first, it returns that
@@ -406,7 +385,7 @@ func ItemAttributes(it Item) map[string]ddbtypes.AttributeValue {
 		tables.DigestCount: n(it.Count), tables.ArchiveBucket: s(it.Bucket), tables.ArchiveManifestKey: s(it.ManifestKey),
 		tables.ArchiveManifestSHA256: s(it.ManifestSHA256), tables.ArchiveObjects: n(int64(it.Objects)),
 		tables.ArchivedAt: s(tables.FormatTime(it.ArchivedAt)), tables.AuditRetainUntil: n(it.RetainUntil),
-		tables.AuditDropAfter: n(it.RetainUntil),
+		tables.AuditDropAfter: n(it.RetainUntil), tables.ArchiveVersions: versionsAttribute(it.Versions),
 	}
 }
 
@@ -444,6 +423,12 @@ func ItemFromAttributes(item map[string]ddbtypes.AttributeValue) (Item, error) {
 	it.PeriodStart, it.PeriodEnd, it.ArchivedAt = tm(tables.DigestPeriodStart), tm(tables.DigestPeriodEnd), tm(tables.ArchivedAt)
 	it.Count, it.Objects, it.RetainUntil = num(tables.DigestCount), int(num(tables.ArchiveObjects)), num(tables.AuditRetainUntil)
 	it.Bucket, it.ManifestKey, it.ManifestSHA256 = str(tables.ArchiveBucket), str(tables.ArchiveManifestKey), str(tables.ArchiveManifestSHA256)
+	if v, ok := item[tables.ArchiveVersions]; ok {
+		var err error
+		if it.Versions, err = versionsFrom(v); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return it, fmt.Errorf("archive.item: %w", err)
 	}

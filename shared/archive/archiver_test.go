@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -105,13 +106,64 @@ func TestArchiveWritesSignedPartsOnceAndInOrder(t *testing.T) {
 	if err != nil || len(again) != 0 || bucket.Puts != puts {
 		t.Errorf("second run archived %d periods with %d more puts (%v); want none", len(again), bucket.Puts-puts, err)
 	}
-	// Idempotent by period too: archiving a period again puts the same bytes.
+	// Idempotent by period too, and write-once: archiving a period again is refused at every
+	// key (If-None-Match: *), adds no version, and keeps the versions the first run recorded.
 	first, _ := bucket.Latest(archive.PartKey(ds[0].PeriodStart, 0))
-	if _, err := a.Archive(ctx, ds[0]); err != nil {
+	again1, err := a.Archive(ctx, ds[0])
+	if err != nil {
 		t.Fatal(err)
 	}
 	if second, _ := bucket.Latest(archive.PartKey(ds[0].PeriodStart, 0)); string(second) != string(first) {
 		t.Error("archiving a period again wrote other bytes")
+	}
+	checkVersions(t, bucket, items[0])
+	if !maps.Equal(again1.Versions, items[0].Versions) {
+		t.Errorf("archiving a period again recorded versions %v, want the first run's %v", again1.Versions, items[0].Versions)
+	}
+}
+
+// checkVersions: the item records a version for the manifest and every part, and each key
+// has exactly that one version.
+func checkVersions(t *testing.T, bucket *archivetest.Bucket, it archive.Item) {
+	t.Helper()
+	if len(it.Versions) != it.Objects+1 || it.Versions[it.ManifestKey] == "" {
+		t.Errorf("archive item of %s records versions %v, want one for each of %d parts and the manifest", it.Period(), it.Versions, it.Objects)
+	}
+	for key := range it.Versions {
+		if n := bucket.Versions(key); n != 1 {
+			t.Errorf("%s has %d versions, want 1 (write-once)", key, n)
+		}
+	}
+}
+
+// TestARunThatStoppedBeforeItsItemResumes: parts and manifest already put by a run that
+// stopped before its archive item (deleted here) are found taken by the next run's
+// write-once puts; it keeps their versions, puts nothing new, and records the period.
+func TestARunThatStoppedBeforeItsItemResumes(t *testing.T) {
+	env := audittest.NewEnv(t)
+	ctx := context.Background()
+	p := audittest.DigestPeriod
+	base := audittest.WriteStart.Truncate(p)
+	periods(t, env, base, 200, 1, false)
+	bucket := archivetest.NewBucket()
+	now := base.Add(p + audittest.DigestGrace)
+	a := env.Archiver(bucket, notifytest.NewClock(now), hot)
+	a.PartBytes = 16 << 10
+	items, err := a.Run(ctx)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("archive run: %d periods, %v", len(items), err)
+	}
+	env.DeleteArchiveItem(t, items[0].PeriodStart)
+	b := env.Archiver(bucket, notifytest.NewClock(now.Add(time.Minute)), hot)
+	b.PartBytes = a.PartBytes
+	again, err := b.Run(ctx)
+	if err != nil || len(again) != 1 {
+		t.Fatalf("resumed run: %d periods, %v", len(again), err)
+	}
+	checkVersions(t, bucket, again[0])
+	if !maps.Equal(again[0].Versions, items[0].Versions) || again[0].ManifestSHA256 != items[0].ManifestSHA256 {
+		t.Errorf("resumed run recorded versions %v (manifest %s), want the stored ones %v (%s)",
+			again[0].Versions, again[0].ManifestSHA256, items[0].Versions, items[0].ManifestSHA256)
 	}
 }
 
@@ -119,6 +171,10 @@ func TestArchiveWritesSignedPartsOnceAndInOrder(t *testing.T) {
 type failingS3 struct{}
 
 func (failingS3) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	return nil, errors.New("AccessDenied")
+}
+
+func (failingS3) GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	return nil, errors.New("AccessDenied")
 }
 

@@ -21,8 +21,9 @@ import (
 // with Object Lock in compliance mode as the template makes it: every object is locked by the
 // bucket's default retention, a locked version cannot be deleted, and once the hot window has
 // taken the entries from the table, the auditor verifies the periods from the bucket.
-// (moto does not refuse shortening a compliance retention, which S3 does; the bucket policy's
-// deny of s3:PutObjectRetention is held by dev/policycheck.)
+// A forged version put over an archived part is never read: the auditor reads the version
+// the archive item records. (moto does not refuse shortening a compliance retention, which S3
+// does, nor evaluate bucket policies; the policy's denies are held by dev/policycheck.)
 func TestArchiveIntoAnObjectLockBucket(t *testing.T) {
 	env := audittest.NewEnv(t)
 	client := testenv.S3(t)
@@ -52,6 +53,22 @@ func TestArchiveIntoAnObjectLockBucket(t *testing.T) {
 	}
 	if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: head.VersionId}); err == nil {
 		t.Error("deleting a locked archive object's version was not refused")
+	}
+
+	// Write-once: the item records the version the put returned; moto refuses a second put
+	// with If-None-Match: *; a forged version put without it (the bucket policy refuses that
+	// in AWS; moto evaluates no policy) becomes the latest, and the auditor, which reads the
+	// recorded version, never sees it.
+	if v := items[0].Versions[key]; v == "" || v != aws.ToString(head.VersionId) {
+		t.Errorf("archive item records version %q of %s, S3 holds %q", v, key, aws.ToString(head.VersionId))
+	}
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader("forged"),
+		IfNoneMatch: aws.String("*"), ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256}); err == nil {
+		t.Error("moto accepted a put with If-None-Match: * over an archived object")
+	}
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader("forged"),
+		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256}); err != nil {
+		t.Fatal(err)
 	}
 
 	now := base.Add(hot + 2*time.Hour)

@@ -177,6 +177,9 @@ const (
 	ArchiveObjects        = "objects"
 	ArchiveBucket         = "bucket"
 	ArchivedAt            = "archived_at"
+	// ArchiveVersions maps each object key of the period (parts and manifest) to the S3
+	// version ID its put returned: readers get that version, never whatever is latest.
+	ArchiveVersions = "object_versions"
 )
 
 // Attributes of a digest item (besides event_id, seq and retain_until).

@@ -1,6 +1,7 @@
 package policycheck_test
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -39,6 +40,33 @@ func TestOnlyProviderEventsSubscribesToReceipts(t *testing.T) {
 		}
 		if subs != 1 {
 			t.Errorf("%d subscriptions to the receipts topic, want provider-events' one", subs)
+		}
+	})
+}
+
+// TestOnlyTheSmsServicePublishesReceipts: a forged "delivered" would settle a record and land
+// in the audit trail, so the receipts topic's policy denies sns:Publish to every caller that
+// is not End User Messaging SMS, not on behalf of this account, or not from this account's
+// configuration set (the stack's SmsConfigurationSet when set).
+func TestOnlyTheSmsServicePublishesReceipts(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		topic := resourcePolicy(tpl, "ReceiptsTopicPolicy", "PolicyDocument")
+		denies := func(op, key string, want func(any) bool) bool {
+			return slices.ContainsFunc(topic, func(s policycheck.Statement) bool {
+				c, _ := s.Condition[op].(map[string]any)
+				return s.Effect == "Deny" && s.Principal == "*" && s.Allows("sns:Publish") && len(s.Condition) == 1 &&
+					len(c) == 1 && want(c[key])
+			})
+		}
+		if !denies("StringNotEquals", "aws:PrincipalServiceName", func(v any) bool { return v == "sms-voice.amazonaws.com" }) {
+			t.Error("the receipts topic's policy does not deny sns:Publish to every caller but sms-voice.amazonaws.com")
+		}
+		if !denies("StringNotEquals", "aws:SourceAccount", func(v any) bool { return policycheck.Ref(v) == "AWS::AccountId" }) {
+			t.Error("the receipts topic's policy does not deny sns:Publish on behalf of another account")
+		}
+		want := `{"Fn::If":["HasSmsConfigurationSet",{"Fn::Sub":"arn:${AWS::Partition}:sms-voice:${AWS::Region}:${AWS::AccountId}:configuration-set/${SmsConfigurationSet}"},{"Fn::Sub":"arn:${AWS::Partition}:sms-voice:${AWS::Region}:${AWS::AccountId}:configuration-set/*"}]}`
+		if !denies("ArnNotLike", "aws:SourceArn", func(v any) bool { b, _ := json.Marshal(v); return string(b) == want }) {
+			t.Errorf("the receipts topic's policy does not deny sns:Publish from any source but this account's configuration set %s", want)
 		}
 	})
 }

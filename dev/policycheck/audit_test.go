@@ -137,18 +137,26 @@ func TestNoCalledViaExemption(t *testing.T) {
 	})
 }
 
-// forEachDeployer runs check on every variant resolved twice: with no DeploymentRoleArn and
-// with one.
+// forEachDeployer runs check on every variant resolved (its own parameters, conditions taken)
+// twice: with no DeploymentRoleArn and with one.
 func forEachDeployer(t *testing.T, check func(t *testing.T, tpl policycheck.Template, deployer string)) {
-	forEachVariant(t, func(t *testing.T, expanded policycheck.Template) {
-		for _, role := range []string{"", testDeployer} {
-			tpl, err := policycheck.Resolved(expanded, map[string]string{"DeploymentRoleArn": role})
-			if err != nil {
-				t.Fatal(err)
+	for name, params := range variants {
+		t.Run(name, func(t *testing.T) {
+			expanded := expand(t, params...)
+			for _, role := range []string{"", testDeployer} {
+				values := map[string]string{"DeploymentRoleArn": role}
+				for _, p := range params {
+					k, v, _ := strings.Cut(p, "=")
+					values[k] = v
+				}
+				tpl, err := policycheck.Resolved(expanded, values)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, tpl, role)
 			}
-			check(t, tpl, role)
-		}
-	})
+		})
+	}
 }
 
 // testDeployer is the DeploymentRoleArn the policy tests resolve the template with.

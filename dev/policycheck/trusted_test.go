@@ -27,8 +27,8 @@ func TestOnlyIntakeSeals(t *testing.T) {
 	})
 }
 
-// TestOnlyTheStackWritesWhatDispatchTrusts: the seal-keys table's resource policy and the
-// dispatch queue's policy deny every write to all principals but exactly the roles whose own
+// TestOnlyTheStackWritesWhatDispatchTrusts: the notifications and seal-keys tables' resource
+// policies and the dispatch queue's policy deny every write to all principals but exactly the roles whose own
 // policies grant that write (so a role that needs it is never locked out, and no other is
 // let in) and DeploymentRoleArn when there is one.
 func TestOnlyTheStackWritesWhatDispatchTrusts(t *testing.T) {
@@ -41,6 +41,9 @@ func TestOnlyTheStackWritesWhatDispatchTrusts(t *testing.T) {
 	}{
 		{"SealKeysTable", func(tpl policycheck.Template) []policycheck.Statement {
 			return resourcePolicy(tpl, "SealKeysTable", "ResourcePolicy", "PolicyDocument")
+		}, tableWrites},
+		{"NotificationsTable", func(tpl policycheck.Template) []policycheck.Statement {
+			return resourcePolicy(tpl, "NotificationsTable", "ResourcePolicy", "PolicyDocument")
 		}, tableWrites},
 		{"DispatchQueue", func(tpl policycheck.Template) []policycheck.Statement { return queuePolicy(tpl, "DispatchQueue") },
 			[]string{"sqs:SendMessage"}},

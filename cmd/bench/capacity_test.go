@@ -45,14 +45,14 @@ func TestUpdateLabel(t *testing.T) {
 	}
 }
 
-// TestWriteUnitsOnDynamoDBLocal holds the notifications table to the write budget of issue 12:
-// at most 2 write units for an admission and for each transition of the happy path (lease,
+// TestWriteUnitsOnDynamoDBLocal holds the notifications table to its write budget (see
+// docs/benchmarks.md): at most 2 write units for an admission and for each transition of the happy path (lease,
 // sent, delivered), as DynamoDB reports them with ReturnConsumedCapacity=INDEXES. It fails
 // when an index is added back, a projection grows so that an update rewrites it, a
 // transition moves the due index's key when it need not, or the record (of a realistic size:
 // a key derived from a UUID event ID, the abuse guard's decision bound, the prefix and
 // country, sealed and named as the functions are in AWS: KMS with the seal-keys table, Lambda's
-// function names) grows past 1 KB (issue 29).
+// function names) grows past 1 KB.
 func TestWriteUnitsOnDynamoDBLocal(t *testing.T) {
 	testenv.DynamoDB(t) // skips or fails as the package documents when there is no emulator
 	meter := newCapacityMeter()

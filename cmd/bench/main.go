@@ -6,44 +6,14 @@
 // a deploy creates and for the provider. A figure of another path carries a name of its own
 // (guard_off_..., allowlist_off_..., ..._no_cooldown).
 //
-// The admission benchmark (deployed.go) measures admission as deployed: the intake's own
-// wiring (shared/wire/intake) at the template's defaults, the abuse guard on, a new number each
-// time, with an in-memory queue, so the figures compare our code with the database alone. It
-// prints the AWS requests and DynamoDB capacity units of a number's first admission of the day
-// and of a repeat (requests_per_admission, write_units_per_admission, read_units_per_admission,
-// and _repeat), of a replay (requests_per_replay, goal 1), the answers of 64 concurrent
-// duplicates for a number with 4 admissions this hour (errors_per_64_duplicates, goal 0) and
-// the requests they make in all (requests_per_64_duplicates, goal 192), and, at concurrency 1
-// and 16, admissions per second
-// against raw conditional puts (admission_vs_raw_put_ratio_c1, _c16) and against the same
-// DynamoDB calls made raw in the same order and parallelism (admission_vs_raw_calls_ratio_c1,
-// _c16); the unsuffixed ratios are the lower of the two. The phases alternate in rounds. The
-// guard-off benchmark (admission.go) follows, its figures named guard_off_*.
+// -mode admission, dispatch, replay, audit, digest, floor, cost, conversion, country or
+// coldstart runs one benchmark (each in the file of its name; docs/benchmarks.md says what each
+// measures and its goals); a comma-separated list runs those in one process, in the order of
+// -mode all. Requests are counted by an SDK middleware (awscount.Counter) and capacity with
+// ReturnConsumedCapacity, never by the functions themselves.
 //
-// The dispatch benchmark (dispatch.go) then measures the dispatch side against DynamoDB Local,
-// moto and an in-process SMS simulator, with the workers built by the Lambda functions' wiring:
-// dispatch throughput through the dispatch handler at zero provider latency
-// (dispatch_notifications_per_s), and the AWS requests per notification, counted by an SDK
-// middleware (awscount.Counter) from admission to the end, on the happy path and under the
-// fault matrix's provider mix (requests_per_notification_happy, _fault_mix, and a
-// per-operation _breakdown line each), with the chain's primary down (failover.go), and
-// through Twilio, each notification delivered by its signed status callback
-// (requests_per_notification_twilio, twilio.go). The replay benchmark (replay.go) counts, without the
-// guard, the AWS requests of one replay (guard_off_requests_per_replay, goal 1) and the
-// dispatch messages that 64 concurrent duplicates of one request put on the queue
-// (guard_off_dispatch_messages_per_64_duplicates, goal at most 2). The audit burst benchmark (auditburst.go) writes the 4 audit entries of each of
-// -audit-n delivered notifications at once and prints the share of the audit index's writes its
-// hottest partition key value took and the notification rate at which that value reaches a
-// partition's 1,000 write units a second (audit_max_notifications_per_s). The digest benchmark
-// (digest.go) digests and verifies one audit period of 100,000 entries
-// (digest_seconds_per_100k_entries, digest_peak_heap_mb, verify_seconds_per_100k_entries). The
-// conversion benchmark (conversion.go) replays a day of traffic with pumping bursts and prints
-// what the conversion guard blocked. -mode admission, dispatch, replay, audit, digest, floor,
-// cost, conversion, country or coldstart runs one of them; a comma-separated list runs those in
-// one process, in the order of -mode all.
-//
-// It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT (both set
-// by `go run ./cmd/devstack exec --`).
+// It needs RESETNOTIFY_DYNAMODB_ENDPOINT and, for dispatch and replay, RESETNOTIFY_SQS_ENDPOINT
+// (both set by `go run ./cmd/devstack exec --`).
 package main
 
 import (

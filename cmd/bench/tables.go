@@ -38,14 +38,9 @@ func createTables(ctx context.Context, db *dynamodb.Client, names tables.Names) 
 // disableStream turns off the stream of the notifications table named table (none when table
 // is empty), for a benchmark that does not read it; only the capacity benchmark does.
 //
-// DynamoDB Local keeps every stream record, also those of deleted tables, and each later write
-// to any table with a stream takes longer the more records it keeps: after 20,000 of them a
-// write took 10 ms instead of 2, after 40,000 20 ms. All the modes of one run share one DynamoDB
-// Local, so the records each mode left slowed the writes of every mode after it, whatever it
-// measured; in `make bench` the dispatch benchmark's lease writes came to take longer than its
-// one-second provider timeout, every attempt ended before its request was written, and the
-// fault mix missed its deadline. In AWS a stream costs the writer nothing (no write units, no
-// latency), so without it the figures lose only DynamoDB Local's cost.
+// DynamoDB Local keeps every stream record of a run, also of deleted tables, and each write to
+// a table with a stream slows with their number, so one mode's records would slow every mode
+// after it; in AWS a stream costs the writer nothing.
 func disableStream(ctx context.Context, db *dynamodb.Client, table string) error {
 	if table == "" {
 		return nil

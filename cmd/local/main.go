@@ -425,7 +425,7 @@ func environment(stack *emulator.Stack, keyDir string, st settings) (map[string]
 	return env, nil
 }
 
-// sealingKey makes the local stack seal as a deploy does (issue 29): a KMS key in moto's KMS
+// sealingKey makes the local stack seal as a deploy does: a KMS key in moto's KMS
 // (SEAL_KMS_KEY_ID) and the seal-keys table (SEAL_KEYS_TABLE), so that records hold a 16-byte
 // data key ID and the table the encrypted data keys. SEAL_LOCAL_KEY, the static key, is for
 // tests that build a function without moto.

@@ -1,64 +1,26 @@
 // Package alarmeval evaluates CloudWatch metric alarms, with their full definitions, over
-// GetMetricData, as CloudWatch documents the semantics. It is dev-only machinery (no Lambda
-// links dev/): the game day (make gameday) and the emulator tests use it to see the template's
-// alarms go to ALARM and back to OK on the stack the SAM CLI deploys to MiniStack.
+// GetMetricData, as CloudWatch documents the semantics. It is dev-only machinery: the game day
+// and the emulator tests use it to see the template's alarms go to ALARM and back to OK on the
+// stack deployed to MiniStack.
 //
-// # Which evaluator, and why
+// MiniStack's own evaluator is not CloudWatch's: it pools every dimension set of a metric
+// name, reduces a whole window to one statistic (so DatapointsToAlarm means nothing), ignores
+// TreatMissingData, runs only when a metric is written, and evaluates no metric math. Each of
+// these changes verdicts of the template's alarms, so the game day never reads MiniStack's
+// alarm state; it loads the deployed definitions with DescribeAlarms (LoadDeployed) and
+// evaluates them here.
 //
-// MiniStack 1.5.33 evaluates metric alarms itself, on every PutMetricData, but not as
-// CloudWatch does (services/cloudwatch.py, _evaluate_alarm, read for this package): it pools
-// every dimension set of the alarm's metric name, so an alarm on Refusals{Function=intake,
-// Reason=prefix_velocity} fires on any refusal of any reason; it reduces all the points of the
-// last Period×EvaluationPeriods seconds to one statistic instead of one datapoint per period,
-// so DatapointsToAlarm (M of N) means nothing; it ignores TreatMissingData (with no recent point
-// it keeps its state, so a notBreaching alarm never returns to OK once traffic stops, and a
-// breaching one never fires on silence); it only runs when a metric is written; and it does not
-// evaluate metric math at all (its CloudFormation refuses Metrics, its GetMetricData answers an
-// Expression with InternalError). Each of these changes verdicts of the template's alarms
-// (PrefixVelocityAlarm and RefusalSpikeAlarm share a metric name; DigestLagAlarm treats missing
-// data as breaching; the latency alarms are 2 of 3). So the game day uses this evaluator, and
-// reads MiniStack's own alarm state never.
+// Evaluate follows the CloudWatch User Guide ("Evaluating an alarm", missing data): one
+// datapoint per ended Period, aligned on the epoch; an evaluation range of N+2 periods, whose
+// N most recent real datapoints are evaluated when there are N, else the missing ones filled
+// as TreatMissingData says (with none at all: missing gives INSUFFICIENT_DATA, ignore keeps the
+// state, breaching ALARM, notBreaching OK); ALARM when at least DatapointsToAlarm of them
+// breach. Metric-math alarms are computed here (+ - * /, ABS, FILL, SUM, AVG, MIN, MAX), on the
+// timestamps both operands have.
 //
-// MiniStack's DescribeAlarms, unlike its evaluator, returns each deployed alarm's full
-// definition (namespace, metric name, dimensions, Statistic or ExtendedStatistic, Period,
-// EvaluationPeriods, DatapointsToAlarm, ComparisonOperator, Threshold with parameters
-// resolved, TreatMissingData), so LoadDeployed loads the alarms from there, as one would from
-// AWS: what is evaluated is what was deployed.
-//
-// # Semantics
-//
-// Evaluate follows "Evaluating an alarm" and "Configuring how CloudWatch alarms treat missing
-// data" in the CloudWatch User Guide:
-//   - A datapoint is the alarm's statistic (Sum, Average, Minimum, Maximum, SampleCount, or an
-//     extended statistic such as p99) over one Period, periods aligned on the epoch as
-//     GetMetricData aligns them. Only periods that have ended by now are evaluated, so an
-//     alarm reacts at most one period after the first breaching datapoint.
-//   - CloudWatch retrieves more periods than EvaluationPeriods (N), its evaluation range; here
-//     N+2 periods. If at least N real datapoints lie in the range, the N most recent are
-//     evaluated and TreatMissingData is not used. So, as in AWS, an alarm keeps evaluating the
-//     last datapoints for a while after a metric stops flowing.
-//   - With fewer than N real datapoints, the missing ones are filled as TreatMissingData says:
-//     breaching, notBreaching; with missing or ignore the real ones are evaluated alone. With
-//     no real datapoint at all: missing gives INSUFFICIENT_DATA, ignore keeps the current
-//     state, breaching gives ALARM, notBreaching gives OK.
-//   - The alarm is in ALARM when at least DatapointsToAlarm (M, default N) of the evaluated
-//     datapoints breach the threshold, else OK.
-//   - A metric-math alarm (Metrics) fetches each MetricStat query with GetMetricData and
-//     computes the expressions here (MiniStack cannot): + - * /, unary minus, parentheses,
-//     numbers, query ids, and the functions ABS, FILL(x, value|REPEAT), SUM, AVG, MIN, MAX
-//     (elementwise over their arguments). Arithmetic on two series keeps only the timestamps
-//     both have, as CloudWatch does. The query with ReturnData true is the alarm's series.
-//
-// MiniStack publishes AWS/Lambda Invocations, Errors, Throttles and Duration only for
-// invocations through the Invoke API (not event source mappings, API Gateway or schedules),
-// and no IteratorAge or AWS/SQS metric: alarms on those get no data on an emulator stack, and
-// this evaluator says what CloudWatch would say of no data (OK when missing data is not
-// breaching).
-//
-// MiniStack's GetMetricData answers a query with no dimensions with every dimension set of
-// the metric name pooled (CloudWatch: only the metric published with no dimension). MiniStack
-// wraps a client to correct that for Sum and SampleCount (ExpiryRateAlarm reads
-// WorkerExpirations with no dimension, which the code also publishes by Function).
+// MiniStack publishes AWS/Lambda metrics only for Invoke API calls and no IteratorAge or AWS/SQS
+// metric, so alarms on those see no data; and its GetMetricData pools dimension sets for a query
+// with none, which MiniStack (a wrapping client) corrects for Sum and SampleCount.
 package alarmeval
 
 import (

@@ -71,7 +71,7 @@ func (f *Table) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(
 	return &dynamodb.PutItemOutput{}, nil
 }
 
-// Stored returns every stored item but the ledger items (shared/audit, "Ledger"), ordered by
+// Stored returns every stored item but the ledger items (docs/audit.md), ordered by
 // event ID and seq.
 func (f *Table) Stored() []map[string]ddbtypes.AttributeValue {
 	return f.stored(false)

@@ -284,7 +284,7 @@ func (e *Env) ScanAudit(t testing.TB) []map[string]ddbtypes.AttributeValue {
 	return out
 }
 
-// ScanLedgers returns the ledger items of the audit table (shared/audit, "Ledger"), raw,
+// ScanLedgers returns the ledger items of the audit table (docs/audit.md), raw,
 // sorted by event ID and seq.
 func (e *Env) ScanLedgers(t testing.TB) []map[string]ddbtypes.AttributeValue {
 	t.Helper()

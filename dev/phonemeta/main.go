@@ -3,7 +3,7 @@
 // patterns and lengths that place a number in its country and tell its type, and nothing else
 // (no formats, carriers, time zones or geocoding). The Lambdas link the table, not the library,
 // whose init parses the metadata of every region at start (about 25 ms and 2.5 MB; see
-// docs/benchmarks.md, "Cold start"). A test beside it fails when the table is not what the
+// docs/benchmarks.md, -mode coldstart). A test beside it fails when the table is not what the
 // pinned library would write, so a bump of the library is followed by:
 //
 //	go run ./dev/phonemeta            # rewrite shared/phoneregion/metadata_gen.go

@@ -33,10 +33,7 @@
 // status is undelivered / validity_expired. When Config.WebhookURL is set, the final status
 // is POSTed there as a simapi.Receipt at that time.
 //
-// Twilio: with Provider "twilio" (ProviderTwilio) the simulator also speaks Twilio's Messages
-// API, with signed status callbacks and a message list that lags (Config.ListLag); see
-// ProviderTwilio. Fault receipts may be "silent": the carrier never reports.
-//
-// The simulator is the provider, so it sees numbers and bodies, but it never logs them: its
+// With Provider "twilio" it also speaks Twilio's Messages API, with signed status callbacks and
+// a list that lags (Config.ListLag). The simulator is the provider, so it sees numbers and bodies, but it never logs them: its
 // logs carry the client reference, the mode and the message ID only.
 package smssim

@@ -37,7 +37,7 @@ const (
 // Digest closes one period [PeriodStart, PeriodEnd) of the audit table: it commits to every
 // entry whose written_at lies in the period (Count of them), names the previous digest's
 // signature, and is signed. A version 2 digest commits through Root, a version 1 digest
-// through EntriesHash and Manifest. See the package documentation, "Digests".
+// through EntriesHash and Manifest. See the package documentation and docs/audit.md.
 type Digest struct {
 	// Version is DigestVersionManifest (1) or DigestVersionTree (2).
 	Version                int

@@ -32,7 +32,7 @@ func knownEntry() Entry {
 }
 
 // TestComputeHashKnownAnswer pins the documented algorithm: the expected values were computed
-// with the Python lines of the package documentation, not with this package.
+// with the Python lines of docs/audit.md, not with this package.
 func TestComputeHashKnownAnswer(t *testing.T) {
 	tests := []struct {
 		name, prev, want string

@@ -22,7 +22,7 @@ import (
 )
 
 // A ledger item lists the keys of the entries one writer batch stores, all stamped with one
-// written_at, and is written before any of them (see the package documentation, "Ledger").
+// written_at, and is written before any of them (see the package documentation).
 // It is what the period reads (WrittenIn, Range, EarliestWrittenIn) query instead of an index
 // copy of every entry: one item of about 100 bytes an entry for a whole stream batch, where
 // the by_write_shard index took a write unit per entry.

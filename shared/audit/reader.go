@@ -55,7 +55,7 @@ func (r *Reader) Timeline(ctx context.Context, eventID string) ([]Entry, error) 
 
 // Range yields the entries whose at is in [from, to), one page at a time (nothing is held in
 // memory beyond a page), in no particular order. It reads the ledgers (and the by_write_shard
-// index, for entries written before them; see "Ledger" in the package documentation): every
+// index, for entries written before them; see the package documentation): every
 // shard of every write day that an entry of the range can have been written in, from
 // ClockSkew before from to MaxLateness after to, keeping the entries whose at is in the
 // range. So late entries (written by a replay, or long after their transition) are found with

@@ -8,7 +8,7 @@ import (
 )
 
 // WriteShards is how many partition key values one write day's ledger items are spread over
-// ("#ledger#<write_day>#<n>", n from the batch's stamp; see "Ledger" in the package
+// ("#ledger#<write_day>#<n>", n from the batch's stamp; see the package
 // documentation), and how many write_shard values the by_write_shard index holds a day for the
 // entries written before the ledgers ("<write_day>#<n>", n = the first 4 bytes of
 // SHA-256(event_id, 0, seq) mod WriteShards). Every reader queries all WriteShards values of

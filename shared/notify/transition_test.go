@@ -8,12 +8,8 @@ import (
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
-// designTransitions is the "Allowed transitions" paragraph of docs/design.md, written out as
-// "from -> to : REASON" lines, independently of the table in transition.go, with the edges
-// issue 8 adds for a stored receipt that settles dispatch_unknown (RECONCILED_BY_RECEIPT), the
-// one issue 21 adds for a provider's own restriction that fails over to the next provider
-// (dispatching -> retry_scheduled : PROVIDER_REJECTED), and those issue 19 adds for the abuse
-// guard's refusal of an admission it had not decided yet.
+// designTransitions is docs/design.md's transition list written out as "from -> to : REASON"
+// lines, independently of the table in transition.go, so that a change to one alone fails.
 const designTransitions = `
 none -> accepted : ADMITTED
 none -> expired : EXPIRED_AT_ADMISSION

@@ -6,7 +6,7 @@
 // this package applies them as the library does (a test compares the two over a table of
 // numbers); each territory's patterns are compiled on first use, and Prepare compiles the
 // allowed countries' at init, so the first request does not pay for them (see
-// docs/benchmarks.md, "Cold start").
+// docs/benchmarks.md, -mode coldstart).
 package phoneregion
 
 import (

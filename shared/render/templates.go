@@ -74,7 +74,7 @@ func hasLocale(locale string) bool {
 // fill returns text with its one placeholder replaced by v's value. It is not text/template
 // on purpose: that package calls reflect's MethodByName, which makes the linker keep every
 // exported method of every type a function links (the AWS SDK's above all), and it doubled
-// dispatch's bootstrap (see docs/benchmarks.md, "Cold start"). The sources are fixed and a
+// dispatch's bootstrap (docs/benchmarks.md, -mode coldstart). The sources are fixed and a
 // test fills every one, so an error here is a broken source.
 func fill(text string, v values) (string, error) {
 	before, rest, ok := strings.Cut(text, "{{.")

@@ -145,8 +145,8 @@ const (
 
 // IndexByWriteShard is the audit table's only GSI (write_shard, written_at): the entries
 // written before the ledgers (LedgerEventIDPrefix), which carry write_shard, shard by shard,
-// for the digest step, verify and time-range exports, beside the ledgers (see shared/audit,
-// "Ledger"). It projects every attribute. The audit writer no longer sets write_shard, so new
+// for the digest step, verify and time-range exports, beside the ledgers (docs/audit.md).
+// It projects every attribute. The audit writer no longer sets write_shard, so new
 // entries cost it nothing; it empties as the hot window takes the old entries.
 const IndexByWriteShard = "by_write_shard"
 
@@ -157,7 +157,7 @@ const DigestEventID = "#digest"
 
 // LedgerEventIDPrefix starts the audit table partitions of the ledger items:
 // "#ledger#<write_day>#<n>", each item listing the keys of the entries one writer batch
-// stored, stamped with one written_at (shared/audit, "Ledger"). The period reads (the digest
+// stored, stamped with one written_at (docs/audit.md). The period reads (the digest
 // step, the archive step, verify, exports) query them instead of an index.
 const LedgerEventIDPrefix = "#ledger#"
 

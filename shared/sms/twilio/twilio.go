@@ -1,47 +1,22 @@
 // Package twilio is the sms.Sender and sms.Lookup adapter for Twilio Programmable Messaging's
-// REST API (the Messages resource, API version 2010-04-01). It is a small client of our own,
-// in the shape of package sinch, rather than Twilio's Go library: the two calls it makes (create
-// a message, fetch one by SID) are two form posts and a GET, while the library is generated for
-// the whole of Twilio's API (a large dependency for two endpoints), retries nothing we could
-// not control anyway, and would hide whether a request was written, which this package must
-// know (sms.Exchange) to tell "not sent" from "unknown".
+// REST API (Messages, 2010-04-01): a small client of our own rather than Twilio's generated
+// library, which would hide whether a request was written, which sms.Exchange must know to tell
+// "not sent" from "unknown".
 //
-// Send posts, with HTTP basic authentication (account SID, auth token),
+// Send posts To, From or MessagingServiceSid, Body, ValidityPeriod and StatusCallback to
+// Messages.json under basic authentication and records the answer's "sid" as the message ID.
+// Twilio takes no client reference, so the attempt reference rides in the StatusCallback URL
+// ({CallbackURL}?attempt=<attempt_ref>), which every signed status callback is posted to.
+// ValidityPeriod is the time left before the deadline, rounded down, at most 36,000 s.
 //
-//	POST {BaseURL}/2010-04-01/Accounts/{AccountSid}/Messages.json
-//	To, From | MessagingServiceSid, Body, ValidityPeriod, StatusCallback
+// Outcomes follow Twilio's documented statuses and error codes (docs/providers.md has the
+// table with its sources); only an error's numeric code is kept, since its message may echo
+// the number.
 //
-// form-encoded, and records the answer's "sid" (201) as the message ID. Twilio's Messages
-// resource takes no client reference and no idempotency key, so the attempt reference rides in
-// the StatusCallback URL, which is ours to choose per message:
-// {CallbackURL}?attempt=<attempt_ref> (config.TwilioCallbackAttemptQuery). Every status
-// callback of the message is posted to that URL, signed (X-Twilio-Signature), so it names the
-// attempt it belongs to even when the create's answer was lost. ValidityPeriod is the time
-// left before the deadline, in whole seconds rounded down, at most 36,000 (Twilio's maximum);
-// less than a second is not sent at all.
-//
-// Outcomes (Twilio's documented HTTP statuses and error codes; docs/providers.md has the
-// table with its sources): 201 with a SID is accepted; 429 (error 20429) is not accepted,
-// throttled; 401 (error 20003, authentication failed) is not accepted, unavailable, as End
-// User Messaging's expired credentials are: the request was refused before it was processed;
-// 400 with error 21408 (the destination's region is not enabled in the account's geo
-// permissions) or 21612 (Twilio cannot route between this sender and the destination) is
-// rejected as restricted, a restriction of this account that another provider may not share;
-// any other 4xx but 408 is rejected for good (21211 invalid number, 21610 opted out, ...);
-// every 5xx, and a 2xx without a readable SID, is unknown: Twilio does not document any 5xx
-// as "not processed". Error bodies are {"code", "message", "more_info", "status"}: only the
-// code is kept, since the message may echo the number.
-//
-// Lookup never guesses. An attempt with a Message SID is fetched by SID (GET
-// .../Messages/{Sid}.json): found, with a final receipt when its status is delivered,
-// undelivered, failed or canceled. An attempt without a SID (the request was written and its
-// answer lost) is never looked up: the only way to find it would be the message list,
-// filtered by To and DateSent at day granularity, which carries no reference of ours and is
-// eventually consistent with no documented bound, so neither a match nor an absence there
-// proves anything about this attempt. Such an attempt is settled by its status callback, or
-// stays dispatch_unknown until it expires. A SID that Twilio answers 404 to is inconclusive
-// too. So this Lookup never answers "not found", and a Twilio attempt never fails over, nor is
-// re-sent, on a lookup.
+// Lookup never guesses: an attempt with a Message SID is fetched by SID; one without is never
+// looked up, since the message list carries no reference of ours and lags without bound. So
+// this Lookup never answers "not found", and a Twilio attempt never fails over, nor is re-sent,
+// on a lookup; it is settled by its status callback or expires unresolved.
 package twilio
 
 import (

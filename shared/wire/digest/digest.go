@@ -1,6 +1,6 @@
 // Package digest assembles the digest function, run every minute by an EventBridge schedule:
 // it closes each audit period that has ended (plus a grace) with a signed digest item in the
-// audit table (see package shared/digest, and shared/audit, "Digests").
+// audit table (see package shared/digest, and docs/audit.md).
 package digest
 
 import (

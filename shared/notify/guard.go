@@ -90,6 +90,10 @@ func (e *RefusedError) Unwrap() error {
 // record up has the guard's view of its number without the number; the type only matters at
 // the door.
 type Destination struct {
+	// Number is the canonical E.164 form of the request's number (Regions.Place), the one
+	// form every fingerprint, limit, prefix and provider request uses. A secret: never stored
+	// but sealed.
+	Number      string
 	FP          string
 	PrefixFP    string
 	CountryCode string
@@ -182,10 +186,11 @@ func (in *Intake) destination(req Request) Destination {
 	if digits <= 0 {
 		digits = DefaultGuardLimits().PrefixDigits
 	}
-	country, kind := in.Countries.place(req.To)
+	number, country, kind := in.Countries.place(req.To)
 	return Destination{
-		FP:          in.Hasher.DestinationFP(req.To),
-		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(req.To, digits)),
+		Number:      number,
+		FP:          in.Hasher.DestinationFP(number),
+		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(number, digits)),
 		CountryCode: country,
 		Type:        kind,
 	}

@@ -96,6 +96,7 @@ func (in *Intake) SubmitJSON(ctx context.Context, body []byte, headerKey string)
 // an error wrapping ErrGuardUnavailable with the record left undecided (see decide.go).
 func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	d := in.destination(req)
+	req.To = d.Number
 	rec, err := in.prepare(ctx, req, d)
 	if err != nil {
 		return Submitted{}, err

@@ -172,10 +172,10 @@ func TestCanonicalPrincipal(t *testing.T) {
 	for in, want := range map[string]string{
 		callerSession: callerRole,
 		"arn:aws:iam::123456789012:role/team/shop-backend": callerRole,
-		callerRole:                                       callerRole,
-		"arn:aws:iam::123456789012:user/ops/bob":         "arn:aws:iam::123456789012:user/bob",
-		"arn:aws:iam::123456789012:root":                 "arn:aws:iam::123456789012:root",
-		"arn:aws-cn:sts::123456789012:assumed-role/r/s":  "arn:aws-cn:iam::123456789012:role/r",
+		callerRole:                                      callerRole,
+		"arn:aws:iam::123456789012:user/ops/bob":        "arn:aws:iam::123456789012:user/bob",
+		"arn:aws:iam::123456789012:root":                "arn:aws:iam::123456789012:root",
+		"arn:aws-cn:sts::123456789012:assumed-role/r/s": "arn:aws-cn:iam::123456789012:role/r",
 		// Any user allowed sts:GetFederationToken mints any name: no owner.
 		"arn:aws:sts::123456789012:federated-user/carol": "",
 		"arn:aws:sts::123456789012:assumed-role/r":       "",

@@ -152,10 +152,10 @@ func (in *Intake) mayRepeat(ctx context.Context, rec Record) bool {
 
 // The kinds of principal CanonicalPrincipal accepts, as they appear in an ARN's resource.
 const (
-	principalAssumedRole   = "assumed-role/"
-	principalRole          = "role/"
-	principalUser          = "user/"
-	principalRoot          = "root"
+	principalAssumedRole = "assumed-role/"
+	principalRole        = "role/"
+	principalUser        = "user/"
+	principalRoot        = "root"
 )
 
 // CanonicalPrincipal returns the principal an IAM ARN stands for, in one form per principal,

@@ -110,8 +110,9 @@ const Off = "off"
 const (
 	NeedIntake = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper | NeedFingerprintKey |
 		NeedGuardTable | NeedCountries
-	// Dispatch counts a record that reaches it undecided (its creator failed) before sending.
-	NeedDispatch  = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue | NeedSealing | NeedGuardTable
+	// Dispatch counts a record that reaches it undecided (its creator failed) before sending,
+	// and re-checks every sealed number against the allow-list.
+	NeedDispatch  = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue | NeedSealing | NeedGuardTable | NeedCountries
 	NeedReconcile = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
 	NeedSweeper   = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
 )
@@ -445,6 +446,10 @@ func (r *reader) countries() []string {
 			return nil
 		}
 		out = append(out, c)
+	}
+	if len(out) == 0 && v != "" {
+		// Separators alone (",") name no country: that is not Off, and must not read as it.
+		r.problem(EnvAllowedCountries, "lists no country; set it to %q, explicitly, to allow every country", Off)
 	}
 	return out
 }

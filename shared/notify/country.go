@@ -124,24 +124,37 @@ func (c Countries) Allows(country string) bool {
 	return len(c.allowed) == 0 || slices.Contains(c.allowed, country)
 }
 
+// Refusal returns the canonical form of the E.164 number e164 and, when the list refuses it,
+// why (checkCountry's rules; "" when allowed). Dispatch asks it of every sealed number before
+// a send, since a record in the table is not proof that intake admitted it.
+func (c Countries) Refusal(e164 string) (string, RefusalReason) {
+	number, country, kind := c.place(e164)
+	return number, c.refusal(country, kind)
+}
+
+// refusal is checkCountry's rule for a number placed in country with type kind.
+func (c Countries) refusal(country string, kind NumberType) RefusalReason {
+	switch {
+	case c.regions == nil:
+		return ""
+	case country == UnknownCountry || kind == NumberUnknown:
+		return RefusedInvalidNumber
+	case !slices.Contains(c.types, kind):
+		return RefusedNumberType
+	case !c.Allows(country):
+		return RefusedCountry
+	}
+	return ""
+}
+
 // checkCountry refuses d when its number is in no country or not valid in its own
 // (RefusedInvalidNumber), when its type is not allowed (RefusedNumberType), or when its
 // country is not on the allow-list (RefusedCountry), in that order: what the number is comes
 // before where it is, so a premium-rate number is refused as such in every country. An empty
 // list refuses no country; Countries without Regions (the zero value) refuse nothing.
 func (in *Intake) checkCountry(d Destination) error {
-	if in.Countries.regions == nil {
-		return nil
-	}
-	reason := RefusalReason("")
-	switch {
-	case d.CountryCode == UnknownCountry || d.Type == NumberUnknown:
-		reason = RefusedInvalidNumber
-	case !slices.Contains(in.Countries.types, d.Type):
-		reason = RefusedNumberType
-	case !in.Countries.Allows(d.CountryCode):
-		reason = RefusedCountry
-	default:
+	reason := in.Countries.refusal(d.CountryCode, d.Type)
+	if reason == "" {
 		return nil
 	}
 	return &RefusedError{Reason: reason, DestinationFP: d.FP, CountryCode: d.CountryCode}

@@ -198,13 +198,17 @@ func (in *Intake) destination(req Request) Destination {
 
 // checkBlocked refuses d when its prefix is blocked (see Conversions.Blocked): a lookup in a
 // cached list of decisions, no read of its own. A failed refresh of the list is not a refusal:
-// it answers from the list it had, and OnError hears of it.
+// it answers from the list it had, and OnError hears of it. With no list ever read it returns
+// the error, and the guard is unavailable (503): it never answers from an empty cache.
 func (dc Decider) checkBlocked(ctx context.Context, d Destination, now time.Time) error {
 	if dc.Conversions == nil {
 		return nil
 	}
 	b, blocked, err := dc.Conversions.Blocked(ctx, d.PrefixFP, now)
 	dc.Conversions.failed("refresh", err)
+	if errors.Is(err, ErrBlockListUnknown) {
+		return err
+	}
 	if !blocked {
 		return nil
 	}

@@ -33,6 +33,7 @@ func intakeEnv() map[string]string {
 		config.EnvFingerprintKey:     fpKey,
 		config.EnvGuardTable:         config.Off,
 		config.EnvAllowedCountries:   config.Off,
+		config.EnvConversionTable:    config.Off,
 	}
 }
 

@@ -90,6 +90,10 @@ func allowList(cfg config.Config) (notify.Countries, error) {
 	if err != nil {
 		return notify.Countries{}, fmt.Errorf("wire.dispatch %s: %w", config.EnvAllowedCountries, err)
 	}
+	if len(cfg.AllowedNumberTypes) == 0 {
+		// A configuration built without the variable (config.Load always fills the default).
+		cfg.AllowedNumberTypes = notify.DefaultNumberTypes
+	}
 	if countries, err = countries.WithTypes(cfg.AllowedNumberTypes); err != nil {
 		return notify.Countries{}, fmt.Errorf("wire.dispatch %s: %w", config.EnvAllowedNumberTypes, err)
 	}

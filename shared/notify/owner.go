@@ -87,16 +87,12 @@ var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // key, else (a record admitted before keys were scoped) the one under the bare key, which the
 // access check (mayRead, owns) then judges by its stored owner. ownerARN, when set, names the
 // owner in place of the caller; only the operator (or the owner itself) may name one, and any
-// other caller gets ErrNotFound, as for an unknown key.
+// other caller, or an ARN that names no owner, gets ErrNotFound, as for an unknown key.
 func (in *Intake) lookup(ctx context.Context, key, ownerARN string) (Record, error) {
 	principal := CallerOf(ctx)
 	if ownerARN != "" {
 		p, err := CanonicalPrincipal(ownerARN)
-		if err != nil {
-			return Record{}, &ValidationError{Kind: ProblemInvalid, Fields: []FieldError{{
-				Field: "owner", Detail: "must be the ARN of a role, an assumed-role session, a user or the root user"}}}
-		}
-		if p != principal && (in.Operator == "" || principal != in.Operator) {
+		if err != nil || (p != principal && (in.Operator == "" || principal != in.Operator)) {
 			return Record{}, ErrNotFound
 		}
 		principal = p

@@ -57,3 +57,45 @@ func TestNumbersThatCannotReceiveSMS(t *testing.T) {
 		})
 	}
 }
+
+// TestOneFormPerNumber: a number written with the national prefix after the calling code
+// (+1 1 212 ...) is the same number as its E.164 form (+1 212 ...): the two forms share the
+// destination's hourly limit (the template's GuardPerHour, 5), and the providers only ever see
+// the E.164 form. A run that straddles a UTC hour, when the limit's window turns, is repeated
+// once with a new number.
+func TestOneFormPerNumber(t *testing.T) {
+	s := getStack(t)
+	for try := 0; ; try++ {
+		hour := time.Now().UTC().Truncate(time.Hour)
+		canonical := number(t)
+		trunk := "+11" + canonical[2:]
+		var keys []string
+		var codes []int
+		for i := range 6 {
+			to := canonical
+			if i%2 == 1 {
+				to = trunk
+			}
+			n := s.newNotification(t, fmt.Sprintf("one-form-%d-%d", try, i), to, 10*time.Minute)
+			r := s.submit(t, n)
+			keys, codes = append(keys, n.key()), append(codes, r.Code)
+		}
+		if time.Now().UTC().Truncate(time.Hour) != hour && try == 0 {
+			continue
+		}
+		want := []int{202, 202, 202, 202, 202, 429}
+		if fmt.Sprint(codes) != fmt.Sprint(want) {
+			t.Fatalf("answers to the two forms of one number: %v, want %v (one hourly limit of 5)", codes, want)
+		}
+		for _, k := range keys[:5] {
+			s.waitState(t, k, 30*time.Second, "sent", "delivered")
+		}
+		if n := s.sent(t, canonical); n != 5 {
+			t.Errorf("the providers accepted %d messages for the E.164 form, want 5", n)
+		}
+		if n := s.sent(t, trunk); n != 0 {
+			t.Errorf("the providers saw the national-prefix form %d times", n)
+		}
+		return
+	}
+}

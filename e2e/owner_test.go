@@ -52,9 +52,9 @@ func (s *stack) secondCaller(t *testing.T) caller {
 }
 
 // TestCallersOwnTheirKeys: two callers, each seeing 404 for the other's keys (GET, DELETE and
-// conversion answer exactly as for a key nobody used), and a POST of the other's key with the
-// same body is a key reuse (422), never a replay. Nothing the second caller sends changes the
-// first caller's notification.
+// conversion answer exactly as for a key nobody used); a POST of the other's key with the same
+// body is a notification of its own (202), never a replay or a key reuse. Nothing the second
+// caller sends changes the first caller's notification.
 func TestCallersOwnTheirKeys(t *testing.T) {
 	s := getStack(t)
 	second := s.secondCaller(t)
@@ -92,12 +92,19 @@ func TestCallersOwnTheirKeys(t *testing.T) {
 			}
 		}
 	}
+	// Keys are scoped to their owner: the second caller's POST of the first one's key and body
+	// is a notification of its own, and the first one's stays as it was.
+	first := s.get(t, mine.key())
 	r := s.callAs(t, second, http.MethodPost, "/v1/notifications", nil, body)
-	if r.Code != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), "idempotency-key-reused") {
-		t.Errorf("the second caller's POST of the first one's key and body: %d %s, want 422 idempotency-key-reused", r.Code, r.Body)
+	if r.Code != http.StatusAccepted || r.status(t).NotificationID == first.NotificationID {
+		t.Errorf("the second caller's POST of the first one's key and body: %d %s, want 202 and a notification of its own", r.Code, r.Body)
 	}
-	if st := s.get(t, mine.key()); st.State == "cancelled" {
-		t.Errorf("the second caller cancelled the first one's notification: %+v", st)
+	if again := s.callAs(t, second, http.MethodGet, "/v1/notifications/"+mine.key(), nil, nil); again.Code != http.StatusOK ||
+		again.status(t).NotificationID == first.NotificationID {
+		t.Errorf("the second caller's GET of its own notification under the shared key: %d %s", again.Code, again.Body)
+	}
+	if st := s.get(t, mine.key()); st.NotificationID != first.NotificationID || st.State == "cancelled" {
+		t.Errorf("the first caller's notification after the second caller's POST: %+v, want %+v", st, first)
 	}
 	if r := s.callAs(t, second, http.MethodGet, "/v1/notifications/"+theirs.key(), nil, nil); r.Code != http.StatusOK {
 		t.Errorf("the second caller reads its own key: %d %s", r.Code, r.Body)

@@ -25,7 +25,7 @@ func TestInProcessBuildsEveryFunction(t *testing.T) {
 		config.EnvDestinationPepper: "in-process-test-pepper-0123", config.EnvFingerprintKey: "in-process-test-fingerprint-key-0123456789",
 		config.EnvSimulatorWebhookToken: "in-process-webhook-token-0123", config.EnvAuditDigestLocalKey: string(digestPEM),
 		config.EnvSMSProvider: config.SMSSimulator, config.EnvSMSSimulatorURL: "http://127.0.0.1:1",
-		config.EnvGuardTable: "g", config.EnvAllowedCountries: "US,CA",
+		config.EnvGuardTable: "g", config.EnvAllowedCountries: "US,CA", config.EnvConversionTable: "c",
 	} {
 		t.Setenv(k, v)
 	}

@@ -98,6 +98,8 @@ const (
 	NeedGuardTable
 	// NeedCountries wants ALLOWED_COUNTRIES: the allowed countries, or Off.
 	NeedCountries
+	// NeedConversionTable wants CONVERSION_TABLE: the conversion guard's table, or Off.
+	NeedConversionTable
 )
 
 // Off is the value that turns an abuse guard off, explicitly: GUARD_TABLE=off (no counters),
@@ -109,9 +111,10 @@ const Off = "off"
 // What each function needs.
 const (
 	NeedIntake = NeedNotificationsTable | NeedDispatchQueue | NeedSealing | NeedPepper | NeedFingerprintKey |
-		NeedGuardTable | NeedCountries
-	// Dispatch counts a record that reaches it undecided (its creator failed) before sending.
-	NeedDispatch  = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue | NeedSealing | NeedGuardTable
+		NeedGuardTable | NeedCountries | NeedConversionTable
+	// Dispatch counts a record that reaches it undecided (its creator failed) before sending,
+	// and re-checks every sealed number against the allow-list.
+	NeedDispatch  = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue | NeedSealing | NeedGuardTable | NeedCountries | NeedConversionTable
 	NeedReconcile = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
 	NeedSweeper   = NeedNotificationsTable | NeedDispatchQueue | NeedReconcileQueue
 )
@@ -445,6 +448,10 @@ func (r *reader) countries() []string {
 			return nil
 		}
 		out = append(out, c)
+	}
+	if len(out) == 0 && v != "" {
+		// Separators alone (",") name no country: that is not Off, and must not read as it.
+		r.problem(EnvAllowedCountries, "lists no country; set it to %q, explicitly, to allow every country", Off)
 	}
 	return out
 }

@@ -33,6 +33,7 @@ func intakeEnv() map[string]string {
 		config.EnvFingerprintKey:     fpKey,
 		config.EnvGuardTable:         config.Off,
 		config.EnvAllowedCountries:   config.Off,
+		config.EnvConversionTable:    config.Off,
 	}
 }
 
@@ -186,6 +187,7 @@ func TestLoadErrors(t *testing.T) {
 		{"a calling code, not a country", func(e map[string]string) { e[config.EnvAllowedCountries] = "US,1" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
 		{"alpha-3, not alpha-2", func(e map[string]string) { e[config.EnvAllowedCountries] = "USA" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
 		{"a country twice", func(e map[string]string) { e[config.EnvAllowedCountries] = "US,CA,us" }, config.NeedIntake, []string{config.EnvAllowedCountries}},
+		{"separators alone are not off", func(e map[string]string) { e[config.EnvAllowedCountries] = " , " }, config.NeedIntake, []string{config.EnvAllowedCountries}},
 		{"not a number type", func(e map[string]string) { e[config.EnvAllowedNumberTypes] = "MOBILE,CELL" }, config.NeedIntake, []string{config.EnvAllowedNumberTypes}},
 		{"UNKNOWN is no type", func(e map[string]string) { e[config.EnvAllowedNumberTypes] = "UNKNOWN" }, config.NeedIntake, []string{config.EnvAllowedNumberTypes}},
 		{"a number type twice", func(e map[string]string) { e[config.EnvAllowedNumberTypes] = "MOBILE,mobile" }, config.NeedIntake, []string{config.EnvAllowedNumberTypes}},

@@ -9,8 +9,8 @@ import (
 )
 
 // The conversion guard's variables, read by intake (the block check and the conversion
-// counts) and dispatch (the send counts and the block decision). Without CONVERSION_TABLE
-// nothing is counted and no prefix is blocked.
+// counts) and dispatch (the send counts and the block decision). CONVERSION_TABLE is required
+// there; Off turns the guard off, explicitly: nothing is counted and no prefix is blocked.
 const (
 	EnvConversionTable             = "CONVERSION_TABLE"
 	EnvConversionWindowHours       = "CONVERSION_WINDOW_HOURS"
@@ -22,7 +22,7 @@ const (
 
 // Conversion is the conversion guard's configuration.
 type Conversion struct {
-	// Table is CONVERSION_TABLE; empty turns the conversion guard off.
+	// Table is CONVERSION_TABLE; empty when it is Off: the conversion guard is off.
 	Table string
 	// Policy is notify.DefaultConversionPolicy with the CONVERSION_* variables applied.
 	Policy notify.ConversionPolicy
@@ -68,7 +68,22 @@ func (r *reader) conversion() Conversion {
 	if err := p.Validate(); err != nil {
 		r.errs = append(r.errs, fmt.Errorf("%s: %w", EnvConversionWindowHours, err))
 	}
-	return Conversion{Table: r.get(EnvConversionTable), Policy: p,
+	return Conversion{Table: r.conversionTable(), Policy: p,
 		FeedbackProviders: r.feedbackProviders(), FeedbackSimulatorURL: r.get(EnvSMSSimulatorURL),
 		FeedbackSimulator2URL: r.get(EnvSMSSimulator2URL), FeedbackEndpoint: r.get(EnvSMSEndpoint)}
+}
+
+// conversionTable reads CONVERSION_TABLE: a table name, or Off (""). Left empty in a function
+// that needs it, it is an error: a stack never runs without the conversion guard by omission.
+func (r *reader) conversionTable() string {
+	switch v := r.get(EnvConversionTable); {
+	case strings.EqualFold(v, Off):
+		return ""
+	case v == "" && r.need&NeedConversionTable != 0:
+		r.problem(EnvConversionTable, "is required: it names the conversion guard's table (template: ConversionTable); "+
+			"set it to %q, explicitly, to run without blocking prefixes whose codes nobody uses (docs/abuse-guards.md)", Off)
+		return ""
+	default:
+		return v
+	}
 }

@@ -46,6 +46,9 @@ type Dispatcher struct {
 	// (see notify.Decider). It is the intake's guard, on the same table. Nil: the guard is
 	// off.
 	Guard notify.Guard
+	// Countries is intake's allow-list of countries and number types: a sealed number it
+	// refuses is never sent (see allowed). The zero value allows every number.
+	Countries notify.Countries
 	workercore.Base
 }
 
@@ -219,6 +222,10 @@ func (d *Dispatcher) prepare(ctx context.Context, c workercore.Core, rec notify.
 	if err != nil {
 		return notify.Secret{}, render.Message{}, false, fmt.Errorf("dispatch.open %s: %w", rec.IdempotencyKey, err)
 	}
+	secret, ok, err := d.allowed(ctx, c, rec, secret)
+	if !ok {
+		return notify.Secret{}, render.Message{}, false, err
+	}
 	msg, err := d.Renderer.Render(rec.Purpose, secret.Locale, secret.Params)
 	if err != nil {
 		// Permanent: rendering is deterministic. Nothing is sent; the sweeper brings the record
@@ -229,6 +236,22 @@ func (d *Dispatcher) prepare(ctx context.Context, c workercore.Core, rec notify.
 		return notify.Secret{}, render.Message{}, false, nil
 	}
 	return secret, msg, true, nil
+}
+
+// allowed re-checks the sealed number against the allow-list before any send: a record in the
+// table is not proof that intake admitted it (anyone allowed to write the table and seal could
+// have). A refused number moves rec to refused / REFUSED_DESTINATION_NOT_ALLOWED, audited like
+// every transition, and ok is false. An allowed one is returned in its canonical form, the
+// only one the provider is sent.
+func (d *Dispatcher) allowed(ctx context.Context, c workercore.Core, rec notify.Record, secret notify.Secret) (notify.Secret, bool, error) {
+	number, reason := d.Countries.Refusal(secret.To)
+	if reason == "" {
+		secret.To = number
+		return secret, true, nil
+	}
+	c.Logger().Error("sealed number outside the allow-list; refused, nothing sent", append(workercore.Attrs(rec), "refusal", string(reason))...)
+	_, _, err := c.Settle(ctx, rec, notify.Change{To: notify.StateRefused, Reason: notify.ReasonRefusedDestinationNotAllowed}, d.Clock.Now())
+	return notify.Secret{}, false, err
 }
 
 // lease takes rec's lease for this attempt. Unsealing (a KMS call) and rendering take time:

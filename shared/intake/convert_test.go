@@ -21,7 +21,7 @@ func convert(key string) eventT {
 func (f *fixture) markSent(t *testing.T, key string) {
 	t.Helper()
 	ctx := context.Background()
-	rec, err := f.store.Get(ctx, key)
+	rec, err := f.store.Get(ctx, stored(key))
 	if err != nil {
 		t.Fatal(err)
 	}

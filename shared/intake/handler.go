@@ -36,6 +36,10 @@ const CollectionPath = "/v1/notifications"
 // PathParamKey names the path parameter that carries the idempotency key.
 const PathParamKey = "key"
 
+// QueryOwner names the query parameter of a GET by which the operator names the owner of the
+// key it reads (an IAM principal ARN).
+const QueryOwner = "owner"
+
 // MaxBodyBytes bounds the decoded size of a POST body.
 const MaxBodyBytes = 8 << 10
 
@@ -134,7 +138,7 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 	case RouteSubmit:
 		return h.submit(ctx, ev)
 	case RouteStatus:
-		return h.status(ctx, ev.PathParameters[PathParamKey])
+		return h.status(ctx, ev.PathParameters[PathParamKey], ev.QueryStringParameters[QueryOwner])
 	case RouteCancel:
 		return h.cancel(ctx, ev.PathParameters[PathParamKey])
 	case RouteConvert:
@@ -195,7 +199,7 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		return res
 	}
 	res.status = http.StatusAccepted
-	res.headers = map[string]string{HeaderLocation: CollectionPath + "/" + url.PathEscape(sub.Record.IdempotencyKey)}
+	res.headers = map[string]string{HeaderLocation: CollectionPath + "/" + url.PathEscape(notify.CallerKey(sub.Record.IdempotencyKey))}
 	h.metrics.Transition(string(sub.Record.State), string(sub.Record.Reason))
 	if sub.LateDecision {
 		h.metrics.GuardDecisionLate()
@@ -213,10 +217,12 @@ func unavailable(res result, err error, t ProblemType, retry int, detail string)
 	return res
 }
 
-func (h *Handler) status(ctx context.Context, rawKey string) result {
+// status answers a GET. The query parameter QueryOwner, the principal ARN of the key's owner,
+// lets the operator read another caller's key; for anyone else a foreign owner is a 404.
+func (h *Handler) status(ctx context.Context, rawKey, owner string) result {
 	const route = RouteStatus
 	key := unescapeKey(rawKey)
-	rec, err := h.intake.Status(ctx, key)
+	rec, err := h.intake.StatusOf(ctx, key, owner)
 	if err != nil {
 		return keyedError(route, key, err)
 	}

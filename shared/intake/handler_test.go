@@ -40,7 +40,7 @@ func TestSubmitFirstAdmission(t *testing.T) {
 			t.Errorf("status view exposes %s: %s", field, resp.Body)
 		}
 	}
-	wantMsgs := []notify.Message{{IdempotencyKey: derived, NotificationID: "n-0001", Version: 1}}
+	wantMsgs := []notify.Message{{IdempotencyKey: stored(derived), NotificationID: "n-0001", Version: 1}}
 	if d := cmp.Diff(wantMsgs, f.queue.Sent()); d != "" {
 		t.Errorf("queue (-want +got):\n%s", d)
 	}
@@ -283,7 +283,7 @@ func TestCancel(t *testing.T) {
 
 	// A record a worker is dispatching can no longer be cancelled.
 	f.do(t, post(body(nil), "idempotency-key", "order-2"))
-	rec, err := f.store.Get(t.Context(), "order-2")
+	rec, err := f.store.Get(t.Context(), stored("order-2"))
 	if err != nil {
 		t.Fatal(err)
 	}

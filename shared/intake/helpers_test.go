@@ -39,6 +39,11 @@ const (
 	operatorRole    = "arn:aws:iam::123456789012:role/support"
 )
 
+// stored returns the key under which the store holds the caller's key of callerRole.
+func stored(key string) string {
+	return notify.ScopedKey(notifytest.Sealer{}.OwnerFP(callerRole), key)
+}
+
 // as returns ev sent by userARN, as API Gateway's IAM authorization describes its caller.
 func as(ev events.APIGatewayV2HTTPRequest, userARN string) events.APIGatewayV2HTTPRequest {
 	ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{

@@ -42,7 +42,7 @@ type AttemptView struct {
 // NewStatusView returns the public view of rec. Times are RFC 3339 in UTC.
 func NewStatusView(rec notify.Record) StatusView {
 	return StatusView{
-		IdempotencyKey:    rec.IdempotencyKey,
+		IdempotencyKey:    notify.CallerKey(rec.IdempotencyKey),
 		NotificationID:    rec.NotificationID,
 		EventID:           rec.EventID,
 		Channel:           rec.Channel,

@@ -87,7 +87,7 @@ func (in *Intake) Convert(ctx context.Context, key string) (Conversion, error) {
 // convert writes the conversion transition, retrying while other writers move the record.
 func (in *Intake) convert(ctx context.Context, key string) (Conversion, error) {
 	for range maxConvertTries {
-		rec, err := in.Store.Get(ctx, key)
+		rec, err := in.lookup(ctx, key, "")
 		if err == nil && !in.owns(ctx, rec) {
 			err = ErrNotFound
 		}

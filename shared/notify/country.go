@@ -48,10 +48,12 @@ var DefaultNumberTypes = []NumberType{NumberMobile, NumberFixedLineOrMobile}
 
 // Regions places E.164 numbers in their countries and tells their type.
 type Regions interface {
-	// Place returns the ISO 3166-1 alpha-2 code of the country e164 belongs to ("US", "JM"),
-	// or "" when it belongs to none it knows (a non-geographic or unassigned range), and the
+	// Place returns the canonical E.164 form of e164 (a national prefix written after the
+	// calling code removed, as the phone-number library parses it: +1 1 201 ... is
+	// +1 201 ...), the ISO 3166-1 alpha-2 code of the country it belongs to ("US", "JM"), or
+	// "" when it belongs to none it knows (a non-geographic or unassigned range), and the
 	// number's type there (NumberUnknown when it is not a valid number of that country).
-	Place(e164 string) (country string, kind NumberType)
+	Place(e164 string) (number, country string, kind NumberType)
 	// Supported reports whether country is a region Region can return.
 	Supported(country string) bool
 }
@@ -100,25 +102,49 @@ var countryPattern = regexp.MustCompile(`^[A-Z]{2}$`)
 // and "" when the list has no Regions (the zero value). Intake asks it once per request, where
 // the request's Destination is worked out.
 func (c Countries) Of(e164 string) string {
-	country, _ := c.place(e164)
+	_, country, _ := c.place(e164)
 	return country
 }
 
-// place returns Of's country of e164 and its type (NumberUnknown without Regions).
-func (c Countries) place(e164 string) (string, NumberType) {
+// place returns the canonical form of e164 (e164 itself without Regions), Of's country and
+// its type (NumberUnknown without Regions).
+func (c Countries) place(e164 string) (string, string, NumberType) {
 	if c.regions == nil {
-		return "", NumberUnknown
+		return e164, "", NumberUnknown
 	}
-	country, kind := c.regions.Place(e164)
-	if country == "" {
-		return UnknownCountry, NumberUnknown
+	number, country, kind := c.regions.Place(e164)
+	if country == "" || number == "" {
+		return e164, UnknownCountry, NumberUnknown
 	}
-	return country, kind
+	return number, country, kind
 }
 
 // Allows reports whether country is on the list, or the list is empty.
 func (c Countries) Allows(country string) bool {
 	return len(c.allowed) == 0 || slices.Contains(c.allowed, country)
+}
+
+// Refusal returns the canonical form of the E.164 number e164 and, when the list refuses it,
+// why (checkCountry's rules; "" when allowed). Dispatch asks it of every sealed number before
+// a send, since a record in the table is not proof that intake admitted it.
+func (c Countries) Refusal(e164 string) (string, RefusalReason) {
+	number, country, kind := c.place(e164)
+	return number, c.refusal(country, kind)
+}
+
+// refusal is checkCountry's rule for a number placed in country with type kind.
+func (c Countries) refusal(country string, kind NumberType) RefusalReason {
+	switch {
+	case c.regions == nil:
+		return ""
+	case country == UnknownCountry || kind == NumberUnknown:
+		return RefusedInvalidNumber
+	case !slices.Contains(c.types, kind):
+		return RefusedNumberType
+	case !c.Allows(country):
+		return RefusedCountry
+	}
+	return ""
 }
 
 // checkCountry refuses d when its number is in no country or not valid in its own
@@ -127,18 +153,8 @@ func (c Countries) Allows(country string) bool {
 // before where it is, so a premium-rate number is refused as such in every country. An empty
 // list refuses no country; Countries without Regions (the zero value) refuse nothing.
 func (in *Intake) checkCountry(d Destination) error {
-	if in.Countries.regions == nil {
-		return nil
-	}
-	reason := RefusalReason("")
-	switch {
-	case d.CountryCode == UnknownCountry || d.Type == NumberUnknown:
-		reason = RefusedInvalidNumber
-	case !slices.Contains(in.Countries.types, d.Type):
-		reason = RefusedNumberType
-	case !in.Countries.Allows(d.CountryCode):
-		reason = RefusedCountry
-	default:
+	reason := in.Countries.refusal(d.CountryCode, d.Type)
+	if reason == "" {
 		return nil
 	}
 	return &RefusedError{Reason: reason, DestinationFP: d.FP, CountryCode: d.CountryCode}

@@ -103,7 +103,7 @@ type countingRegions struct {
 	n int
 }
 
-func (c *countingRegions) Place(e164 string) (string, notify.NumberType) {
+func (c *countingRegions) Place(e164 string) (string, string, notify.NumberType) {
 	c.n++
 	return c.Regions.Place(e164)
 }

@@ -81,6 +81,10 @@ func RefusalOf(rec Record, countryCode string, now time.Time) (*RefusedError, bo
 			refused.Reason = r
 		}
 	}
+	if rec.Reason == ReasonRefusedDestinationNotAllowed {
+		// Which rule dispatch applied is not stored; the answer is the allow-list's.
+		refused.Reason, refused.RetryAfter = RefusedCountry, 0
+	}
 	return refused, true
 }
 

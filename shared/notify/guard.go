@@ -90,6 +90,10 @@ func (e *RefusedError) Unwrap() error {
 // record up has the guard's view of its number without the number; the type only matters at
 // the door.
 type Destination struct {
+	// Number is the canonical E.164 form of the request's number (Regions.Place), the one
+	// form every fingerprint, limit, prefix and provider request uses. A secret: never stored
+	// but sealed.
+	Number      string
 	FP          string
 	PrefixFP    string
 	CountryCode string
@@ -182,10 +186,11 @@ func (in *Intake) destination(req Request) Destination {
 	if digits <= 0 {
 		digits = DefaultGuardLimits().PrefixDigits
 	}
-	country, kind := in.Countries.place(req.To)
+	number, country, kind := in.Countries.place(req.To)
 	return Destination{
-		FP:          in.Hasher.DestinationFP(req.To),
-		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(req.To, digits)),
+		Number:      number,
+		FP:          in.Hasher.DestinationFP(number),
+		PrefixFP:    in.Hasher.DestinationFP(prefixFPDomain + Prefix(number, digits)),
 		CountryCode: country,
 		Type:        kind,
 	}
@@ -193,13 +198,17 @@ func (in *Intake) destination(req Request) Destination {
 
 // checkBlocked refuses d when its prefix is blocked (see Conversions.Blocked): a lookup in a
 // cached list of decisions, no read of its own. A failed refresh of the list is not a refusal:
-// it answers from the list it had, and OnError hears of it.
+// it answers from the list it had, and OnError hears of it. With no list ever read it returns
+// the error, and the guard is unavailable (503): it never answers from an empty cache.
 func (dc Decider) checkBlocked(ctx context.Context, d Destination, now time.Time) error {
 	if dc.Conversions == nil {
 		return nil
 	}
 	b, blocked, err := dc.Conversions.Blocked(ctx, d.PrefixFP, now)
 	dc.Conversions.failed("refresh", err)
+	if errors.Is(err, ErrBlockListUnknown) {
+		return err
+	}
 	if !blocked {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -13,6 +14,11 @@ import (
 // principal, and any other caller is answered as for a key nobody used (ErrNotFound), so a
 // key's existence never leaks. One operator principal may read (never cancel or convert)
 // every record. A repeat of the POST by another caller is a key reuse, never a replay.
+//
+// Keys are scoped to their owner: a record is stored under ScopedKey(owner, key), so two
+// callers using the same key admit two independent records, and a key's existence is never
+// learnt from a POST. A record stored under the bare key (admitted before keys were scoped) is
+// still found by its owner's GET, DELETE and conversion (lookup falls back to it).
 //
 // A record admitted before owners were stored has none. It is owned by nobody: only the
 // operator reads it. A repeat of its POST is still told apart by the request fingerprint
@@ -39,6 +45,67 @@ func WithCaller(ctx context.Context, principal string) context.Context {
 func CallerOf(ctx context.Context) string {
 	p, _ := ctx.Value(callerKey{}).(string)
 	return p
+}
+
+// ScopeSeparator joins an owner fingerprint and a caller's key into a stored key. The key
+// pattern never admits it, so no caller's key can name a stored key of another owner.
+const ScopeSeparator = "!"
+
+// ScopedKey returns the stored key of the caller's key for owner ("" when ownership is off:
+// the key itself).
+func ScopedKey(owner, key string) string {
+	if owner == "" {
+		return key
+	}
+	return owner + ScopeSeparator + key
+}
+
+// CallerKey returns the caller's key of a stored key: what the API shows and accepts.
+func CallerKey(stored string) string {
+	if _, key, ok := strings.Cut(stored, ScopeSeparator); ok {
+		return key
+	}
+	return stored
+}
+
+// ValidStoredKey reports whether stored can be the key of a stored record: a caller's key
+// (ValidKey), or one scoped by an owner fingerprint of URL-safe base64.
+func ValidStoredKey(stored string) bool {
+	owner, key, ok := strings.Cut(stored, ScopeSeparator)
+	if !ok {
+		return ValidKey(stored)
+	}
+	return owner != "" && len(owner) <= maxOwnerLen && ownerPattern.MatchString(owner) && ValidKey(key)
+}
+
+// maxOwnerLen bounds an owner fingerprint in a stored key.
+const maxOwnerLen = 64
+
+var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// lookup returns the record the caller in ctx names by key: the one stored under its scoped
+// key, else (a record admitted before keys were scoped) the one under the bare key, which the
+// access check (mayRead, owns) then judges by its stored owner. ownerARN, when set, names the
+// owner in place of the caller; only the operator (or the owner itself) may name one, and any
+// other caller, or an ARN that names no owner, gets ErrNotFound, as for an unknown key.
+func (in *Intake) lookup(ctx context.Context, key, ownerARN string) (Record, error) {
+	principal := CallerOf(ctx)
+	if ownerARN != "" {
+		p, err := CanonicalPrincipal(ownerARN)
+		if err != nil || (p != principal && (in.Operator == "" || principal != in.Operator)) {
+			return Record{}, ErrNotFound
+		}
+		principal = p
+	}
+	var owner string
+	if in.Owners != nil && principal != "" {
+		owner = in.Owners.OwnerFP(principal)
+	}
+	rec, err := in.Store.Get(ctx, ScopedKey(owner, key))
+	if errors.Is(err, ErrNotFound) && owner != "" {
+		rec, err = in.Store.Get(ctx, key)
+	}
+	return rec, err
 }
 
 // ownerOf returns the owner to store on a record admitted for the caller in ctx: "" when
@@ -81,11 +148,10 @@ func (in *Intake) mayRepeat(ctx context.Context, rec Record) bool {
 
 // The kinds of principal CanonicalPrincipal accepts, as they appear in an ARN's resource.
 const (
-	principalAssumedRole   = "assumed-role/"
-	principalRole          = "role/"
-	principalUser          = "user/"
-	principalFederatedUser = "federated-user/"
-	principalRoot          = "root"
+	principalAssumedRole = "assumed-role/"
+	principalRole        = "role/"
+	principalUser        = "user/"
+	principalRoot        = "root"
 )
 
 // CanonicalPrincipal returns the principal an IAM ARN stands for, in one form per principal,
@@ -95,8 +161,10 @@ const (
 //     role, arn:aws:iam::<account>:role/<path>/<role>, are arn:aws:iam::<account>:role/<role>
 //     (the session ARN carries no path, and a role's name is unique in its account);
 //   - a user, arn:aws:iam::<account>:user/<path>/<name>, is arn:aws:iam::<account>:user/<name>;
-//   - the account's root user and a federated user (sts ... federated-user/<name>) are kept
-//     as they are.
+//   - the account's root user is kept as it is.
+//
+// A federated user (sts ... federated-user/<name>) is refused: any user allowed
+// sts:GetFederationToken mints whatever name it likes, so its ARN names no one owner.
 //
 // The partition (aws, aws-cn, aws-us-gov) is kept. Anything else is an error that quotes no
 // part of arn.
@@ -120,11 +188,8 @@ func CanonicalPrincipal(arn string) (string, error) {
 		return iam + principalUser + last, nil
 	case service == "iam" && res == principalRoot:
 		return arn, nil
-	case service == "sts" && strings.HasPrefix(res, principalFederatedUser) && last != "" &&
-		!strings.Contains(strings.TrimPrefix(res, principalFederatedUser), "/"):
-		return arn, nil
 	}
-	return "", fmt.Errorf("notify.principal: not a role, session, user, federated user or root ARN")
+	return "", fmt.Errorf("notify.principal: not a role, session, user or root ARN")
 }
 
 func allDigits(s string, n int) bool {

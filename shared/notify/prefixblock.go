@@ -190,9 +190,15 @@ func (c *Conversions) Override(ctx context.Context, prefixFP string, allow bool,
 	return b, nil
 }
 
+// ErrBlockListUnknown means the list of prefix decisions has never been read (a cold start
+// whose read failed): an empty cache would admit every blocked prefix, so the guard fails
+// closed on it, as on its counters (ErrGuardUnavailable).
+var ErrBlockListUnknown = errors.New("prefix decisions never read")
+
 // Blocked returns the block in force on prefixFP at now, from a list of decisions read at
 // most Policy.Refresh ago. When the list cannot be read it answers from the last one it read
-// and returns the error too: a failed read never refuses an admission.
+// and returns the error too: a failed refresh never refuses an admission. With no list read
+// yet, the error wraps ErrBlockListUnknown.
 func (c *Conversions) Blocked(ctx context.Context, prefixFP string, now time.Time) (PrefixBlock, bool, error) {
 	b, known, err := c.decision(ctx, prefixFP, now)
 	if !known || !b.Blocks(now) {
@@ -214,6 +220,8 @@ func (c *Conversions) decision(ctx context.Context, prefixFP string, now time.Ti
 				c.cache[b.PrefixFP] = b
 			}
 			c.loaded = now
+		} else if c.loaded.IsZero() {
+			err = fmt.Errorf("conversions.decisions: %w: %w", ErrBlockListUnknown, err)
 		} else {
 			err = fmt.Errorf("conversions.decisions: %w", err)
 		}

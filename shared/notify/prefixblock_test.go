@@ -203,3 +203,24 @@ func TestConversionGuardFailuresAreHeard(t *testing.T) {
 		t.Errorf("OnError heard %v, want [count refresh]", heard)
 	}
 }
+
+// TestNoBlockListFailsClosed: a cold start whose first read of the prefix decisions fails
+// answers no admission from the empty cache: the guard is unavailable (the API's 503), the
+// record stays undecided and nothing is queued; once the list reads, the same request is
+// admitted.
+func TestNoBlockListFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	f, _, store := blockFixture()
+	store.Err = errors.New("table unavailable")
+	req := parseAt(t, f, "+14155550100", "k-cold")
+	if _, err := f.in.Submit(ctx, req); !errors.Is(err, notify.ErrGuardUnavailable) || !errors.Is(err, notify.ErrBlockListUnknown) {
+		t.Fatalf("admission with no list of prefix decisions: %v, want the guard unavailable", err)
+	}
+	if n := len(f.queue.Sent()); n != 0 {
+		t.Errorf("%d dispatch messages without a block check", n)
+	}
+	store.Err = nil
+	if _, err := f.in.Submit(ctx, req); err != nil {
+		t.Fatalf("the repeat once the list reads: %v", err)
+	}
+}

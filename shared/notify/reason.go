@@ -43,4 +43,8 @@ const (
 	// ReasonRefusedPrefixBlocked: the number's prefix is blocked because the codes sent to it
 	// are not used (its conversion share fell under the threshold, or an operator blocked it).
 	ReasonRefusedPrefixBlocked Reason = "REFUSED_PREFIX_BLOCKED"
+	// ReasonRefusedDestinationNotAllowed: dispatch found the sealed number outside the allowed
+	// countries or number types (Countries.Refusal), which intake never admits: a record
+	// written by someone else, or admitted under another allow-list. Nothing is sent.
+	ReasonRefusedDestinationNotAllowed Reason = "REFUSED_DESTINATION_NOT_ALLOWED"
 )

@@ -96,6 +96,7 @@ func (in *Intake) SubmitJSON(ctx context.Context, body []byte, headerKey string)
 // an error wrapping ErrGuardUnavailable with the record left undecided (see decide.go).
 func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	d := in.destination(req)
+	req.To = d.Number
 	rec, err := in.prepare(ctx, req, d)
 	if err != nil {
 		return Submitted{}, err
@@ -182,7 +183,7 @@ func (in *Intake) hand(ctx context.Context, rec Record, created, send bool) (Rec
 }
 
 // prepare checks req (renderable, allowed country), seals its secret and returns its first
-// record for the destination d, with a decision bound when the guard is on and the record is
+// record, stored under the key scoped to the caller (ScopedKey), for the destination d, with a decision bound when the guard is on and the record is
 // accepted.
 func (in *Intake) prepare(ctx context.Context, req Request, d Destination) (Record, error) {
 	if in.Messages != nil {
@@ -200,6 +201,7 @@ func (in *Intake) prepare(ctx context.Context, req Request, d Destination) (Reco
 	if err != nil {
 		return Record{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
+	req.IdempotencyKey = ScopedKey(owner, req.IdempotencyKey)
 	now := in.Clock.Now()
 	sealed, err := in.Sealer.Seal(ctx, req.IdempotencyKey, req.Secret())
 	if err != nil {
@@ -263,10 +265,16 @@ func (in *Intake) actor(ctx context.Context) Actor {
 // A key that cannot name a notification returns CheckKey's *ValidationError; a record the
 // caller may not read (mayRead) returns ErrNotFound, as an unknown key does.
 func (in *Intake) Status(ctx context.Context, key string) (Record, error) {
+	return in.StatusOf(ctx, key, "")
+}
+
+// StatusOf is Status of the key of the owner named by ownerARN (an IAM principal ARN), which
+// only the operator may name for another owner (lookup); "" is the caller.
+func (in *Intake) StatusOf(ctx context.Context, key, ownerARN string) (Record, error) {
 	if err := CheckKey(key); err != nil {
 		return Record{}, err
 	}
-	rec, err := in.Store.Get(ctx, key)
+	rec, err := in.lookup(ctx, key, ownerARN)
 	if err == nil && !in.mayRead(ctx, rec) {
 		err = ErrNotFound
 	}
@@ -289,7 +297,7 @@ func (in *Intake) Cancel(ctx context.Context, key string) (Record, error) {
 		return Record{}, err
 	}
 	for range maxCancelTries {
-		rec, err := in.Store.Get(ctx, key)
+		rec, err := in.lookup(ctx, key, "")
 		if err == nil && !in.owns(ctx, rec) {
 			err = ErrNotFound
 		}

@@ -38,7 +38,10 @@ var allowed = map[edge][]Reason{
 
 	// Only the request that created the record, once the guard refused it, and only before
 	// any duplicate settled the record as admitted (see Intake.decide).
-	{StateAccepted, StateRefused}: {ReasonRefusedDestinationHour, ReasonRefusedDestinationDay, ReasonRefusedPrefixVelocity, ReasonRefusedPrefixBlocked},
+	// Dispatch refuses, before any send, a sealed number that fails the allow-list.
+	{StateAccepted, StateRefused}: {ReasonRefusedDestinationHour, ReasonRefusedDestinationDay, ReasonRefusedPrefixVelocity, ReasonRefusedPrefixBlocked,
+		ReasonRefusedDestinationNotAllowed},
+	{StateRetryScheduled, StateRefused}: {ReasonRefusedDestinationNotAllowed},
 
 	{StateSent, StateDelivered}:   {ReasonReceiptDelivered},
 	{StateSent, StateUndelivered}: {ReasonReceiptFailed},

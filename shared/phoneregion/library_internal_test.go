@@ -21,18 +21,19 @@ var libraryTypes = map[phonenumbers.PhoneNumberType]notify.NumberType{
 	phonenumbers.VOICEMAIL: notify.NumberVoicemail, phonenumbers.UNKNOWN: notify.NumberUnknown,
 }
 
-// library places e164 with the library itself: its region ("001" for a non-geographic code)
-// and type, "" and UNKNOWN when it does not parse.
-func library(e164 string) (string, notify.NumberType) {
+// library places e164 with the library itself: its E.164 form, its region ("001" for a
+// non-geographic code) and type, "" and UNKNOWN when it does not parse.
+func library(e164 string) (string, string, notify.NumberType) {
 	n, err := phonenumbers.Parse(e164, "")
 	if err != nil {
-		return "", notify.NumberUnknown
+		return "", "", notify.NumberUnknown
 	}
+	number := phonenumbers.Format(n, phonenumbers.E164)
 	region := phonenumbers.GetRegionCodeForNumber(n)
 	if region == "" {
-		return "", notify.NumberUnknown
+		return number, "", notify.NumberUnknown
 	}
-	return region, libraryTypes[phonenumbers.GetNumberType(n)]
+	return number, region, libraryTypes[phonenumbers.GetNumberType(n)]
 }
 
 // testNumbers returns the table of numbers compared: every example number of every region,
@@ -94,13 +95,13 @@ func TestPlaceAnswersAsTheLibrary(t *testing.T) {
 	kinds := map[notify.NumberType]int{}
 	bad := 0
 	for _, n := range numbers {
-		wantRegion, wantType := library(n)
-		gotRegion, gotType := place(n)
+		wantNumber, wantRegion, wantType := library(n)
+		gotNumber, gotRegion, gotType := place(n)
 		kinds[gotType]++
-		if gotRegion != wantRegion || gotType != wantType {
+		if gotRegion != wantRegion || gotType != wantType || (gotNumber != wantNumber && gotType != notify.NumberUnknown) {
 			bad++
 			if bad <= 20 {
-				t.Errorf("place(%s) = %s %s, the library says %s %s", n, gotRegion, gotType, wantRegion, wantType)
+				t.Errorf("place(%s) = %s %s %s, the library says %s %s %s", n, gotNumber, gotRegion, gotType, wantNumber, wantRegion, wantType)
 			}
 		}
 	}

@@ -190,23 +190,25 @@ func metadataFor(cc int, region string) (metadata, bool) {
 	return regionMetadata(region)
 }
 
-// place returns the region ("US", "001" or "" for none) and type of the E.164 number e164,
+// place returns the canonical E.164 form ("" when e164 does not parse), the region ("US",
+// "001" or "" for none) and type of the E.164 number e164,
 // as the library's Parse(e164, ""), GetRegionCodeForNumber and GetNumberType answer them. Only
 // a '+' and digits are read: anything else is in no region.
-func place(e164 string) (string, notify.NumberType) {
+func place(e164 string) (string, string, notify.NumberType) {
 	cc, nsn, ok := parse(e164)
 	if !ok {
-		return "", notify.NumberUnknown
+		return "", "", notify.NumberUnknown
 	}
+	number := "+" + strconv.Itoa(cc) + nsn
 	region := regionOf(cc, nsn)
 	if region == "" {
-		return "", notify.NumberUnknown
+		return number, "", notify.NumberUnknown
 	}
 	m, ok := metadataFor(cc, region)
 	if !ok {
-		return region, notify.NumberUnknown
+		return number, region, notify.NumberUnknown
 	}
-	return region, m.typeOf(nsn)
+	return number, region, m.typeOf(nsn)
 }
 
 // Library limits (MIN_LENGTH_FOR_NSN, MAX_LENGTH_FOR_NSN, MAX_LENGTH_COUNTRY_CODE).

@@ -23,23 +23,25 @@ var _ notify.Regions = Regions{}
 
 var alpha2 = regexp.MustCompile(`^[A-Z]{2}$`)
 
-// Place returns the country e164 belongs to and its type. The country is "" when the library
+// Place returns the canonical E.164 form of e164 ("+" with the calling code and the national
+// significant number, a national prefix written after the calling code removed as the library
+// parses it), the country it belongs to and its type. The country is "" when the library
 // places it in none: within a calling code shared by several countries (+1, +7, +44, ...) the
 // library decides by the country's leading digits or its number patterns, so +1 876 is JM and
 // +1 416 is CA; a number that matches no country's patterns, such as +1 555 ..., is in none.
 // Non-geographic ranges (+800, +882, ...) are in none either. The type is NumberUnknown for a
 // number that is not valid in its country.
-func (Regions) Place(e164 string) (string, notify.NumberType) {
-	region, kind := place(e164)
+func (Regions) Place(e164 string) (string, string, notify.NumberType) {
+	number, region, kind := place(e164)
 	if !alpha2.MatchString(region) {
-		return "", notify.NumberUnknown
+		return number, "", notify.NumberUnknown
 	}
-	return region, kind
+	return number, region, kind
 }
 
 // Region returns the country of e164, as Place does.
 func (r Regions) Region(e164 string) string {
-	country, _ := r.Place(e164)
+	_, country, _ := r.Place(e164)
 	return country
 }
 

@@ -125,7 +125,7 @@ func TestNumberTypes(t *testing.T) {
 		"+80012345678":  {"", notify.NumberUnknown},
 	}
 	for number, want := range cases {
-		if country, kind := (phoneregion.Regions{}).Place(number); country != want.country || kind != want.kind {
+		if _, country, kind := (phoneregion.Regions{}).Place(number); country != want.country || kind != want.kind {
 			t.Errorf("Place(%s) = %s %s, want %s %s", number, country, kind, want.country, want.kind)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -29,20 +28,15 @@ const legacyKeyedPrefix = "hmac-sha256:"
 // MinRequestKeySize is the shortest fingerprint key RequestFingerprinter accepts, in bytes.
 const MinRequestKeySize = 32
 
-// legacyFPLen is the length of the unkeyed fingerprint of earlier versions: hex SHA-256.
-const legacyFPLen = 2 * sha256.Size
-
 // RequestFingerprinter computes request fingerprints: RequestFPPrefix and the first
 // RequestFPSize bytes of the HMAC-SHA256 of the request's canonical form under a key of its
 // own (neither the sealing key nor the destination pepper), in unpadded base64url. Without
 // the key a stored fingerprint is no help in guessing a code.
 //
-// Records admitted before hold an earlier form: the whole HMAC in hex behind
-// "hmac-sha256:", or, before fingerprints were keyed, the bare hex SHA-256 of the same
-// canonical form. SameRequest still recognises a replay of such a record, so a client that
-// retries across the upgrade gets its 200 rather than a 422; the old forms are never written
-// again, and such records are gone once the longest record life (MAX_AHEAD_HOURS plus
-// STATUS_GRACE_HOURS) has passed since the upgrade.
+// Records admitted before may hold an earlier keyed form, the whole HMAC in hex behind
+// "hmac-sha256:"; SameRequest still recognises a replay of one. The unkeyed SHA-256 of
+// records admitted before fingerprints were keyed is refused (a key reuse): its sunset, the
+// longest record life (MAX_AHEAD_HOURS plus STATUS_GRACE_HOURS) after that upgrade, is past.
 type RequestFingerprinter struct {
 	key []byte
 }
@@ -64,8 +58,7 @@ func (f *RequestFingerprinter) RequestFP(canonical []byte) string {
 }
 
 // SameRequest reports whether stored is the fingerprint of canonical: a keyed one under this
-// key, or the unkeyed SHA-256 of a record admitted before keying. Comparisons take constant
-// time.
+// key (either form). Comparisons take constant time.
 func (f *RequestFingerprinter) SameRequest(stored string, canonical []byte) bool {
 	if b64, ok := strings.CutPrefix(stored, RequestFPPrefix); ok {
 		got, err := base64.RawURLEncoding.DecodeString(b64)
@@ -75,11 +68,9 @@ func (f *RequestFingerprinter) SameRequest(stored string, canonical []byte) bool
 		got, err := hex.DecodeString(hexFP)
 		return err == nil && hmac.Equal(got, f.mac(canonical))
 	}
-	if len(stored) != legacyFPLen {
-		return false
-	}
-	sum := sha256.Sum256(canonical)
-	return subtle.ConstantTimeCompare([]byte(stored), []byte(hex.EncodeToString(sum[:]))) == 1
+	// The unkeyed SHA-256 of records admitted before keying is never accepted: those records
+	// are long gone, and anyone who can write the table could forge one.
+	return false
 }
 
 func (f *RequestFingerprinter) mac(canonical []byte) []byte {

@@ -180,8 +180,8 @@ func TestRequestFingerprintSameRequest(t *testing.T) {
 		{"keyed, same request", fps.RequestFP(canonical), canonical, true},
 		{"keyed, another request", fps.RequestFP(canonical), changed, false},
 		{"keyed under another key", other.RequestFP(canonical), canonical, false},
-		// Admitted before fingerprints were keyed: a replay is still a replay.
-		{"unkeyed, same request", hex.EncodeToString(legacy[:]), canonical, true},
+		// The unkeyed form is past its sunset: anyone who writes the table could forge it.
+		{"unkeyed, same request", hex.EncodeToString(legacy[:]), canonical, false},
 		// Keyed before fingerprints were truncated: the whole HMAC in hex.
 		{"keyed in hex, same request", "hmac-sha256:" + hex.EncodeToString(macOf(fpKeyA, canonical)), canonical, true},
 		{"keyed in hex, another request", "hmac-sha256:" + hex.EncodeToString(macOf(fpKeyA, canonical)), changed, false},
@@ -206,7 +206,7 @@ func TestRequestFingerprintSameRequest(t *testing.T) {
 
 // TestKeyReuseWithKeyedFingerprints checks the 422 path end to end through notify.Intake: the
 // same request under the same key replays, another request is refused and changes nothing,
-// and a record that holds the old unkeyed fingerprint still replays.
+// and a record that holds the old unkeyed fingerprint is refused, past its sunset.
 func TestKeyReuseWithKeyedFingerprints(t *testing.T) {
 	store := notifytest.NewStore()
 	fps, err := seal.NewRequestFingerprinter(fpKeyA)
@@ -238,8 +238,8 @@ func TestKeyReuseWithKeyedFingerprints(t *testing.T) {
 	if _, _, err := store.Admit(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := in.Submit(ctx, old); err != nil || !out.Replayed {
-		t.Errorf("replay of a pre-upgrade record: %+v %v", out, err)
+	if _, err := in.Submit(ctx, old); !errors.Is(err, notify.ErrKeyReuse) {
+		t.Errorf("replay of a record holding an unkeyed fingerprint: %v, want ErrKeyReuse (its sunset is past)", err)
 	}
 	changed := old
 	changed.Params = map[string]string{notify.ParamCode: "771205"}

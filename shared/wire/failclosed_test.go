@@ -24,13 +24,14 @@ func TestGuardsFailClosed(t *testing.T) {
 		config.EnvNotificationsTable: "n", config.EnvDispatchQueueURL: "http://127.0.0.1:1/q",
 		config.EnvSealLocalKey:      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		config.EnvDestinationPepper: "wiring-test-pepper-0123", config.EnvFingerprintKey: "wiring-test-fingerprint-key-0123456789",
-		config.EnvGuardTable: "guard", config.EnvAllowedCountries: "US,CA",
+		config.EnvGuardTable: "guard", config.EnvAllowedCountries: "US,CA", config.EnvConversionTable: "conversions",
 	}
 	dispatchEnv := map[string]string{
 		config.EnvNotificationsTable: "n", config.EnvDispatchQueueURL: "http://127.0.0.1:1/q", config.EnvReconcileQueueURL: "http://127.0.0.1:1/r",
 		config.EnvSealLocalKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", config.EnvGuardTable: "guard",
 		config.EnvSMSProviders: config.SMSEndUserSMS, config.EnvSMSOriginationIdentity: "arn:aws:sms-voice:eu-west-1:000000000000:phone-number/p",
 		config.EnvSMSProtectConfiguration: "protect-configuration-id",
+		config.EnvAllowedCountries:        "US,CA", config.EnvConversionTable: "conversions",
 	}
 	tests := []struct {
 		name    string
@@ -40,7 +41,10 @@ func TestGuardsFailClosed(t *testing.T) {
 	}{
 		{"intake without its guard table", build(intake.Function), intakeEnv, config.EnvGuardTable},
 		{"intake without its allowed countries", build(intake.Function), intakeEnv, config.EnvAllowedCountries},
+		{"intake without its conversion table", build(intake.Function), intakeEnv, config.EnvConversionTable},
 		{"dispatch without its guard table", build(dispatch.Function), dispatchEnv, config.EnvGuardTable},
+		{"dispatch without its allowed countries", build(dispatch.Function), dispatchEnv, config.EnvAllowedCountries},
+		{"dispatch without its conversion table", build(dispatch.Function), dispatchEnv, config.EnvConversionTable},
 		{"dispatch through End User Messaging without its protect configuration", build(dispatch.Function), dispatchEnv, config.EnvSMSProtectConfiguration},
 	}
 	t.Setenv("AWS_REGION", "eu-west-1")

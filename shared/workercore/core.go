@@ -115,7 +115,7 @@ func parseMessage(body string) (notify.Message, error) {
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		return notify.Message{}, fmt.Errorf("%w: not a JSON message", errPoison)
 	}
-	if !notify.ValidKey(m.IdempotencyKey) || m.NotificationID == "" || m.Version < 1 {
+	if !notify.ValidStoredKey(m.IdempotencyKey) || m.NotificationID == "" || m.Version < 1 {
 		return notify.Message{}, fmt.Errorf("%w: missing key, notification ID or version", errPoison)
 	}
 	return m, nil

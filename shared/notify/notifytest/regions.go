@@ -13,9 +13,9 @@ import (
 // the table names.
 type Regions map[string]string
 
-// Place returns the country and type of the longest prefix of e164 in the table, "" and
-// NumberUnknown if none.
-func (r Regions) Place(e164 string) (string, notify.NumberType) {
+// Place returns e164 itself, the country and type of the longest prefix of e164 in the
+// table, "" and NumberUnknown if none.
+func (r Regions) Place(e164 string) (string, string, notify.NumberType) {
 	best, value := "", ""
 	for prefix, v := range r {
 		if strings.HasPrefix(e164, prefix) && len(prefix) > len(best) {
@@ -23,18 +23,18 @@ func (r Regions) Place(e164 string) (string, notify.NumberType) {
 		}
 	}
 	if value == "" {
-		return "", notify.NumberUnknown
+		return e164, "", notify.NumberUnknown
 	}
 	country, kind, ok := strings.Cut(value, ":")
 	if !ok {
 		kind = string(notify.NumberMobile)
 	}
-	return country, notify.NumberType(kind)
+	return e164, country, notify.NumberType(kind)
 }
 
 // Region returns the country Place returns.
 func (r Regions) Region(e164 string) string {
-	country, _ := r.Place(e164)
+	_, country, _ := r.Place(e164)
 	return country
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/dispatch"
 	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/notify"
+	"github.com/resetnotify/resetnotify/shared/phoneregion"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/sealkeys"
@@ -66,6 +67,10 @@ func Build(ctx context.Context, w workercorewire.Wiring) (*dispatch.Dispatcher, 
 	if err != nil {
 		return nil, fmt.Errorf("wire.dispatch: %w", err)
 	}
+	countries, err := allowList(w.Config)
+	if err != nil {
+		return nil, err
+	}
 	chain := make([]workercore.Route, len(provs))
 	for i, pr := range provs {
 		chain[i] = workercore.Route{Name: pr.Name, Sender: pr.Sender}
@@ -73,9 +78,27 @@ func Build(ctx context.Context, w workercorewire.Wiring) (*dispatch.Dispatcher, 
 	return &dispatch.Dispatcher{
 		Store: p.Store, Opener: seal.New(keys), Renderer: render.New(w.Config.Worker.MaxSegments),
 		Sender: provs[0].Sender, Provider: provs[0].Name, Chain: chain, Health: workercore.NewHealth(),
-		Conversions: conversions(w, p.Clock), Guard: guard(w),
+		Conversions: conversions(w, p.Clock), Guard: guard(w), Countries: countries,
 		Base: workercore.Base{Queue: p.Queue, Clock: p.Clock, Settings: p.Settings, Log: p.Log, Metrics: p.Metrics},
 	}, nil
+}
+
+// allowList returns intake's allow-list of countries and number types, which dispatch
+// re-checks every sealed number against.
+func allowList(cfg config.Config) (notify.Countries, error) {
+	countries, err := notify.NewCountries(cfg.AllowedCountries, phoneregion.Regions{})
+	if err != nil {
+		return notify.Countries{}, fmt.Errorf("wire.dispatch %s: %w", config.EnvAllowedCountries, err)
+	}
+	if len(cfg.AllowedNumberTypes) == 0 {
+		// A configuration built without the variable (config.Load always fills the default).
+		cfg.AllowedNumberTypes = notify.DefaultNumberTypes
+	}
+	if countries, err = countries.WithTypes(cfg.AllowedNumberTypes); err != nil {
+		return notify.Countries{}, fmt.Errorf("wire.dispatch %s: %w", config.EnvAllowedNumberTypes, err)
+	}
+	phoneregion.Regions{}.Prepare(cfg.AllowedCountries)
+	return countries, nil
 }
 
 // guard returns the abuse guard on GUARD_TABLE, the intake's, or nil when it is off.

@@ -56,7 +56,7 @@ func TestBuildRefusesUnknownCountries(t *testing.T) {
 		config.EnvNotificationsTable: "n", config.EnvDispatchQueueURL: "http://127.0.0.1:1/q",
 		config.EnvSealLocalKey:      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		config.EnvDestinationPepper: "wiring-test-pepper-0123", config.EnvFingerprintKey: "wiring-test-fingerprint-key-0123456789",
-		config.EnvGuardTable: config.Off,
+		config.EnvGuardTable: config.Off, config.EnvConversionTable: config.Off,
 	}
 	for list, ok := range map[string]bool{"US,CA": true, "US,AA": false, "UK": false, "ZZ": false} {
 		env[config.EnvAllowedCountries] = list
@@ -80,6 +80,7 @@ func TestServiceOwnsKeys(t *testing.T) {
 		config.EnvDestinationPepper: "wiring-test-pepper-0123", config.EnvFingerprintKey: "wiring-test-fingerprint-key-0123456789",
 		config.EnvOperatorPrincipalARN: "arn:aws:iam::123456789012:role/ops/support",
 		config.EnvGuardTable:           config.Off, config.EnvAllowedCountries: config.Off,
+		config.EnvConversionTable: config.Off,
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedIntake)
 	if err != nil {

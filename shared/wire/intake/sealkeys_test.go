@@ -57,6 +57,7 @@ func TestWiringKeepsTheDataKeyOutOfTheRecord(t *testing.T) {
 		config.EnvFingerprintKey:     "wiring-test-fingerprint-key-0123456789",
 		config.EnvAllowedCountries:   "US,CA",
 		config.EnvGuardTable:         config.Off,
+		config.EnvConversionTable:    config.Off,
 	}
 	h, err := wire.Build(ctx, intakewire.Function, wiretest.Env(env), io.Discard)
 	if err != nil {

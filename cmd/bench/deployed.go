@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/resetnotify/resetnotify/dev/emulator"
 	"github.com/resetnotify/resetnotify/dev/localapi"
 	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -38,19 +40,43 @@ type deployed struct {
 	in      *notify.Intake
 	queue   *countingQueue
 	expires string
+	// cfg, names and sealing build another instance of the same intake (unguarded, replays).
+	cfg     aws.Config
+	names   tables.Names
+	sealing map[string]string
 }
 
 // newDeployed wires the intake over names with awsCfg (whose clients the caller instruments).
 func newDeployed(ctx context.Context, awsCfg aws.Config, names tables.Names) (*deployed, error) {
+	keys := localSealing(randomKey())
+	keys[config.EnvDestinationPepper] = base64.StdEncoding.EncodeToString(randomKey())
+	keys[config.EnvFingerprintKey] = base64.StdEncoding.EncodeToString(randomKey())
+	return newDeployedSealing(ctx, awsCfg, names, keys)
+}
+
+// newDeployedSealing is newDeployed with the sealing, pepper and fingerprint keys sealing, so that two
+// instances over the same tables tell a replay from a key reuse alike.
+func newDeployedSealing(ctx context.Context, awsCfg aws.Config, names tables.Names, sealing map[string]string) (*deployed, error) {
 	in, err := deployedIntake(ctx, awsCfg, intakeTables{notifications: names.Notifications, guard: names.Guard, conversions: names.Conversions},
-		"http://127.0.0.1:1/000000000000/unused", "", localSealing(randomKey()))
+		"http://127.0.0.1:1/000000000000/unused", "", sealing)
 	if err != nil {
 		return nil, err
 	}
 	q := &countingQueue{}
 	in.Queue = q
 	h := intake.New(in, slog.New(slog.DiscardHandler), &obs.Metrics{W: io.Discard, Function: "bench"})
-	return &deployed{handler: h, in: in, queue: q, expires: time.Now().UTC().Add(time.Hour).Format(time.RFC3339)}, nil
+	return &deployed{handler: h, in: in, queue: q, expires: time.Now().UTC().Add(time.Hour).Format(time.RFC3339),
+		cfg: awsCfg, names: names, sealing: sealing}, nil
+}
+
+// unguarded returns another instance of d's intake, over the same tables, with the abuse guard
+// off (GUARD_TABLE=off): the baseline of the guard's latency.
+func (d *deployed) unguarded(ctx context.Context) (*deployed, error) {
+	u, err := newDeployedSealing(ctx, d.cfg, d.names, d.sealing)
+	if err == nil {
+		u.in.Guard = nil
+	}
+	return u, err
 }
 
 // benchNumber is a distinct number in the template's default allow-list (US, CA) for each i
@@ -102,10 +128,9 @@ func (d *deployed) admitCall(prefix string) func(context.Context, int) error {
 }
 
 // rawCalls returns the DynamoDB calls of a guarded first admission made raw, in the same order
-// and parallelism: the conditional PutItem of a record-shaped item, then the destination's
-// counter update (with the notification's ID, as the guard counts once per notification) and
-// the prefix's set update at once, each with the guard's item shape and condition, then the
-// creator's mark on the record (decided_at, conditioned as the store conditions it).
+// and parallelism: the destination's counter update (with a count ID, as the guard counts once
+// per key) and the prefix's set update at once, each with the guard's item shape and
+// condition, then the conditional PutItem of a record-shaped item.
 func rawCalls(db *dynamodb.Client, names tables.Names) (func(context.Context, int) error, error) {
 	put, err := rawPutCall(db, names.Notifications)
 	if err != nil {
@@ -125,10 +150,6 @@ func rawCalls(db *dynamodb.Client, names tables.Names) (func(context.Context, in
 		return err
 	}
 	return func(ctx context.Context, i int) error {
-		// Keys apart from those of the raw puts measured beside it on the same table.
-		if err := put(ctx, 10_000_000+i); err != nil {
-			return err
-		}
 		fp := fmt.Sprintf("%032x", i)
 		var wg sync.WaitGroup
 		var setErr error
@@ -140,7 +161,8 @@ func rawCalls(db *dynamodb.Client, names tables.Names) (func(context.Context, in
 		if err := errors.Join(destErr, setErr); err != nil {
 			return err
 		}
-		return update(ctx, names.Notifications, tables.AttrIdempotencyKey, "raw-"+strconv.Itoa(10_000_000+i), rawMark(now))
+		// Keys apart from those of the raw puts measured beside it on the same table.
+		return put(ctx, 10_000_000+i)
 	}, nil
 }
 
@@ -163,16 +185,6 @@ func rawPrefixUpdate(fp string, now time.Time) expression.Builder {
 		WithUpdate(expression.Add(fps, expression.Value(rawSet{fp})).Set(expression.Name(tables.GuardTTL), expression.Value(now.Add(2*time.Hour).Unix()))).
 		WithCondition(expression.Or(expression.AttributeNotExists(fps), expression.Contains(fps, fp),
 			fps.Size().LessThan(expression.Value(notify.DefaultGuardLimits().PrefixPerMinute))))
-}
-
-// rawMark is the creator's mark of its counted admission.
-func rawMark(now time.Time) expression.Builder {
-	name := expression.Name
-	return expression.NewBuilder().
-		WithUpdate(expression.Set(name(tables.AttrDecidedAt), expression.Value(tables.FormatTime(now)))).
-		WithCondition(name(tables.AttrVersion).Equal(expression.Value(1)).
-			And(name(tables.AttrState).Equal(expression.Value(string(notify.StateAccepted)))).
-			And(expression.AttributeNotExists(name(tables.AttrDecidedAt))))
 }
 
 // rawSet marshals as a DynamoDB string set, as the guard's prefix update sends it.
@@ -258,6 +270,21 @@ func (m *unitsMeter) replays(ctx context.Context, n int, out io.Writer) error {
 	fmt.Fprintf(out, "requests_per_replay=%.2f\n", u.requests)
 	fmt.Fprintf(out, "requests_per_replay_breakdown=%s\n", u.breakdown)
 	fmt.Fprintf(out, "write_units_per_replay=%.2f\nread_units_per_replay=%.2f\n", u.writes, u.reads)
+	// The same replays on another instance, which has not counted their keys: the count finds
+	// each counted (the destination's update), then the put.
+	other, err := newDeployedSealing(ctx, m.d.cfg, m.d.names, m.d.sealing)
+	if err != nil {
+		return err
+	}
+	other.expires = m.d.expires // the same body, so the same request
+	first := m.d
+	m.d = other
+	u, err = m.replay(ctx, n)
+	m.d = first
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "requests_per_replay_other_instance=%.2f\nrequests_per_replay_other_instance_breakdown=%s\n", u.requests, u.breakdown)
 	return nil
 }
 
@@ -364,7 +391,9 @@ func deployedDuplicates(ctx context.Context, m *unitsMeter, out io.Writer) error
 }
 
 // deployedThroughput measures, on fresh tables at concurrency c, n raw conditional puts, n raw
-// admissions' calls (rawCalls) and n deployed admissions, alternating in rounds.
+// admissions' calls (rawCalls), n deployed admissions and n admissions through the same intake
+// with the guard off, alternating in rounds, and prints the guarded and unguarded p50 latency
+// side by side with their ratio (guard_cost_latency_ratio_p50_c1, goal at most 2).
 func deployedThroughput(ctx context.Context, endpoint string, n, c int, ratios map[string]float64, out io.Writer) error {
 	cfg := localConfig(endpoint)
 	db, names, drop, err := deployedTables(ctx, cfg, "bench-thr")
@@ -384,12 +413,21 @@ func deployedThroughput(ctx context.Context, endpoint string, n, c int, ratios m
 	if err != nil {
 		return err
 	}
-	phases, err := alternateN(ctx, n, c, []func(context.Context, int) error{put, calls, d.admitCall("thr-")})
+	off, err := d.unguarded(ctx)
 	if err != nil {
 		return err
 	}
-	raw, rawAll, adm := phases[0], phases[1], phases[2]
+	phases, err := alternateN(ctx, n, c, []func(context.Context, int) error{put, calls, d.admitCall("thr-"), off.admitCall("thr-off-")})
+	if err != nil {
+		return err
+	}
+	raw, rawAll, adm, unguarded := phases[0], phases[1], phases[2], phases[3]
 	suffix := "_c" + strconv.Itoa(c)
+	// The guard's cost in latency: the same intake, same run, same rounds, guard on and off.
+	fmt.Fprintf(out, "guarded_admission_latency_p50_ms%s=%.2f\nunguarded_admission_latency_p50_ms%s=%.2f\n",
+		suffix, ms(adm.quantile(0.50)), suffix, ms(unguarded.quantile(0.50)))
+	fmt.Fprintf(out, "unguarded_admissions_per_s%s=%.1f\nguard_cost_latency_ratio_p50%s=%.3f\n",
+		suffix, unguarded.perSecond(), suffix, float64(adm.quantile(0.50))/float64(unguarded.quantile(0.50)))
 	fmt.Fprintf(out, "raw_conditional_put_per_s%s=%.1f\nraw_admission_calls_per_s%s=%.1f\nadmissions_per_s%s=%.1f\n",
 		suffix, raw.perSecond(), suffix, rawAll.perSecond(), suffix, adm.perSecond())
 	ratios["put"+strconv.Itoa(c)] = adm.perSecond() / raw.perSecond()

@@ -19,7 +19,8 @@ import (
 
 // TestOldRecordsAndRefusalsAreAudited: a record written before the guard decided per key (the
 // intake without a guard writes today's shape: no decide_by, decided_at or retry_at) is
-// served once the guard is on (a replay is the one put: no wait, no count), moves on as
+// served once the guard is on (a replay is its key's count, which the key never had, and the
+// put: no wait), moves on as
 // dispatch moves it, and is audited as before; a refused record's accepted → refused is
 // audited with its reason, and the chains verify.
 func TestOldRecordsAndRefusalsAreAudited(t *testing.T) {
@@ -48,8 +49,8 @@ func TestOldRecordsAndRefusalsAreAudited(t *testing.T) {
 	if err != nil || !replay.Replayed || replay.Record.State != notify.StateAccepted {
 		t.Fatalf("replay of the old record: %+v %v", replay, err)
 	}
-	if n, _ := guard.Counts(); n != 0 {
-		t.Errorf("the replay was counted %d times", n)
+	if n, _ := guard.Counts(); n != 1 {
+		t.Errorf("the replay was counted %d times, want once (its key, never counted before)", n)
 	}
 	s.Step(t, old, time.Second, audittest.Lease)
 	s.Step(t, old, time.Second, audittest.Accepted("sim-old"))

@@ -185,9 +185,9 @@ func (d *Dispatcher) guard(ctx context.Context, c workercore.Core, m notify.Mess
 	return false, nil
 }
 
-// decide takes the guard's decision on rec when it is still undecided: its creator failed or
-// died between the put and the count, or its mark has not landed yet (the count then finds it
-// counted and counts nothing more). Nothing is sent uncounted. done is true when rec must not
+// decide takes the guard's decision on rec when it is still undecided: the guard failed when
+// its creator counted it, or the creator died between the put and its refusal (the count is
+// idempotent per key: a key counted already counts nothing more). Nothing is sent uncounted. done is true when rec must not
 // be attempted: refused or moved on meanwhile (acknowledged), or a guard or store failure (the
 // message is retried).
 func (d *Dispatcher) decide(ctx context.Context, c workercore.Core, rec notify.Record) (done bool, err error) {
@@ -209,7 +209,7 @@ func (d *Dispatcher) decide(ctx context.Context, c workercore.Core, rec notify.R
 		c.Skip(workercore.OutcomeConflict, decided)
 		return true, nil
 	}
-	// Counted and admitted (by this count, or marked meanwhile, which leaves the version): the
+	// Counted and admitted (by this count, or decided meanwhile, which leaves the version): the
 	// lease, next, ends the undecided state.
 	return false, nil
 }

@@ -11,7 +11,8 @@
 // a destination joins it only while the set is below the ceiling or already holds it, so the
 // ceiling counts distinct destinations exactly under any concurrency, and a second count of the
 // same destination adds nothing. The two updates of an admission run concurrently. Every item
-// carries a TTL shortly after its window ends.
+// carries a TTL shortly after its window ends. The notification ID counted is whatever the
+// caller counts by: the intake counts a key (notify.CountID) before its record is put.
 package guardstore
 
 import (
@@ -48,13 +49,17 @@ type Store struct {
 	table  string
 	limits notify.GuardLimits
 	seen   *seenToday
+	// counted holds the count IDs this instance counted and admitted today: counting one
+	// again would find it counted and answer admitted, so a repeat of the key on this instance
+	// (a replay) skips the guard's requests.
+	counted *seenToday
 }
 
 var _ notify.Guard = (*Store)(nil)
 
 // New returns a guard over the table named table that applies limits.
 func New(client API, table string, limits notify.GuardLimits) *Store {
-	return &Store{client: client, table: table, limits: limits, seen: newSeenToday(maxSeen)}
+	return &Store{client: client, table: table, limits: limits, seen: newSeenToday(maxSeen), counted: newSeenToday(maxSeen)}
 }
 
 // Admit counts the notification notificationID to d in the windows of at (a guard item lives
@@ -64,9 +69,13 @@ func New(client API, table string, limits notify.GuardLimits) *Store {
 // notification counted already is admitted without counting. A refusal is a
 // *notify.RefusedError. A destination refusal leaves the prefix's set as the concurrent update
 // made it (it may hold d: the ceiling over-counts, never under-counts); a prefix refusal after
-// the destination was counted sets DestinationCounted, and the caller releases the count.
+// the destination was counted sets DestinationCounted, and the caller releases the count. A
+// notification this instance counted and admitted on at's day is admitted without a request.
 func (s *Store) Admit(ctx context.Context, d notify.Destination, notificationID string, at time.Time) error {
 	at = at.UTC()
+	if s.counted.has(notificationID, at) {
+		return nil
+	}
 	var prefixErr error
 	var wg sync.WaitGroup
 	if s.limits.PrefixPerMinute > 0 && !s.seen.has(d.FP, at) {
@@ -86,6 +95,7 @@ func (s *Store) Admit(ctx context.Context, d notify.Destination, notificationID 
 		return prefixErr
 	}
 	s.seen.add(d.FP, at)
+	s.counted.add(notificationID, at)
 	return nil
 }
 

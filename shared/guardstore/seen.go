@@ -8,12 +8,14 @@ import (
 // maxSeen bounds the destinations one instance remembers per day (about 100 bytes each).
 const maxSeen = 50_000
 
-// seenToday is the set of destination fingerprints this instance (one Lambda execution
-// environment) admitted fully today (UTC). A destination in it is certainly no new destination
-// of its prefix today, so its repeats skip the prefix update: one conditional write fewer. It
-// forgets everything at the UTC day change, and stops growing at its bound, so a repeat that
-// lands on another instance, or after the bound, costs the prefix update again (it then takes
-// a slot in the minute's set, as any destination admitted in that minute does).
+// seenToday is a set of what this instance (one Lambda execution environment) admitted fully
+// today (UTC): destination fingerprints, or count IDs. A destination in it is certainly no new
+// destination of its prefix today, so its repeats skip the prefix update: one conditional
+// write fewer; a count ID in it is counted, so its repeats skip the count. It forgets
+// everything at the UTC day change, and stops growing at its bound, so a repeat that lands on
+// another instance, or after the bound, costs the updates again (a prefix update then takes a
+// slot in the minute's set, as any destination admitted in that minute does; a count finds
+// the ID counted).
 type seenToday struct {
 	mu  sync.Mutex
 	day string

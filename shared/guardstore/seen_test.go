@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
@@ -109,4 +111,47 @@ func TestCountersRunConcurrently(t *testing.T) {
 	if api.apart {
 		t.Error("the destination's and the prefix's updates ran one after the other")
 	}
+}
+
+// TestCountedIDSkipsTheGuardThatDay: a count ID this instance counted and admitted is admitted
+// again without a request that UTC day (a replay of the key), and counted again the next day;
+// a refused count is not remembered.
+func TestCountedIDSkipsTheGuardThatDay(t *testing.T) {
+	api := &countingAPI{}
+	s := New(api, "guard", notify.DefaultGuardLimits())
+	d := notify.Destination{FP: "fp-1", PrefixFP: "pfp-1", CountryCode: "44"}
+	now := time.Date(2026, 12, 2, 23, 58, 0, 0, time.UTC)
+	for i, step := range []struct {
+		at   time.Time
+		want int
+	}{{now, 2}, {now.Add(time.Minute), 0}, {now.Add(3 * time.Minute), 2}} {
+		before := api.calls()
+		if err := s.Admit(context.Background(), d, "key-id", step.at); err != nil {
+			t.Fatal(err)
+		}
+		if got := api.calls() - before; got != step.want {
+			t.Errorf("count %d at %s: %d updates, want %d", i, step.at.Format(time.TimeOnly), got, step.want)
+		}
+	}
+	s.counted = newSeenToday(maxSeen)
+	s.limits.PerHour, s.limits.PerDay = 0, 0
+	s.limits.PrefixPerMinute = 1
+	refusing := &refusingAPI{}
+	s.client = refusing
+	for range 2 {
+		if err := s.Admit(context.Background(), notify.Destination{FP: "fp-9", PrefixFP: "pfp-9"}, "refused-id", now); err == nil {
+			t.Fatal("a full prefix admitted")
+		}
+	}
+	if refusing.n != 2 {
+		t.Errorf("%d updates for two refused counts, want 2 (a refusal is not remembered)", refusing.n)
+	}
+}
+
+// refusingAPI fails every update's condition.
+type refusingAPI struct{ n int }
+
+func (a *refusingAPI) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	a.n++
+	return nil, &ddbtypes.ConditionalCheckFailedException{Message: aws.String("full")}
 }

@@ -2,6 +2,8 @@ package notify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -9,28 +11,26 @@ import (
 
 // One decision per key, never taken uncounted. With the guard on, admission is:
 //
-//  1. the conditional put of the record (accepted, DecideBy = now + the decision bound). A
-//     duplicate gets the stored record from the same call;
-//  2. the creator counts the admission (Guard.Admit, idempotent per notification: counting it
-//     again counts nothing more). Admitted: it marks the record decided (DecidedAt, no
-//     transition) in a write that runs beside the dispatch message, so the mark costs no
-//     round trip of its own. Refused: it moves the record accepted → refused (reason and
-//     RetryAt). A guard failure answers ErrGuardUnavailable (503) and leaves the record
-//     undecided: nothing is sent;
-//  3. a duplicate that finds the record undecided waits for that decision with two
-//     consistent reads at most: one when the creator has probably decided, one after DecideBy
-//     plus SkewMargin. Still undecided then, the creator failed or died: the duplicate takes
-//     its place and runs the same count (Decider.Decide), marks or refuses, and, having
-//     decided an admission, sends the dispatch message at once;
-//  4. dispatch, handed an undecided record by anyone (the creator's racing message, the
-//     sweeper), runs the same count before it takes the lease, and refuses a record over the
-//     limits.
+//  1. the count first (Guard.Admit under CountID, a hash of the owner and the key: counting a
+//     key again counts nothing more and answers admitted), before anything is stored;
+//  2. the conditional put of the record with its decision in it: admitted, DecidedAt set;
+//     refused, undecided (DecideBy = now + the decision bound) and then moved accepted →
+//     refused by the request that put it; the guard failing, undecided and due at once, and
+//     ErrGuardUnavailable (503): nothing is sent. A duplicate or replay gets the stored record
+//     from the same put and answers it, so the first put's decision is every caller's;
+//  3. a request that finds the record undecided (its refusal not written yet, a guard failure,
+//     a creator dead between the put and the refusal) waits for the decision with two
+//     consistent reads at most: one when it has probably been written, one after DecideBy plus
+//     SkewMargin. Still undecided then, it takes the creator's place (Decider.Decide: the same
+//     count, then the mark or the refusal) and, having decided an admission, sends the
+//     dispatch message at once;
+//  4. dispatch, handed an undecided record (by the sweeper), runs the same count before it
+//     takes the lease, and refuses a record over the limits.
 //
-// Every decision write (the mark, the refusal) is conditioned on no decision stored yet, so
-// the first written is final and every request with the key answers it. A record is decided
-// when it is not accepted, or holds DecidedAt, or has no DecideBy (admitted without the
-// guard): nothing is ever admitted "by rule" because time passed, so a record whose creator
-// never counted it is counted by whoever touches it next.
+// Every decision written after the put (the mark, the refusal) is conditioned on no decision
+// stored yet, so the first written is final and every request with the key answers it. A
+// record is decided when it is not accepted, or holds DecidedAt, or has no DecideBy (admitted
+// without the guard): nothing is ever admitted "by rule" because time passed.
 
 // DefaultDecisionBound is how long a duplicate waits for the creator's decision before taking
 // its place, when Intake.DecisionBound is not set.
@@ -113,23 +113,39 @@ type Decider struct {
 //   - a guard failure: rec and an error wrapping ErrGuardUnavailable; a store failure: rec
 //     and that error. Nothing is decided.
 func (dc Decider) Decide(ctx context.Context, rec Record) (Record, bool, error) {
-	d, now := DestinationOf(rec), dc.Clock.Now()
 	at := rec.CreatedAt
-	if now.Sub(at) > RecountAfter {
-		at = now
+	if dc.Clock.Now().Sub(at) > RecountAfter {
+		at = dc.Clock.Now()
 	}
-	// A blocked prefix is refused before anything is counted: the lookup reads nothing.
-	err := dc.checkBlocked(ctx, d, now)
-	if err == nil {
-		err = dc.Guard.Admit(ctx, d, rec.NotificationID, at)
-	}
+	err := dc.count(ctx, DestinationOf(rec), CountID(rec), at)
 	var refused *RefusedError
 	switch {
 	case err == nil:
 		return rec, true, nil
 	case !errors.As(err, &refused):
-		return rec, true, fmt.Errorf("notify.decide %s: %w: %w", rec.IdempotencyKey, ErrGuardUnavailable, err)
+		return rec, true, fmt.Errorf("notify.decide %s: %w", rec.IdempotencyKey, err)
 	}
+	return dc.refuse(ctx, rec, refused, at)
+}
+
+// count counts the admission id to d in the windows of at: nil when admitted (counted now or
+// before), a *RefusedError, or an error wrapping ErrGuardUnavailable.
+func (dc Decider) count(ctx context.Context, d Destination, id string, at time.Time) error {
+	// A blocked prefix is refused before anything is counted: the lookup reads nothing.
+	err := dc.checkBlocked(ctx, d, dc.Clock.Now())
+	if err == nil {
+		err = dc.Guard.Admit(ctx, d, id, at)
+	}
+	if err != nil && !errors.As(err, new(*RefusedError)) {
+		return fmt.Errorf("%w: %w", ErrGuardUnavailable, err)
+	}
+	return err
+}
+
+// refuse writes the guard's refusal onto rec, undecided, counted at at, and returns it as
+// Decide does. A destination count the refusal took is released once the refusal is written.
+func (dc Decider) refuse(ctx context.Context, rec Record, refused *RefusedError, at time.Time) (Record, bool, error) {
+	now := dc.Clock.Now()
 	next, err := rec.Refuse(refused, now, now)
 	if err != nil {
 		return rec, true, err
@@ -145,9 +161,17 @@ func (dc Decider) Decide(ctx context.Context, rec Record) (Record, bool, error) 
 	if refused.DestinationCounted {
 		// Best effort, once the refusal is written: a count left behind refuses too early,
 		// never sends more.
-		_ = dc.Guard.Release(ctx, d, rec.NotificationID, at)
+		_ = dc.Guard.Release(ctx, DestinationOf(rec), CountID(rec), at)
 	}
 	return next, true, refused
+}
+
+// CountID is the ID the guard counts rec's admission under: a hash of its owner and its
+// idempotency key, so that every request with the key, a duplicate's or a picker-up's, counts
+// it once, and a count taken before the record's put is found by the requests after it.
+func CountID(rec Record) string {
+	sum := sha256.Sum256([]byte(rec.Owner + "\x00" + rec.IdempotencyKey))
+	return hex.EncodeToString(sum[:16])
 }
 
 // MarkAdmitted marks rec, counted and admitted, as decided (DecidedAt). won is false when

@@ -16,6 +16,9 @@ type countingStore struct {
 	*notifytest.Store
 	mu    sync.Mutex
 	calls storeCalls
+	// beforeTransition, when set, is called once, at the start of the next Transition (a
+	// test's hook to act while the creator writes its refusal).
+	beforeTransition func()
 }
 
 type storeCalls struct{ admits, gets, transits, settles int }
@@ -44,6 +47,10 @@ func (s *countingStore) Get(ctx context.Context, key string) (notify.Record, err
 
 func (s *countingStore) Transition(ctx context.Context, prev, next notify.Record) error {
 	s.count(&s.calls.transits)
+	if hook := s.beforeTransition; hook != nil {
+		s.beforeTransition = nil
+		hook()
+	}
 	return s.Store.Transition(ctx, prev, next)
 }
 
@@ -62,10 +69,10 @@ func guardedIntake() (intakeFixture, *notifytest.Guard, *countingStore) {
 	return f, guard, store
 }
 
-// TestCreatorCountsAndMarksAndAReplayIsOnePut: the creator puts, counts and marks the record
-// decided (beside the dispatch message); a replay is then the one put, never counted again and
-// never refused.
-func TestCreatorCountsAndMarksAndAReplayIsOnePut(t *testing.T) {
+// TestCreatorCountsFirstAndPutsTheDecision: the creator counts, then puts the record with its
+// decision in it (decided, no mark); a replay is the put after the key's count, which finds the
+// key counted: never counted again, never refused, even under a full window.
+func TestCreatorCountsFirstAndPutsTheDecision(t *testing.T) {
 	ctx := context.Background()
 	f, guard, store := guardedIntake()
 	req := parse(t, body(nil), "k")
@@ -73,11 +80,11 @@ func TestCreatorCountsAndMarksAndAReplayIsOnePut(t *testing.T) {
 	if err != nil || first.Replayed || first.Record.State != notify.StateAccepted {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	if want := t0.Add(notify.DefaultDecisionBound); !first.Record.DecideBy.Equal(want) || first.Record.DecidedAt.IsZero() {
-		t.Errorf("DecideBy %s (want %s), DecidedAt %s (want set)", first.Record.DecideBy, want, first.Record.DecidedAt)
+	if stored, _ := f.store.Get(ctx, "k"); stored.DecidedAt.IsZero() || stored.Version != 1 {
+		t.Errorf("stored %+v; want version 1 put decided (decided_at)", stored)
 	}
-	if c := store.snapshot(); c != (storeCalls{admits: 1, settles: 1}) {
-		t.Errorf("first admission: store calls %+v; want the put and the mark, no read", c)
+	if c := store.snapshot(); c != (storeCalls{admits: 1}) || guard.Calls != 1 {
+		t.Errorf("first admission: store calls %+v, %d guard calls; want the count and the put, no mark, no read", c, guard.Calls)
 	}
 	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
 	for range 3 {
@@ -92,12 +99,44 @@ func TestCreatorCountsAndMarksAndAReplayIsOnePut(t *testing.T) {
 			t.Errorf("replay: store calls %+v -> %+v, want only the put", before, c)
 		}
 	}
-	if guard.Calls != 1 {
-		t.Errorf("guard asked %d times for one key, want 1", guard.Calls)
+	if n, _ := guard.Counts(); n != 1 {
+		t.Errorf("counted %d for one key, want 1", n)
 	}
 	if n := len(f.queue.Sent()); n != 1 {
 		t.Errorf("%d dispatch messages, want 1", n)
 	}
+}
+
+// TestCreatorDeadBetweenCountAndPut: a count whose put never came (the creator died or timed
+// out) is the key's count: the repeat counts nothing more and puts the record admitted.
+func TestCreatorDeadBetweenCountAndPut(t *testing.T) {
+	ctx := context.Background()
+	f, guard, store := guardedIntake()
+	req := parse(t, body(nil), "k")
+	dead := &failingAdmit{Store: store, err: errors.New("creator timed out")}
+	f.in.Store = dead
+	if _, err := f.in.Submit(ctx, req); err == nil {
+		t.Fatal("a failed put answered without an error")
+	}
+	f.in.Store = store
+	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
+	sub, err := f.in.Submit(ctx, req)
+	if err != nil || sub.Replayed || sub.Record.DecidedAt.IsZero() {
+		t.Fatalf("repeat: %+v %v; want the key admitted on its first count", sub, err)
+	}
+	if n, _ := guard.Counts(); n != 1 || len(f.queue.Sent()) != 1 {
+		t.Errorf("counted %d, %d dispatch messages; want 1 and 1", n, len(f.queue.Sent()))
+	}
+}
+
+// failingAdmit is a store whose put fails with err.
+type failingAdmit struct {
+	notify.Store
+	err error
+}
+
+func (s *failingAdmit) Admit(context.Context, notify.Record) (notify.Record, bool, error) {
+	return notify.Record{}, false, s.err
 }
 
 func TestGuardRefusalIsStoredAndAnsweredToEveryRepeat(t *testing.T) {
@@ -132,8 +171,10 @@ func TestGuardRefusalIsStoredAndAnsweredToEveryRepeat(t *testing.T) {
 	if _, err := f.in.Submit(ctx, req); !errors.As(err, &refused) || refused.RetryAfter != 0 {
 		t.Fatalf("repeat after the window: %v, want the refusal with Retry-After 0 (a refused key stays refused)", err)
 	}
-	if n, _ := guard.Counts(); n != 0 || store.snapshot().settles != 0 {
-		t.Errorf("refused key: %d counts, %d settles; want none", n, store.snapshot().settles)
+	// The repeat after the window counted its key (once: the third found it counted), a count
+	// for a request not admitted, which errs toward refusing; nothing was ever marked.
+	if n, _ := guard.Counts(); n != 1 || store.snapshot().settles != 0 {
+		t.Errorf("refused key: %d counts, %d settles; want 1 and none", n, store.snapshot().settles)
 	}
 }
 
@@ -153,8 +194,8 @@ func TestPrefixRefusalReleasesTheDestinationCount(t *testing.T) {
 	}
 }
 
-// TestDuplicateWaitsForTheCreatorsRefusal holds the creator inside the guard until a duplicate
-// is waiting, and holds the duplicate's sleep until the creator has answered: the duplicate
+// TestDuplicateWaitsForTheCreatorsRefusal holds the creator between its put and its refusal's
+// write until a duplicate is waiting, and holds the duplicate's sleep until the creator has answered: the duplicate
 // must answer the creator's refusal, not an admission of its own.
 func TestDuplicateWaitsForTheCreatorsRefusal(t *testing.T) {
 	ctx := context.Background()
@@ -175,8 +216,7 @@ func TestDuplicateWaitsForTheCreatorsRefusal(t *testing.T) {
 	}
 	dup := make(chan answer, 1)
 	var early *answer
-	guard.Before = func() {
-		guard.Before = nil
+	store.beforeTransition = func() {
 		go func() {
 			sub, err := f.in.Submit(ctx, req)
 			dup <- answer{sub, err}
@@ -203,17 +243,19 @@ func TestDuplicateWaitsForTheCreatorsRefusal(t *testing.T) {
 }
 
 // TestDuplicateAfterTheBoundTakesOverTheCount lets a duplicate arrive after the bound while
-// the creator is still in the guard: the duplicate runs the count in its place, and the
-// creator's count then finds the notification counted. One count, both admitted, the record
-// marked once.
+// the creator, refused, has put the record undecided and not yet written its refusal, and lets
+// the duplicate's count admit (the window reopened between the two counts): the duplicate
+// takes the creator's place, counts and marks it; the creator's refusal then loses and it
+// answers the admission, late. One count, one answer.
 func TestDuplicateAfterTheBoundTakesOverTheCount(t *testing.T) {
 	ctx := context.Background()
 	f, guard, store := guardedIntake()
+	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
 	req := parse(t, body(nil), "k")
 	var dup notify.Submitted
 	var dupErr error
-	guard.Before = func() {
-		guard.Before = nil
+	store.beforeTransition = func() {
+		guard.Refuse = nil
 		f.clock.Advance(notify.DefaultDecisionBound + notify.SkewMargin)
 		dup, dupErr = f.in.Submit(ctx, req)
 	}
@@ -221,14 +263,14 @@ func TestDuplicateAfterTheBoundTakesOverTheCount(t *testing.T) {
 	if err != nil || dupErr != nil {
 		t.Fatalf("creator %v, duplicate %v; want both admitted", err, dupErr)
 	}
-	if sub.Replayed || !dup.Replayed || sub.Record.State != notify.StateAccepted || sub.Record.DecidedAt.IsZero() {
-		t.Errorf("creator %+v, duplicate replayed=%v; want a marked admission", sub, dup.Replayed)
+	if sub.Replayed || !sub.LateDecision || !dup.Replayed || sub.Record.State != notify.StateAccepted || sub.Record.DecidedAt.IsZero() {
+		t.Errorf("creator %+v, duplicate replayed=%v; want the duplicate's marked admission, the creator late", sub, dup.Replayed)
 	}
-	if n, _ := guard.Counts(); n != 1 || guard.Calls != 2 {
-		t.Errorf("counted %d in %d guard calls; want 1 count, asked twice", n, guard.Calls)
+	if n, _ := guard.Counts(); n != 1 {
+		t.Errorf("counted %d, want 1", n)
 	}
-	if c := store.snapshot(); c.settles != 2 {
-		t.Errorf("%d marks tried, want 2 (one wins)", c.settles)
+	if c := store.snapshot(); c.settles != 1 {
+		t.Errorf("%d marks, want the duplicate's", c.settles)
 	}
 	// The duplicate decided it and sent it at once; the creator sends its own too.
 	if n := len(f.queue.Sent()); n != 2 {
@@ -240,12 +282,11 @@ func TestDuplicateAfterTheBoundTakesOverTheCount(t *testing.T) {
 // answer the one stored refusal and nothing is queued.
 func TestDuplicateAfterTheBoundRefusesAsTheCreatorWould(t *testing.T) {
 	ctx := context.Background()
-	f, guard, _ := guardedIntake()
+	f, guard, store := guardedIntake()
 	guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationHour, RetryAfter: time.Minute}
 	req := parse(t, body(nil), "k")
 	var dupErr error
-	guard.Before = func() {
-		guard.Before = nil
+	store.beforeTransition = func() {
 		f.clock.Advance(notify.DefaultDecisionBound + notify.SkewMargin)
 		_, dupErr = f.in.Submit(ctx, req)
 	}
@@ -261,8 +302,42 @@ func TestDuplicateAfterTheBoundRefusesAsTheCreatorWould(t *testing.T) {
 	}
 }
 
+// TestDuplicateInsideTheCountAnswersTheFirstPut: a duplicate that runs whole while the creator
+// is inside its count puts the record first; the creator's put then finds it and answers that
+// decision. Admitted or refused, one count at most, one answer, one message at most.
+func TestDuplicateInsideTheCountAnswersTheFirstPut(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		t.Run(map[bool]string{false: "admitted", true: "refused"}[refuse], func(t *testing.T) {
+			ctx := context.Background()
+			f, guard, _ := guardedIntake()
+			if refuse {
+				guard.Refuse = &notify.RefusedError{Reason: notify.RefusedDestinationDay, RetryAfter: time.Hour}
+			}
+			req := parse(t, body(nil), "k")
+			var dup notify.Submitted
+			var dupErr error
+			guard.Before = func() {
+				guard.Before = nil
+				dup, dupErr = f.in.Submit(ctx, req)
+			}
+			sub, err := f.in.Submit(ctx, req)
+			if !sub.Replayed || dup.Replayed || sub.Record.NotificationID != dup.Record.NotificationID {
+				t.Fatalf("creator %+v, duplicate %+v; want the duplicate's record, replayed to the creator", sub, dup)
+			}
+			if refuse != errors.Is(err, notify.ErrRateLimited) || refuse != errors.Is(dupErr, notify.ErrRateLimited) || (!refuse && (err != nil || dupErr != nil)) {
+				t.Fatalf("creator %v, duplicate %v; want the same answer (refused: %v)", err, dupErr, refuse)
+			}
+			n, _ := guard.Counts()
+			if want := map[bool]int{false: 1, true: 0}[refuse]; n != want || len(f.queue.Sent()) != want {
+				t.Errorf("counted %d, %d dispatch messages; want %d and %d", n, len(f.queue.Sent()), want, want)
+			}
+		})
+	}
+}
+
 // TestRecordWithoutDecisionBoundIsDecided: a record written before the guard decided per key
-// (or with the guard off) has no DecideBy; its replays neither wait nor settle.
+// (or with the guard off) has no DecideBy; its replays neither wait nor settle. The replay's
+// count (the key was never counted) is one count for a request not admitted, once per key.
 func TestRecordWithoutDecisionBoundIsDecided(t *testing.T) {
 	ctx := context.Background()
 	f := newIntake()
@@ -279,8 +354,11 @@ func TestRecordWithoutDecisionBoundIsDecided(t *testing.T) {
 	if c := store.snapshot(); c != (storeCalls{admits: 1}) {
 		t.Errorf("replay of an old record: store calls %+v, want the one put", c)
 	}
-	if n, _ := guard.Counts(); n != 0 {
-		t.Errorf("replay counted %d", n)
+	if _, err := f.in.Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := guard.Counts(); n != 1 {
+		t.Errorf("two replays counted %d, want 1 (the key once)", n)
 	}
 }
 

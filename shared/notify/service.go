@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -90,10 +89,11 @@ func (in *Intake) SubmitJSON(ctx context.Context, body []byte, headerKey string)
 // record still accepted sends the dispatch message again only when the first one can be
 // presumed lost (see redispatch); otherwise a replay is the one conditional put. A request
 // whose message cannot be rendered returns a *ValidationError and one outside the country
-// allow-list a *RefusedError; neither stores anything. With a Guard, the request that created
-// the record counts it and may refuse it, every request with the key answers the same
-// decision, a refusal as a *RefusedError with the refused record, and a guard failure returns
-// an error wrapping ErrGuardUnavailable with the record left undecided (see decide.go).
+// allow-list a *RefusedError; neither stores anything. With a Guard, every request counts its
+// key before the put (once per key) and the put carries the decision; every request with the
+// key answers the stored decision, a refusal as a *RefusedError with the refused record, and a
+// guard failure returns an error wrapping ErrGuardUnavailable with the record stored undecided
+// (see decide.go).
 func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	d := in.destination(req)
 	req.To = d.Number
@@ -102,6 +102,7 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, err
 	}
 	put := in.Clock.Now()
+	counted := in.countFirst(ctx, &rec, d)
 	stored, created, err := in.Store.Admit(ctx, rec)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
@@ -115,20 +116,25 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	}
 	out := Submitted{Record: stored, Replayed: !created}
 	send := created
+	var refused *RefusedError
 	switch {
 	case !stored.Undecided() || in.Guard == nil:
-		// Decided; or undecided with this intake's guard off, explicitly: it counts nothing.
-	case created:
+		// Decided (the put carried the decision); or undecided with this intake's guard off,
+		// explicitly: it counts nothing.
+	case created && errors.As(counted, &refused):
 		var own bool
-		out.Record, own, err = in.decider().Decide(ctx, stored)
+		out.Record, own, err = in.decider().refuse(ctx, stored, refused, rec.CreatedAt)
 		out.LateDecision = !own
+	case created:
+		// The guard failed: the record went in undecided and due at once.
+		err = counted
 	default:
 		out.Record, send, err = in.awaitDecision(ctx, stored, in.Clock.Now().Sub(put))
 	}
 	if refused, ok := RefusalOf(out.Record, d.CountryCode, in.Clock.Now()); ok {
 		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, refused)
 	}
-	if errors.Is(err, ErrGuardUnavailable) && out.Record.Undecided() {
+	if errors.Is(err, ErrGuardUnavailable) && out.Record.Undecided() && !created {
 		// Due at once: the sweeper's next run hands it to dispatch, which counts it, even if
 		// the caller never repeats the request.
 		in.markDue(ctx, out.Record, in.Clock.Now())
@@ -139,24 +145,38 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if out.Record.State != StateAccepted {
 		return out, nil
 	}
-	out.Record, err = in.hand(ctx, out.Record, created, send)
-	if refused, ok := RefusalOf(out.Record, d.CountryCode, in.Clock.Now()); ok {
-		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, refused)
-	}
+	out.Record, err = in.hand(ctx, out.Record, send)
 	if err != nil {
 		return out, fmt.Errorf("intake.submit %s: %w", req.IdempotencyKey, err)
 	}
 	return out, nil
 }
 
+// countFirst counts rec, accepted with the guard on, before its put, and writes the decision
+// onto it: admitted, decided (DecidedAt); refused, left undecided for the refusal written
+// after the put; the guard failing, left undecided and due at once. It returns the count's
+// error. The count is idempotent per owner and key (CountID), so every request with the key
+// counts it once, whichever puts the record.
+func (in *Intake) countFirst(ctx context.Context, rec *Record, d Destination) error {
+	if !rec.Undecided() || in.Guard == nil {
+		return nil
+	}
+	err := in.decider().count(ctx, d, CountID(*rec), rec.CreatedAt)
+	switch {
+	case err == nil:
+		rec.DecidedAt = rec.CreatedAt
+	case errors.Is(err, ErrGuardUnavailable):
+		rec.NextActionAt = rec.CreatedAt
+	}
+	return err
+}
+
 // hand sends the dispatch message of rec, accepted and decided, when send is set (this
 // request created it, or decided it in its creator's place) or when a replay finds the first
 // message presumed lost (redispatch; a take-over of a record already due claims it the same
-// way). The creator marks its counted admission decided in a write beside the message
-// (created and rec still undecided): the mark costs no round trip of its own, and dispatch
-// counts a record it finds unmarked again, which counts nothing more. It returns rec as stored
-// afterwards; a failed message is ErrEnqueue, and rec is then due at once.
-func (in *Intake) hand(ctx context.Context, rec Record, created, send bool) (Record, error) {
+// way). It returns rec as stored afterwards; a failed message is ErrEnqueue, and rec is then
+// due at once.
+func (in *Intake) hand(ctx context.Context, rec Record, send bool) (Record, error) {
 	if now := in.Clock.Now(); !send || !now.Before(rec.NextActionAt) {
 		// A replay; or a take-over of a record already due (its creator's 503 made it due),
 		// which claims the send as a replay does, so that the sweeper or a later replay does
@@ -167,19 +187,11 @@ func (in *Intake) hand(ctx context.Context, rec Record, created, send bool) (Rec
 		}
 		rec = queued
 	}
-	var wg sync.WaitGroup
-	marked := rec
-	if created && rec.Undecided() {
-		// A failed mark leaves the record counted but unmarked: it is admitted all the same.
-		wg.Go(func() { marked, _, _ = in.decider().MarkAdmitted(ctx, rec) })
+	if err := in.Queue.Enqueue(ctx, DispatchQueue, MessageOf(rec), 0); err != nil {
+		in.markDue(ctx, rec, in.Clock.Now())
+		return rec, fmt.Errorf("%w: %w", ErrEnqueue, err)
 	}
-	err := in.Queue.Enqueue(ctx, DispatchQueue, MessageOf(rec), 0)
-	wg.Wait()
-	if err != nil {
-		in.markDue(ctx, marked, in.Clock.Now())
-		return marked, fmt.Errorf("%w: %w", ErrEnqueue, err)
-	}
-	return marked, nil
+	return rec, nil
 }
 
 // prepare checks req (renderable, allowed country), seals its secret and returns its first

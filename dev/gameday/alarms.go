@@ -79,13 +79,15 @@ func AlarmDefs(ctx context.Context, s *Stack) (map[string]AlarmDef, error) {
 	return out, nil
 }
 
-// mathMetric gives a metric-math alarm the period of its queries and, for the chart, the
-// metric of its last MetricStat query (the template's numerator: the errors).
+// mathMetric gives a metric-math alarm the period and metric of its first MetricStat query:
+// in the template's burn-rate alarms, the denominator (admissions), whose datapoints are what
+// makes the ratio a datapoint, so it is the metric the chart and a silence check should read.
 func mathMetric(a cwtypes.MetricAlarm) cwtypes.MetricAlarm {
 	for _, q := range a.Metrics {
 		if q.MetricStat != nil && q.MetricStat.Metric != nil {
 			a.Period, a.Statistic = q.MetricStat.Period, cwtypes.Statistic(aws.ToString(q.MetricStat.Stat))
 			a.Namespace, a.MetricName, a.Dimensions = q.MetricStat.Metric.Namespace, q.MetricStat.Metric.MetricName, q.MetricStat.Metric.Dimensions
+			return a
 		}
 	}
 	return a

@@ -131,8 +131,8 @@ func btoi(b bool) int {
 	return 0
 }
 
-// TestCompositeAndMathDefs: a math alarm's definition takes its queries' period and its last
-// MetricStat's metric; a composite takes its slowest child's window.
+// TestCompositeAndMathDefs: a math alarm's definition takes its first MetricStat's period and
+// metric; a composite takes its slowest child's window.
 func TestCompositeAndMathDefs(t *testing.T) {
 	q := func(id, name string, period int32) cwtypes.MetricDataQuery {
 		return cwtypes.MetricDataQuery{Id: aws.String(id), MetricStat: &cwtypes.MetricStat{Period: aws.Int32(period), Stat: aws.String("Sum"),
@@ -140,7 +140,7 @@ func TestCompositeAndMathDefs(t *testing.T) {
 	}
 	m := mathMetric(cwtypes.MetricAlarm{AlarmName: aws.String("fast"), EvaluationPeriods: aws.Int32(1),
 		Metrics: []cwtypes.MetricDataQuery{{Id: aws.String("burn"), Expression: aws.String("e / t")}, q("t", "Requests", 300), q("e", "Errors", 300)}})
-	if aws.ToInt32(m.Period) != 300 || aws.ToString(m.MetricName) != "Errors" || m.Statistic != "Sum" {
+	if aws.ToInt32(m.Period) != 300 || aws.ToString(m.MetricName) != "Requests" || m.Statistic != "Sum" {
 		t.Errorf("math alarm read as period %d, metric %s, stat %s", aws.ToInt32(m.Period), aws.ToString(m.MetricName), m.Statistic)
 	}
 	defs := map[string]AlarmDef{

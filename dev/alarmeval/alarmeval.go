@@ -21,6 +21,9 @@
 // MiniStack publishes AWS/Lambda metrics only for Invoke API calls and no IteratorAge or AWS/SQS
 // metric, so alarms on those see no data; and its GetMetricData pools dimension sets for a query
 // with none, which MiniStack (a wrapping client) corrects for Sum and SampleCount.
+//
+// A composite alarm (AlarmRule) is ALARM while its rule over its children's states is true,
+// else OK; a Watcher evaluates it right after the metric alarms (EvaluateRule).
 package alarmeval
 
 import (
@@ -84,6 +87,9 @@ type Alarm struct {
 	Threshold          float64
 	// TreatMissingData is missing (the default when empty), ignore, breaching or notBreaching.
 	TreatMissingData string
+	// Rule, when set, makes the alarm a composite alarm (AlarmRule over other alarms' states;
+	// every metric field is unused): a Watcher evaluates it after the metric alarms.
+	Rule string
 	// State is the current state, which TreatMissingData ignore keeps: LoadDeployed sets
 	// INSUFFICIENT_DATA, as for a new alarm (MiniStack's own state is not meaningful, see the
 	// package doc); a Watcher updates its copies.
@@ -118,11 +124,12 @@ func FromMetricAlarm(m types.MetricAlarm) Alarm {
 	return a
 }
 
-// LoadDeployed returns every metric alarm whose name starts with namePrefix (a stack's
-// alarms: "<stack>-"), from DescribeAlarms, sorted by name.
+// LoadDeployed returns every metric and composite alarm whose name starts with namePrefix (a
+// stack's alarms: "<stack>-"), from DescribeAlarms, sorted by name.
 func LoadDeployed(ctx context.Context, cw CloudWatchAPI, namePrefix string) ([]Alarm, error) {
 	var out []Alarm
-	in := &cloudwatch.DescribeAlarmsInput{AlarmNamePrefix: aws.String(namePrefix), AlarmTypes: []types.AlarmType{types.AlarmTypeMetricAlarm}}
+	in := &cloudwatch.DescribeAlarmsInput{AlarmNamePrefix: aws.String(namePrefix),
+		AlarmTypes: []types.AlarmType{types.AlarmTypeMetricAlarm, types.AlarmTypeCompositeAlarm}}
 	for {
 		page, err := cw.DescribeAlarms(ctx, in)
 		if err != nil {
@@ -132,6 +139,11 @@ func LoadDeployed(ctx context.Context, cw CloudWatchAPI, namePrefix string) ([]A
 			// A prefix filter the emulator ignored must not let another stack's alarms in.
 			if strings.HasPrefix(aws.ToString(m.AlarmName), namePrefix) {
 				out = append(out, FromMetricAlarm(m))
+			}
+		}
+		for _, c := range page.CompositeAlarms {
+			if strings.HasPrefix(aws.ToString(c.AlarmName), namePrefix) {
+				out = append(out, FromCompositeAlarm(c))
 			}
 		}
 		if aws.ToString(page.NextToken) == "" {
@@ -163,7 +175,11 @@ type datapoint struct {
 }
 
 // Evaluate returns the alarm's state at now, and CloudWatch's kind of reason.
+// A composite alarm has no metric: Watcher evaluates its Rule (EvaluateRule).
 func (a Alarm) Evaluate(ctx context.Context, cw CloudWatchAPI, now time.Time) (State, string, error) {
+	if a.Rule != "" {
+		return "", "", fmt.Errorf("alarmeval: %s is a composite alarm: evaluate its rule over its children's states", a.Name)
+	}
 	period := a.period()
 	if period <= 0 {
 		return "", "", fmt.Errorf("alarmeval: %s: no period", a.Name)
@@ -387,27 +403,48 @@ func NewWatcher(cw CloudWatchAPI, alarms []Alarm) *Watcher {
 	return w
 }
 
-// Poll evaluates every alarm at now and records each change of state. It evaluates them all
-// even when some fail, and returns their errors joined.
+// Poll evaluates every alarm at now and records each change of state: the metric alarms
+// first, then the composite ones over the states just found (in name order, so a composite
+// of composites sees its children's new states when they sort first; otherwise the next
+// Poll). It evaluates them all even when some fail, and returns their errors joined.
 func (w *Watcher) Poll(ctx context.Context, now time.Time) error {
 	w.mu.Lock()
 	alarms := slices.Clone(w.alarms)
 	w.mu.Unlock()
 	var errs []error
 	for i, a := range alarms {
+		if a.Rule != "" {
+			continue
+		}
 		state, reason, err := a.Evaluate(ctx, w.cw, now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if state != a.State {
-			w.mu.Lock()
-			w.transitions = append(w.transitions, Transition{Alarm: a.Name, From: a.State, To: state, At: now, Reason: reason})
-			w.alarms[i].State = state
-			w.mu.Unlock()
+		w.record(i, state, now, reason)
+	}
+	for i, a := range alarms {
+		if a.Rule == "" {
+			continue
 		}
+		state, err := EvaluateRule(a.Rule, w.States())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", a.Name, err))
+			continue
+		}
+		w.record(i, state, now, "alarm rule "+a.Rule+" evaluates to "+string(state))
 	}
 	return errors.Join(errs...)
+}
+
+// record sets alarm i's state, recording a transition when it changed.
+func (w *Watcher) record(i int, state State, now time.Time, reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a := w.alarms[i]; state != a.State {
+		w.transitions = append(w.transitions, Transition{Alarm: a.Name, From: a.State, To: state, At: now, Reason: reason})
+		w.alarms[i].State = state
+	}
 }
 
 // Transitions returns every transition recorded, oldest first.

@@ -25,6 +25,8 @@ type fakeCW struct {
 	points  map[string]map[time.Time]float64
 	queries []types.MetricDataQuery
 	alarms  []types.MetricAlarm
+	// composites are DescribeAlarms' CompositeAlarms.
+	composites []types.CompositeAlarm
 }
 
 func key(ns, name string, dims map[string]string, stat string) string {
@@ -77,7 +79,11 @@ func (f *fakeCW) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataIn
 }
 
 func (f *fakeCW) DescribeAlarms(_ context.Context, in *cloudwatch.DescribeAlarmsInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error) {
-	return &cloudwatch.DescribeAlarmsOutput{MetricAlarms: f.alarms}, nil
+	out := &cloudwatch.DescribeAlarmsOutput{MetricAlarms: f.alarms}
+	if slices.Contains(in.AlarmTypes, types.AlarmTypeCompositeAlarm) {
+		out.CompositeAlarms = f.composites
+	}
+	return out, nil
 }
 
 const ns = "resetnotify/s"

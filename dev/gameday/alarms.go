@@ -3,11 +3,13 @@ package gameday
 import (
 	"context"
 	"maps"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 )
 
 // AlarmDef is what the runner needs of a deployed alarm: its metric, for the chart, and its
@@ -44,13 +46,19 @@ type AlarmWatcher interface {
 // AlarmDefs reads the stack's alarms from the emulator (DescribeAlarms), by name.
 func AlarmDefs(ctx context.Context, s *Stack) (map[string]AlarmDef, error) {
 	out := map[string]AlarmDef{}
-	p := cloudwatch.NewDescribeAlarmsPaginator(s.CW, &cloudwatch.DescribeAlarmsInput{})
+	rules := map[string]string{}
+	p := cloudwatch.NewDescribeAlarmsPaginator(s.CW, &cloudwatch.DescribeAlarmsInput{
+		AlarmTypes: []cwtypes.AlarmType{cwtypes.AlarmTypeMetricAlarm, cwtypes.AlarmTypeCompositeAlarm}})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, err
 		}
+		for _, c := range page.CompositeAlarms {
+			rules[aws.ToString(c.AlarmName)] = aws.ToString(c.AlarmRule)
+		}
 		for _, a := range page.MetricAlarms {
+			a = mathMetric(a)
 			d := AlarmDef{
 				Name: aws.ToString(a.AlarmName), Namespace: aws.ToString(a.Namespace), Metric: aws.ToString(a.MetricName),
 				Dimensions: map[string]string{}, Stat: string(a.Statistic), Period: time.Duration(aws.ToInt32(a.Period)) * time.Second,
@@ -65,7 +73,40 @@ func AlarmDefs(ctx context.Context, s *Stack) (map[string]AlarmDef, error) {
 			out[d.Name] = d
 		}
 	}
+	for name, rule := range rules {
+		out[name] = compositeDef(name, rule, out)
+	}
 	return out, nil
+}
+
+// mathMetric gives a metric-math alarm the period and metric of its first MetricStat query:
+// in the template's burn-rate alarms, the denominator (admissions), whose datapoints are what
+// makes the ratio a datapoint, so it is the metric the chart and a silence check should read.
+func mathMetric(a cwtypes.MetricAlarm) cwtypes.MetricAlarm {
+	for _, q := range a.Metrics {
+		if q.MetricStat != nil && q.MetricStat.Metric != nil {
+			a.Period, a.Statistic = q.MetricStat.Period, cwtypes.Statistic(aws.ToString(q.MetricStat.Stat))
+			a.Namespace, a.MetricName, a.Dimensions = q.MetricStat.Metric.Namespace, q.MetricStat.Metric.MetricName, q.MetricStat.Metric.Dimensions
+			return a
+		}
+	}
+	return a
+}
+
+var ruleChild = regexp.MustCompile(`\(\s*"?([^")]+?)"?\s*\)`)
+
+// compositeDef is a composite alarm's definition: the metric and window of the child with the
+// longest window (a composite reacts when its slowest child does).
+func compositeDef(name, rule string, defs map[string]AlarmDef) AlarmDef {
+	d := AlarmDef{Name: name}
+	for _, m := range ruleChild.FindAllStringSubmatch(rule, -1) {
+		child := m[1][strings.LastIndex(m[1], ":")+1:]
+		if c, ok := defs[child]; ok && c.Window() > d.Window() {
+			d = c
+			d.Name = name
+		}
+	}
+	return d
 }
 
 // LogicalName is the template's logical ID of a deployed alarm: CloudFormation names an alarm

@@ -61,7 +61,7 @@ func Scenarios() []Scenario {
 			Takes:    15 * time.Minute,
 			Proves:   "dispatch killed right after its lease committed (before the provider call), 30 % of leases for 2 minutes, 8 kills at most: the lease expires, the record goes to dispatch_unknown and is reconciled, never sent blind; the Lambda errors raise DispatchErrorsAlarm.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
-			Expect: []string{"DispatchErrorsAlarm"}, Allow: []string{"DispatchUnknownBacklogAlarm", "ExpiryRateAlarm"},
+			Expect: []string{"DispatchErrorsAlarm"}, Allow: []string{"DispatchUnknownBacklogAlarm", "ExpiryRateAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
 			Inject: rules(faultproxy.Rule{Service: "dynamodb", Operations: []string{"UpdateItem"}, Function: "DispatchFunction",
 				Match: "LEASE_ACQUIRED", Kind: faultproxy.KindKill, After: true, Rate: 0.3, Limit: 8}),
 		},
@@ -75,7 +75,9 @@ func Scenarios() []Scenario {
 			// The two kills that begin it are invocation errors of intake and dispatch.
 			// Dispatch's killed batch comes back after the queue's visibility timeout (180 s),
 			// past the load's 3-minute deadlines: those records expire unsent.
-			Allow: []string{"DigestErrorsAlarm", "DigestLagAlarm", "IntakeErrorsAlarm", "DispatchErrorsAlarm", "ExpiryRateAlarm"},
+			// Admissions answered 503 for the minute of the outage burn the availability budget.
+			Expect: []string{"AdmissionFastBurnAlarm", "AdmissionPage"},
+			Allow:  []string{"DigestErrorsAlarm", "DigestLagAlarm", "IntakeErrorsAlarm", "DispatchErrorsAlarm", "ExpiryRateAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
 			// The kills first (once each, after a DynamoDB call of theirs), then one KMS rule
 			// per function that uses KMS and one for any other caller: the report says which
 			// calls the outage really hit (of the other kinds, the first rule that matches

@@ -287,7 +287,7 @@ func (p *placer) place(id string) (section int, owner string, err error) {
 			return sectionFunctions, fn, nil
 		}
 		return sectionOperations, "", nil
-	case r.Type == "AWS::CloudWatch::Dashboard":
+	case r.Type == "AWS::CloudWatch::Dashboard", r.Type == "AWS::CloudWatch::CompositeAlarm":
 		return sectionOperations, "", nil
 	}
 	return 0, "", fmt.Errorf("%s (%s): TestTemplateOrder has no rule placing it; add one", id, r.Type)

@@ -143,7 +143,8 @@ func (m *Metrics) write(line map[string]any) {
 // dashboard name them too: CloudWatch keeps each combination of dimension keys as a metric of
 // its own, so a dimension set read there must be one emitted here.
 const (
-	// MetricRequests counts HTTP requests by DimRoute and DimStatus; MetricLatency times them.
+	// MetricRequests counts HTTP requests by DimRoute and DimStatus, and by DimRoute alone;
+	// MetricLatency times them.
 	MetricRequests = "Requests"
 	MetricLatency  = "Latency"
 	// MetricTransitions counts state transitions by DimToState and DimReason, and by
@@ -181,9 +182,11 @@ func (m *Metrics) GuardDecisionLate() {
 	m.Emit(nil, Metric{Name: MetricGuardDecisionLate, Unit: UnitCount, Value: 1})
 }
 
-// Request records one HTTP request: a Requests count and its Latency, by route and status.
+// Request records one HTTP request: a Requests count and its Latency, by route and status,
+// and by route alone: the admission-availability objective's denominator, whose 500 and 503
+// by route and status are the numerator (the burn-rate alarms read both without SEARCH).
 func (m *Metrics) Request(route string, status int, latency time.Duration) {
-	m.Emit(map[string]string{DimRoute: route, DimStatus: strconv.Itoa(status)},
+	m.EmitRollup(map[string]string{DimRoute: route, DimStatus: strconv.Itoa(status)}, [][]string{{DimRoute}},
 		Metric{Name: MetricRequests, Unit: UnitCount, Value: 1},
 		Metric{Name: MetricLatency, Unit: UnitMilliseconds, Value: float64(latency.Microseconds()) / 1000})
 }

@@ -103,7 +103,7 @@ func TestMetricsEMF(t *testing.T) {
 		t.Fatalf("got %d lines, want 2:\n%s", len(lines), buf.String())
 	}
 	want := []string{
-		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","Route","Status"]],"Metrics":[{"Name":"Requests","Unit":"Count"},{"Name":"Latency","Unit":"Milliseconds"}]}]},"Function":"intake","Route":"POST /v1/notifications","Status":"202","Requests":1,"Latency":1.5}`,
+		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","Route","Status"],["Function","Route"]],"Metrics":[{"Name":"Requests","Unit":"Count"},{"Name":"Latency","Unit":"Milliseconds"}]}]},"Function":"intake","Route":"POST /v1/notifications","Status":"202","Requests":1,"Latency":1.5}`,
 		`{"_aws":{"Timestamp":1762000000123,"CloudWatchMetrics":[{"Namespace":"resetnotify","Dimensions":[["Function","Reason","ToState"],["Function","ToState"]],"Metrics":[{"Name":"Transitions","Unit":"Count"}]}]},"Function":"intake","ToState":"accepted","Reason":"ADMITTED","Transitions":1}`,
 	}
 	for i := range want {

@@ -46,6 +46,9 @@ const (
 	// MetricExpirations counts the records a worker moved to expired, by Function and with no
 	// dimension at all (every worker's together, which the expiry alarm reads).
 	MetricExpirations = "WorkerExpirations"
+	// MetricTimeToAcceptance is the time from a record's admission to the provider's acceptance
+	// of its send (PROVIDER_ACCEPTED), by Function: the timeliness objective's SLI.
+	MetricTimeToAcceptance = "TimeToAcceptance"
 	// MetricFailovers counts attempts that went to another provider than the attempt before,
 	// by the DimProvider they went to.
 	MetricFailovers = "Failovers"
@@ -266,6 +269,9 @@ func (c Core) write(ctx context.Context, rec notify.Record, ch notify.Change, no
 		// Also with no dimension at all: the expiry alarm reads the sum over dispatch, reconcile
 		// and the sweeper without metric math (intake's EXPIRED_AT_ADMISSION is not counted).
 		c.metrics.EmitRollup(nil, [][]string{{obs.NoDimensions}}, obs.Metric{Name: MetricExpirations, Unit: obs.UnitCount, Value: 1})
+	}
+	if next.Reason == notify.ReasonProviderAccepted && !rec.CreatedAt.IsZero() {
+		c.metrics.Emit(nil, obs.Metric{Name: MetricTimeToAcceptance, Unit: obs.UnitMilliseconds, Value: float64(now.Sub(rec.CreatedAt).Milliseconds())})
 	}
 	// The happy path's transitions (the lease, the provider's acceptance) are logged at debug
 	// level: the audit trail records each one with its actor and request ID, and dispatch's

@@ -200,6 +200,27 @@ func TestSweeperReportsOverdueByState(t *testing.T) {
 	})
 }
 
+// TestTimeToAcceptance: the provider's acceptance of a send is timed from the record's
+// admission, once, by Function.
+func TestTimeToAcceptance(t *testing.T) {
+	f := newFixture(t)
+	f.sender.Outcomes = []sms.Outcome{sms.Accepted("pm-1")}
+	key := f.admitKey(t, "k")
+	f.clock.Set(t0.Add(7 * time.Second))
+	f.dispatch(t, notify.MessageOf(key))
+	lines := withMetric(parseEMF(t, f.metrics.String()), workercore.MetricTimeToAcceptance)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines with %s, want 1", len(lines), workercore.MetricTimeToAcceptance)
+	}
+	l := lines[0]
+	if v := l.values[workercore.MetricTimeToAcceptance]; v != 7000 || l.units[workercore.MetricTimeToAcceptance] != string(obs.UnitMilliseconds) {
+		t.Errorf("%s = %v %s, want 7000 Milliseconds", workercore.MetricTimeToAcceptance, v, l.units[workercore.MetricTimeToAcceptance])
+	}
+	if !l.has(obs.DimFunction) || len(l.sets) != 1 {
+		t.Errorf("dimensions %v %v, want Function alone", l.dims, l.sets)
+	}
+}
+
 func TestExpiryIsCountedByTargetState(t *testing.T) {
 	f := newFixture(t)
 	f.admit(t, request("late", 3*time.Minute))

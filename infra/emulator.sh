@@ -84,6 +84,9 @@ if [[ -z "$endpoint" ]]; then
   # MiniStack with what it leaves out of the platform: a stream mapping's retries and OnFailure
   # record after MaximumRetryAttempts, and AWS/Lambda and AWS/SQS metrics for every invocation
   # and queue (its doc comment says how).
+  # ... and with its log streams, metric eviction and alarm evaluation kept from growing with
+  # the history; --selftest checks those against this MiniStack before it starts.
+  "$tools/ministack/bin/python" dev/emulator/ministack_platform.py --selftest
   echo "emulator: MiniStack on $endpoint"
   on_failure="$work/ministack.log"
   start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$functions_endpoint" \

@@ -89,6 +89,7 @@ func Scenarios() []Scenario {
 				faultproxy.Rule{Service: "kms", Kind: faultproxy.KindError500}),
 		},
 		DigestFailing(),
+		Burst(),
 		{
 			Name:     "stream-batches-failing",
 			Takes:    10 * time.Minute,

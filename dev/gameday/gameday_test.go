@@ -2,12 +2,16 @@ package gameday
 
 import (
 	"context"
+	"fmt"
 	"image/png"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 // fakeWatcher replays a fixed list of transitions.
@@ -235,5 +239,52 @@ func TestClearByCountsFromTheEndOfTheBreachsPeriod(t *testing.T) {
 		if got := clearBy(at(c.from), c.defs).Format(time.TimeOnly); got != c.want {
 			t.Errorf("clearBy(%s, %d alarms) = %s, want %s", c.from, len(c.defs), got, c.want)
 		}
+	}
+}
+
+// TestBurstViolations breaks the burst's promise one way at a time and sees each reported.
+func TestBurstViolations(t *testing.T) {
+	start := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	build := func(n int, every time.Duration) ([]*Sent, map[string]Status, SimState) {
+		var sent []*Sent
+		finals := map[string]Status{}
+		sims := SimState{AcceptedByNotification: map[string]int{}}
+		for i := range n {
+			e := &Sent{Key: fmt.Sprintf("k%d", i), SubmittedAt: start.Add(time.Duration(i) * every), HTTP: http.StatusAccepted}
+			e.ExpiresAt = e.SubmittedAt.Add(10 * time.Minute)
+			sent = append(sent, e)
+			id := fmt.Sprintf("n%d", i)
+			finals[e.Key] = Status{NotificationID: id, State: "sent"}
+			sims.AcceptedByNotification[id] = 1
+			sims.Requests = append(sims.Requests, simapi.RequestEntry{ClientRef: id + "-a1", At: e.SubmittedAt.Add(time.Second)})
+		}
+		return sent, finals, sims
+	}
+	every := 13 * time.Millisecond
+	if v := BurstViolations(build(BurstMin, every)); len(v) != 0 {
+		t.Fatalf("a good burst: %v", v)
+	}
+	cases := map[string]func(sent []*Sent, finals map[string]Status, sims *SimState){
+		"expired": func(sent []*Sent, finals map[string]Status, _ *SimState) {
+			finals["k7"] = Status{NotificationID: "n7", State: "expired"}
+		},
+		"refused":    func(sent []*Sent, _ map[string]Status, _ *SimState) { sent[3].HTTP = http.StatusServiceUnavailable },
+		"twice":      func(_ []*Sent, _ map[string]Status, sims *SimState) { sims.AcceptedByNotification["n9"] = 2 },
+		"never":      func(_ []*Sent, _ map[string]Status, sims *SimState) { delete(sims.AcceptedByNotification, "n9") },
+		"late":       func(sent []*Sent, _ map[string]Status, sims *SimState) { sims.Requests[5].At = sent[5].ExpiresAt },
+		"unreadable": func(_ []*Sent, finals map[string]Status, _ *SimState) { delete(finals, "k11") },
+	}
+	for name, breakIt := range cases {
+		sent, finals, sims := build(BurstMin, every)
+		breakIt(sent, finals, &sims)
+		if v := BurstViolations(sent, finals, sims); len(v) != 1 {
+			t.Errorf("%s: %v, want one violation", name, v)
+		}
+	}
+	if v := BurstViolations(build(BurstMin-1, every)); len(v) != 1 {
+		t.Errorf("too few: %v", v)
+	}
+	if v := BurstViolations(build(BurstMin, 16*time.Millisecond)); len(v) != 1 {
+		t.Errorf("too slow (32 s): %v", v)
 	}
 }

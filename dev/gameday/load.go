@@ -17,6 +17,8 @@ type Sent struct {
 	// To and Code are the secrets of the request: the log scan looks for them.
 	To, Code    string
 	SubmittedAt time.Time
+	// ExpiresAt is the expires_at the load sent: the runner's own deadline, not the stack's.
+	ExpiresAt time.Time
 	// HTTP is the API's answer to the POST (0: no answer).
 	HTTP int
 	// Convert says the load reports the code as used once it is sent (a real user resetting
@@ -126,10 +128,11 @@ func (l *Load) Submit(ctx context.Context, to string) *Sent {
 		SubmittedAt: time.Now().UTC(), Convert: float64(randInt(1000))/1000 < l.ConvertShare,
 	}
 	e.Key = e.EventID + ":sms:password_reset"
+	e.ExpiresAt = e.SubmittedAt.Add(l.DeadlineIn + l.s.margin)
 	body, _ := json.Marshal(map[string]any{
 		"event_id": e.EventID, "channel": "sms", "purpose": "password_reset", "to": to, "locale": "en",
 		"params":     map[string]string{"code": e.Code},
-		"expires_at": e.SubmittedAt.Add(l.DeadlineIn + l.s.margin).Format(time.RFC3339Nano),
+		"expires_at": e.ExpiresAt.Format(time.RFC3339Nano),
 	})
 	if r, err := l.s.Call(ctx, http.MethodPost, "/v1/notifications", body); err == nil {
 		e.HTTP = r.Code

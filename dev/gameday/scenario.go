@@ -41,6 +41,9 @@ type Scenario struct {
 	// invariants break (a double send), which shows the checks can fail; its violations are
 	// not counted in gameday_invariant_violations.
 	NegativeControl bool
+	// Check, when set, judges the scenario's own promise after the invariants; each string it
+	// returns fails the scenario.
+	Check func(ctx context.Context, x *Exec) []string
 	// Charts are the metrics drawn besides the alarms' (name, stat, dimensions).
 	Charts []ChartMetric
 	// Takes is how long the scenario takes, start to verdict, on a stack of its own (the
@@ -90,6 +93,8 @@ type Exec struct {
 	simFaults map[string]int64
 	rules     []faultproxy.Rule
 	hold      time.Duration
+	// burst is the burst scenario's load.
+	burst *Load
 }
 
 type stateSample struct {
@@ -340,6 +345,9 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	}
 	logf("invariants over %d requests", len(sent))
 	res.Invariants = CheckInvariants(ctx, r.S, sent, res.Start, logf)
+	if sc.Check != nil {
+		res.Errors = append(res.Errors, sc.Check(ctx, x)...)
+	}
 	r.settle(ctx, sc, &res, logf)
 	res.End = time.Now().UTC()
 	r.judgeAlarms(sc, &res)

@@ -23,6 +23,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -129,6 +130,11 @@ func run() error {
 	r := &gameday.Run{S: s, Scale: *scale, Logf: func(f string, a ...any) {
 		fmt.Printf("%s %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(f, a...))
 	}}
+	switch r.Sabotage = os.Getenv("GAMEDAY_SABOTAGE"); r.Sabotage {
+	case "", gameday.SabotageFaultsOff, gameday.SabotageBridgeOff:
+	default:
+		return fmt.Errorf("GAMEDAY_SABOTAGE=%s: want %s or %s", r.Sabotage, gameday.SabotageFaultsOff, gameday.SabotageBridgeOff)
+	}
 	if !*ci {
 		// One after the other, each scenario waits out the 5-minute period of most alarms after
 		// its checks, so that what it caused late is judged in it (Run.Settle).
@@ -183,8 +189,28 @@ func run() error {
 	}
 	fmt.Print(rep.Figures())
 	fmt.Printf("gameday: report in %s\n", filepath.Join(dir, "gameday.md"))
+	printFailures(os.Stderr, rep)
 	if rep.Passed != rep.Scenarios {
 		return fmt.Errorf("%d of %d scenarios did not pass (see %s)", rep.Scenarios-rep.Passed, rep.Scenarios, filepath.Join(dir, "gameday.md"))
 	}
 	return nil
+}
+
+// printFailures names, for each scenario that did not pass, why: each error (vacuous, silent
+// alarms...) and the count of invariant violations.
+func printFailures(w io.Writer, rep *gameday.Report) {
+	for _, r := range rep.Results {
+		if r.Passed {
+			continue
+		}
+		for _, e := range r.Errors {
+			fmt.Fprintf(w, "gameday: %s: %s\n", r.Name, e)
+		}
+		if n := r.Invariants.Count(); n > 0 {
+			fmt.Fprintf(w, "gameday: %s: %d invariant violations\n", r.Name, n)
+		}
+		if !r.AlarmsAsExpected() {
+			fmt.Fprintf(w, "gameday: %s: alarms not as expected\n", r.Name)
+		}
+	}
 }

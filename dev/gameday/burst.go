@@ -29,6 +29,7 @@ func Burst() Scenario {
 		Proves: "a burst of 2,000 resets in 27 s (75 a second, 10-minute deadlines) beside the steady load: every one admitted, " +
 			"accepted by exactly one provider once before its deadline (the providers' own records), and no alarm fires.",
 		Hold: BurstWithin, Rate: 1,
+		MinFaults: map[string]int64{"burst-requests": BurstMin},
 		During: func(ctx context.Context, x *Exec) {
 			l := NewLoad(x.S, x.Scenario.Name+"-burst", BurstRate)
 			l.DeadlineIn = burstDeadline

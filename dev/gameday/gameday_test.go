@@ -288,3 +288,58 @@ func TestBurstViolations(t *testing.T) {
 		t.Errorf("too slow (32 s): %v", v)
 	}
 }
+
+// silentWatcher is a fakeWatcher that reports some alarms silent.
+type silentWatcher struct {
+	fakeWatcher
+	silent []string
+}
+
+func (s *silentWatcher) Silent(context.Context, time.Time, time.Time) ([]string, error) {
+	return s.silent, nil
+}
+
+// TestJudgeSilence: an alarm that did not fire while its metric was silent fails the scenario
+// (a stopped EMF bridge); one that fired is judged by its transitions instead.
+func TestJudgeSilence(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)
+	at := t0.Add(2 * time.Minute)
+	w := &silentWatcher{silent: []string{"st-DigestErrorsAlarm-ABC", "st-PrefixVelocityAlarm-DEF"}}
+	r := &Run{S: &Stack{Name: "st"}, Watcher: w}
+	res := Result{Start: t0, End: t0.Add(10 * time.Minute), Alarms: []AlarmResult{{Name: "PrefixVelocityAlarm", AlarmAt: &at}}}
+	r.judgeSilence(context.Background(), &res)
+	if len(res.Silent) != 1 || res.Silent[0] != "DigestErrorsAlarm" || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "DigestErrorsAlarm") {
+		t.Errorf("silent %v, errors %v: want DigestErrorsAlarm alone, named", res.Silent, res.Errors)
+	}
+	w.silent = nil
+	res = Result{Start: t0, End: t0.Add(10 * time.Minute)}
+	r.judgeSilence(context.Background(), &res)
+	if len(res.Errors) != 0 {
+		t.Errorf("no silent alarm: errors %v", res.Errors)
+	}
+}
+
+// TestVacuous: a scenario that injected fewer faults of a kind than it needs is vacuous, and
+// every scenario but the baseline names its fault kinds.
+func TestVacuous(t *testing.T) {
+	min := map[string]int64{"throttle": 20, "kill": 2}
+	if v := Vacuous(min, map[string]int64{"throttle": 20, "kill": 2}); len(v) != 0 {
+		t.Errorf("enough faults: %v", v)
+	}
+	if v := Vacuous(min, map[string]int64{"throttle": 19, "kill": 5}); len(v) != 1 || !strings.Contains(v[0], "19 throttle") {
+		t.Errorf("19 of 20 throttles: %v", v)
+	}
+	if v := Vacuous(min, nil); len(v) != 2 {
+		t.Errorf("nothing injected (faults-off): %v, want both kinds named", v)
+	}
+	for _, sc := range Scenarios() {
+		if (len(sc.MinFaults) == 0) != (sc.Name == "baseline") {
+			t.Errorf("%s: fault kinds %v: every scenario but the baseline names its own", sc.Name, sc.MinFaults)
+		}
+		for k, n := range sc.MinFaults {
+			if n <= 0 {
+				t.Errorf("%s: at least %d %s proves nothing", sc.Name, n, k)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -181,6 +182,6 @@ func (rep *Report) Failed() bool {
 // Figures are the report's figures as name=value lines, as cmd/gameday prints them.
 func (rep *Report) Figures() string {
 	rep.Summarize()
-	return fmt.Sprintf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\n",
-		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends)
+	return fmt.Sprintf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\ngameday_vacuous_scenarios=%s\n",
+		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends, strings.Join(rep.VacuousScenarios, ","))
 }

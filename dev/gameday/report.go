@@ -37,6 +37,11 @@ type Result struct {
 	Invariants   Invariants `json:"invariants"`
 	Errors       []string   `json:"errors,omitempty"`
 	Chart        string     `json:"chart,omitempty"`
+	// Silent are the alarms that did not fire while their metric had no datapoint and their
+	// missing data is not breaching (Run.judgeSilence): the scenario fails.
+	Silent []string `json:"silent_alarms,omitempty"`
+	// Vacuous: fewer faults of a kind were injected than the scenario needs (Scenario.MinFaults).
+	Vacuous bool `json:"vacuous,omitempty"`
 	// NegativeControl: the scenario passes when its invariants break.
 	NegativeControl bool `json:"negative_control,omitempty"`
 	Passed          bool `json:"passed"`
@@ -99,8 +104,10 @@ type Report struct {
 	FaultsInjected      int64   `json:"gameday_faults_injected"`
 	Passed              int     `json:"gameday_scenarios_passed"`
 	// NegativeControlDoubleSends are the double sends of the negative control (goal: above 0).
-	NegativeControlDoubleSends int      `json:"gameday_negative_control_double_sends"`
-	Results                    []Result `json:"scenarios"`
+	NegativeControlDoubleSends int `json:"gameday_negative_control_double_sends"`
+	// VacuousScenarios are the scenarios that injected fewer faults than they need.
+	VacuousScenarios []string `json:"gameday_vacuous_scenarios"`
+	Results          []Result `json:"scenarios"`
 	// Lanes are the lanes of a game day run in lanes (MergeLanes), each on a stack of its own.
 	Lanes []Lane `json:"lanes,omitempty"`
 }
@@ -110,7 +117,11 @@ func (rep *Report) Summarize() {
 	rep.Scenarios = len(rep.Results)
 	good, judged := 0, 0
 	rep.InvariantViolations, rep.FaultsInjected, rep.Passed, rep.NegativeControlDoubleSends = 0, 0, 0, 0
+	rep.VacuousScenarios = []string{}
 	for _, r := range rep.Results {
+		if r.Vacuous {
+			rep.VacuousScenarios = append(rep.VacuousScenarios, r.Name)
+		}
 		if r.NegativeControl {
 			rep.NegativeControlDoubleSends += r.Invariants.DoubleSends
 		} else {
@@ -155,7 +166,8 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "| `gameday_invariant_violations` | %d | 0 |\n", rep.InvariantViolations)
 	fmt.Fprintf(&b, "| `gameday_alarms_as_expected_share` | %.2f | 1.00 |\n", rep.AlarmsAsExpected)
 	fmt.Fprintf(&b, "| `gameday_faults_injected` | %d | |\n", rep.FaultsInjected)
-	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n\n", rep.NegativeControlDoubleSends)
+	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n", rep.NegativeControlDoubleSends)
+	fmt.Fprintf(&b, "| `gameday_vacuous_scenarios` | %s | none |\n\n", strings.Join(rep.VacuousScenarios, ", "))
 	if len(rep.Lanes) > 0 {
 		fmt.Fprintf(&b, "Run in %d lanes, each on a stack of its own (its own MiniStack, fault proxy and simulators), its scenarios one after the other:\n\n", len(rep.Lanes))
 		b.WriteString("| lane | scenarios | took (its stack's setup aside) | exit | report |\n| --- | --- | --- | --- | --- |\n")

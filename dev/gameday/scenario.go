@@ -32,6 +32,11 @@ type Scenario struct {
 	Hold time.Duration
 	// Rate is the steady load, in requests per second.
 	Rate float64
+	// MinFaults names the scenario's fault kinds and the least number of injections of each
+	// (the proxy's count of the scenario's rules, or the runner's of the simulators' faults and
+	// extra loads): fewer makes the run vacuous, and the scenario fails. Only the baseline has
+	// none.
+	MinFaults map[string]int64
 	// Inject starts the fault; Remove ends it (the proxy's rules are cleared in any case).
 	Inject func(ctx context.Context, x *Exec) error
 	Remove func(ctx context.Context, x *Exec) error
@@ -73,6 +78,9 @@ type Run struct {
 	Logf    func(format string, args ...any)
 	// Scale multiplies every scenario's hold (CI runs at a smaller scale).
 	Scale float64
+	// Sabotage is GAMEDAY_SABOTAGE: "faults-off" adds no proxy rule and makes no simulator
+	// control call, so that a scenario that needs its faults must fail as vacuous.
+	Sabotage string
 	// Settle is the alarm period a scenario waits out after its checks (settle): zero when
 	// scenarios run side by side, with nothing after them.
 	Settle time.Duration
@@ -122,6 +130,10 @@ func (x *Exec) AddRules(ctx context.Context, rules ...faultproxy.Rule) error {
 	if x.Proxy == nil {
 		return fmt.Errorf("this scenario needs the fault proxy: run under RESETNOTIFY_FAULT_PROXY=1 infra/emulator.sh")
 	}
+	if x.Sabotage == SabotageFaultsOff {
+		x.Logf("%s: sabotage %s: %d proxy rules not added", x.Scenario.Name, x.Sabotage, len(rules))
+		return nil
+	}
 	for i := range rules {
 		rules[i].For = x.hold
 	}
@@ -162,6 +174,9 @@ func (x *Exec) ownFaults(before, after faultproxy.Counts) []faultproxy.FaultCoun
 
 // SimAll calls the control API of every simulator of the chain.
 func (r *Run) SimAll(ctx context.Context, method, path string, body any) error {
+	if r.Sabotage == SabotageFaultsOff {
+		return nil
+	}
 	for _, base := range r.S.Sims {
 		if err := r.S.Sim(ctx, base, method, path, body, nil); err != nil {
 			return err
@@ -332,6 +347,10 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	loads := slices.Clone(x.loads)
 	x.mu.Unlock()
 
+	if v := Vacuous(sc.MinFaults, res.Faults); len(v) > 0 {
+		res.Vacuous = true
+		res.Errors = append(res.Errors, v...)
+	}
 	r.waitForAlarms(ctx, sc, &res, res.FaultEnd, logf)
 	var sent []*Sent
 	for _, l := range loads {
@@ -351,6 +370,7 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	r.settle(ctx, sc, &res, logf)
 	res.End = time.Now().UTC()
 	r.judgeAlarms(sc, &res)
+	r.judgeSilence(ctx, &res)
 	res.Passed = len(res.Errors) == 0 && res.Invariants.Count() == 0 && res.AlarmsAsExpected()
 	if sc.NegativeControl {
 		res.NegativeControl = true
@@ -517,5 +537,63 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 			a.Note = "fired, and its runbook does not name this scenario"
 		}
 		res.Alarms = append(res.Alarms, *a)
+	}
+}
+
+// Sabotages GAMEDAY_SABOTAGE names: each must make a run fail, naming why.
+const (
+	SabotageFaultsOff = "faults-off"
+	SabotageBridgeOff = "bridge-off"
+)
+
+// Vacuous returns, for each fault kind of min injected fewer times than it asks, why the
+// scenario proved nothing; nil when every kind reached its least number.
+func Vacuous(min, injected map[string]int64) []string {
+	var out []string
+	kinds := make([]string, 0, len(min))
+	for k := range min {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		if injected[k] < min[k] {
+			out = append(out, fmt.Sprintf("vacuous: %d %s injected, want at least %d", injected[k], k, min[k]))
+		}
+	}
+	return out
+}
+
+// SilenceChecker is an AlarmWatcher that can tell which alarms had no datapoint in a window
+// (EvalWatcher).
+type SilenceChecker interface {
+	Silent(ctx context.Context, start, end time.Time) ([]string, error)
+}
+
+// judgeSilence fails the scenario for each alarm that did not fire in it while its metric had no
+// datapoint there and its missing data is not breaching: its quiet proves nothing (a stopped
+// EMF bridge, a metric renamed, a function never invoked).
+func (r *Run) judgeSilence(ctx context.Context, res *Result) {
+	checker, ok := r.Watcher.(SilenceChecker)
+	if !ok {
+		return
+	}
+	names, err := checker.Silent(ctx, res.Start, res.End)
+	if err != nil {
+		res.Errors = append(res.Errors, "silence: "+err.Error())
+		return
+	}
+	fired := map[string]bool{}
+	for _, a := range res.Alarms {
+		fired[a.Name] = fired[a.Name] || a.AlarmAt != nil
+	}
+	for _, n := range names {
+		if l := LogicalName(r.S.Name, n); !fired[l] {
+			res.Silent = append(res.Silent, l)
+		}
+	}
+	sort.Strings(res.Silent)
+	if len(res.Silent) > 0 {
+		res.Errors = append(res.Errors, fmt.Sprintf("silent: %d alarms had no datapoint of their metric during the scenario, and silence is not health: %s",
+			len(res.Silent), strings.Join(res.Silent, ", ")))
 	}
 }

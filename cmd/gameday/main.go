@@ -130,6 +130,7 @@ func run() error {
 	r := &gameday.Run{S: s, Scale: *scale, Logf: func(f string, a ...any) {
 		fmt.Printf("%s %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(f, a...))
 	}}
+	r.StartWait = 10 * time.Minute
 	switch r.Sabotage = os.Getenv("GAMEDAY_SABOTAGE"); r.Sabotage {
 	case "", gameday.SabotageFaultsOff, gameday.SabotageBridgeOff:
 	default:

@@ -50,8 +50,10 @@ func TestJudgeAlarms(t *testing.T) {
 			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 9*time.Minute), tr("DigestErrorsAlarm", "OK", 10*time.Minute)}, 0, 1, []string{"later than its window"}},
 		{"another alarm fired", Scenario{},
 			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute), tr("PrefixVelocityAlarm", "OK", 4*time.Minute)}, 0, 1, []string{"does not name"}},
-		{"an allowed one fired", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
-			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 1, 1, nil},
+		{"an allowed one fired and cleared", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
+			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute), tr("PrefixVelocityAlarm", "OK", 5*time.Minute)}, 1, 1, nil},
+		{"an allowed one fired and never cleared", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
+			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 0, 1, []string{"never back to OK"}},
 		{"in ALARM from the deployment, then OK", Scenario{},
 			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute)}, 1, 1, nil},
 		{"in ALARM from the deployment, OK, then ALARM again", Scenario{},
@@ -341,5 +343,18 @@ func TestVacuous(t *testing.T) {
 				t.Errorf("%s: at least %d %s proves nothing", sc.Name, n, k)
 			}
 		}
+	}
+}
+
+// TestWaitNoAlarm: an alarm still in ALARM when the wait ends is named; none, nothing.
+func TestWaitNoAlarm(t *testing.T) {
+	r := &Run{S: &Stack{Name: "st"}}
+	r.history = []stateSample{{time.Now(), map[string]string{"st-DigestLagAlarm-ABC": "ALARM", "st-DigestErrorsAlarm-DEF": "OK"}}}
+	if got := r.waitNoAlarm(context.Background(), 0); len(got) != 1 || got[0] != "DigestLagAlarm" {
+		t.Errorf("in ALARM: %v, want DigestLagAlarm", got)
+	}
+	r.history = append(r.history, stateSample{time.Now(), map[string]string{"st-DigestLagAlarm-ABC": "OK"}})
+	if got := r.waitNoAlarm(context.Background(), time.Minute); len(got) != 0 {
+		t.Errorf("all OK: %v", got)
 	}
 }

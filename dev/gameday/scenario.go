@@ -81,6 +81,10 @@ type Run struct {
 	// Sabotage is GAMEDAY_SABOTAGE: "faults-off" adds no proxy rule and makes no simulator
 	// control call, so that a scenario that needs its faults must fail as vacuous.
 	Sabotage string
+	// StartWait bounds the wait, before a scenario, for every alarm to leave ALARM (on a fresh
+	// stack, those that treat missing data as breaching are in ALARM until their first periods
+	// with data); one still in ALARM then fails the scenario.
+	StartWait time.Duration
 	// Settle is the alarm period a scenario waits out after its checks (settle): zero when
 	// scenarios run side by side, with nothing after them.
 	Settle time.Duration
@@ -274,6 +278,9 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	logf := func(format string, args ...any) { r.Logf(sc.Name+": "+format, args...) }
 	x := &Exec{Run: r, Scenario: sc, simFaults: map[string]int64{}, hold: hold}
 	res := Result{Name: sc.Name, Proves: sc.Proves, Platform: sc.Platform, Expect: sc.Expect, Hold: hold.String()}
+	if inAlarm := r.waitNoAlarm(ctx, r.StartWait); len(inAlarm) > 0 {
+		res.Errors = append(res.Errors, fmt.Sprintf("in ALARM before the scenario began, after waiting %s: %s", r.StartWait, strings.Join(inAlarm, ", ")))
+	}
 	res.Start = time.Now().UTC()
 	r.Logf("scenario %s: load %.1f/s, fault for %s, expecting %v", sc.Name, sc.Rate, hold, sc.Expect)
 
@@ -530,6 +537,8 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 			a.Note = "never back to OK"
 		case a.Expected:
 			a.AsExpected = true
+		case a.Allowed && a.OKAt == nil:
+			a.Note = "allowed, but never back to OK by the scenario's end"
 		case a.Allowed:
 			a.AsExpected = true
 			a.Note = "allowed: a consequence the runbook names"
@@ -595,5 +604,24 @@ func (r *Run) judgeSilence(ctx context.Context, res *Result) {
 	if len(res.Silent) > 0 {
 		res.Errors = append(res.Errors, fmt.Sprintf("silent: %d alarms had no datapoint of their metric during the scenario, and silence is not health: %s",
 			len(res.Silent), strings.Join(res.Silent, ", ")))
+	}
+}
+
+// waitNoAlarm waits, up to limit, until no alarm is in ALARM (by the watcher's last poll), and
+// returns those still in it, by logical ID.
+func (r *Run) waitNoAlarm(ctx context.Context, limit time.Duration) []string {
+	deadline := time.Now().Add(limit)
+	for {
+		var in []string
+		for name, st := range r.statesNow() {
+			if st == "ALARM" {
+				in = append(in, LogicalName(r.S.Name, name))
+			}
+		}
+		sort.Strings(in)
+		if len(in) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return in
+		}
+		sleep(ctx, 15*time.Second)
 	}
 }

@@ -158,6 +158,16 @@ func run() error {
 	}
 	r.Watcher = watcher
 	rep := &gameday.Report{Stack: *stack, Started: time.Now().UTC(), Scale: *scale, Evaluator: evaluator}
+	for name := range r.Defs {
+		rep.Deployed = append(rep.Deployed, name)
+	}
+	slices.Sort(rep.Deployed)
+	// The exempt list is docs/operations.md's (the runner runs at the repository's root).
+	if doc, err := os.ReadFile("docs/operations.md"); err == nil {
+		rep.Exempt = gameday.ExemptFromDocs(string(doc))
+	} else {
+		fmt.Fprintln(os.Stderr, "gameday: no exempt list:", err)
+	}
 	stopPolling := r.StartPolling(ctx)
 	clear := func() {
 		if r.Proxy != nil {

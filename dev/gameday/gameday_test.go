@@ -358,3 +358,26 @@ func TestWaitNoAlarm(t *testing.T) {
 		t.Errorf("all OK: %v", got)
 	}
 }
+
+// TestAlarmProofs: the report counts an alarm proven by the first scenario that expected it and
+// saw it fire and clear, and reads the exempt list from the docs' bullets.
+func TestAlarmProofs(t *testing.T) {
+	doc := "intro\n\n" + exemptMarker + " Each alarm...\n(below). Exempt, at most three:\n\n" +
+		"- `SlowBurnAlarm`: takes 30 minutes. AWS-side test:\n  FIS for 35 minutes.\n- `OtherAlarm`: the same.\n\n`x_test.go` holds it.\n- `NotExempt`: a later list\n"
+	exempt := ExemptFromDocs(doc)
+	if strings.Join(exempt, ",") != "SlowBurnAlarm,OtherAlarm" {
+		t.Fatalf("exempt %v, want SlowBurnAlarm,OtherAlarm", exempt)
+	}
+	s := 30.0
+	rep := &Report{Deployed: []string{"AAlarm", "BAlarm", "SlowBurnAlarm"}, Exempt: exempt, Results: []Result{
+		{Name: "one", Alarms: []AlarmResult{{Name: "AAlarm", Expected: true, AsExpected: true, ToAlarmSeconds: &s}, {Name: "BAlarm", Allowed: true, AsExpected: true}}},
+		{Name: "two", Alarms: []AlarmResult{{Name: "BAlarm", Expected: true, AsExpected: false}}},
+	}}
+	rep.Summarize()
+	if rep.AlarmsTotal != 3 || rep.AlarmsProven != 1 || rep.Proofs[0].Scenario != "one" || rep.Proofs[1].Scenario != "" || !rep.Proofs[2].Exempt {
+		t.Errorf("total %d proven %d proofs %+v: want 3, 1 (AAlarm by one; BAlarm only allowed, then failed; SlowBurnAlarm exempt)", rep.AlarmsTotal, rep.AlarmsProven, rep.Proofs)
+	}
+	if !strings.Contains(rep.Figures(), "gameday_alarms_proven=1\n") {
+		t.Errorf("figures: %s", rep.Figures())
+	}
+}

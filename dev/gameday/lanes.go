@@ -106,6 +106,16 @@ func MergeLanes(runs []LaneRun, catalogue []Scenario) *Report {
 				rep.Finished = r.Finished
 			}
 			lane.Started, lane.Finished = r.Started, r.Finished
+			for _, a := range r.Deployed {
+				if !slices.Contains(rep.Deployed, a) {
+					rep.Deployed = append(rep.Deployed, a)
+				}
+			}
+			for _, a := range r.Exempt {
+				if !slices.Contains(rep.Exempt, a) {
+					rep.Exempt = append(rep.Exempt, a)
+				}
+			}
 			for _, res := range r.Results {
 				res.Lane = lane.Lane
 				have[res.Name] = true
@@ -132,6 +142,8 @@ func MergeLanes(runs []LaneRun, catalogue []Scenario) *Report {
 		return len(catalogue)
 	}
 	slices.SortStableFunc(rep.Results, func(a, b Result) int { return cmp.Compare(index(a.Name), index(b.Name)) })
+	slices.Sort(rep.Deployed)
+	slices.Sort(rep.Exempt)
 	rep.Summarize()
 	return rep
 }
@@ -182,6 +194,7 @@ func (rep *Report) Failed() bool {
 // Figures are the report's figures as name=value lines, as cmd/gameday prints them.
 func (rep *Report) Figures() string {
 	rep.Summarize()
-	return fmt.Sprintf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\ngameday_vacuous_scenarios=%s\n",
-		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends, strings.Join(rep.VacuousScenarios, ","))
+	return fmt.Sprintf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\ngameday_vacuous_scenarios=%s\ngameday_alarms_total=%d\ngameday_alarms_proven=%d\ngameday_alarms_exempt=%s\n",
+		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends, strings.Join(rep.VacuousScenarios, ","),
+		rep.AlarmsTotal, rep.AlarmsProven, strings.Join(rep.Exempt, ","))
 }

@@ -59,6 +59,8 @@ func TestJudgeAlarms(t *testing.T) {
 		{"in ALARM from the deployment, OK, then ALARM again", Scenario{},
 			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute), tr("DigestErrorsAlarm", "ALARM", 4*time.Minute)}, 0, 1, []string{"does not name"}},
 		{"quiet baseline", Scenario{}, []AlarmTransition{tr("DigestErrorsAlarm", "OK", 30*time.Second)}, 1, 1, nil},
+		{"fired, judged in the scenario beside it that allows it", Scenario{elsewhere: map[string]string{"PrefixVelocityAlarm": "other"}},
+			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 1, 1, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -379,5 +381,19 @@ func TestAlarmProofs(t *testing.T) {
 	}
 	if !strings.Contains(rep.Figures(), "gameday_alarms_proven=1\n") {
 		t.Errorf("figures: %s", rep.Figures())
+	}
+}
+
+// TestJudgedIn: side by side, an alarm is judged where it is expected, else where it is first
+// allowed; an allowance never spreads to the other scenarios.
+func TestJudgedIn(t *testing.T) {
+	got := JudgedIn([]Scenario{
+		{Name: "a", Allow: []string{"X", "Y"}},
+		{Name: "b", Expect: []string{"X"}, Allow: []string{"Z"}},
+		{Name: "c", Allow: []string{"Y"}},
+	})
+	want := map[string]string{"X": "b", "Y": "a", "Z": "b"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("JudgedIn %v, want %v", got, want)
 	}
 }

@@ -49,6 +49,8 @@ type Scenario struct {
 	// Check, when set, judges the scenario's own promise after the invariants; each string it
 	// returns fails the scenario.
 	Check func(ctx context.Context, x *Exec) []string
+	// elsewhere maps the alarms another scenario run beside this one judges to that scenario.
+	elsewhere map[string]string
 	// Charts are the metrics drawn besides the alarms' (name, stat, dimensions).
 	Charts []ChartMetric
 	// Takes is how long the scenario takes, start to verdict, on a stack of its own (the
@@ -251,15 +253,19 @@ func (r *Run) transitions(from, to time.Time) []AlarmTransition {
 }
 
 // ExecuteTogether runs scenarios side by side, each with its own load and destinations (a
-// short game day, where a minute counts); at most one of them may use the proxy. An alarm that
-// one of them expects or allows is allowed in the others.
+// short game day, where a minute counts); their proxy rules must not overlap. Allowances stay
+// apart: each alarm is judged in one scenario only, the one that expects it, else the one that
+// allows it (JudgedIn); the others leave it to that one.
 func (r *Run) ExecuteTogether(ctx context.Context, scs []Scenario) []Result {
 	out := make([]Result, len(scs))
+	owner := JudgedIn(scs)
 	var wg sync.WaitGroup
-	for i, sc := range scs {
-		for j, other := range scs {
-			if j != i {
-				sc.Allow = append(append(slices.Clone(sc.Allow), other.Expect...), other.Allow...)
+	for i := range scs {
+		sc := scs[i]
+		sc.elsewhere = map[string]string{}
+		for alarm, name := range owner {
+			if name != sc.Name {
+				sc.elsewhere[alarm] = name
 			}
 		}
 		wg.Add(1)
@@ -435,7 +441,8 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, from 
 			done = done && fired && cleared
 		}
 		for name, st := range r.statesNow() {
-			if st == "ALARM" && !slices.Contains(sc.Allow, LogicalName(r.S.Name, name)) {
+			l := LogicalName(r.S.Name, name)
+			if st == "ALARM" && !slices.Contains(sc.Allow, l) && sc.elsewhere[l] == "" {
 				done = false
 			}
 		}
@@ -488,6 +495,9 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 	seen := map[string]*AlarmResult{}
 	var names []string
 	for _, t := range trs {
+		if sc.elsewhere[t.Alarm] != "" {
+			continue // judged in the scenario beside this one that names it
+		}
 		a := seen[t.Alarm]
 		if a == nil {
 			a = &AlarmResult{Name: t.Alarm, Expected: slices.Contains(sc.Expect, t.Alarm), Allowed: slices.Contains(sc.Allow, t.Alarm)}
@@ -624,4 +634,25 @@ func (r *Run) waitNoAlarm(ctx context.Context, limit time.Duration) []string {
 		}
 		sleep(ctx, 15*time.Second)
 	}
+}
+
+// JudgedIn returns, for scenarios run side by side, the scenario that judges each alarm they
+// name: the first that expects it, else the first that allows it.
+func JudgedIn(scs []Scenario) map[string]string {
+	owner := map[string]string{}
+	for _, sc := range scs {
+		for _, a := range sc.Expect {
+			if owner[a] == "" {
+				owner[a] = sc.Name
+			}
+		}
+	}
+	for _, sc := range scs {
+		for _, a := range sc.Allow {
+			if owner[a] == "" {
+				owner[a] = sc.Name
+			}
+		}
+	}
+	return owner
 }

@@ -397,3 +397,44 @@ func TestJudgedIn(t *testing.T) {
 		t.Errorf("JudgedIn %v, want %v", got, want)
 	}
 }
+
+// TestCheckProviders breaks each provider-side detector in turn (the negative controls of the
+// double send, the late send and liveness) and sees it report, from the providers' records and
+// the load's own expires_at alone.
+func TestCheckProviders(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	e := &Sent{EventID: "e1", Key: "k1", SubmittedAt: t0, ExpiresAt: t0.Add(3 * time.Minute), HTTP: http.StatusAccepted}
+	good := func() (map[string]finalState, SimState) {
+		finals := map[string]finalState{"k1": {st: Status{NotificationID: "n1", State: "sent"}, deadline: t0.Add(3 * time.Minute)}}
+		sims := SimState{AcceptedByNotification: map[string]int{"n1": 1},
+			Requests: []simapi.RequestEntry{{ClientRef: "n1-a1", At: t0.Add(time.Second)}}}
+		return finals, sims
+	}
+	finals, sims := good()
+	var inv Invariants
+	checkProviders([]*Sent{e}, finals, sims, &inv)
+	if inv.Count() != 0 {
+		t.Fatalf("a good send: %v", inv.Violations)
+	}
+	cases := map[string]struct {
+		breakIt func(map[string]finalState, *SimState)
+		count   func(Invariants) int
+	}{
+		"double send": {func(_ map[string]finalState, s *SimState) { s.AcceptedByNotification["n1"] = 2 }, func(i Invariants) int { return i.DoubleSends }},
+		// The stack reports a later deadline than the load asked for: the load's own counts.
+		"late send": {func(f map[string]finalState, s *SimState) {
+			f["k1"] = finalState{st: f["k1"].st, deadline: t0.Add(time.Hour)}
+			s.Requests[0].At = t0.Add(3 * time.Minute)
+		}, func(i Invariants) int { return i.LateSends }},
+		"sent, no provider accepted it": {func(_ map[string]finalState, s *SimState) { delete(s.AcceptedByNotification, "n1") }, func(i Invariants) int { return i.Unconfirmed }},
+	}
+	for name, c := range cases {
+		finals, sims := good()
+		c.breakIt(finals, &sims)
+		var inv Invariants
+		checkProviders([]*Sent{e}, finals, sims, &inv)
+		if c.count(inv) != 1 || inv.Count() != 1 {
+			t.Errorf("%s: %+v, want it counted once", name, inv)
+		}
+	}
+}

@@ -37,10 +37,11 @@ import (
 )
 
 // ciScenarios is the short game day of .ci/run, run side by side: their alarms have one-minute
-// periods, so they fire within minutes and clear within minutes more, and two of them are
-// platform faults through the proxy under rules that match no common request (the digest
-// function's calls; SQS sends, which it never makes).
-var ciScenarios = []string{"pumping-velocity", "digest-failing", "sqs-duplicates"}
+// periods, so they fire within minutes and clear within minutes more; two of them go through
+// the proxy under rules that match no common request (the digest function's calls; the
+// negative control's own SQS sends and dispatch writes), and the negative control shows the
+// double-send detector can fail.
+var ciScenarios = []string{"pumping-velocity", "digest-failing", "negative-control"}
 
 func main() {
 	if err := run(); err != nil {

@@ -438,3 +438,24 @@ func TestCheckProviders(t *testing.T) {
 		}
 	}
 }
+
+// TestStuck is the stuck-record detector's negative control: a record left dispatching past its
+// deadline and the sweep grace is stuck; within the grace, or terminal, it is not.
+func TestStuck(t *testing.T) {
+	dl := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		state string
+		after time.Duration
+		want  bool
+	}{
+		{"dispatching", SweepGrace + time.Second, true},
+		{"dispatch_unknown", 10 * time.Minute, true},
+		{"dispatching", SweepGrace - time.Second, false},
+		{"expired", 10 * time.Minute, false},
+		{"sent", 10 * time.Minute, false},
+	} {
+		if got := stuck(c.state, dl, dl.Add(c.after)); got != c.want {
+			t.Errorf("%s %s after its deadline: stuck %v, want %v", c.state, c.after, got, c.want)
+		}
+	}
+}

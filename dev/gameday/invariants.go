@@ -118,7 +118,7 @@ func CheckInvariants(ctx context.Context, s *Stack, sent []*Sent, from time.Time
 		}
 		inv.Notifications++
 		inv.States[f.st.State]++
-		if slices.Contains(nonTerminal, f.st.State) && now.After(f.deadline.Add(SweepGrace)) {
+		if stuck(f.st.State, f.deadline, now) {
 			inv.Stuck++
 			inv.violate("%s: still %s %s after its dispatch deadline", e.EventID, f.st.State, now.Sub(f.deadline).Round(time.Second))
 		}
@@ -375,4 +375,10 @@ func checkProviders(sent []*Sent, finals map[string]finalState, sims SimState, i
 			inv.violate("%s: %s, but no provider of the chain accepted a message for it", e.EventID, st)
 		}
 	}
+}
+
+// stuck says a record in state, with its dispatch deadline, is still non-terminal at now past
+// its deadline plus SweepGrace.
+func stuck(state string, deadline, now time.Time) bool {
+	return slices.Contains(nonTerminal, state) && now.After(deadline.Add(SweepGrace))
 }

@@ -106,16 +106,7 @@ func MergeLanes(runs []LaneRun, catalogue []Scenario) *Report {
 				rep.Finished = r.Finished
 			}
 			lane.Started, lane.Finished = r.Started, r.Finished
-			for _, a := range r.Deployed {
-				if !slices.Contains(rep.Deployed, a) {
-					rep.Deployed = append(rep.Deployed, a)
-				}
-			}
-			for _, a := range r.Exempt {
-				if !slices.Contains(rep.Exempt, a) {
-					rep.Exempt = append(rep.Exempt, a)
-				}
-			}
+			rep.Deployed, rep.Exempt = union(rep.Deployed, r.Deployed), union(rep.Exempt, r.Exempt)
 			for _, res := range r.Results {
 				res.Lane = lane.Lane
 				have[res.Name] = true
@@ -197,4 +188,14 @@ func (rep *Report) Figures() string {
 	return fmt.Sprintf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\ngameday_vacuous_scenarios=%s\ngameday_alarms_total=%d\ngameday_alarms_proven=%d\ngameday_alarms_exempt=%s\n",
 		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends, strings.Join(rep.VacuousScenarios, ","),
 		rep.AlarmsTotal, rep.AlarmsProven, strings.Join(rep.Exempt, ","))
+}
+
+// union returns a with the elements of b it lacks appended.
+func union(a, b []string) []string {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			a = append(a, x)
+		}
+	}
+	return a
 }

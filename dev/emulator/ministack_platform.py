@@ -32,8 +32,11 @@ dispatch fell from 470 to 50-90 a minute, MiniStack at 80 % of a core once idle)
 5. Metric eviction. MiniStack copies every datapoint ever stored on each CloudWatch request to
    drop those older than two weeks; here at most once every 10 minutes.
 6. Alarm evaluation. MiniStack evaluates every alarm over every datapoint of its metric on each
-   PutMetricData; here each alarm skips, for good, the datapoints before its window (the window
-   only moves forward; a bucket only grows), with MiniStack's own verdicts otherwise.
+   PutMetricData, on the event loop that serves every request (a burst's EMF puts, each second,
+   kept it busy there and starved the functions' calls). Here a PutMetricData evaluates only the
+   alarms of the metrics it put, each at most every 10 s, and a thread evaluates every alarm each
+   minute; each alarm skips, for good, the datapoints before its window (the window only moves
+   forward; a bucket only grows), with MiniStack's own verdicts otherwise.
 
 `python ministack_platform.py --selftest` checks 4 to 6 without starting MiniStack.
 """
@@ -50,6 +53,7 @@ _NEEDED = {
                  "_send_ddb_stream_failure_record", "_request_account_id", "_emit_lambda_logs", "new_uuid"],
     sqs: ["_HANDLERS", "_queues"],
     cloudwatch: ["record_metric", "_metrics", "_evict_old_metrics", "_evaluate_alarm", "_calc_stats",
+                 "_evaluate_all_alarms", "_store_datum", "_alarms",
                  "_stat_value", "_record_history", "_dispatch_alarm_actions", "_evaluate_parent_alarms"],
 }
 
@@ -325,6 +329,52 @@ def _evaluate_alarm(alarm):
         cw._evaluate_parent_alarms(alarm)
 
 
+_touched = threading.local()
+_put_evaluated: dict = {}
+_PUT_EVAL_EVERY = 10.0
+
+
+def _wrap_store_datum(orig):
+    # Remembers, for this request's thread, the metrics a PutMetricData stored datums of.
+    def store(namespace, metric_name, *args, **kw):
+        getattr(_touched, "metrics", None) is None and setattr(_touched, "metrics", set())
+        _touched.metrics.add((namespace, metric_name))
+        return orig(namespace, metric_name, *args, **kw)
+    return store
+
+
+def _evaluate_put_alarms():
+    """PutMetricData's evaluation: the alarms of the metrics it put, each at most every
+    _PUT_EVAL_EVERY seconds."""
+    touched, _touched.metrics = getattr(_touched, "metrics", None) or set(), set()
+    now = time.time()
+    for alarm in cloudwatch._alarms.values():
+        key = (alarm.get("Namespace"), alarm.get("MetricName"))
+        name = alarm.get("AlarmName")
+        if key not in touched or now - _put_evaluated.get(name, 0.0) < _PUT_EVAL_EVERY:
+            continue
+        _put_evaluated[name] = now
+        try:
+            cloudwatch._evaluate_alarm(alarm)
+        except Exception:
+            pass
+
+
+def _evaluate_every_minute(orig_all):
+    while True:
+        time.sleep(60)
+        for key, alarm in list(cloudwatch._alarms._data.items()):
+            acct = key[0] if isinstance(key, tuple) and len(key) >= 2 else None
+            token = lambda_svc._request_account_id.set(acct) if acct else None
+            try:
+                cloudwatch._evaluate_alarm(alarm)
+            except Exception:
+                pass
+            finally:
+                if token is not None:
+                    lambda_svc._request_account_id.reset(token)
+
+
 def install():
     global _ENV_SEED
     _check()
@@ -334,6 +384,10 @@ def install():
     lambda_svc._emit_lambda_logs = _wrap_emit_logs(lambda_svc._emit_lambda_logs)
     cloudwatch._evict_old_metrics = _wrap_evict(cloudwatch._evict_old_metrics)
     cloudwatch._evaluate_alarm = _evaluate_alarm
+    cloudwatch._store_datum = _wrap_store_datum(cloudwatch._store_datum)
+    threading.Thread(target=_evaluate_every_minute, args=(cloudwatch._evaluate_all_alarms,),
+                     name="ministack-platform-alarms", daemon=True).start()
+    cloudwatch._evaluate_all_alarms = _evaluate_put_alarms
     lambda_svc._execute_function = _wrap_execute(lambda_svc._execute_function)
     lambda_svc._emit_lambda_metrics = _wrap_emit(lambda_svc._emit_lambda_metrics)
     lambda_svc._send_ddb_stream_failure_record = _wrap_failure_record(lambda_svc._send_ddb_stream_failure_record)
@@ -377,6 +431,17 @@ def _selftest():
     cloudwatch._evaluate_alarm(alarm)
     if alarm["StateValue"] != "ALARM":
         failed.append(f"alarm after a breaching datapoint (10 >= 5): {alarm['StateValue']}, want ALARM")
+    other = dict(alarm, AlarmName="selftest-other", MetricName="Other", StateValue="INSUFFICIENT_DATA")
+    cloudwatch._alarms["selftest-other"] = other
+    cloudwatch._alarms["selftest-alarm"] = dict(alarm, StateValue="INSUFFICIENT_DATA")
+    evaluated, evaluate = [], cloudwatch._evaluate_alarm
+    cloudwatch._evaluate_alarm = lambda a: (evaluated.append(a["AlarmName"]), evaluate(a))
+    for _ in range(2):  # two PutMetricData of M within a second
+        cloudwatch._store_datum("selftest", "M", {"D": "a"}, time.time(), "Count", 1.0, None, None, None)
+        cloudwatch._evaluate_all_alarms()
+    cloudwatch._evaluate_alarm = evaluate
+    if evaluated != ["selftest-alarm"] or cloudwatch._alarms["selftest-alarm"]["StateValue"] != "ALARM":
+        failed.append(f"two PutMetricData of one metric evaluated {evaluated}, want its alarm once (then ALARM)")
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")

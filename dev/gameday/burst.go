@@ -11,7 +11,7 @@ import (
 // Burst sizes: at least BurstMin requests, all submitted within BurstWithin.
 const (
 	BurstRate   = 75.0
-	BurstFor    = 27 * time.Second
+	BurstCount  = 2025 // 27 s at BurstRate
 	BurstMin    = 2000
 	BurstWithin = 30 * time.Second
 	// burstDeadline is each burst request's deadline, from its submission.
@@ -37,9 +37,7 @@ func Burst() Scenario {
 			x.mu.Lock()
 			x.burst = l
 			x.mu.Unlock()
-			burst, cancel := context.WithTimeout(context.WithoutCancel(ctx), BurstFor)
-			l.Run(burst)
-			cancel()
+			l.RunCount(context.WithoutCancel(ctx), BurstCount)
 			x.CountFault("burst-requests", int64(len(l.Sent())))
 		},
 		Check: checkBurst,

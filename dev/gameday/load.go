@@ -117,6 +117,25 @@ func (l *Load) Run(ctx context.Context) {
 	}
 }
 
+// RunCount submits n requests, the i-th at start + i/Rate (a schedule, not a ticker, which drops
+// ticks on a loaded machine), then waits for them all.
+func (l *Load) RunCount(ctx context.Context, n int) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		sleep(ctx, time.Until(start.Add(time.Duration(float64(i)*float64(time.Second)/l.Rate))))
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Submit(context.WithoutCancel(ctx), l.Number())
+		}()
+	}
+	wg.Wait()
+}
+
 // Submit sends one notification to to and records it.
 func (l *Load) Submit(ctx context.Context, to string) *Sent {
 	l.mu.Lock()

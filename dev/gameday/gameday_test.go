@@ -459,3 +459,21 @@ func TestStuck(t *testing.T) {
 		}
 	}
 }
+
+// TestBurstNumberSpreadsPrefixes: a burst's destinations stay under the prefix guard's 20 a
+// minute per 6-digit prefix (GuardPrefixDigits), far from the pumping prefixes.
+func TestBurstNumberSpreadsPrefixes(t *testing.T) {
+	per := map[string]int{}
+	for range BurstCount {
+		to := BurstNumber()
+		if strings.HasPrefix(to, PumpPrefix) || strings.HasPrefix(to, "+121256") {
+			t.Fatalf("%s... is a pumping prefix", to[:7])
+		}
+		per[to[1:7]]++
+	}
+	for p, n := range per {
+		if n >= 20 {
+			t.Errorf("prefix %s drew %d of %d destinations, want under the guard's 20", p, n, BurstCount)
+		}
+	}
+}

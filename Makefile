@@ -121,10 +121,13 @@ faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (cmd/faultproxy): 
 GAMEDAY_OUT ?= gameday-reports
 GAMEDAY_LANES ?= 3
 GAMEDAY_SCENARIOS ?= all
+# GAMEDAY_SABOTAGE=faults-off (no proxy rule, no simulator fault) or bridge-off (no EMF bridge)
+# must make the game day fail, naming the vacuous scenarios or the silent alarms.
+GAMEDAY_SABOTAGE ?=
 
 .PHONY: gameday
 gameday: ## Game day: every scenario, in GAMEDAY_LANES (3) lanes at once, each lane deployed to a MiniStack of its own behind the fault proxy (about an hour, an estimate); one report in gameday-reports/<UTC time>/.
-	GAMEDAY_LANES=$(GAMEDAY_LANES) GAMEDAY_SCENARIOS=$(GAMEDAY_SCENARIOS) ./infra/gameday.sh $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
+	GAMEDAY_LANES=$(GAMEDAY_LANES) GAMEDAY_SCENARIOS=$(GAMEDAY_SCENARIOS) GAMEDAY_SABOTAGE=$(GAMEDAY_SABOTAGE) ./infra/gameday.sh $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: gameday-ci
 gameday-ci: ## The short game day of .ci/run: 3 scenarios side by side (about 10 min); report in gameday-reports/ci-<UTC time>/.

@@ -84,6 +84,9 @@ if [[ -z "$endpoint" ]]; then
   # MiniStack with what it leaves out of the platform: a stream mapping's retries and OnFailure
   # record after MaximumRetryAttempts, and AWS/Lambda and AWS/SQS metrics for every invocation
   # and queue (its doc comment says how).
+  # ... and with its log streams, metric eviction and alarm evaluation kept from growing with
+  # the history; --selftest checks those against this MiniStack before it starts.
+  "$tools/ministack/bin/python" dev/emulator/ministack_platform.py --selftest
   echo "emulator: MiniStack on $endpoint"
   on_failure="$work/ministack.log"
   start_bg "$work/ministack.log" env GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 AWS_ENDPOINT_URL="$functions_endpoint" \
@@ -203,8 +206,14 @@ export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E_SIM2="ht
 # The EMF bridge: the functions' metrics, from their log groups, into the emulator's CloudWatch.
 # It reads each group from its start, so what the stack logged before is not lost; it starts
 # only now because its connections must not take the simulators' ports before they are bound.
+# GAMEDAY_SABOTAGE=bridge-off leaves it out: a game day must then fail, naming the alarms whose
+# metrics went silent.
 go build -o "$work/emfbridge" ./cmd/emfbridge
-start_bg "$work/emfbridge.log" "$work/emfbridge"
+if [[ "${GAMEDAY_SABOTAGE:-}" == bridge-off ]]; then
+  echo "emulator: GAMEDAY_SABOTAGE=bridge-off: no EMF bridge"
+else
+  start_bg "$work/emfbridge.log" "$work/emfbridge"
+fi
 export RESETNOTIFY_E2E_STACK="$stack"
 # The second caller of the ownership tests: a session of a role, assumed through the emulator's
 # STS (MiniStack passes each SigV4 caller's identity to the function, unverified; any role ARN

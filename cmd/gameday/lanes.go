@@ -114,6 +114,7 @@ func mergeLanes(w io.Writer, dirs []string, out string, catalogue []gameday.Scen
 	}
 	fmt.Fprint(w, rep.Figures())
 	fmt.Fprintf(w, "gameday: report in %s\n", filepath.Join(out, "gameday.md"))
+	printFailures(w, rep)
 	if rep.Failed() {
 		var why []string
 		if rep.Passed != rep.Scenarios {

@@ -285,6 +285,17 @@ func breaches(op types.ComparisonOperator, v, threshold float64) bool {
 	return false
 }
 
+// Datapoints returns how many periods of [start, end) hold a datapoint of the alarm's metric (of
+// its expression, for a metric-math alarm): none means the alarm saw only silence there.
+func (a Alarm) Datapoints(ctx context.Context, cw CloudWatchAPI, start, end time.Time) (int, error) {
+	period := a.period()
+	if period <= 0 {
+		return 0, fmt.Errorf("alarmeval: %s: no period", a.Name)
+	}
+	points, err := a.series(ctx, cw, start.Truncate(period), end, period)
+	return len(points), err
+}
+
 // series returns the alarm's datapoints in [start, end), oldest first.
 func (a Alarm) series(ctx context.Context, cw CloudWatchAPI, start, end time.Time, period time.Duration) ([]datapoint, error) {
 	if len(a.Metrics) > 0 {

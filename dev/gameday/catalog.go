@@ -38,21 +38,24 @@ func Scenarios() []Scenario {
 			Takes:    9 * time.Minute,
 			Proves:   "20 % of DynamoDB requests throttled for 2 minutes, every function's: the SDK's retries, the stream mapping's retries and the conditional writes absorb it; nothing is sent twice or late, nothing sticks, every version has its audit entry, and no alarm fires.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
-			Inject: rules(faultproxy.Rule{Service: "dynamodb", Kind: faultproxy.KindThrottle, Rate: 0.2}),
+			Inject:    rules(faultproxy.Rule{Service: "dynamodb", Kind: faultproxy.KindThrottle, Rate: 0.2}),
+			MinFaults: map[string]int64{"throttle": 20},
 		},
 		{
 			Name:     "dynamodb-lost-writes",
 			Takes:    9 * time.Minute,
 			Proves:   "5 % of DynamoDB write responses dropped after the write committed: every writer re-reads what it cannot know, so a committed lease or transition is never taken twice.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
-			Inject: rules(faultproxy.Rule{Service: "dynamodb", Operations: dynamoWrites, Kind: faultproxy.KindDropResponse, Rate: 0.05}),
+			Inject:    rules(faultproxy.Rule{Service: "dynamodb", Operations: dynamoWrites, Kind: faultproxy.KindDropResponse, Rate: 0.05}),
+			MinFaults: map[string]int64{"drop-response": 3},
 		},
 		{
 			Name:     "sqs-duplicates",
 			Takes:    10 * time.Minute,
 			Proves:   "10 % of SQS messages delivered twice for 2 minutes: the lease makes a duplicate dispatch message a no-op.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
-			Inject: rules(faultproxy.Rule{Service: "sqs", Operations: []string{"SendMessage", "SendMessageBatch"}, Kind: faultproxy.KindSQSDuplicate, Rate: 0.1}),
+			Inject:    rules(faultproxy.Rule{Service: "sqs", Operations: []string{"SendMessage", "SendMessageBatch"}, Kind: faultproxy.KindSQSDuplicate, Rate: 0.1}),
+			MinFaults: map[string]int64{"sqs-duplicate": 5},
 		},
 		{
 			Name: "dispatch-killed",
@@ -64,6 +67,7 @@ func Scenarios() []Scenario {
 			Expect: []string{"DispatchErrorsAlarm"}, Allow: []string{"DispatchUnknownBacklogAlarm", "ExpiryRateAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
 			Inject: rules(faultproxy.Rule{Service: "dynamodb", Operations: []string{"UpdateItem"}, Function: "DispatchFunction",
 				Match: "LEASE_ACQUIRED", Kind: faultproxy.KindKill, After: true, Rate: 0.3, Limit: 8}),
+			MinFaults: map[string]int64{"kill": 3},
 		},
 		{
 			Name:  "kms-outage",
@@ -89,22 +93,26 @@ func Scenarios() []Scenario {
 				faultproxy.Rule{Service: "kms", Function: "DispatchFunction", Kind: faultproxy.KindError500},
 				faultproxy.Rule{Service: "kms", Function: "DigestFunction", Kind: faultproxy.KindError500},
 				faultproxy.Rule{Service: "kms", Kind: faultproxy.KindError500}),
+			MinFaults: map[string]int64{"kill": 2, "error500": 2},
 		},
 		DigestFailing(),
+		Burst(),
 		{
 			Name:     "stream-batches-failing",
 			Takes:    10 * time.Minute,
 			Proves:   "the audit function's writes failing for 2 minutes: its stream batches are retried, then sent to AuditFailureQueue and replayed; every version ends with an entry or a visible gap.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
 			Expect: []string{"AuditFailureAlarm"}, Allow: []string{"AuditErrorsAlarm", "AuditIteratorAgeAlarm"},
-			Inject: rules(faultproxy.Rule{Service: "dynamodb", Operations: dynamoWrites, Function: "AuditFunction", Kind: faultproxy.KindError500}),
+			Inject:    rules(faultproxy.Rule{Service: "dynamodb", Operations: dynamoWrites, Function: "AuditFunction", Kind: faultproxy.KindError500}),
+			MinFaults: map[string]int64{"error500": 5},
 		},
 		{
 			Name:   "provider-down",
 			Takes:  25 * time.Minute,
 			Proves: "the first provider refusing every connection for 2 minutes: dispatch cools it down after 3 failures in a row and fails over to the second; ProviderCoolDownAlarm fires and clears.",
 			Hold:   2 * time.Minute, Rate: 2,
-			Expect: []string{"ProviderCoolDownAlarm"},
+			Expect:    []string{"ProviderCoolDownAlarm"},
+			MinFaults: map[string]int64{"provider-connections-refused (window)": 1},
 			Inject: func(ctx context.Context, x *Exec) error {
 				x.CountFault("provider-connections-refused (window)", 1)
 				return x.S.Sim(ctx, x.S.Sims[0], http.MethodPost, "/control/connections", simapi.Connections{Refuse: true}, nil)
@@ -120,6 +128,7 @@ func Scenarios() []Scenario {
 			Takes:  10 * time.Minute,
 			Proves: "every provider's lookup failing for 3 minutes while sends time out after the provider took them: records wait in dispatch_unknown, never re-sent, and settle once lookups answer (or expire unresolved).",
 			Hold:   3 * time.Minute, Rate: 2,
+			MinFaults: map[string]int64{"lookup-unavailable (window)": 1, "accept-then-timeout": 5},
 			Inject: func(ctx context.Context, x *Exec) error {
 				x.CountFault("lookup-unavailable (window)", 1)
 				return x.SimAll(ctx, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "unavailable"})
@@ -148,7 +157,8 @@ func Scenarios() []Scenario {
 			Takes:  66 * time.Minute,
 			Proves: "a range sent codes nobody uses (24 new destinations in 2 minutes, 12 a minute, none converted): dispatch blocks the prefix after ConversionMinSends and ConversionDropAlarm fires; later requests get 429 prefix-blocked.",
 			Hold:   2 * time.Minute, Rate: 1,
-			Expect: []string{"ConversionDropAlarm"},
+			Expect:    []string{"ConversionDropAlarm"},
+			MinFaults: map[string]int64{"pumping-requests": 20},
 			During: func(ctx context.Context, x *Exec) {
 				l := NewLoad(x.S, x.Scenario.Name+"-pump", 12.0/60)
 				l.Number, l.ConvertShare = pumpNumber("+121256"), 0
@@ -171,6 +181,7 @@ func NegativeControl() Scenario {
 		Proves: "the checks can fail: with dispatch's conditional writes switched off (no-condition), every dispatch message of its own load delivered twice " +
 			"and dispatch's updates held 1.5 s, a notification is sent twice and the runner reports the double send. Passes when it does.",
 		Platform: true, NegativeControl: true, Hold: time.Minute, Rate: 0.5,
+		MinFaults: map[string]int64{"sqs-duplicate": 1, "no-condition": 1},
 		// What a double send sets off downstream: receipts for the other attempt, and the audit
 		// function meeting two different records under one version.
 		Allow: []string{"AuditFailureAlarm", "AuditErrorsAlarm", "ProviderEventsReceiptMismatchAlarm", "ReconcileReceiptMismatchAlarm"},
@@ -194,8 +205,9 @@ func DigestFailing() Scenario {
 			"its archive step fails every minute (ArchiveErrorsAlarm, 3 of 5 minutes); once healed the periods are closed and archived late, and auditctl verify says late, never broken.",
 		Platform: true, Hold: 3 * time.Minute, Rate: 1,
 		Expect: []string{"DigestErrorsAlarm", "ArchiveErrorsAlarm"}, Allow: []string{"DigestLagAlarm", "ArchiveLagAlarm"},
-		Inject: rules(faultproxy.Rule{Function: "DigestFunction", Kind: faultproxy.KindError500}),
-		Charts: []ChartMetric{{Label: "DigestsWritten (Sum)", Metric: "DigestsWritten", Stat: "Sum", Dimensions: map[string]string{"Function": "digest"}}},
+		Inject:    rules(faultproxy.Rule{Function: "DigestFunction", Kind: faultproxy.KindError500}),
+		MinFaults: map[string]int64{"error500": 3},
+		Charts:    []ChartMetric{{Label: "DigestsWritten (Sum)", Metric: "DigestsWritten", Stat: "Sum", Dimensions: map[string]string{"Function": "digest"}}},
 	}
 }
 
@@ -208,7 +220,8 @@ func PumpingVelocity() Scenario {
 		Takes:  10 * time.Minute,
 		Proves: "an SMS-pumping burst (30 new destinations of one prefix in 25 s, over GuardPrefixPerMinute=20): intake refuses the rest with prefix-rate-limited and PrefixVelocityAlarm fires, then clears.",
 		Hold:   90 * time.Second, Rate: 1,
-		Expect: []string{"PrefixVelocityAlarm"},
+		Expect:    []string{"PrefixVelocityAlarm"},
+		MinFaults: map[string]int64{"pumping-requests": 25},
 		During: func(ctx context.Context, x *Exec) {
 			// The burst (25 s) must fall in one UTC minute, the guard's window: it starts at once
 			// in a minute's first half, else at the next minute. It runs to its end even past

@@ -13,7 +13,31 @@ import (
 const Evaluator = "dev/alarmeval (each deployed alarm's full definition from DescribeAlarms, evaluated over GetMetricData)"
 
 // EvalWatcher adapts an alarmeval.Watcher to AlarmWatcher.
-type EvalWatcher struct{ W *alarmeval.Watcher }
+type EvalWatcher struct {
+	W      *alarmeval.Watcher
+	cw     alarmeval.CloudWatchAPI
+	alarms []alarmeval.Alarm
+}
+
+// Silent returns the alarms (deployed names) whose metric had no datapoint in [start, end) and
+// whose missing data is not breaching: silence is not health, so such an alarm's "did not fire"
+// proves nothing.
+func (e *EvalWatcher) Silent(ctx context.Context, start, end time.Time) ([]string, error) {
+	var out []string
+	for _, a := range e.alarms {
+		if a.TreatMissingData == "breaching" {
+			continue
+		}
+		n, err := a.Datapoints(ctx, e.cw, start, end)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			out = append(out, a.Name)
+		}
+	}
+	return out, nil
+}
 
 // NewEvalWatcher loads the stack's alarms, with their full definitions, and watches them with
 // dev/alarmeval over MiniStack's CloudWatch (alarmeval.MiniStack corrects its pooled queries
@@ -24,7 +48,7 @@ func NewEvalWatcher(ctx context.Context, s *Stack) (*EvalWatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EvalWatcher{alarmeval.NewWatcher(cw, alarms)}, nil
+	return &EvalWatcher{W: alarmeval.NewWatcher(cw, alarms), cw: cw, alarms: alarms}, nil
 }
 
 // Poll evaluates every alarm at now.

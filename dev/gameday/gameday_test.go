@@ -2,12 +2,16 @@ package gameday
 
 import (
 	"context"
+	"fmt"
 	"image/png"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 // fakeWatcher replays a fixed list of transitions.
@@ -46,13 +50,17 @@ func TestJudgeAlarms(t *testing.T) {
 			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 9*time.Minute), tr("DigestErrorsAlarm", "OK", 10*time.Minute)}, 0, 1, []string{"later than its window"}},
 		{"another alarm fired", Scenario{},
 			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute), tr("PrefixVelocityAlarm", "OK", 4*time.Minute)}, 0, 1, []string{"does not name"}},
-		{"an allowed one fired", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
-			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 1, 1, nil},
+		{"an allowed one fired and cleared", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
+			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute), tr("PrefixVelocityAlarm", "OK", 5*time.Minute)}, 1, 1, nil},
+		{"an allowed one fired and never cleared", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
+			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 0, 1, []string{"never back to OK"}},
 		{"in ALARM from the deployment, then OK", Scenario{},
 			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute)}, 1, 1, nil},
 		{"in ALARM from the deployment, OK, then ALARM again", Scenario{},
 			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute), tr("DigestErrorsAlarm", "ALARM", 4*time.Minute)}, 0, 1, []string{"does not name"}},
 		{"quiet baseline", Scenario{}, []AlarmTransition{tr("DigestErrorsAlarm", "OK", 30*time.Second)}, 1, 1, nil},
+		{"fired, judged in the scenario beside it that allows it", Scenario{elsewhere: map[string]string{"PrefixVelocityAlarm": "other"}},
+			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 1, 1, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -234,6 +242,238 @@ func TestClearByCountsFromTheEndOfTheBreachsPeriod(t *testing.T) {
 	} {
 		if got := clearBy(at(c.from), c.defs).Format(time.TimeOnly); got != c.want {
 			t.Errorf("clearBy(%s, %d alarms) = %s, want %s", c.from, len(c.defs), got, c.want)
+		}
+	}
+}
+
+// TestBurstViolations breaks the burst's promise one way at a time and sees each reported.
+func TestBurstViolations(t *testing.T) {
+	start := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	build := func(n int, every time.Duration) ([]*Sent, map[string]Status, SimState) {
+		var sent []*Sent
+		finals := map[string]Status{}
+		sims := SimState{AcceptedByNotification: map[string]int{}}
+		for i := range n {
+			e := &Sent{Key: fmt.Sprintf("k%d", i), SubmittedAt: start.Add(time.Duration(i) * every), HTTP: http.StatusAccepted}
+			e.ExpiresAt = e.SubmittedAt.Add(10 * time.Minute)
+			sent = append(sent, e)
+			id := fmt.Sprintf("n%d", i)
+			finals[e.Key] = Status{NotificationID: id, State: "sent"}
+			sims.AcceptedByNotification[id] = 1
+			sims.Requests = append(sims.Requests, simapi.RequestEntry{ClientRef: id + "-a1", At: e.SubmittedAt.Add(time.Second)})
+		}
+		return sent, finals, sims
+	}
+	every := 13 * time.Millisecond
+	if v := BurstViolations(build(BurstMin, every)); len(v) != 0 {
+		t.Fatalf("a good burst: %v", v)
+	}
+	cases := map[string]func(sent []*Sent, finals map[string]Status, sims *SimState){
+		"expired": func(sent []*Sent, finals map[string]Status, _ *SimState) {
+			finals["k7"] = Status{NotificationID: "n7", State: "expired"}
+		},
+		"refused":    func(sent []*Sent, _ map[string]Status, _ *SimState) { sent[3].HTTP = http.StatusServiceUnavailable },
+		"twice":      func(_ []*Sent, _ map[string]Status, sims *SimState) { sims.AcceptedByNotification["n9"] = 2 },
+		"never":      func(_ []*Sent, _ map[string]Status, sims *SimState) { delete(sims.AcceptedByNotification, "n9") },
+		"late":       func(sent []*Sent, _ map[string]Status, sims *SimState) { sims.Requests[5].At = sent[5].ExpiresAt },
+		"unreadable": func(_ []*Sent, finals map[string]Status, _ *SimState) { delete(finals, "k11") },
+	}
+	for name, breakIt := range cases {
+		sent, finals, sims := build(BurstMin, every)
+		breakIt(sent, finals, &sims)
+		if v := BurstViolations(sent, finals, sims); len(v) != 1 {
+			t.Errorf("%s: %v, want one violation", name, v)
+		}
+	}
+	if v := BurstViolations(build(BurstMin-1, every)); len(v) != 1 {
+		t.Errorf("too few: %v", v)
+	}
+	if v := BurstViolations(build(BurstMin, 16*time.Millisecond)); len(v) != 1 {
+		t.Errorf("too slow (32 s): %v", v)
+	}
+}
+
+// silentWatcher is a fakeWatcher that reports some alarms silent.
+type silentWatcher struct {
+	fakeWatcher
+	silent []string
+}
+
+func (s *silentWatcher) Silent(context.Context, time.Time, time.Time) ([]string, error) {
+	return s.silent, nil
+}
+
+// TestJudgeSilence: an alarm that did not fire while its metric was silent fails the scenario
+// (a stopped EMF bridge); one that fired is judged by its transitions instead.
+func TestJudgeSilence(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)
+	at := t0.Add(2 * time.Minute)
+	w := &silentWatcher{silent: []string{"st-DigestErrorsAlarm-ABC", "st-PrefixVelocityAlarm-DEF"}}
+	r := &Run{S: &Stack{Name: "st"}, Watcher: w}
+	res := Result{Start: t0, End: t0.Add(10 * time.Minute), Alarms: []AlarmResult{{Name: "PrefixVelocityAlarm", AlarmAt: &at}}}
+	r.judgeSilence(context.Background(), &res)
+	if len(res.Silent) != 1 || res.Silent[0] != "DigestErrorsAlarm" || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "DigestErrorsAlarm") {
+		t.Errorf("silent %v, errors %v: want DigestErrorsAlarm alone, named", res.Silent, res.Errors)
+	}
+	w.silent = nil
+	res = Result{Start: t0, End: t0.Add(10 * time.Minute)}
+	r.judgeSilence(context.Background(), &res)
+	if len(res.Errors) != 0 {
+		t.Errorf("no silent alarm: errors %v", res.Errors)
+	}
+}
+
+// TestVacuous: a scenario that injected fewer faults of a kind than it needs is vacuous, and
+// every scenario but the baseline names its fault kinds.
+func TestVacuous(t *testing.T) {
+	min := map[string]int64{"throttle": 20, "kill": 2}
+	if v := Vacuous(min, map[string]int64{"throttle": 20, "kill": 2}); len(v) != 0 {
+		t.Errorf("enough faults: %v", v)
+	}
+	if v := Vacuous(min, map[string]int64{"throttle": 19, "kill": 5}); len(v) != 1 || !strings.Contains(v[0], "19 throttle") {
+		t.Errorf("19 of 20 throttles: %v", v)
+	}
+	if v := Vacuous(min, nil); len(v) != 2 {
+		t.Errorf("nothing injected (faults-off): %v, want both kinds named", v)
+	}
+	for _, sc := range Scenarios() {
+		if (len(sc.MinFaults) == 0) != (sc.Name == "baseline") {
+			t.Errorf("%s: fault kinds %v: every scenario but the baseline names its own", sc.Name, sc.MinFaults)
+		}
+		for k, n := range sc.MinFaults {
+			if n <= 0 {
+				t.Errorf("%s: at least %d %s proves nothing", sc.Name, n, k)
+			}
+		}
+	}
+}
+
+// TestWaitNoAlarm: an alarm still in ALARM when the wait ends is named; none, nothing.
+func TestWaitNoAlarm(t *testing.T) {
+	r := &Run{S: &Stack{Name: "st"}}
+	r.history = []stateSample{{time.Now(), map[string]string{"st-DigestLagAlarm-ABC": "ALARM", "st-DigestErrorsAlarm-DEF": "OK"}}}
+	if got := r.waitNoAlarm(context.Background(), 0); len(got) != 1 || got[0] != "DigestLagAlarm" {
+		t.Errorf("in ALARM: %v, want DigestLagAlarm", got)
+	}
+	r.history = append(r.history, stateSample{time.Now(), map[string]string{"st-DigestLagAlarm-ABC": "OK"}})
+	if got := r.waitNoAlarm(context.Background(), time.Minute); len(got) != 0 {
+		t.Errorf("all OK: %v", got)
+	}
+}
+
+// TestAlarmProofs: the report counts an alarm proven by the first scenario that expected it and
+// saw it fire and clear, and reads the exempt list from the docs' bullets.
+func TestAlarmProofs(t *testing.T) {
+	doc := "intro\n\n" + exemptMarker + " Each alarm...\n(below). Exempt, at most three:\n\n" +
+		"- `SlowBurnAlarm`: takes 30 minutes. AWS-side test:\n  FIS for 35 minutes.\n- `OtherAlarm`: the same.\n\n`x_test.go` holds it.\n- `NotExempt`: a later list\n"
+	exempt := ExemptFromDocs(doc)
+	if strings.Join(exempt, ",") != "SlowBurnAlarm,OtherAlarm" {
+		t.Fatalf("exempt %v, want SlowBurnAlarm,OtherAlarm", exempt)
+	}
+	s := 30.0
+	rep := &Report{Deployed: []string{"AAlarm", "BAlarm", "SlowBurnAlarm"}, Exempt: exempt, Results: []Result{
+		{Name: "one", Alarms: []AlarmResult{{Name: "AAlarm", Expected: true, AsExpected: true, ToAlarmSeconds: &s}, {Name: "BAlarm", Allowed: true, AsExpected: true}}},
+		{Name: "two", Alarms: []AlarmResult{{Name: "BAlarm", Expected: true, AsExpected: false}}},
+	}}
+	rep.Summarize()
+	if rep.AlarmsTotal != 3 || rep.AlarmsProven != 1 || rep.Proofs[0].Scenario != "one" || rep.Proofs[1].Scenario != "" || !rep.Proofs[2].Exempt {
+		t.Errorf("total %d proven %d proofs %+v: want 3, 1 (AAlarm by one; BAlarm only allowed, then failed; SlowBurnAlarm exempt)", rep.AlarmsTotal, rep.AlarmsProven, rep.Proofs)
+	}
+	if !strings.Contains(rep.Figures(), "gameday_alarms_proven=1\n") {
+		t.Errorf("figures: %s", rep.Figures())
+	}
+}
+
+// TestJudgedIn: side by side, an alarm is judged where it is expected, else where it is first
+// allowed; an allowance never spreads to the other scenarios.
+func TestJudgedIn(t *testing.T) {
+	got := JudgedIn([]Scenario{
+		{Name: "a", Allow: []string{"X", "Y"}},
+		{Name: "b", Expect: []string{"X"}, Allow: []string{"Z"}},
+		{Name: "c", Allow: []string{"Y"}},
+	})
+	want := map[string]string{"X": "b", "Y": "a", "Z": "b"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("JudgedIn %v, want %v", got, want)
+	}
+}
+
+// TestCheckProviders breaks each provider-side detector in turn (the negative controls of the
+// double send, the late send and liveness) and sees it report, from the providers' records and
+// the load's own expires_at alone.
+func TestCheckProviders(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	e := &Sent{EventID: "e1", Key: "k1", SubmittedAt: t0, ExpiresAt: t0.Add(3 * time.Minute), HTTP: http.StatusAccepted}
+	good := func() (map[string]finalState, SimState) {
+		finals := map[string]finalState{"k1": {st: Status{NotificationID: "n1", State: "sent"}, deadline: t0.Add(3 * time.Minute)}}
+		sims := SimState{AcceptedByNotification: map[string]int{"n1": 1},
+			Requests: []simapi.RequestEntry{{ClientRef: "n1-a1", At: t0.Add(time.Second)}}}
+		return finals, sims
+	}
+	finals, sims := good()
+	var inv Invariants
+	checkProviders([]*Sent{e}, finals, sims, &inv)
+	if inv.Count() != 0 {
+		t.Fatalf("a good send: %v", inv.Violations)
+	}
+	cases := map[string]struct {
+		breakIt func(map[string]finalState, *SimState)
+		count   func(Invariants) int
+	}{
+		"double send": {func(_ map[string]finalState, s *SimState) { s.AcceptedByNotification["n1"] = 2 }, func(i Invariants) int { return i.DoubleSends }},
+		// The stack reports a later deadline than the load asked for: the load's own counts.
+		"late send": {func(f map[string]finalState, s *SimState) {
+			f["k1"] = finalState{st: f["k1"].st, deadline: t0.Add(time.Hour)}
+			s.Requests[0].At = t0.Add(3 * time.Minute)
+		}, func(i Invariants) int { return i.LateSends }},
+		"sent, no provider accepted it": {func(_ map[string]finalState, s *SimState) { delete(s.AcceptedByNotification, "n1") }, func(i Invariants) int { return i.Unconfirmed }},
+	}
+	for name, c := range cases {
+		finals, sims := good()
+		c.breakIt(finals, &sims)
+		var inv Invariants
+		checkProviders([]*Sent{e}, finals, sims, &inv)
+		if c.count(inv) != 1 || inv.Count() != 1 {
+			t.Errorf("%s: %+v, want it counted once", name, inv)
+		}
+	}
+}
+
+// TestStuck is the stuck-record detector's negative control: a record left dispatching past its
+// deadline and the sweep grace is stuck; within the grace, or terminal, it is not.
+func TestStuck(t *testing.T) {
+	dl := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		state string
+		after time.Duration
+		want  bool
+	}{
+		{"dispatching", SweepGrace + time.Second, true},
+		{"dispatch_unknown", 10 * time.Minute, true},
+		{"dispatching", SweepGrace - time.Second, false},
+		{"expired", 10 * time.Minute, false},
+		{"sent", 10 * time.Minute, false},
+	} {
+		if got := stuck(c.state, dl, dl.Add(c.after)); got != c.want {
+			t.Errorf("%s %s after its deadline: stuck %v, want %v", c.state, c.after, got, c.want)
+		}
+	}
+}
+
+// TestBurstNumberSpreadsPrefixes: a burst's destinations stay under the prefix guard's 20 a
+// minute per 6-digit prefix (GuardPrefixDigits), far from the pumping prefixes.
+func TestBurstNumberSpreadsPrefixes(t *testing.T) {
+	per := map[string]int{}
+	for range BurstCount {
+		to := BurstNumber()
+		if strings.HasPrefix(to, PumpPrefix) || strings.HasPrefix(to, "+121256") {
+			t.Fatalf("%s... is a pumping prefix", to[:7])
+		}
+		per[to[1:7]]++
+	}
+	for p, n := range per {
+		if n >= 20 {
+			t.Errorf("prefix %s drew %d of %d destinations, want under the guard's 20", p, n, BurstCount)
 		}
 	}
 }

@@ -37,6 +37,8 @@ type Invariants struct {
 	// LateSends counts the send requests any provider got at or after the notification's
 	// dispatch deadline.
 	LateSends int `json:"late_sends"`
+	// Unconfirmed counts the records sent or delivered that no provider accepted a message for.
+	Unconfirmed int `json:"unconfirmed"`
 	// Stuck counts the records still non-terminal past their deadline plus SweepGrace.
 	Stuck int `json:"stuck"`
 	// AuditBehind counts the records whose audit chain does not end at the record's state,
@@ -116,7 +118,7 @@ func CheckInvariants(ctx context.Context, s *Stack, sent []*Sent, from time.Time
 		}
 		inv.Notifications++
 		inv.States[f.st.State]++
-		if slices.Contains(nonTerminal, f.st.State) && now.After(f.deadline.Add(SweepGrace)) {
+		if stuck(f.st.State, f.deadline, now) {
 			inv.Stuck++
 			inv.violate("%s: still %s %s after its dispatch deadline", e.EventID, f.st.State, now.Sub(f.deadline).Round(time.Second))
 		}
@@ -126,35 +128,7 @@ func CheckInvariants(ctx context.Context, s *Stack, sent []*Sent, from time.Time
 	if err != nil {
 		inv.violate("read the simulators: %v", err)
 	}
-	// Each attempt's client_ref is "<notification ID>-a<attempt>": the messages and requests are
-	// matched to notifications by it, not by number (two notifications may share a number).
-	byID := map[string]*Sent{}
-	for _, e := range sent {
-		if f, ok := finals[e.Key]; ok && f.st.NotificationID != "" {
-			byID[f.st.NotificationID] = e
-		}
-	}
-	for id, n := range sims.AcceptedByNotification {
-		if e := byID[id]; e != nil && n > 1 {
-			inv.DoubleSends += n - 1
-			inv.violate("%s: %d messages accepted by the chain's providers, want at most 1", e.EventID, n)
-		}
-	}
-	for _, r := range sims.Requests {
-		e := byID[NotificationOfRef(r.ClientRef)]
-		if e == nil {
-			continue
-		}
-		f := finals[e.Key]
-		if f.deadline.IsZero() {
-			continue
-		}
-		if !r.At.Before(f.deadline) {
-			inv.LateSends++
-			inv.violate("%s: send request at %s, %s after its dispatch deadline", e.EventID, r.At.Format(time.RFC3339), r.At.Sub(f.deadline))
-		}
-	}
-
+	checkProviders(sent, finals, sims, &inv)
 	checkAudit(ctx, s, sent, finals, from, &inv, logf)
 	scanLogs(ctx, s, sent, from, &inv)
 	return inv
@@ -354,4 +328,57 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// checkProviders checks the providers' own records (every simulator of the chain) against the
+// notifications: none accepted more than once, no send request at or after the earlier of the
+// stack's deadline and the load's own expires_at, and every record the stack says was sent
+// (sent or delivered) accepted by a provider (liveness: a state no provider confirms is a lie).
+func checkProviders(sent []*Sent, finals map[string]finalState, sims SimState, inv *Invariants) {
+	// Each attempt's client_ref is "<notification ID>-a<attempt>": the messages and requests are
+	// matched to notifications by it, not by number (two notifications may share a number).
+	byID := map[string]*Sent{}
+	for _, e := range sent {
+		if f, ok := finals[e.Key]; ok && f.st.NotificationID != "" {
+			byID[f.st.NotificationID] = e
+		}
+	}
+	for id, n := range sims.AcceptedByNotification {
+		if e := byID[id]; e != nil && n > 1 {
+			inv.DoubleSends += n - 1
+			inv.violate("%s: %d messages accepted by the chain's providers, want at most 1", e.EventID, n)
+		}
+	}
+	for _, r := range sims.Requests {
+		e := byID[NotificationOfRef(r.ClientRef)]
+		if e == nil {
+			continue
+		}
+		// The earlier of the stack's dispatch deadline and the load's own expires_at: a stack
+		// that reported a later deadline than it was asked for cannot hide a late send.
+		deadline := finals[e.Key].deadline
+		if !e.ExpiresAt.IsZero() && (deadline.IsZero() || e.ExpiresAt.Before(deadline)) {
+			deadline = e.ExpiresAt
+		}
+		if deadline.IsZero() {
+			continue
+		}
+		if !r.At.Before(deadline) {
+			inv.LateSends++
+			inv.violate("%s: send request at %s, %s after its deadline", e.EventID, r.At.Format(time.RFC3339), r.At.Sub(deadline))
+		}
+	}
+
+	for id, e := range byID {
+		if st := finals[e.Key].st.State; (st == "sent" || st == "delivered") && sims.AcceptedByNotification[id] == 0 {
+			inv.Unconfirmed++
+			inv.violate("%s: %s, but no provider of the chain accepted a message for it", e.EventID, st)
+		}
+	}
+}
+
+// stuck says a record in state, with its dispatch deadline, is still non-terminal at now past
+// its deadline plus SweepGrace.
+func stuck(state string, deadline, now time.Time) bool {
+	return slices.Contains(nonTerminal, state) && now.After(deadline.Add(SweepGrace))
 }

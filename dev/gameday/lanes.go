@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -105,6 +106,7 @@ func MergeLanes(runs []LaneRun, catalogue []Scenario) *Report {
 				rep.Finished = r.Finished
 			}
 			lane.Started, lane.Finished = r.Started, r.Finished
+			rep.Deployed, rep.Exempt = union(rep.Deployed, r.Deployed), union(rep.Exempt, r.Exempt)
 			for _, res := range r.Results {
 				res.Lane = lane.Lane
 				have[res.Name] = true
@@ -131,6 +133,8 @@ func MergeLanes(runs []LaneRun, catalogue []Scenario) *Report {
 		return len(catalogue)
 	}
 	slices.SortStableFunc(rep.Results, func(a, b Result) int { return cmp.Compare(index(a.Name), index(b.Name)) })
+	slices.Sort(rep.Deployed)
+	slices.Sort(rep.Exempt)
 	rep.Summarize()
 	return rep
 }
@@ -181,6 +185,17 @@ func (rep *Report) Failed() bool {
 // Figures are the report's figures as name=value lines, as cmd/gameday prints them.
 func (rep *Report) Figures() string {
 	rep.Summarize()
-	return fmt.Sprintf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\n",
-		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends)
+	return fmt.Sprintf("gameday_scenarios=%d\ngameday_invariant_violations=%d\ngameday_alarms_as_expected_share=%.2f\ngameday_faults_injected=%d\ngameday_negative_control_double_sends=%d\ngameday_vacuous_scenarios=%s\ngameday_alarms_total=%d\ngameday_alarms_proven=%d\ngameday_alarms_exempt=%s\n",
+		rep.Scenarios, rep.InvariantViolations, rep.AlarmsAsExpected, rep.FaultsInjected, rep.NegativeControlDoubleSends, strings.Join(rep.VacuousScenarios, ","),
+		rep.AlarmsTotal, rep.AlarmsProven, strings.Join(rep.Exempt, ","))
+}
+
+// union returns a with the elements of b it lacks appended.
+func union(a, b []string) []string {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			a = append(a, x)
+		}
+	}
+	return a
 }

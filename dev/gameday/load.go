@@ -17,6 +17,8 @@ type Sent struct {
 	// To and Code are the secrets of the request: the log scan looks for them.
 	To, Code    string
 	SubmittedAt time.Time
+	// ExpiresAt is the expires_at the load sent: the runner's own deadline, not the stack's.
+	ExpiresAt time.Time
 	// HTTP is the API's answer to the POST (0: no answer).
 	HTTP int
 	// Convert says the load reports the code as used once it is sent (a real user resetting
@@ -115,6 +117,25 @@ func (l *Load) Run(ctx context.Context) {
 	}
 }
 
+// RunCount submits n requests, the i-th at start + i/Rate (a schedule, not a ticker, which drops
+// ticks on a loaded machine), then waits for them all.
+func (l *Load) RunCount(ctx context.Context, n int) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		sleep(ctx, time.Until(start.Add(time.Duration(float64(i)*float64(time.Second)/l.Rate))))
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Submit(context.WithoutCancel(ctx), l.Number())
+		}()
+	}
+	wg.Wait()
+}
+
 // Submit sends one notification to to and records it.
 func (l *Load) Submit(ctx context.Context, to string) *Sent {
 	l.mu.Lock()
@@ -126,10 +147,11 @@ func (l *Load) Submit(ctx context.Context, to string) *Sent {
 		SubmittedAt: time.Now().UTC(), Convert: float64(randInt(1000))/1000 < l.ConvertShare,
 	}
 	e.Key = e.EventID + ":sms:password_reset"
+	e.ExpiresAt = e.SubmittedAt.Add(l.DeadlineIn + l.s.margin)
 	body, _ := json.Marshal(map[string]any{
 		"event_id": e.EventID, "channel": "sms", "purpose": "password_reset", "to": to, "locale": "en",
 		"params":     map[string]string{"code": e.Code},
-		"expires_at": e.SubmittedAt.Add(l.DeadlineIn + l.s.margin).Format(time.RFC3339Nano),
+		"expires_at": e.ExpiresAt.Format(time.RFC3339Nano),
 	})
 	if r, err := l.s.Call(ctx, http.MethodPost, "/v1/notifications", body); err == nil {
 		e.HTTP = r.Code

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,11 @@ type Result struct {
 	Invariants   Invariants `json:"invariants"`
 	Errors       []string   `json:"errors,omitempty"`
 	Chart        string     `json:"chart,omitempty"`
+	// Silent are the alarms that did not fire while their metric had no datapoint and their
+	// missing data is not breaching (Run.judgeSilence): the scenario fails.
+	Silent []string `json:"silent_alarms,omitempty"`
+	// Vacuous: fewer faults of a kind were injected than the scenario needs (Scenario.MinFaults).
+	Vacuous bool `json:"vacuous,omitempty"`
 	// NegativeControl: the scenario passes when its invariants break.
 	NegativeControl bool `json:"negative_control,omitempty"`
 	Passed          bool `json:"passed"`
@@ -99,18 +105,63 @@ type Report struct {
 	FaultsInjected      int64   `json:"gameday_faults_injected"`
 	Passed              int     `json:"gameday_scenarios_passed"`
 	// NegativeControlDoubleSends are the double sends of the negative control (goal: above 0).
-	NegativeControlDoubleSends int      `json:"gameday_negative_control_double_sends"`
-	Results                    []Result `json:"scenarios"`
+	NegativeControlDoubleSends int `json:"gameday_negative_control_double_sends"`
+	// Deployed are the stack's alarms (logical IDs), Exempt those docs/operations.md exempts
+	// from proof; AlarmsTotal is len(Deployed), AlarmsProven those some scenario expected and
+	// saw fire and clear (Proofs: the first such scenario of each).
+	Deployed     []string     `json:"deployed_alarms"`
+	Exempt       []string     `json:"gameday_alarms_exempt"`
+	AlarmsTotal  int          `json:"gameday_alarms_total"`
+	AlarmsProven int          `json:"gameday_alarms_proven"`
+	Proofs       []AlarmProof `json:"alarm_proofs"`
+	// VacuousScenarios are the scenarios that injected fewer faults than they need.
+	VacuousScenarios []string `json:"gameday_vacuous_scenarios"`
+	Results          []Result `json:"scenarios"`
 	// Lanes are the lanes of a game day run in lanes (MergeLanes), each on a stack of its own.
 	Lanes []Lane `json:"lanes,omitempty"`
 }
 
+// AlarmProof is the scenario that proved an alarm (expected it, saw it fire in its window and
+// clear), with the times to ALARM (from the fault's start) and to OK (from its end); Scenario
+// is empty for an alarm no scenario proved.
+type AlarmProof struct {
+	Alarm          string   `json:"alarm"`
+	Scenario       string   `json:"scenario,omitempty"`
+	ToAlarmSeconds *float64 `json:"to_alarm_seconds,omitempty"`
+	ToOKSeconds    *float64 `json:"to_ok_seconds,omitempty"`
+	Exempt         bool     `json:"exempt,omitempty"`
+}
+
+// summarizeProofs fills Proofs, AlarmsTotal and AlarmsProven from the deployed alarms and the
+// results.
+func (rep *Report) summarizeProofs() {
+	rep.Proofs, rep.AlarmsProven = nil, 0
+	rep.AlarmsTotal = len(rep.Deployed)
+	for _, name := range rep.Deployed {
+		p := AlarmProof{Alarm: name, Exempt: slices.Contains(rep.Exempt, name)}
+		for _, r := range rep.Results {
+			i := slices.IndexFunc(r.Alarms, func(a AlarmResult) bool { return a.Name == name && a.Expected && a.AsExpected })
+			if i >= 0 && !r.NegativeControl {
+				p.Scenario, p.ToAlarmSeconds, p.ToOKSeconds = r.Name, r.Alarms[i].ToAlarmSeconds, r.Alarms[i].ToOKSeconds
+				rep.AlarmsProven++
+				break
+			}
+		}
+		rep.Proofs = append(rep.Proofs, p)
+	}
+}
+
 // Summarize fills the report's figures from its results.
 func (rep *Report) Summarize() {
+	rep.summarizeProofs()
 	rep.Scenarios = len(rep.Results)
 	good, judged := 0, 0
 	rep.InvariantViolations, rep.FaultsInjected, rep.Passed, rep.NegativeControlDoubleSends = 0, 0, 0, 0
+	rep.VacuousScenarios = []string{}
 	for _, r := range rep.Results {
+		if r.Vacuous {
+			rep.VacuousScenarios = append(rep.VacuousScenarios, r.Name)
+		}
 		if r.NegativeControl {
 			rep.NegativeControlDoubleSends += r.Invariants.DoubleSends
 		} else {
@@ -155,7 +206,24 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "| `gameday_invariant_violations` | %d | 0 |\n", rep.InvariantViolations)
 	fmt.Fprintf(&b, "| `gameday_alarms_as_expected_share` | %.2f | 1.00 |\n", rep.AlarmsAsExpected)
 	fmt.Fprintf(&b, "| `gameday_faults_injected` | %d | |\n", rep.FaultsInjected)
-	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n\n", rep.NegativeControlDoubleSends)
+	fmt.Fprintf(&b, "| `gameday_negative_control_double_sends` | %d | above 0 when the negative control ran |\n", rep.NegativeControlDoubleSends)
+	fmt.Fprintf(&b, "| `gameday_vacuous_scenarios` | %s | none |\n", strings.Join(rep.VacuousScenarios, ", "))
+	fmt.Fprintf(&b, "| `gameday_alarms_total` | %d | |\n| `gameday_alarms_proven` | %d | total less exempt |\n| `gameday_alarms_exempt` | %s | at most 3 |\n\n",
+		rep.AlarmsTotal, rep.AlarmsProven, strings.Join(rep.Exempt, ", "))
+	if len(rep.Proofs) > 0 {
+		b.WriteString("| alarm | proved by | time to ALARM | time to OK |\n| --- | --- | --- | --- |\n")
+		for _, p := range rep.Proofs {
+			by := p.Scenario
+			switch {
+			case by == "" && p.Exempt:
+				by = "exempt (docs/operations.md)"
+			case by == "":
+				by = "**no scenario**"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", p.Alarm, by, secs(p.ToAlarmSeconds, "after the fault began"), secs(p.ToOKSeconds, "after it ended"))
+		}
+		b.WriteString("\n")
+	}
 	if len(rep.Lanes) > 0 {
 		fmt.Fprintf(&b, "Run in %d lanes, each on a stack of its own (its own MiniStack, fault proxy and simulators), its scenarios one after the other:\n\n", len(rep.Lanes))
 		b.WriteString("| lane | scenarios | took (its stack's setup aside) | exit | report |\n| --- | --- | --- | --- | --- |\n")
@@ -305,4 +373,29 @@ func shortFunction(name string) string {
 		}
 	}
 	return name
+}
+
+// exemptMarker opens docs/operations.md's list of the alarms exempt from proof on the emulator.
+const exemptMarker = "**Proven on the emulator, or exempt.**"
+
+// ExemptFromDocs returns the alarms of docs/operations.md's exempt list: the bullets
+// ("- `AlarmName`: why, and the AWS-side test") after exemptMarker, up to the next paragraph.
+func ExemptFromDocs(doc string) []string {
+	var out []string
+	in, bullets := false, false
+	for _, line := range strings.Split(doc, "\n") {
+		switch {
+		case strings.HasPrefix(line, exemptMarker):
+			in = true
+		case !in:
+		case strings.HasPrefix(line, "- `"):
+			bullets = true
+			if name, _, ok := strings.Cut(strings.TrimPrefix(line, "- `"), "`"); ok {
+				out = append(out, name)
+			}
+		case bullets && line != "" && !strings.HasPrefix(line, " "), strings.HasPrefix(line, "#"):
+			return out
+		}
+	}
+	return out
 }

@@ -32,6 +32,11 @@ type Scenario struct {
 	Hold time.Duration
 	// Rate is the steady load, in requests per second.
 	Rate float64
+	// MinFaults names the scenario's fault kinds and the least number of injections of each
+	// (the proxy's count of the scenario's rules, or the runner's of the simulators' faults and
+	// extra loads): fewer makes the run vacuous, and the scenario fails. Only the baseline has
+	// none.
+	MinFaults map[string]int64
 	// Inject starts the fault; Remove ends it (the proxy's rules are cleared in any case).
 	Inject func(ctx context.Context, x *Exec) error
 	Remove func(ctx context.Context, x *Exec) error
@@ -41,6 +46,11 @@ type Scenario struct {
 	// invariants break (a double send), which shows the checks can fail; its violations are
 	// not counted in gameday_invariant_violations.
 	NegativeControl bool
+	// Check, when set, judges the scenario's own promise after the invariants; each string it
+	// returns fails the scenario.
+	Check func(ctx context.Context, x *Exec) []string
+	// elsewhere maps the alarms another scenario run beside this one judges to that scenario.
+	elsewhere map[string]string
 	// Charts are the metrics drawn besides the alarms' (name, stat, dimensions).
 	Charts []ChartMetric
 	// Takes is how long the scenario takes, start to verdict, on a stack of its own (the
@@ -70,6 +80,13 @@ type Run struct {
 	Logf    func(format string, args ...any)
 	// Scale multiplies every scenario's hold (CI runs at a smaller scale).
 	Scale float64
+	// Sabotage is GAMEDAY_SABOTAGE: "faults-off" adds no proxy rule and makes no simulator
+	// control call, so that a scenario that needs its faults must fail as vacuous.
+	Sabotage string
+	// StartWait bounds the wait, before a scenario, for every alarm to leave ALARM (on a fresh
+	// stack, those that treat missing data as breaching are in ALARM until their first periods
+	// with data); one still in ALARM then fails the scenario.
+	StartWait time.Duration
 	// Settle is the alarm period a scenario waits out after its checks (settle): zero when
 	// scenarios run side by side, with nothing after them.
 	Settle time.Duration
@@ -90,6 +107,8 @@ type Exec struct {
 	simFaults map[string]int64
 	rules     []faultproxy.Rule
 	hold      time.Duration
+	// burst is the burst scenario's load.
+	burst *Load
 }
 
 type stateSample struct {
@@ -116,6 +135,10 @@ func (x *Exec) CountFault(kind string, n int64) {
 func (x *Exec) AddRules(ctx context.Context, rules ...faultproxy.Rule) error {
 	if x.Proxy == nil {
 		return fmt.Errorf("this scenario needs the fault proxy: run under RESETNOTIFY_FAULT_PROXY=1 infra/emulator.sh")
+	}
+	if x.Sabotage == SabotageFaultsOff {
+		x.Logf("%s: sabotage %s: %d proxy rules not added", x.Scenario.Name, x.Sabotage, len(rules))
+		return nil
 	}
 	for i := range rules {
 		rules[i].For = x.hold
@@ -157,6 +180,9 @@ func (x *Exec) ownFaults(before, after faultproxy.Counts) []faultproxy.FaultCoun
 
 // SimAll calls the control API of every simulator of the chain.
 func (r *Run) SimAll(ctx context.Context, method, path string, body any) error {
+	if r.Sabotage == SabotageFaultsOff {
+		return nil
+	}
 	for _, base := range r.S.Sims {
 		if err := r.S.Sim(ctx, base, method, path, body, nil); err != nil {
 			return err
@@ -227,15 +253,19 @@ func (r *Run) transitions(from, to time.Time) []AlarmTransition {
 }
 
 // ExecuteTogether runs scenarios side by side, each with its own load and destinations (a
-// short game day, where a minute counts); at most one of them may use the proxy. An alarm that
-// one of them expects or allows is allowed in the others.
+// short game day, where a minute counts); their proxy rules must not overlap. Allowances stay
+// apart: each alarm is judged in one scenario only, the one that expects it, else the one that
+// allows it (JudgedIn); the others leave it to that one.
 func (r *Run) ExecuteTogether(ctx context.Context, scs []Scenario) []Result {
 	out := make([]Result, len(scs))
+	owner := JudgedIn(scs)
 	var wg sync.WaitGroup
-	for i, sc := range scs {
-		for j, other := range scs {
-			if j != i {
-				sc.Allow = append(append(slices.Clone(sc.Allow), other.Expect...), other.Allow...)
+	for i := range scs {
+		sc := scs[i]
+		sc.elsewhere = map[string]string{}
+		for alarm, name := range owner {
+			if name != sc.Name {
+				sc.elsewhere[alarm] = name
 			}
 		}
 		wg.Add(1)
@@ -254,6 +284,9 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	logf := func(format string, args ...any) { r.Logf(sc.Name+": "+format, args...) }
 	x := &Exec{Run: r, Scenario: sc, simFaults: map[string]int64{}, hold: hold}
 	res := Result{Name: sc.Name, Proves: sc.Proves, Platform: sc.Platform, Expect: sc.Expect, Hold: hold.String()}
+	if inAlarm := r.waitNoAlarm(ctx, r.StartWait); len(inAlarm) > 0 {
+		res.Errors = append(res.Errors, fmt.Sprintf("in ALARM before the scenario began, after waiting %s: %s", r.StartWait, strings.Join(inAlarm, ", ")))
+	}
 	res.Start = time.Now().UTC()
 	r.Logf("scenario %s: load %.1f/s, fault for %s, expecting %v", sc.Name, sc.Rate, hold, sc.Expect)
 
@@ -327,6 +360,10 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	loads := slices.Clone(x.loads)
 	x.mu.Unlock()
 
+	if v := Vacuous(sc.MinFaults, res.Faults); len(v) > 0 {
+		res.Vacuous = true
+		res.Errors = append(res.Errors, v...)
+	}
 	r.waitForAlarms(ctx, sc, &res, res.FaultEnd, logf)
 	var sent []*Sent
 	for _, l := range loads {
@@ -340,9 +377,13 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	}
 	logf("invariants over %d requests", len(sent))
 	res.Invariants = CheckInvariants(ctx, r.S, sent, res.Start, logf)
+	if sc.Check != nil {
+		res.Errors = append(res.Errors, sc.Check(ctx, x)...)
+	}
 	r.settle(ctx, sc, &res, logf)
 	res.End = time.Now().UTC()
 	r.judgeAlarms(sc, &res)
+	r.judgeSilence(ctx, &res)
 	res.Passed = len(res.Errors) == 0 && res.Invariants.Count() == 0 && res.AlarmsAsExpected()
 	if sc.NegativeControl {
 		res.NegativeControl = true
@@ -400,7 +441,8 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, from 
 			done = done && fired && cleared
 		}
 		for name, st := range r.statesNow() {
-			if st == "ALARM" && !slices.Contains(sc.Allow, LogicalName(r.S.Name, name)) {
+			l := LogicalName(r.S.Name, name)
+			if st == "ALARM" && !slices.Contains(sc.Allow, l) && sc.elsewhere[l] == "" {
 				done = false
 			}
 		}
@@ -453,6 +495,9 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 	seen := map[string]*AlarmResult{}
 	var names []string
 	for _, t := range trs {
+		if sc.elsewhere[t.Alarm] != "" {
+			continue // judged in the scenario beside this one that names it
+		}
 		a := seen[t.Alarm]
 		if a == nil {
 			a = &AlarmResult{Name: t.Alarm, Expected: slices.Contains(sc.Expect, t.Alarm), Allowed: slices.Contains(sc.Allow, t.Alarm)}
@@ -502,6 +547,8 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 			a.Note = "never back to OK"
 		case a.Expected:
 			a.AsExpected = true
+		case a.Allowed && a.OKAt == nil:
+			a.Note = "allowed, but never back to OK by the scenario's end"
 		case a.Allowed:
 			a.AsExpected = true
 			a.Note = "allowed: a consequence the runbook names"
@@ -510,4 +557,102 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 		}
 		res.Alarms = append(res.Alarms, *a)
 	}
+}
+
+// Sabotages GAMEDAY_SABOTAGE names: each must make a run fail, naming why.
+const (
+	SabotageFaultsOff = "faults-off"
+	SabotageBridgeOff = "bridge-off"
+)
+
+// Vacuous returns, for each fault kind of min injected fewer times than it asks, why the
+// scenario proved nothing; nil when every kind reached its least number.
+func Vacuous(min, injected map[string]int64) []string {
+	var out []string
+	kinds := make([]string, 0, len(min))
+	for k := range min {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		if injected[k] < min[k] {
+			out = append(out, fmt.Sprintf("vacuous: %d %s injected, want at least %d", injected[k], k, min[k]))
+		}
+	}
+	return out
+}
+
+// SilenceChecker is an AlarmWatcher that can tell which alarms had no datapoint in a window
+// (EvalWatcher).
+type SilenceChecker interface {
+	Silent(ctx context.Context, start, end time.Time) ([]string, error)
+}
+
+// judgeSilence fails the scenario for each alarm that did not fire in it while its metric had no
+// datapoint there and its missing data is not breaching: its quiet proves nothing (a stopped
+// EMF bridge, a metric renamed, a function never invoked).
+func (r *Run) judgeSilence(ctx context.Context, res *Result) {
+	checker, ok := r.Watcher.(SilenceChecker)
+	if !ok {
+		return
+	}
+	names, err := checker.Silent(ctx, res.Start, res.End)
+	if err != nil {
+		res.Errors = append(res.Errors, "silence: "+err.Error())
+		return
+	}
+	fired := map[string]bool{}
+	for _, a := range res.Alarms {
+		fired[a.Name] = fired[a.Name] || a.AlarmAt != nil
+	}
+	for _, n := range names {
+		if l := LogicalName(r.S.Name, n); !fired[l] {
+			res.Silent = append(res.Silent, l)
+		}
+	}
+	sort.Strings(res.Silent)
+	if len(res.Silent) > 0 {
+		res.Errors = append(res.Errors, fmt.Sprintf("silent: %d alarms had no datapoint of their metric during the scenario, and silence is not health: %s",
+			len(res.Silent), strings.Join(res.Silent, ", ")))
+	}
+}
+
+// waitNoAlarm waits, up to limit, until no alarm is in ALARM (by the watcher's last poll), and
+// returns those still in it, by logical ID.
+func (r *Run) waitNoAlarm(ctx context.Context, limit time.Duration) []string {
+	deadline := time.Now().Add(limit)
+	for {
+		var in []string
+		for name, st := range r.statesNow() {
+			if st == "ALARM" {
+				in = append(in, LogicalName(r.S.Name, name))
+			}
+		}
+		sort.Strings(in)
+		if len(in) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return in
+		}
+		sleep(ctx, 15*time.Second)
+	}
+}
+
+// JudgedIn returns, for scenarios run side by side, the scenario that judges each alarm they
+// name: the first that expects it, else the first that allows it.
+func JudgedIn(scs []Scenario) map[string]string {
+	owner := map[string]string{}
+	for _, sc := range scs {
+		for _, a := range sc.Expect {
+			if owner[a] == "" {
+				owner[a] = sc.Name
+			}
+		}
+	}
+	for _, sc := range scs {
+		for _, a := range sc.Allow {
+			if owner[a] == "" {
+				owner[a] = sc.Name
+			}
+		}
+	}
+	return owner
 }

@@ -110,8 +110,11 @@ func StackFromEnv(ctx context.Context, name, dir string) (*Stack, error) {
 		}),
 		HTTP: &http.Client{Timeout: 30 * time.Second},
 	}
-	if sim2 := os.Getenv("RESETNOTIFY_E2E_SIM2"); sim2 != "" {
-		s.Sims = append(s.Sims, strings.TrimSuffix(sim2, "/"))
+	// Every provider of the chain, the Twilio simulator too: the invariants read them all.
+	for _, env := range []string{"RESETNOTIFY_E2E_SIM2", "RESETNOTIFY_E2E_TWILIO_SIM"} {
+		if base := os.Getenv(env); base != "" {
+			s.Sims = append(s.Sims, strings.TrimSuffix(base, "/"))
+		}
 	}
 	key, err := cloudformation.NewFromConfig(cfg).DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{
 		StackName: aws.String(name), LogicalResourceId: aws.String("DigestSigningKey"),

@@ -10,14 +10,14 @@ SHELL := /bin/bash
 TOOLS   := .tools
 VENV    := $(TOOLS)/venv
 API_VENV := $(TOOLS)/api-venv
-DEVSTACK := go run ./cmd/devstack exec --
+DEVSTACK := go run ./infra/devstack exec --
 
 # HOST_GOARCH is this machine's architecture: `make build` (the local stack) and the emulator
 # targets build for it, since both run the bootstraps as host processes.
 HOST_GOARCH := $(shell go env GOARCH)
 # TEMPLATE_GOARCH is the GOARCH of template.yaml's default Architecture parameter (arm64 ->
 # arm64, x86_64 -> amd64): `sam build` runs build-% without passing the parameter, so a plain
-# `sam build && sam deploy` ships what the template declares. A test in dev/samtemplate keeps
+# `sam build && sam deploy` ships what the template declares. A test in infra/samtemplate keeps
 # the two equal. GOARCH=... on the command line or in the environment overrides both.
 TEMPLATE_GOARCH := arm64
 # sam_architecture is the Architecture parameter for a build of GOARCH (emulator targets pass it
@@ -41,27 +41,30 @@ tools: ## Install DynamoDB Local, moto, cfn-lint, aws-sam-translator, checkov, o
 # STATICCHECK is pinned: `go run pkg@version` fetches and caches it from the Go module proxy, so
 # it needs no entry in go.mod and every run checks with the same rules.
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# REVIVE is pinned the same way; it enforces the function-length limit of infra/revive.toml.
+REVIVE := go run github.com/mgechev/revive@v1.17.1
 
 .PHONY: lint
-lint: ## Check formatting, go vet and staticcheck (pinned in STATICCHECK).
+lint: ## Check formatting, go vet, staticcheck and the function-length limit (revive; both pinned).
 	@unformatted=$$(gofmt -l $$(go list -f '{{.Dir}}' ./...)); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
+	$(REVIVE) -config infra/revive.toml -set_exit_status ./...
 
 .PHONY: test
-test: tools lint ## Lint (gofmt, vet, staticcheck), then run all tests against DynamoDB Local and moto.
+test: tools lint ## Lint (gofmt, vet, staticcheck, revive), then run all tests against DynamoDB Local and moto.
 	$(DEVSTACK) go test -count=1 -race ./...
 
 .PHONY: bench
-bench: tools ## Run the Go benchmarks and cmd/bench against one DynamoDB Local and moto; prints name=value lines.
-	RESETNOTIFY_DYNAMODB_JAVA_HEAP=1g $(DEVSTACK) bash -c "go test -run '^$$' -bench . -benchmem ./... && go run ./cmd/bench"
+bench: tools ## Run the Go benchmarks and infra/bench against one DynamoDB Local and moto; prints name=value lines.
+	RESETNOTIFY_DYNAMODB_JAVA_HEAP=1g $(DEVSTACK) bash -c "go test -run '^$$' -bench . -benchmem ./... && go run ./infra/bench"
 
 .PHONY: validate
 validate: tools ## Lint template.yaml with cfn-lint and checkov (skipped checks and why: .checkov.yaml); validate openapi.yaml.
 	$(VENV)/bin/cfn-lint template.yaml
 	$(TOOLS)/checkov-venv/bin/checkov -f template.yaml --config-file .checkov.yaml
-	$(API_VENV)/bin/openapi-spec-validator openapi.yaml
+	$(API_VENV)/bin/openapi-spec-validator docs/openapi.yaml
 
 .PHONY: fuzz-api
 fuzz-api: tools build ## Fuzz the local stack from openapi.yaml with schemathesis: no 5xx, no answer outside the spec.
@@ -73,11 +76,11 @@ build: ## Build every functions/<name> for this machine (or GOARCH) into bin/<na
 		name=$${dir#functions/}; echo "build $$name"; \
 		$(call go_build_lambda,./$$dir,bin/$$name,$(or $(GOARCH),$(HOST_GOARCH))); \
 	done
-	go build -o bin/auditctl ./cmd/auditctl
+	go build -o bin/auditctl ./auditor/auditctl
 
 # SAM's `BuildMethod: makefile` runs `make build-<LogicalId>` with ARTIFACTS_DIR set, once per
-# function of template.yaml; the local stack (cmd/local) reads these lines too. Each function's
-# folder under functions/, one line each (a test in dev/samtemplate keeps this list and the
+# function of template.yaml; the local stack (infra/local) reads these lines too. Each function's
+# folder under functions/, one line each (a test in infra/samtemplate keeps this list and the
 # template's functions the same):
 build-IntakeFunction:           FUNCTION_DIR := functions/intake
 build-DispatchFunction:         FUNCTION_DIR := functions/dispatch
@@ -99,24 +102,24 @@ build-%: ## Build one function of template.yaml for SAM (sam build runs it) into
 	$(call go_build_lambda,./$(FUNCTION_DIR),$(ARTIFACTS_DIR),$(or $(GOARCH),$(TEMPLATE_GOARCH)))
 
 .PHONY: local
-local: tools build ## Run the whole stack locally: every function's bootstrap under the Lambda RIE (cmd/local).
-	go run ./cmd/local
+local: tools build ## Run the whole stack locally: every function's bootstrap under the Lambda RIE (infra/local).
+	go run ./infra/local
 
 .PHONY: e2e
-e2e: tools ## Start the local stack (cmd/local), run the black-box suite (e2e/) against it, stop it.
-	./infra/local-e2e.sh
+e2e: tools ## Start the local stack (infra/local), run the black-box suite (infra/e2e/) against it, stop it.
+	./infra/local/local-e2e.sh
 
 .PHONY: emulator-e2e
 emulator-e2e: ## Deploy template.yaml to MiniStack with the SAM CLI, run the black-box suite against it, stop it.
-	./infra/emulator.sh
+	./infra/emulator/emulator.sh
 
 .PHONY: faultproxy-e2e
-faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (cmd/faultproxy): faults on, the invariants hold; conditions off, they break; functions killed mid-invocation recover.
-	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go test -count=1 -v -run 'TestDeployedStackThroughTheProxy|TestFunctionsKilledMidInvocation' ./dev/faultproxy/
+faultproxy-e2e: ## Deploy to MiniStack behind the fault proxy (infra/faultproxy/cmd): faults on, the invariants hold; conditions off, they break; functions killed mid-invocation recover.
+	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator/emulator.sh go test -count=1 -v -run 'TestDeployedStackThroughTheProxy|TestFunctionsKilledMidInvocation' ./infra/faultproxy/
 
 # GAMEDAY_OUT is where the game days write their reports (gameday.md, gameday.json, a PNG chart
 # per scenario), one folder per run; git ignores it. make gameday runs the scenarios in
-# GAMEDAY_LANES lanes at once, each on a stack of its own (infra/gameday.sh); GAMEDAY_SCENARIOS
+# GAMEDAY_LANES lanes at once, each on a stack of its own (infra/gameday/gameday.sh); GAMEDAY_SCENARIOS
 # (comma-separated) runs only those.
 GAMEDAY_OUT ?= gameday-reports
 GAMEDAY_LANES ?= 3
@@ -127,11 +130,11 @@ GAMEDAY_SABOTAGE ?=
 
 .PHONY: gameday
 gameday: ## Game day: every scenario, in GAMEDAY_LANES (3) lanes at once, each lane deployed to a MiniStack of its own behind the fault proxy (about an hour, an estimate); one report in gameday-reports/<UTC time>/.
-	GAMEDAY_LANES=$(GAMEDAY_LANES) GAMEDAY_SCENARIOS=$(GAMEDAY_SCENARIOS) GAMEDAY_SABOTAGE=$(GAMEDAY_SABOTAGE) ./infra/gameday.sh $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
+	GAMEDAY_LANES=$(GAMEDAY_LANES) GAMEDAY_SCENARIOS=$(GAMEDAY_SCENARIOS) GAMEDAY_SABOTAGE=$(GAMEDAY_SABOTAGE) ./infra/gameday/gameday.sh $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: gameday-ci
 gameday-ci: ## The short game day of .ci/run: 3 scenarios side by side (about 10 min); report in gameday-reports/ci-<UTC time>/.
-	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator.sh go run ./cmd/gameday -ci -out $(GAMEDAY_OUT)/ci-$$(date -u +%Y%m%dT%H%M%SZ)
+	RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator/emulator.sh go run ./infra/gameday/cmd -ci -out $(GAMEDAY_OUT)/ci-$$(date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: deploy
 deploy: ## Build for the template's Architecture and run a guided `sam deploy` to AWS (samconfig.toml).

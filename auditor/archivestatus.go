@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/shared/archive"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // ArchivePeriod is one period as `auditctl archive status` lists it.
@@ -37,7 +37,7 @@ type ArchiveStatus struct {
 
 // ReadArchiveStatus lists the digested periods starting in [from, to) (zero: all) with their
 // archive items: archived or pending.
-func ReadArchiveStatus(ctx context.Context, r *audit.Reader, from, to time.Time, hot time.Duration, now time.Time) (ArchiveStatus, error) {
+func ReadArchiveStatus(ctx context.Context, r *auditlog.Reader, from, to time.Time, hot time.Duration, now time.Time) (ArchiveStatus, error) {
 	items := map[time.Time]archive.Item{}
 	for it, err := range archive.Items(ctx, r.DB, r.Table, from, to, true) {
 		if err != nil {
@@ -46,7 +46,7 @@ func ReadArchiveStatus(ctx context.Context, r *audit.Reader, from, to time.Time,
 		items[it.PeriodStart.UTC()] = it
 	}
 	var st ArchiveStatus
-	for d, err := range audit.Digests(ctx, r.DB, r.Table, from, to, true) {
+	for d, err := range auditlog.Digests(ctx, r.DB, r.Table, from, to, true) {
 		if err != nil {
 			return ArchiveStatus{}, fmt.Errorf("auditor.archive status: %w", err)
 		}

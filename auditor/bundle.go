@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // Bundle is everything verify needs for the range [From, To): the digests whose periods
@@ -17,13 +17,13 @@ import (
 type Bundle struct {
 	From, To time.Time
 	// Digests are in period order.
-	Digests []audit.Digest
+	Digests []auditlog.Digest
 	// Entries are in timeline order.
-	Entries []audit.Entry
+	Entries []auditlog.Entry
 }
 
 // Collect reads the bundle of [from, to) from the audit table r reads.
-func Collect(ctx context.Context, r *audit.Reader, from, to time.Time) (Bundle, error) {
+func Collect(ctx context.Context, r *auditlog.Reader, from, to time.Time) (Bundle, error) {
 	return CollectTrail(ctx, &Trail{Reader: r}, from, to)
 }
 
@@ -42,7 +42,7 @@ func CollectTrail(ctx context.Context, t *Trail, from, to time.Time) (Bundle, er
 	coverFrom, coverTo := b.CoverSpan()
 	want := map[string]map[string]bool{} // event ID → notification IDs
 	var events []string
-	note := func(e audit.Entry) {
+	note := func(e auditlog.Entry) {
 		if want[e.EventID] == nil {
 			want[e.EventID] = map[string]bool{}
 			events = append(events, e.EventID)
@@ -72,7 +72,7 @@ func CollectTrail(ctx context.Context, t *Trail, from, to time.Time) (Bundle, er
 			}
 		}
 	}
-	b.Entries = audit.Sorted(b.Entries)
+	b.Entries = auditlog.Sorted(b.Entries)
 	t.CheckChain(b.Digests)
 	return b, nil
 }
@@ -89,7 +89,7 @@ func (b Bundle) CoverSpan() (from, to time.Time) {
 	return from, to
 }
 
-func (b Bundle) overlaps(d audit.Digest) bool {
+func (b Bundle) overlaps(d auditlog.Digest) bool {
 	return d.PeriodEnd.After(b.From) && d.PeriodStart.Before(b.To)
 }
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // Record types of a bundle file. An entry's object has no "type": it is the entry's columns
@@ -47,11 +47,11 @@ type digestJSON struct {
 	Manifest        [][4]string `json:"manifest"`
 }
 
-func toDigestJSON(d audit.Digest) digestJSON {
+func toDigestJSON(d auditlog.Digest) digestJSON {
 	out := digestJSON{Type: recordDigest, PeriodStart: d.PeriodStart, PeriodEnd: d.PeriodEnd, Count: d.Count,
 		EntriesHash: d.EntriesHash, TreeRoot: d.Root, PrevSignature: d.PrevSignature, KeyID: d.KeyID, Algorithm: d.Algorithm,
 		SignedAt: d.SignedAt, RetainUntil: d.RetainUntil, Signature: d.Signature, Manifest: [][4]string{}}
-	if d.Version != audit.DigestVersionManifest {
+	if d.Version != auditlog.DigestVersionManifest {
 		out.Version = d.Version
 	}
 	if !d.PrevPeriodStart.IsZero() {
@@ -64,18 +64,18 @@ func toDigestJSON(d audit.Digest) digestJSON {
 	return out
 }
 
-func (j digestJSON) digest() audit.Digest {
-	d := audit.Digest{PeriodStart: j.PeriodStart.UTC(), PeriodEnd: j.PeriodEnd.UTC(), Count: j.Count, EntriesHash: j.EntriesHash,
+func (j digestJSON) digest() auditlog.Digest {
+	d := auditlog.Digest{PeriodStart: j.PeriodStart.UTC(), PeriodEnd: j.PeriodEnd.UTC(), Count: j.Count, EntriesHash: j.EntriesHash,
 		PrevSignature: j.PrevSignature, KeyID: j.KeyID, Algorithm: j.Algorithm, SignedAt: j.SignedAt.UTC(),
 		RetainUntil: j.RetainUntil, Signature: j.Signature, Version: j.Version, Root: j.TreeRoot}
 	if d.Version == 0 {
-		d.Version = audit.DigestVersionManifest
+		d.Version = auditlog.DigestVersionManifest
 	}
 	if j.PrevPeriodStart != nil {
 		d.PrevPeriodStart = j.PrevPeriodStart.UTC()
 	}
 	for _, r := range j.Manifest {
-		d.Manifest = append(d.Manifest, audit.ManifestLine{EventID: r[0], Seq: r[1], NotificationID: r[2], Hash: r[3]})
+		d.Manifest = append(d.Manifest, auditlog.ManifestLine{EventID: r[0], Seq: r[1], NotificationID: r[2], Hash: r[3]})
 	}
 	return d
 }
@@ -90,7 +90,7 @@ func BundleRecords(b Bundle) [][]byte {
 		out = append(out, j)
 	}
 	for _, e := range b.Entries {
-		out = append(out, audit.EntryJSON(e))
+		out = append(out, auditlog.EntryJSON(e))
 	}
 	return out
 }
@@ -137,7 +137,7 @@ func ReadBundle(r io.Reader) (Bundle, error) {
 			}
 			b.Digests = append(b.Digests, dj.digest())
 		case "":
-			e, err := audit.EntryFromJSON(raw)
+			e, err := auditlog.EntryFromJSON(raw)
 			if err != nil {
 				return Bundle{}, fmt.Errorf("auditor.read bundle: record %d: %w", i+1, err)
 			}
@@ -149,7 +149,7 @@ func ReadBundle(r io.Reader) (Bundle, error) {
 	if !hasRange {
 		b.From, b.To = spanOf(b)
 	}
-	b.Entries = audit.Sorted(b.Entries)
+	b.Entries = auditlog.Sorted(b.Entries)
 	return b, nil
 }
 

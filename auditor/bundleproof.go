@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // proofFileType names a proof file's format in its "type" field.
@@ -42,11 +42,11 @@ func ProofJSON(p Proof) ([]byte, error) {
 		out.Digests = append(out.Digests, toDigestJSON(d))
 	}
 	for _, ep := range p.Entries {
-		j := entryProofJSON{Entry: audit.EntryJSON(ep.Entry), LeafIndex: ep.LeafIndex, TreeSize: ep.TreeSize,
+		j := entryProofJSON{Entry: auditlog.EntryJSON(ep.Entry), LeafIndex: ep.LeafIndex, TreeSize: ep.TreeSize,
 			Path: []string{}, Unproven: ep.Unproven}
 		if !ep.PeriodStart.IsZero() {
 			t := ep.PeriodStart
-			j.PeriodStart, j.Leaf = &t, string(audit.LeafData(audit.LineOf(ep.Entry)))
+			j.PeriodStart, j.Leaf = &t, string(auditlog.LeafData(auditlog.LineOf(ep.Entry)))
 		}
 		for _, h := range ep.Path {
 			j.Path = append(j.Path, hex.EncodeToString(h))
@@ -87,7 +87,7 @@ func ReadProof(raw []byte) (Proof, error) {
 }
 
 func (j entryProofJSON) proof() (EntryProof, error) {
-	e, err := audit.EntryFromJSON(j.Entry)
+	e, err := auditlog.EntryFromJSON(j.Entry)
 	if err != nil {
 		return EntryProof{}, err
 	}
@@ -102,7 +102,7 @@ func (j entryProofJSON) proof() (EntryProof, error) {
 		}
 		ep.Path = append(ep.Path, b)
 	}
-	if j.Leaf != "" && j.Leaf != string(audit.LeafData(audit.LineOf(e))) && ep.Unproven == "" {
+	if j.Leaf != "" && j.Leaf != string(auditlog.LeafData(auditlog.LineOf(e))) && ep.Unproven == "" {
 		ep.Unproven = "its leaf data is not that of the entry"
 	}
 	return ep, nil

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/config"
 )
 
@@ -59,9 +59,9 @@ func (r Report) OK() bool { return len(r.Problems) == 0 }
 // and whole chains deleted or rewritten; a version 2 digest's tree says how many were
 // deleted or added, or that some changed), and then each notification's hash chain (Verify).
 func Check(b Bundle, o CheckOptions) Report {
-	ds := append([]audit.Digest(nil), b.Digests...)
+	ds := append([]auditlog.Digest(nil), b.Digests...)
 	sort.SliceStable(ds, func(i, j int) bool { return ds[i].PeriodStart.Before(ds[j].PeriodStart) })
-	r := Report{Digests: len(ds), Entries: len(b.Entries), Notifications: len(audit.Chains(b.Entries))}
+	r := Report{Digests: len(ds), Entries: len(b.Entries), Notifications: len(auditlog.Chains(b.Entries))}
 	valid, problems := checkDigests(ds, b.From, o.PublicKey)
 	r.Problems = append(r.Problems, problems...)
 	r.Problems = append(r.Problems, checkCoverage(b, ds, o, &r)...)
@@ -73,7 +73,7 @@ func Check(b Bundle, o CheckOptions) Report {
 
 // inPeriods names, on each chain problem, the digest period its entry was written in, so a
 // finding in an exported or archived period says which period to look at.
-func inPeriods(ps []Problem, entries []audit.Entry, ds []audit.Digest) []Problem {
+func inPeriods(ps []Problem, entries []auditlog.Entry, ds []auditlog.Digest) []Problem {
 	written := map[[2]string]time.Time{}
 	for _, e := range entries {
 		written[[2]string{e.NotificationID, e.Seq}] = e.WrittenAt
@@ -93,7 +93,7 @@ func digestProblem(period, format string, args ...any) Problem {
 
 // checkDigests checks each digest's signature and manifest and the links between digests.
 // It returns which digests can be trusted.
-func checkDigests(ds []audit.Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []Problem) {
+func checkDigests(ds []auditlog.Digest, from time.Time, pub *ecdsa.PublicKey) ([]bool, []Problem) {
 	var out []Problem
 	valid := make([]bool, len(ds))
 	for i, d := range ds {
@@ -109,7 +109,7 @@ func checkDigests(ds []audit.Digest, from time.Time, pub *ecdsa.PublicKey) ([]bo
 	for i, d := range ds {
 		if i == 0 {
 			if d.PrevSignature != "" && d.PeriodStart.After(from) {
-				out = append(out, digestProblem(audit.PeriodName(d.PrevPeriodStart, d.PeriodStart),
+				out = append(out, digestProblem(auditlog.PeriodName(d.PrevPeriodStart, d.PeriodStart),
 					"digest missing: the digest of the period starting %s, which the digest of %s names as its predecessor, is gone",
 					d.PrevPeriodStart.Format(time.RFC3339), d.Period()))
 			}
@@ -118,7 +118,7 @@ func checkDigests(ds []audit.Digest, from time.Time, pub *ecdsa.PublicKey) ([]bo
 		p := ds[i-1]
 		switch {
 		case d.PeriodStart.After(p.PeriodEnd):
-			out = append(out, digestProblem(audit.PeriodName(p.PeriodEnd, d.PeriodStart), "digest missing: no digest covers this span between two signed digests"))
+			out = append(out, digestProblem(auditlog.PeriodName(p.PeriodEnd, d.PeriodStart), "digest missing: no digest covers this span between two signed digests"))
 		case d.PeriodStart.Before(p.PeriodEnd):
 			out = append(out, digestProblem(d.Period(), "digest out of order: its period overlaps that of the digest of %s", p.Period()))
 		case !d.PrevPeriodStart.Equal(p.PeriodStart) || d.PrevSignature != p.Signature:
@@ -130,7 +130,7 @@ func checkDigests(ds []audit.Digest, from time.Time, pub *ecdsa.PublicKey) ([]bo
 
 // checkCoverage finds the periods of the range that have ended Grace ago but that no digest
 // closes, and counts the entries of periods still open.
-func checkCoverage(b Bundle, ds []audit.Digest, o CheckOptions, r *Report) []Problem {
+func checkCoverage(b Bundle, ds []auditlog.Digest, o CheckOptions, r *Report) []Problem {
 	period := digestPeriod(ds, o)
 	closedUntil := o.Now.Add(-o.Grace).Truncate(period)
 	coverFrom, _ := b.CoverSpan()
@@ -152,10 +152,10 @@ func checkCoverage(b Bundle, ds []audit.Digest, o CheckOptions, r *Report) []Pro
 		}
 		mid := maxTime(last, minTime(end, missingUntil))
 		if last.Before(mid) {
-			out = append(out, digestProblem(audit.PeriodName(last, mid), missingSentence(o), o.Grace, takeUncovered(uncovered, last, mid)))
+			out = append(out, digestProblem(auditlog.PeriodName(last, mid), missingSentence(o), o.Grace, takeUncovered(uncovered, last, mid)))
 		}
 		if mid.Before(end) {
-			r.Late = append(r.Late, digestProblem(audit.PeriodName(mid, end), "digest late: no signed digest closes these periods yet, but they ended less than the grace (%s) plus the digest schedule (%s) plus the lag bound (%s) ago: the digest step is behind, which is not a tamper finding (%d entries written in them are not covered yet)",
+			r.Late = append(r.Late, digestProblem(auditlog.PeriodName(mid, end), "digest late: no signed digest closes these periods yet, but they ended less than the grace (%s) plus the digest schedule (%s) plus the lag bound (%s) ago: the digest step is behind, which is not a tamper finding (%d entries written in them are not covered yet)",
 				o.Grace, config.DigestSchedule, o.LagBound, takeUncovered(uncovered, mid, end)))
 		}
 	}
@@ -165,7 +165,7 @@ func checkCoverage(b Bundle, ds []audit.Digest, o CheckOptions, r *Report) []Pro
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
 	for _, t := range starts {
-		out = append(out, digestProblem(audit.PeriodName(t, t.Add(period)), "entries not covered: %d entries were written in this closed period, which no signed digest covers", uncovered[t]))
+		out = append(out, digestProblem(auditlog.PeriodName(t, t.Add(period)), "entries not covered: %d entries were written in this closed period, which no signed digest covers", uncovered[t]))
 	}
 	return out
 }
@@ -194,7 +194,7 @@ func takeUncovered(uncovered map[time.Time]int, from, to time.Time) int {
 
 // digestPeriod is the length of a digest's period: the last digest's, else the option's, else
 // config.DefaultDigestPeriod.
-func digestPeriod(ds []audit.Digest, o CheckOptions) time.Duration {
+func digestPeriod(ds []auditlog.Digest, o CheckOptions) time.Duration {
 	period := o.Period
 	if n := len(ds); n > 0 {
 		period = ds[n-1].PeriodEnd.Sub(ds[n-1].PeriodStart)
@@ -208,7 +208,7 @@ func digestPeriod(ds []audit.Digest, o CheckOptions) time.Duration {
 // classifyEntries sorts the bundle's entries by coverage. It returns the entries of closed
 // periods no digest covers, counted by period start, and the entries in the range that have
 // no written_at (from before digests); entries of periods still open are counted in r.
-func classifyEntries(b Bundle, ds []audit.Digest, period time.Duration, closedUntil time.Time, r *Report) (map[time.Time]int, int) {
+func classifyEntries(b Bundle, ds []auditlog.Digest, period time.Duration, closedUntil time.Time, r *Report) (map[time.Time]int, int) {
 	coverFrom, coverTo := b.CoverSpan()
 	covers := func(t time.Time) bool {
 		for _, d := range ds {
@@ -249,13 +249,13 @@ type tally struct {
 // checkManifests recomputes every valid digest that overlaps the range from the entries
 // written in its period and names the differences: tree digests' first, then manifest
 // digests' by notification.
-func checkManifests(b Bundle, ds []audit.Digest, valid []bool, r *Report) []Problem {
+func checkManifests(b Bundle, ds []auditlog.Digest, valid []bool, r *Report) []Problem {
 	ts := &tallies{by: map[string]*tally{}}
 	var out []Problem
 	for i, d := range ds {
 		switch {
 		case !valid[i] || !b.overlaps(d):
-		case d.Version == audit.DigestVersionManifest:
+		case d.Version == auditlog.DigestVersionManifest:
 			compareManifest(b, d, ts, r)
 		default:
 			out = append(out, compareTree(b, d, r)...)
@@ -272,12 +272,12 @@ func checkManifests(b Bundle, ds []audit.Digest, valid []bool, r *Report) []Prob
 // and compares its size and root with the signed ones. The tree cannot name the entry that
 // differs; the hash chains (Verify) name an edited, removed or reordered entry, and the
 // counts tell deletions (a whole chain deleted shows only here) from additions.
-func compareTree(b Bundle, d audit.Digest, r *Report) []Problem {
-	var tree audit.PeriodTree
-	var in []audit.Entry
+func compareTree(b Bundle, d auditlog.Digest, r *Report) []Problem {
+	var tree auditlog.PeriodTree
+	var in []auditlog.Entry
 	for _, e := range b.Entries {
 		if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
-			tree.Add(audit.LineOf(e))
+			tree.Add(auditlog.LineOf(e))
 			in = append(in, e)
 		}
 	}
@@ -306,7 +306,7 @@ type tallies struct {
 
 func (ts *tallies) of(nid, eventID, seq string) *tally {
 	if ts.by[nid] == nil {
-		ts.by[nid] = &tally{eventID: eventID, key: audit.Entry{Seq: seq}.IdempotencyKey()}
+		ts.by[nid] = &tally{eventID: eventID, key: auditlog.Entry{Seq: seq}.IdempotencyKey()}
 		ts.order = append(ts.order, nid)
 	}
 	return ts.by[nid]
@@ -315,11 +315,11 @@ func (ts *tallies) of(nid, eventID, seq string) *tally {
 // compareManifest compares d's manifest with the entries written in d's period: a line with
 // no entry was deleted, one with another hash was changed, and an entry no line lists was
 // added. Intact entries are counted in r.Covered.
-func compareManifest(b Bundle, d audit.Digest, ts *tallies, r *Report) {
-	current := map[string]audit.Entry{}
+func compareManifest(b Bundle, d auditlog.Digest, ts *tallies, r *Report) {
+	current := map[string]auditlog.Entry{}
 	for _, e := range b.Entries {
 		if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
-			current[audit.LineOf(e).Key()] = e
+			current[auditlog.LineOf(e).Key()] = e
 		}
 	}
 	for _, l := range d.Manifest {
@@ -340,7 +340,7 @@ func compareManifest(b Bundle, d audit.Digest, ts *tallies, r *Report) {
 			r.Covered++
 		}
 	}
-	for _, e := range audit.Sorted(mapValues(current)) {
+	for _, e := range auditlog.Sorted(mapValues(current)) {
 		c := ts.of(e.NotificationID, e.EventID, e.Seq)
 		c.problems = append(c.problems, Problem{NotificationID: e.NotificationID, Seq: e.Seq, Period: d.Period(),
 			What: fmt.Sprintf("entry added: its written_at lies in %s, but the signed digest of that period does not list it", d.Period())})
@@ -365,8 +365,8 @@ func (ts *tallies) problems(present map[string]bool) []Problem {
 	return out
 }
 
-func mapValues(m map[string]audit.Entry) []audit.Entry {
-	out := make([]audit.Entry, 0, len(m))
+func mapValues(m map[string]auditlog.Entry) []auditlog.Entry {
+	out := make([]auditlog.Entry, 0, len(m))
 	for _, e := range m {
 		out = append(out, e)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
@@ -18,8 +18,8 @@ import (
 type checkFixture struct {
 	key     *digest.LocalSigner
 	start   time.Time
-	entries []audit.Entry
-	digests []audit.Digest
+	entries []auditlog.Entry
+	digests []auditlog.Digest
 	version int
 	strict  bool
 }
@@ -31,14 +31,14 @@ func newCheckFixture(t *testing.T, version int) *checkFixture {
 		t.Fatal(err)
 	}
 	f := &checkFixture{key: &digest.LocalSigner{Key: k}, start: time.Date(2030, 3, 1, 9, 30, 0, 0, time.UTC), version: version}
-	prev := audit.GenesisHash
+	prev := auditlog.GenesisHash
 	states := []string{"", "accepted", "dispatching", "sent"}
 	for v := int64(1); v <= 3; v++ {
 		at := f.start.Add(time.Duration(v-1) * time.Minute)
-		e := audit.Entry{EventID: "evt-c", Seq: audit.Seq("k", v), NotificationID: "01C", Version: v, At: at, Day: at.Format(audit.DayLayout),
+		e := auditlog.Entry{EventID: "evt-c", Seq: auditlog.Seq("k", v), NotificationID: "01C", Version: v, At: at, Day: at.Format(auditlog.DayLayout),
 			FromState: notifyState(states[v-1]), ToState: notifyState(states[v]), Reason: "R",
-			WrittenAt: at.Add(10 * time.Second), WriteDay: at.Format(audit.DayLayout)}
-		e, err := audit.Link(e, prev)
+			WrittenAt: at.Add(10 * time.Second), WriteDay: at.Format(auditlog.DayLayout)}
+		e, err := auditlog.Link(e, prev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func newCheckFixture(t *testing.T, version int) *checkFixture {
 	}
 	for i := range 3 {
 		s := f.start.Add(time.Duration(i) * time.Minute)
-		d := audit.Digest{Version: version, PeriodStart: s, PeriodEnd: s.Add(time.Minute), Manifest: []audit.ManifestLine{audit.LineOf(f.entries[i])}}
+		d := auditlog.Digest{Version: version, PeriodStart: s, PeriodEnd: s.Add(time.Minute), Manifest: []auditlog.ManifestLine{auditlog.LineOf(f.entries[i])}}
 		if i > 0 {
 			d.PrevPeriodStart, d.PrevSignature = f.digests[i-1].PeriodStart, f.digests[i-1].Signature
 		}
@@ -58,19 +58,19 @@ func newCheckFixture(t *testing.T, version int) *checkFixture {
 
 // sign returns d signed by s, as the digest step signs: a version 1 digest of its manifest
 // when d.Version is 1, else the version 2 digest of the entries its manifest names.
-func sign(t *testing.T, s digest.Signer, d audit.Digest) audit.Digest {
+func sign(t *testing.T, s digest.Signer, d auditlog.Digest) auditlog.Digest {
 	t.Helper()
 	d.KeyID, d.Algorithm = s.KeyID(), digest.SigningAlgorithm
-	if d.Version == audit.DigestVersionManifest {
-		d.Count, d.EntriesHash = int64(len(d.Manifest)), audit.ManifestHash(d.Manifest)
+	if d.Version == auditlog.DigestVersionManifest {
+		d.Count, d.EntriesHash = int64(len(d.Manifest)), auditlog.ManifestHash(d.Manifest)
 	} else {
-		var tree audit.PeriodTree
+		var tree auditlog.PeriodTree
 		for _, l := range d.Manifest {
 			tree.Add(l)
 		}
-		d.Version, d.Count, d.Root, d.Manifest = audit.DigestVersionTree, tree.Size(), tree.Root(), nil
+		d.Version, d.Count, d.Root, d.Manifest = auditlog.DigestVersionTree, tree.Size(), tree.Root(), nil
 	}
-	sig, err := s.Sign(context.Background(), audit.DigestSum(d))
+	sig, err := s.Sign(context.Background(), auditlog.DigestSum(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestCheck(t *testing.T) {
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
 				d := f.digests[2]
 				d.PrevPeriodStart, d.PrevSignature = f.digests[0].PeriodStart, f.digests[0].Signature
-				ds := []audit.Digest{f.digests[0], f.digests[1], sign(t, f.key, d)}
+				ds := []auditlog.Digest{f.digests[0], f.digests[1], sign(t, f.key, d)}
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "digest out of order: it does not name the digest of 2030-03-01T09:31:00Z to 2030-03-01T09:32:00Z",
@@ -160,22 +160,22 @@ func TestCheck(t *testing.T) {
 		{
 			name: "manifest swapped under a valid signature",
 			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
-				ds := append([]audit.Digest(nil), f.digests...)
+				ds := append([]auditlog.Digest(nil), f.digests...)
 				ds[1].Manifest = ds[0].Manifest
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "digest altered: the entries it lists are not the ones its signed entries hash and count name",
-			only: audit.DigestVersionManifest,
+			only: auditlog.DigestVersionManifest,
 		},
 		{
 			name: "tree root swapped",
 			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
-				ds := append([]audit.Digest(nil), f.digests...)
+				ds := append([]auditlog.Digest(nil), f.digests...)
 				ds[1].Root = ds[0].Root
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
 			want: "digest forged or altered: its signature does not verify with the public key",
-			only: audit.DigestVersionTree,
+			only: auditlog.DigestVersionTree,
 		},
 		{
 			name: "digest signed by another key",
@@ -184,9 +184,9 @@ func TestCheck(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ds := append([]audit.Digest(nil), f.digests...)
+				ds := append([]auditlog.Digest(nil), f.digests...)
 				d := ds[2]
-				d.Manifest = []audit.ManifestLine{audit.LineOf(f.entries[2])}
+				d.Manifest = []auditlog.ManifestLine{auditlog.LineOf(f.entries[2])}
 				ds[2] = sign(t, &digest.LocalSigner{Key: k}, d)
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: ds, Entries: f.entries}, f.start.Add(4 * time.Minute)
 			},
@@ -198,31 +198,31 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: f.entries[:2]}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:32:00Z to 2030-03-01T09:33:00Z: entries deleted: the signed digest of this period covers 1 entries, only 0 written in it are left (1 deleted)",
-			only: audit.DigestVersionTree,
+			only: auditlog.DigestVersionTree,
 		},
 		{
 			name: "entry added to a closed period",
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
 				e := f.entries[2]
-				e.Seq, e.Version, e.FromState, e.ToState = audit.Seq("k", 4), 4, e.ToState, "delivered"
-				e, err := audit.Link(e, f.entries[2].Hash)
+				e.Seq, e.Version, e.FromState, e.ToState = auditlog.Seq("k", 4), 4, e.ToState, "delivered"
+				e, err := auditlog.Link(e, f.entries[2].Hash)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: append(append([]audit.Entry(nil), f.entries...), e)}, f.start.Add(4 * time.Minute)
+				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: append(append([]auditlog.Entry(nil), f.entries...), e)}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:32:00Z to 2030-03-01T09:33:00Z: entries added: 2 entries are written in this period, its signed digest covers 1 (1 added after it was signed)",
-			only: audit.DigestVersionTree,
+			only: auditlog.DigestVersionTree,
 		},
 		{
 			name: "chain rewritten consistently",
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
-				es := append([]audit.Entry(nil), f.entries...)
-				prev := audit.GenesisHash
+				es := append([]auditlog.Entry(nil), f.entries...)
+				prev := auditlog.GenesisHash
 				for i := range es {
 					es[i].DestinationFP = "ffffffffffffffff"
 					var err error
-					if es[i], err = audit.Link(es[i], prev); err != nil {
+					if es[i], err = auditlog.Link(es[i], prev); err != nil {
 						t.Fatal(err)
 					}
 					prev = es[i].Hash
@@ -230,17 +230,17 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: es}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:30:00Z to 2030-03-01T09:31:00Z: entries changed: the 1 entries written in this period are not the ones its signed digest covers (the Merkle root differs)",
-			only: audit.DigestVersionTree,
+			only: auditlog.DigestVersionTree,
 		},
 		{
 			name: "chain rewritten consistently (manifest)",
 			change: func(t *testing.T, f *checkFixture) (Bundle, time.Time) {
-				es := append([]audit.Entry(nil), f.entries...)
-				prev := audit.GenesisHash
+				es := append([]auditlog.Entry(nil), f.entries...)
+				prev := auditlog.GenesisHash
 				for i := range es {
 					es[i].DestinationFP = "ffffffffffffffff"
 					var err error
-					if es[i], err = audit.Link(es[i], prev); err != nil {
+					if es[i], err = auditlog.Link(es[i], prev); err != nil {
 						t.Fatal(err)
 					}
 					prev = es[i].Hash
@@ -248,7 +248,7 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests, Entries: es}, f.start.Add(4 * time.Minute)
 			},
 			want: "notification 01C: whole chain rewritten: all 3 entries of this notification (event evt-c) that signed digests cover differ from what was signed",
-			only: audit.DigestVersionManifest,
+			only: auditlog.DigestVersionManifest,
 		},
 		{
 			name: "whole chain deleted (manifest)",
@@ -256,7 +256,7 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests}, f.start.Add(4 * time.Minute)
 			},
 			want: "notification 01C: whole chain deleted: the 3 entries of this notification (event evt-c, idempotency key k) that signed digests list are all gone from the audit table",
-			only: audit.DigestVersionManifest,
+			only: auditlog.DigestVersionManifest,
 		},
 		{
 			name: "whole chain deleted (tree)",
@@ -264,12 +264,12 @@ func TestCheck(t *testing.T) {
 				return Bundle{From: f.start, To: f.start.Add(3 * time.Minute), Digests: f.digests}, f.start.Add(4 * time.Minute)
 			},
 			want: "period 2030-03-01T09:30:00Z to 2030-03-01T09:31:00Z: entries deleted: the signed digest of this period covers 1 entries, only 0 written in it are left (1 deleted)",
-			only: audit.DigestVersionTree,
+			only: auditlog.DigestVersionTree,
 		},
 		{
 			name: "entry written before digests existed",
 			change: func(_ *testing.T, f *checkFixture) (Bundle, time.Time) {
-				es := append([]audit.Entry(nil), f.entries...)
+				es := append([]auditlog.Entry(nil), f.entries...)
 				es[0].WrittenAt, es[0].WriteDay = time.Time{}, ""
 				return Bundle{From: f.start, To: f.start.Add(time.Minute), Entries: es[:1]}, f.start.Add(4 * time.Minute)
 			},
@@ -277,7 +277,7 @@ func TestCheck(t *testing.T) {
 			late: "digest late",
 		},
 	}
-	for _, version := range []int{audit.DigestVersionManifest, audit.DigestVersionTree} {
+	for _, version := range []int{auditlog.DigestVersionManifest, auditlog.DigestVersionTree} {
 		for _, tc := range tests {
 			if tc.only != 0 && tc.only != version {
 				continue

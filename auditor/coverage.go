@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/config"
 )
 
@@ -38,7 +38,7 @@ func (c DigestCoverage) AllCovered() bool { return c.Checked && c.Covered == c.E
 // Coverage returns the digest coverage of each notification among entries (by notification
 // ID), checking the digests ds with o.PublicKey and, for version 2 digests, the entries'
 // inclusion proofs in p (BuildProof; without it no entry of a version 2 period is covered).
-func Coverage(entries []audit.Entry, ds []audit.Digest, o CheckOptions, p Proof) map[string]DigestCoverage {
+func Coverage(entries []auditlog.Entry, ds []auditlog.Digest, o CheckOptions, p Proof) map[string]DigestCoverage {
 	out := map[string]DigestCoverage{}
 	period := o.Period
 	if len(ds) > 0 {
@@ -57,7 +57,7 @@ func Coverage(entries []audit.Entry, ds []audit.Digest, o CheckOptions, p Proof)
 			out[e.NotificationID] = c
 			continue
 		}
-		var covering *audit.Digest
+		var covering *auditlog.Digest
 		for i := range ds {
 			if valid[i] && !e.WrittenAt.Before(ds[i].PeriodStart) && e.WrittenAt.Before(ds[i].PeriodEnd) {
 				covering = &ds[i]
@@ -86,9 +86,9 @@ func Coverage(entries []audit.Entry, ds []audit.Digest, o CheckOptions, p Proof)
 // digestChecks returns which of ds verify with o.PublicKey and are well formed, and a test of
 // whether a valid digest holds an entry: its manifest lists it (version 1), or the entry's
 // proof in p leads to the digest's signed root (version 2).
-func digestChecks(ds []audit.Digest, o CheckOptions, p Proof) ([]bool, func(audit.Digest, audit.Entry) bool) {
+func digestChecks(ds []auditlog.Digest, o CheckOptions, p Proof) ([]bool, func(auditlog.Digest, auditlog.Entry) bool) {
 	valid := make([]bool, len(ds))
-	byStart := map[time.Time]audit.Digest{}
+	byStart := map[time.Time]auditlog.Digest{}
 	for i := range ds {
 		valid[i] = o.PublicKey != nil && VerifySignature(o.PublicKey, ds[i]) && ManifestIntact(ds[i])
 		if valid[i] {
@@ -97,29 +97,29 @@ func digestChecks(ds []audit.Digest, o CheckOptions, p Proof) ([]bool, func(audi
 	}
 	proofs := map[string]EntryProof{}
 	for _, ep := range p.Entries {
-		proofs[audit.LineOf(ep.Entry).Key()] = ep
+		proofs[auditlog.LineOf(ep.Entry).Key()] = ep
 	}
-	return valid, func(d audit.Digest, e audit.Entry) bool {
-		if d.Version == audit.DigestVersionManifest {
-			return slices.Contains(d.Manifest, audit.LineOf(e))
+	return valid, func(d auditlog.Digest, e auditlog.Entry) bool {
+		if d.Version == auditlog.DigestVersionManifest {
+			return slices.Contains(d.Manifest, auditlog.LineOf(e))
 		}
-		ep, ok := proofs[audit.LineOf(e).Key()]
+		ep, ok := proofs[auditlog.LineOf(e).Key()]
 		ep.Entry = e
 		return ok && proofProblem(ep, byStart) == ""
 	}
 }
 
 // contentIntact reports whether e's stored hash is the hash of its content.
-func contentIntact(e audit.Entry) bool {
-	h, err := audit.ComputeHash(e.PrevHash, e)
+func contentIntact(e auditlog.Entry) bool {
+	h, err := auditlog.ComputeHash(e.PrevHash, e)
 	return err == nil && h == e.Hash
 }
 
 // DigestsCovering returns, in period order, the digests whose periods overlap [from, to) and
 // the digest just before the first of them.
-func DigestsCovering(ctx context.Context, db audit.QueryAPI, table string, from, to time.Time) ([]audit.Digest, error) {
-	var out []audit.Digest
-	for d, err := range audit.Digests(ctx, db, table, time.Time{}, to, false) {
+func DigestsCovering(ctx context.Context, db auditlog.QueryAPI, table string, from, to time.Time) ([]auditlog.Digest, error) {
+	var out []auditlog.Digest
+	for d, err := range auditlog.Digests(ctx, db, table, time.Time{}, to, false) {
 		if err != nil {
 			return nil, fmt.Errorf("auditor.digests covering: %w", err)
 		}

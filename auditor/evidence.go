@@ -3,7 +3,7 @@ package auditor
 import (
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -22,7 +22,7 @@ type Step struct {
 	Says string `json:"says"`
 }
 
-func stepOf(e audit.Entry) Step {
+func stepOf(e auditlog.Entry) Step {
 	return Step{
 		Seq: e.Seq, Version: e.Version, At: e.At, From: e.FromState, To: e.ToState, Reason: e.Reason,
 		Provider: e.Provider, ProviderMessageID: e.ProviderMessageID, PurgedBy: e.PurgedBy,
@@ -86,9 +86,9 @@ type Evidence struct {
 }
 
 // BuildEvidence tells the story of eventID from its entries (Reader.Timeline).
-func BuildEvidence(eventID string, entries []audit.Entry) Evidence {
+func BuildEvidence(eventID string, entries []auditlog.Entry) Evidence {
 	ev := Evidence{EventID: eventID, Notifications: []NotificationEvidence{}}
-	for _, c := range audit.Chains(entries) {
+	for _, c := range auditlog.Chains(entries) {
 		n := NotificationEvidence{
 			NotificationID: c.NotificationID,
 			IdempotencyKey: c.Entries[0].IdempotencyKey(),
@@ -160,9 +160,9 @@ var descriptions = map[notify.Reason]string{
 	notify.ReasonReceiptDelivered:       "the carrier reported it delivered",
 	notify.ReasonReceiptFailed:          "the carrier reported it undelivered",
 	notify.ReasonConverted:              "the caller reported its code or link used",
-	audit.ReasonPurgedTTL:               "DynamoDB TTL removed the record after its status grace period",
-	audit.ReasonPurgedManual:            "the record was removed other than by TTL",
-	audit.ReasonRecordsLost:             "the transitions were lost with a stream batch that could no longer be replayed; recorded from the notification's record",
+	auditlog.ReasonPurgedTTL:            "DynamoDB TTL removed the record after its status grace period",
+	auditlog.ReasonPurgedManual:         "the record was removed other than by TTL",
+	auditlog.ReasonRecordsLost:          "the transitions were lost with a stream batch that could no longer be replayed; recorded from the notification's record",
 }
 
 // Describe returns reason in plain language, or the code itself when it is unknown.

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -61,7 +61,7 @@ type admission struct {
 }
 
 // Add takes one entry into account.
-func (s *MarginSampler) Add(e audit.Entry) {
+func (s *MarginSampler) Add(e auditlog.Entry) {
 	if s.admitted == nil {
 		s.admitted, s.delivered = map[string]admission{}, map[string]time.Time{}
 	}

@@ -7,8 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/resetnotify/resetnotify/dev/auditfixture"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/infra/auditfixture"
+
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify"
 )
 
@@ -32,15 +33,15 @@ func TestRecommend(t *testing.T) {
 	}
 }
 
-func samples(n int, latency func(i int) time.Duration) []audit.Entry {
-	var out []audit.Entry
+func samples(n int, latency func(i int) time.Duration) []auditlog.Entry {
+	var out []auditlog.Entry
 	for i := range n {
 		id := fmt.Sprintf("n%04d", i)
 		at := auditfixture.T0.Add(time.Duration(i) * time.Minute)
 		out = append(out,
-			audit.Entry{NotificationID: id, Reason: notify.ReasonAdmitted, At: at, PolicyVersion: "p1", SafetyMarginMS: 60000},
-			audit.Entry{NotificationID: id, Reason: notify.ReasonLeaseAcquired, At: at.Add(time.Second)},
-			audit.Entry{NotificationID: id, Reason: notify.ReasonReceiptDelivered, At: at.Add(latency(i))},
+			auditlog.Entry{NotificationID: id, Reason: notify.ReasonAdmitted, At: at, PolicyVersion: "p1", SafetyMarginMS: 60000},
+			auditlog.Entry{NotificationID: id, Reason: notify.ReasonLeaseAcquired, At: at.Add(time.Second)},
+			auditlog.Entry{NotificationID: id, Reason: notify.ReasonReceiptDelivered, At: at.Add(latency(i))},
 		)
 	}
 	return out
@@ -55,9 +56,9 @@ func TestMarginSampler(t *testing.T) {
 			s.Add(es[i])
 		}
 		// A notification admitted before the range: its receipt alone is no sample.
-		s.Add(audit.Entry{NotificationID: "early", Reason: notify.ReasonReceiptDelivered, At: auditfixture.T0})
+		s.Add(auditlog.Entry{NotificationID: "early", Reason: notify.ReasonReceiptDelivered, At: auditfixture.T0})
 		// A notification never delivered.
-		s.Add(audit.Entry{NotificationID: "lost", Reason: notify.ReasonAdmitted, At: auditfixture.T0, PolicyVersion: "p1", SafetyMarginMS: 60000})
+		s.Add(auditlog.Entry{NotificationID: "lost", Reason: notify.ReasonAdmitted, At: auditfixture.T0, PolicyVersion: "p1", SafetyMarginMS: 60000})
 		want := MarginReport{
 			Samples: 200, P50: 10 * time.Second, P95: 19 * time.Second, P99: 19800 * time.Millisecond, Max: 20 * time.Second,
 			Enough: true, Recommended: 25 * time.Second,
@@ -92,7 +93,7 @@ func TestMarginSampler(t *testing.T) {
 // reasons, has a plain-language description.
 func TestDescribeEveryReason(t *testing.T) {
 	states := append([]notify.State{notify.StateNone}, notify.States...)
-	reasons := []notify.Reason{audit.ReasonPurgedTTL, audit.ReasonPurgedManual}
+	reasons := []notify.Reason{auditlog.ReasonPurgedTTL, auditlog.ReasonPurgedManual}
 	for _, from := range states {
 		for _, to := range states {
 			reasons = append(reasons, notify.Reasons(from, to)...)

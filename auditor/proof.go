@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // EntryProof ties one entry to the signed digest of the period it was written in. For a
@@ -16,7 +16,7 @@ import (
 // empty. Unproven, when set, says why the entry has no proof (its period is still open, or its
 // period's entries no longer match the signed digest).
 type EntryProof struct {
-	Entry       audit.Entry
+	Entry       auditlog.Entry
 	PeriodStart time.Time
 	LeafIndex   uint64
 	TreeSize    int64
@@ -29,7 +29,7 @@ type EntryProof struct {
 // digests the proofs lead to.
 type Proof struct {
 	EventID string
-	Digests []audit.Digest
+	Digests []auditlog.Digest
 	Entries []EntryProof
 }
 
@@ -38,22 +38,22 @@ type Proof struct {
 // entries it reads the whole period's entries once (WrittenIn: one query page per 1 MB of the
 // index's projection, about 100 bytes of memory per entry) to rebuild the tree; when that tree
 // is not the signed one, the period's entries are left unproven.
-func BuildProof(ctx context.Context, db audit.QueryAPI, table, eventID string, entries []audit.Entry, ds []audit.Digest) (Proof, error) {
-	return BuildProofTrail(ctx, &Trail{Reader: &audit.Reader{DB: db, Table: table}}, eventID, entries, ds)
+func BuildProof(ctx context.Context, db auditlog.QueryAPI, table, eventID string, entries []auditlog.Entry, ds []auditlog.Digest) (Proof, error) {
+	return BuildProofTrail(ctx, &Trail{Reader: &auditlog.Reader{DB: db, Table: table}}, eventID, entries, ds)
 }
 
 // BuildProofTrail is BuildProof reading each period from t: the archive for a cold period.
-func BuildProofTrail(ctx context.Context, t *Trail, eventID string, entries []audit.Entry, ds []audit.Digest) (Proof, error) {
+func BuildProofTrail(ctx context.Context, t *Trail, eventID string, entries []auditlog.Entry, ds []auditlog.Digest) (Proof, error) {
 	p := Proof{EventID: eventID}
-	trees := map[time.Time]*audit.PeriodTree{}
-	for _, e := range audit.Sorted(entries) {
+	trees := map[time.Time]*auditlog.PeriodTree{}
+	for _, e := range auditlog.Sorted(entries) {
 		ep := EntryProof{Entry: e, Unproven: "its period has no digest yet"}
 		d := digestOf(ds, e.WrittenAt)
 		switch {
 		case d == nil:
-		case d.Version == audit.DigestVersionManifest:
+		case d.Version == auditlog.DigestVersionManifest:
 			ep.PeriodStart, ep.Unproven = d.PeriodStart, ""
-			if !slices.Contains(d.Manifest, audit.LineOf(e)) {
+			if !slices.Contains(d.Manifest, auditlog.LineOf(e)) {
 				ep.Unproven = "the signed digest of its period does not list it as it is now"
 			}
 		default:
@@ -64,13 +64,13 @@ func BuildProofTrail(ctx context.Context, t *Trail, eventID string, entries []au
 			ep.PeriodStart, ep.TreeSize, ep.Unproven = d.PeriodStart, d.Count, ""
 			if tree == nil {
 				ep.Unproven = "the entries written in its period no longer match its signed digest"
-			} else if i, ok := tree.Index(audit.LineOf(e).Key()); ok {
+			} else if i, ok := tree.Index(auditlog.LineOf(e).Key()); ok {
 				ep.LeafIndex = i
 			} else {
 				ep.Unproven = "the signed digest of its period does not hold it"
 			}
 		}
-		if d != nil && !slices.ContainsFunc(p.Digests, func(x audit.Digest) bool { return x.PeriodStart.Equal(d.PeriodStart) }) {
+		if d != nil && !slices.ContainsFunc(p.Digests, func(x auditlog.Digest) bool { return x.PeriodStart.Equal(d.PeriodStart) }) {
 			p.Digests = append(p.Digests, *d)
 		}
 		p.Entries = append(p.Entries, ep)
@@ -79,7 +79,7 @@ func BuildProofTrail(ctx context.Context, t *Trail, eventID string, entries []au
 }
 
 // digestOf returns the digest whose period holds t, or nil.
-func digestOf(ds []audit.Digest, t time.Time) *audit.Digest {
+func digestOf(ds []auditlog.Digest, t time.Time) *auditlog.Digest {
 	for i := range ds {
 		if !t.IsZero() && !t.Before(ds[i].PeriodStart) && t.Before(ds[i].PeriodEnd) {
 			return &ds[i]
@@ -90,16 +90,16 @@ func digestOf(ds []audit.Digest, t time.Time) *audit.Digest {
 
 // periodTree returns the tree of d's period, read once and kept in trees; nil when it is not
 // the tree d signs.
-func periodTree(ctx context.Context, src *Trail, d audit.Digest, trees map[time.Time]*audit.PeriodTree) (*audit.PeriodTree, error) {
+func periodTree(ctx context.Context, src *Trail, d auditlog.Digest, trees map[time.Time]*auditlog.PeriodTree) (*auditlog.PeriodTree, error) {
 	if t, ok := trees[d.PeriodStart]; ok {
 		return t, nil
 	}
-	t := &audit.PeriodTree{}
+	t := &auditlog.PeriodTree{}
 	for e, err := range src.WrittenIn(ctx, d.PeriodStart, d.PeriodEnd) {
 		if err != nil {
 			return nil, err
 		}
-		t.Add(audit.LineOf(e))
+		t.Add(auditlog.LineOf(e))
 	}
 	if t.Size() != d.Count || t.Root() != d.Root {
 		t = nil
@@ -109,7 +109,7 @@ func periodTree(ctx context.Context, src *Trail, d audit.Digest, trees map[time.
 }
 
 // addPaths computes the audit paths of p's tree-proved entries, one pass per tree.
-func addPaths(p *Proof, trees map[time.Time]*audit.PeriodTree) error {
+func addPaths(p *Proof, trees map[time.Time]*auditlog.PeriodTree) error {
 	want := map[time.Time][]uint64{}
 	for _, ep := range p.Entries {
 		if ep.Unproven == "" && ep.TreeSize > 0 {
@@ -156,7 +156,7 @@ func (r ProofReport) OK() bool { return len(r.Problems) == 0 && r.Proven == r.En
 // completeness is what verify of a range checks.
 func CheckProof(p Proof, pub *ecdsa.PublicKey) ProofReport {
 	r := ProofReport{EventID: p.EventID, Entries: len(p.Entries), Digests: []string{}}
-	valid := map[time.Time]audit.Digest{}
+	valid := map[time.Time]auditlog.Digest{}
 	for _, d := range p.Digests {
 		switch {
 		case !VerifySignature(pub, d):
@@ -168,7 +168,7 @@ func CheckProof(p Proof, pub *ecdsa.PublicKey) ProofReport {
 			r.Digests = append(r.Digests, d.Period())
 		}
 	}
-	var entries []audit.Entry
+	var entries []auditlog.Entry
 	for _, ep := range p.Entries {
 		entries = append(entries, ep.Entry)
 		if what := proofProblem(ep, valid); what != "" {
@@ -182,7 +182,7 @@ func CheckProof(p Proof, pub *ecdsa.PublicKey) ProofReport {
 }
 
 // proofProblem says why ep does not prove its entry, or "" when it does.
-func proofProblem(ep EntryProof, valid map[time.Time]audit.Digest) string {
+func proofProblem(ep EntryProof, valid map[time.Time]auditlog.Digest) string {
 	e := ep.Entry
 	d, ok := valid[ep.PeriodStart]
 	switch {
@@ -194,15 +194,15 @@ func proofProblem(ep EntryProof, valid map[time.Time]audit.Digest) string {
 		return fmt.Sprintf("not proven: the proof cites the digest of the period starting %s, which the file does not hold valid", ep.PeriodStart.UTC().Format(time.RFC3339))
 	case e.WrittenAt.Before(d.PeriodStart) || !e.WrittenAt.Before(d.PeriodEnd):
 		return fmt.Sprintf("not proven: its written_at is not in %s, the period of the digest the proof cites", d.Period())
-	case d.Version == audit.DigestVersionManifest:
-		if !slices.Contains(d.Manifest, audit.LineOf(e)) {
+	case d.Version == auditlog.DigestVersionManifest:
+		if !slices.Contains(d.Manifest, auditlog.LineOf(e)) {
 			return fmt.Sprintf("entry changed or added: the signed digest of %s does not list it", d.Period())
 		}
 		return ""
 	case ep.TreeSize != d.Count:
 		return fmt.Sprintf("not proven: the proof is for a tree of %d entries, the signed digest of %s has %d", ep.TreeSize, d.Period(), d.Count)
 	}
-	if err := VerifyInclusion(d, audit.LineOf(e), ep.LeafIndex, ep.Path); err != nil {
+	if err := VerifyInclusion(d, auditlog.LineOf(e), ep.LeafIndex, ep.Path); err != nil {
 		return "entry or path changed: " + err.Error()
 	}
 	return ""

@@ -24,7 +24,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/resetnotify/resetnotify/shared/archive"
-	"github.com/resetnotify/resetnotify/shared/audit"
+
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -56,7 +57,7 @@ const TimelineSpan = 72 * time.Hour
 // by period, and the entries read are still returned (so verify also finds them not to be
 // what the digest signs).
 type Trail struct {
-	Reader    *audit.Reader
+	Reader    *auditlog.Reader
 	S3        ArchiveAPI
 	Hot       time.Duration
 	Now       time.Time
@@ -77,7 +78,7 @@ type Trail struct {
 type coldPeriod struct {
 	item     archive.Item
 	manifest *archive.Manifest
-	objects  map[string][]audit.Entry
+	objects  map[string][]auditlog.Entry
 }
 
 // Sources says what the trail read, for people: "table T" and/or "archive (N periods, from to
@@ -156,25 +157,25 @@ func (t *Trail) coldAt(w time.Time) bool {
 
 // WrittenIn yields the entries written in [start, end): from the table, and from the archive
 // for the cold periods.
-func (t *Trail) WrittenIn(ctx context.Context, start, end time.Time) iter.Seq2[audit.Entry, error] {
-	return t.merged(ctx, start, end, audit.WrittenIn(ctx, t.Reader.DB, t.Reader.Table, start, end),
-		func(e audit.Entry) bool { return !e.WrittenAt.Before(start) && e.WrittenAt.Before(end) })
+func (t *Trail) WrittenIn(ctx context.Context, start, end time.Time) iter.Seq2[auditlog.Entry, error] {
+	return t.merged(ctx, start, end, auditlog.WrittenIn(ctx, t.Reader.DB, t.Reader.Table, start, end),
+		func(e auditlog.Entry) bool { return !e.WrittenAt.Before(start) && e.WrittenAt.Before(end) })
 }
 
 // Range yields the entries whose at is in [from, to), as audit.Reader.Range does, with the
 // cold periods' entries from the archive.
-func (t *Trail) Range(ctx context.Context, from, to time.Time) iter.Seq2[audit.Entry, error] {
-	return t.merged(ctx, from.Add(-audit.ClockSkew), to.Add(audit.MaxLateness), t.Reader.Range(ctx, from, to),
-		func(e audit.Entry) bool { return !e.At.Before(from) && e.At.Before(to) })
+func (t *Trail) Range(ctx context.Context, from, to time.Time) iter.Seq2[auditlog.Entry, error] {
+	return t.merged(ctx, from.Add(-auditlog.ClockSkew), to.Add(auditlog.MaxLateness), t.Reader.Range(ctx, from, to),
+		func(e auditlog.Entry) bool { return !e.At.Before(from) && e.At.Before(to) })
 }
 
 // merged yields the table's entries (table) that are not in a cold period, then the entries
 // of the cold periods overlapping [start, end) that keep accepts.
-func (t *Trail) merged(ctx context.Context, start, end time.Time, table iter.Seq2[audit.Entry, error], keep func(audit.Entry) bool) iter.Seq2[audit.Entry, error] {
-	return func(yield func(audit.Entry, error) bool) {
+func (t *Trail) merged(ctx context.Context, start, end time.Time, table iter.Seq2[auditlog.Entry, error], keep func(auditlog.Entry) bool) iter.Seq2[auditlog.Entry, error] {
+	return func(yield func(auditlog.Entry, error) bool) {
 		cold, err := t.cold(ctx, start, end)
 		if err != nil {
-			yield(audit.Entry{}, err)
+			yield(auditlog.Entry{}, err)
 			return
 		}
 		t.TableReads++
@@ -189,7 +190,7 @@ func (t *Trail) merged(ctx context.Context, start, end time.Time, table iter.Seq
 		for _, it := range cold {
 			entries, err := t.period(ctx, it, "")
 			if err != nil {
-				yield(audit.Entry{}, err)
+				yield(auditlog.Entry{}, err)
 				return
 			}
 			for _, e := range entries {
@@ -204,7 +205,7 @@ func (t *Trail) merged(ctx context.Context, start, end time.Time, table iter.Seq
 // Timeline returns every entry of eventID: the table's, and the archive's in the cold periods
 // of [from, to) (zero: TimelineSpan around the written_at of the entries the table holds, or
 // nothing from the archive when it holds none).
-func (t *Trail) Timeline(ctx context.Context, eventID string, from, to time.Time) ([]audit.Entry, error) {
+func (t *Trail) Timeline(ctx context.Context, eventID string, from, to time.Time) ([]auditlog.Entry, error) {
 	hot, err := t.Reader.Timeline(ctx, eventID)
 	if err != nil {
 		return nil, err
@@ -226,7 +227,7 @@ func (t *Trail) Timeline(ctx context.Context, eventID string, from, to time.Time
 	if err != nil {
 		return nil, err
 	}
-	var out []audit.Entry
+	var out []auditlog.Entry
 	for _, e := range hot {
 		if !t.coldAt(e.WrittenAt) {
 			out = append(out, e)
@@ -243,18 +244,18 @@ func (t *Trail) Timeline(ctx context.Context, eventID string, from, to time.Time
 			}
 		}
 	}
-	return audit.Sorted(out), nil
+	return auditlog.Sorted(out), nil
 }
 
 // period returns the entries of the archived period it, reading its manifest and the objects
 // that may hold eventID (every object when eventID is ""), once each.
-func (t *Trail) period(ctx context.Context, it archive.Item, eventID string) ([]audit.Entry, error) {
+func (t *Trail) period(ctx context.Context, it archive.Item, eventID string) ([]auditlog.Entry, error) {
 	if t.periods == nil {
 		t.periods, t.ArchivePeriods = map[time.Time]*coldPeriod{}, map[time.Time]bool{}
 	}
 	p := t.periods[it.PeriodStart]
 	if p == nil {
-		p = &coldPeriod{item: it, objects: map[string][]audit.Entry{}}
+		p = &coldPeriod{item: it, objects: map[string][]auditlog.Entry{}}
 		t.periods[it.PeriodStart] = p
 		if err := t.readManifest(ctx, p); err != nil {
 			return nil, err
@@ -264,7 +265,7 @@ func (t *Trail) period(ctx context.Context, it archive.Item, eventID string) ([]
 	if p.manifest == nil {
 		return nil, nil
 	}
-	var out []audit.Entry
+	var out []auditlog.Entry
 	for _, o := range p.manifest.Objects {
 		if eventID != "" && !spans(o, eventID) {
 			continue
@@ -326,7 +327,7 @@ func (t *Trail) readManifest(ctx context.Context, p *coldPeriod) error {
 }
 
 // readObject reads one part, checks it against the manifest and returns its entries.
-func (t *Trail) readObject(ctx context.Context, p *coldPeriod, o archive.ObjectRef) ([]audit.Entry, error) {
+func (t *Trail) readObject(ctx context.Context, p *coldPeriod, o archive.ObjectRef) ([]auditlog.Entry, error) {
 	raw, found, err := t.get(ctx, p.item, o.Key)
 	if err != nil {
 		return nil, err
@@ -343,7 +344,7 @@ func (t *Trail) readObject(ctx context.Context, p *coldPeriod, o archive.ObjectR
 		t.problem(p, "object %s: %v", o.Key, err)
 		return entries, nil
 	}
-	if int64(len(entries)) != o.Entries || (len(entries) > 0 && (audit.LineOf(entries[0]).Key() != o.First || audit.LineOf(entries[len(entries)-1]).Key() != o.Last)) {
+	if int64(len(entries)) != o.Entries || (len(entries) > 0 && (auditlog.LineOf(entries[0]).Key() != o.First || auditlog.LineOf(entries[len(entries)-1]).Key() != o.Last)) {
 		t.problem(p, "object %s does not hold the entries its manifest names (%d of %d, or others): reordered or replaced", o.Key, len(entries), o.Entries)
 	}
 	return entries, nil
@@ -351,19 +352,19 @@ func (t *Trail) readObject(ctx context.Context, p *coldPeriod, o archive.ObjectR
 
 // ReadArchiveObject decodes an archive part: gzip-compressed JSON Lines of entries
 // (audit.EntryJSON). Entries are returned in the object's order.
-func ReadArchiveObject(raw []byte) ([]audit.Entry, error) {
+func ReadArchiveObject(raw []byte) ([]auditlog.Entry, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
 		return nil, errors.New("not gzip")
 	}
-	var out []audit.Entry
+	var out []auditlog.Entry
 	sc := bufio.NewScanner(zr)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		e, err := audit.EntryFromJSON(sc.Bytes())
+		e, err := auditlog.EntryFromJSON(sc.Bytes())
 		if err != nil {
 			return out, fmt.Errorf("line %d: %w", len(out)+1, err)
 		}
@@ -412,8 +413,8 @@ func isNotFound(err error) bool {
 // CheckChain checks each archived period read against its signed digest among ds: the
 // manifest names the digest's signature, count and tree root. A period read from the archive
 // without a digest in ds is not checked here (Check reports its entries as not covered).
-func (t *Trail) CheckChain(ds []audit.Digest) {
-	byStart := map[time.Time]audit.Digest{}
+func (t *Trail) CheckChain(ds []auditlog.Digest) {
+	byStart := map[time.Time]auditlog.Digest{}
 	for _, d := range ds {
 		byStart[d.PeriodStart.UTC()] = d
 	}

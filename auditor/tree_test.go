@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // rfc6962Root is RFC 6962's Merkle Tree Hash written out from its definition (section 2.1),
@@ -35,10 +35,10 @@ func rfc6962Root(leaves [][]byte) []byte {
 	}
 }
 
-func testLines(n int) []audit.ManifestLine {
-	out := make([]audit.ManifestLine, n)
+func testLines(n int) []auditlog.ManifestLine {
+	out := make([]auditlog.ManifestLine, n)
 	for i := range out {
-		out[i] = audit.ManifestLine{EventID: fmt.Sprintf("evt-%03d", i/3), Seq: audit.Seq(fmt.Sprintf("k%d", i/3), int64(i%3+1)),
+		out[i] = auditlog.ManifestLine{EventID: fmt.Sprintf("evt-%03d", i/3), Seq: auditlog.Seq(fmt.Sprintf("k%d", i/3), int64(i%3+1)),
 			NotificationID: fmt.Sprintf("n%d", i/3), Hash: fmt.Sprintf("%064x", i)}
 	}
 	return out
@@ -52,16 +52,16 @@ func TestPeriodTree(t *testing.T) {
 		lines := testLines(n)
 		var leafData [][]byte
 		for _, l := range lines { // testLines are in canonical order already
-			leafData = append(leafData, audit.LeafData(l))
+			leafData = append(leafData, auditlog.LeafData(l))
 		}
-		var tree audit.PeriodTree
+		var tree auditlog.PeriodTree
 		for _, i := range rand.Perm(n) {
 			tree.Add(lines[i])
 		}
 		if got, want := tree.Root(), hex.EncodeToString(rfc6962Root(leafData)); got != want {
 			t.Fatalf("size %d: root %s, RFC 6962 says %s", n, got, want)
 		}
-		d := audit.Digest{Version: audit.DigestVersionTree, Count: tree.Size(), Root: tree.Root(),
+		d := auditlog.Digest{Version: auditlog.DigestVersionTree, Count: tree.Size(), Root: tree.Root(),
 			PeriodStart: time.Unix(0, 0), PeriodEnd: time.Unix(60, 0)}
 		idx := make([]uint64, n)
 		for i := range idx {
@@ -102,9 +102,9 @@ func TestPeriodTree(t *testing.T) {
 // TestLeafDataIsUnambiguous: values that would run together without their lengths give
 // different leaves.
 func TestLeafDataIsUnambiguous(t *testing.T) {
-	a := audit.ManifestLine{EventID: "e 1", Seq: "k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}
-	b := audit.ManifestLine{EventID: "e", Seq: "1 k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}
-	if string(audit.LeafData(a)) == string(audit.LeafData(b)) {
-		t.Errorf("two entries share leaf data %q", audit.LeafData(a))
+	a := auditlog.ManifestLine{EventID: "e 1", Seq: "k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}
+	b := auditlog.ManifestLine{EventID: "e", Seq: "1 k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}
+	if string(auditlog.LeafData(a)) == string(auditlog.LeafData(b)) {
+		t.Errorf("two entries share leaf data %q", auditlog.LeafData(a))
 	}
 }

@@ -2,7 +2,7 @@
 // link: Verify checks hash chains, Check a bundle (digests, their signatures and coverage, and
 // the chains), BuildProof and CheckProof an event's inclusion proofs; the bundle and proof
 // files, an event's evidence, digest coverage and the safety margin's report. The formats it
-// reads (entries, digests, the period's tree) are package audit's. cmd/auditctl is its
+// reads (entries, digests, the period's tree) are package audit's. auditor/auditctl is its
 // command line; the benchmarks use it too. No function links it (layout_test.go).
 package auditor
 
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // Problem is one broken or missing link found by Verify.
@@ -55,9 +55,9 @@ func (p Problem) String() string {
 // was later written by a replay (replayed) or stands as a gap entry, after it. A gap entry
 // (reconstructed) stands for versions gap_from to version; it is not a problem, but it is a
 // known gap that KnownGaps reports.
-func Verify(entries []audit.Entry) []Problem {
+func Verify(entries []auditlog.Entry) []Problem {
 	var out []Problem
-	for _, c := range audit.Chains(entries) {
+	for _, c := range auditlog.Chains(entries) {
 		out = append(out, VerifyChain(c)...)
 	}
 	return out
@@ -81,9 +81,9 @@ func (g KnownGap) String() string {
 }
 
 // KnownGaps returns the gap entries among entries, in timeline order.
-func KnownGaps(entries []audit.Entry) []KnownGap {
+func KnownGaps(entries []auditlog.Entry) []KnownGap {
 	var out []KnownGap
-	for _, e := range audit.Sorted(entries) {
+	for _, e := range auditlog.Sorted(entries) {
 		if e.Gap() {
 			out = append(out, KnownGap{NotificationID: e.NotificationID, EventID: e.EventID, Seq: e.Seq,
 				FromVersion: e.GapFrom, ToVersion: e.Version, WrittenAt: e.WrittenAt})
@@ -93,12 +93,12 @@ func KnownGaps(entries []audit.Entry) []KnownGap {
 }
 
 // VerifyChain checks one chain as Verify does.
-func VerifyChain(c audit.Chain) []Problem {
+func VerifyChain(c auditlog.Chain) []Problem {
 	var out []Problem
-	add := func(e audit.Entry, format string, args ...any) {
+	add := func(e auditlog.Entry, format string, args ...any) {
 		out = append(out, Problem{NotificationID: c.NotificationID, Seq: e.Seq, What: fmt.Sprintf(format, args...)})
 	}
-	var prev *audit.Entry
+	var prev *auditlog.Entry
 	for i := range c.Entries {
 		e := c.Entries[i]
 		checkEntry(e, add)
@@ -117,7 +117,7 @@ func VerifyChain(c audit.Chain) []Problem {
 					what += " (the writer found no previous entry)"
 				}
 				add(e, "%s", what)
-			case e.PrevHash != audit.GenesisHash:
+			case e.PrevHash != auditlog.GenesisHash:
 				add(e, "first entry's prev_hash is not the genesis value")
 			case e.FromState != "" && !e.Gap():
 				add(e, "first entry starts from %s instead of ∅", e.FromState)
@@ -132,16 +132,16 @@ func VerifyChain(c audit.Chain) []Problem {
 }
 
 // checkEntry checks what one entry says about itself.
-func checkEntry(e audit.Entry, add func(audit.Entry, string, ...any)) {
+func checkEntry(e auditlog.Entry, add func(auditlog.Entry, string, ...any)) {
 	if len(e.Unexpected) > 0 {
 		add(e, "attributes outside the allow-list: %s", strings.Join(e.Unexpected, ", "))
 	}
-	if h, err := audit.ComputeHash(e.PrevHash, e); err != nil {
+	if h, err := auditlog.ComputeHash(e.PrevHash, e); err != nil {
 		add(e, "prev_hash is not 64 hex digits")
 	} else if h != e.Hash {
 		add(e, "hash does not match the entry's content: the entry was edited")
 	}
-	if !audit.SeqMatches(e) {
+	if !auditlog.SeqMatches(e) {
 		kind := ""
 		switch {
 		case e.Purged():
@@ -151,7 +151,7 @@ func checkEntry(e audit.Entry, add func(audit.Entry, string, ...any)) {
 		}
 		add(e, "seq does not name version %d%s: the entry was moved", e.Version, kind)
 	}
-	if e.Day != e.At.UTC().Format(audit.DayLayout) {
+	if e.Day != e.At.UTC().Format(auditlog.DayLayout) {
 		add(e, "day %s is not the date of at", e.Day)
 	}
 	if e.Gap() && (!e.Reconstructed || e.GapFrom < 1 || e.GapFrom > e.Version) {
@@ -161,7 +161,7 @@ func checkEntry(e audit.Entry, add func(audit.Entry, string, ...any)) {
 
 // checkLink checks e against the entry before it in its chain; first is the first version e
 // stands for.
-func checkLink(prev, e audit.Entry, first int64, add func(audit.Entry, string, ...any)) {
+func checkLink(prev, e auditlog.Entry, first int64, add func(auditlog.Entry, string, ...any)) {
 	want := prev.Version + 1
 	if e.Purged() {
 		want = prev.Version
@@ -186,7 +186,7 @@ func checkLink(prev, e audit.Entry, first int64, add func(audit.Entry, string, .
 	}
 	// A predecessor written after e, by a replay or as a gap entry, fills the hole that e's
 	// writer found.
-	filled := e.PrevMissing && e.PrevHash == audit.GenesisHash && (prev.Replayed || prev.Gap()) && prev.WrittenAt.After(e.WrittenAt)
+	filled := e.PrevMissing && e.PrevHash == auditlog.GenesisHash && (prev.Replayed || prev.Gap()) && prev.WrittenAt.After(e.WrittenAt)
 	switch {
 	case filled:
 	case e.PrevMissing:

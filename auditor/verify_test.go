@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/resetnotify/resetnotify/dev/auditfixture"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/infra/auditfixture"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // chainOf writes the lifecycle of one notification through the handler and returns its entries.
-func chainOf(t *testing.T) []audit.Entry {
+func chainOf(t *testing.T) []auditlog.Entry {
 	t.Helper()
 	db := auditfixture.NewTable()
 	write(t, db, "req-1", auditfixture.LifecycleRecords("k1", "evt-1", "01JA")...)
@@ -23,13 +23,13 @@ func chainOf(t *testing.T) []audit.Entry {
 func TestVerify(t *testing.T) {
 	tests := []struct {
 		name    string
-		tamper  func(t *testing.T, es []audit.Entry) []audit.Entry
+		tamper  func(t *testing.T, es []auditlog.Entry) []auditlog.Entry
 		seq     string
 		problem string
 	}{
 		{
 			name: "edited entry",
-			tamper: func(_ *testing.T, es []audit.Entry) []audit.Entry {
+			tamper: func(_ *testing.T, es []auditlog.Entry) []auditlog.Entry {
 				es[2].Reason = "RECONCILED_ACCEPTED"
 				return es
 			},
@@ -37,7 +37,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "edited entry with its hash recomputed",
-			tamper: func(t *testing.T, es []audit.Entry) []audit.Entry {
+			tamper: func(t *testing.T, es []auditlog.Entry) []auditlog.Entry {
 				es[2].ProviderMessageID = "other"
 				es[2] = relink(t, es[2], es[2].PrevHash)
 				return es
@@ -46,22 +46,22 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name:   "deleted entry",
-			tamper: func(_ *testing.T, es []audit.Entry) []audit.Entry { return append(es[:1:1], es[2:]...) },
+			tamper: func(_ *testing.T, es []auditlog.Entry) []auditlog.Entry { return append(es[:1:1], es[2:]...) },
 			seq:    "k1#0000000003", problem: "version 2 missing after seq k1#0000000001",
 		},
 		{
 			name:   "deleted first entry",
-			tamper: func(_ *testing.T, es []audit.Entry) []audit.Entry { return es[1:] },
+			tamper: func(_ *testing.T, es []auditlog.Entry) []auditlog.Entry { return es[1:] },
 			seq:    "k1#0000000002", problem: "chain starts at version 2: version 1 missing",
 		},
 		{
 			name:   "deleted last entry before the purge",
-			tamper: func(_ *testing.T, es []audit.Entry) []audit.Entry { return append(es[:3:3], es[4]) },
+			tamper: func(_ *testing.T, es []auditlog.Entry) []auditlog.Entry { return append(es[:3:3], es[4]) },
 			seq:    "k1#0000000004#purged", problem: "version 4 missing after seq k1#0000000003",
 		},
 		{
 			name: "reordered: two entries' contents swapped under their keys",
-			tamper: func(_ *testing.T, es []audit.Entry) []audit.Entry {
+			tamper: func(_ *testing.T, es []auditlog.Entry) []auditlog.Entry {
 				es[1].Seq, es[2].Seq = es[2].Seq, es[1].Seq
 				return es
 			},
@@ -69,10 +69,10 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "reordered: swapped, renumbered and every hash recomputed",
-			tamper: func(t *testing.T, es []audit.Entry) []audit.Entry {
+			tamper: func(t *testing.T, es []auditlog.Entry) []auditlog.Entry {
 				a, b := es[1], es[2]
 				a.Seq, a.Version, b.Seq, b.Version = es[2].Seq, es[2].Version, es[1].Seq, es[1].Version
-				out := []audit.Entry{es[0], b, a, es[3], es[4]}
+				out := []auditlog.Entry{es[0], b, a, es[3], es[4]}
 				for i := 1; i < len(out); i++ {
 					out[i] = relink(t, out[i], out[i-1].Hash)
 				}
@@ -82,7 +82,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "entry after the purge",
-			tamper: func(t *testing.T, es []audit.Entry) []audit.Entry {
+			tamper: func(t *testing.T, es []auditlog.Entry) []auditlog.Entry {
 				extra := es[3]
 				extra.Seq, extra.Version = "k1#0000000005", 5
 				return append(es, relink(t, extra, es[4].Hash))
@@ -91,7 +91,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "stray attribute",
-			tamper: func(_ *testing.T, es []audit.Entry) []audit.Entry {
+			tamper: func(_ *testing.T, es []auditlog.Entry) []auditlog.Entry {
 				es[0].Unexpected = []string{"sealed"}
 				return es
 			},
@@ -112,9 +112,9 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func relink(t *testing.T, e audit.Entry, prev string) audit.Entry {
+func relink(t *testing.T, e auditlog.Entry, prev string) auditlog.Entry {
 	t.Helper()
-	e, err := audit.Link(e, prev)
+	e, err := auditlog.Link(e, prev)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/resetnotify/resetnotify/dev/auditfixture"
+	"github.com/resetnotify/resetnotify/infra/auditfixture"
 	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
@@ -19,7 +20,7 @@ import (
 func write(t *testing.T, db *auditfixture.Table, reqID string, recs ...events.DynamoDBEventRecord) events.DynamoDBEventResponse {
 	t.Helper()
 	h := &audit.Handler{
-		Writer:   &audit.Writer{DB: db, Table: "audit"},
+		Writer:   &auditlog.Writer{DB: db, Table: "audit"},
 		Function: "audit", FunctionVersion: "$LATEST",
 		Clock: notifytest.NewClock(auditfixture.T0.Add(3 * time.Hour)),
 	}
@@ -32,17 +33,17 @@ func write(t *testing.T, db *auditfixture.Table, reqID string, recs ...events.Dy
 }
 
 // stored returns every entry db holds, in timeline order.
-func stored(t *testing.T, db *auditfixture.Table) []audit.Entry {
+func stored(t *testing.T, db *auditfixture.Table) []auditlog.Entry {
 	t.Helper()
-	var out []audit.Entry
+	var out []auditlog.Entry
 	for _, item := range db.Stored() {
-		e, err := audit.FromItem(item)
+		e, err := auditlog.FromItem(item)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, e)
 	}
-	return audit.Sorted(out)
+	return auditlog.Sorted(out)
 }
 
 // TestWrittenChainsVerify checks Verify against what the audit function writes: a whole life,

@@ -1,4 +1,4 @@
-// Package client calls the resetnotify API (openapi.yaml at the repository root) from a
+// Package client calls the resetnotify API (docs/openapi.yaml) from a
 // caller's backend, signing each request with AWS Signature Version 4 for execute-api, and
 // makes "retry until you get an answer" safe by construction.
 //

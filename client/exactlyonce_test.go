@@ -23,15 +23,15 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/resetnotify/resetnotify/client"
-	"github.com/resetnotify/resetnotify/dev/localapi/localapitest"
-	"github.com/resetnotify/resetnotify/dev/tablesetup"
-	"github.com/resetnotify/resetnotify/dev/testenv"
-	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/infra/localapi/localapitest"
+	"github.com/resetnotify/resetnotify/infra/tablesetup"
+	"github.com/resetnotify/resetnotify/infra/testenv"
+	"github.com/resetnotify/resetnotify/shared/adapters/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/adapters/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/seal"
-	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -102,7 +102,7 @@ func newDynamoBackend(t *testing.T) *backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &notify.Intake{
+	in := &notify.Service{
 		Store: dynamostore.New(ddb, names.Notifications), Sealer: seal.New(keys), Hasher: hasher, Fingerprints: fingerprints,
 		Queue: sqsqueue.New(sqsClient, testenv.Queue(t, sqsClient, testenv.UniqueName(t, "dispatch")), ""),
 		Clock: notify.SystemClock{}, Policy: notify.DefaultPolicy(), NewID: func() string { return ulid.Make().String() },
@@ -110,7 +110,7 @@ func newDynamoBackend(t *testing.T) *backend {
 	return serveBackend(t, in)
 }
 
-func serveBackend(t *testing.T, in *notify.Intake) *backend {
+func serveBackend(t *testing.T, in *notify.Service) *backend {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
 	srv := localapitest.Server(t, "../template.yaml", in, obs.NewLogger(logs, nil))
@@ -181,7 +181,7 @@ func newFaultProxy(t *testing.T, target string, maxFaults int) *faultProxy {
 func specRouter(t *testing.T, server string) routers.Router {
 	t.Helper()
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromFile("../openapi.yaml")
+	doc, err := loader.LoadFromFile("../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ trap stop_local EXIT
 if [[ -z "$url" ]]; then
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   mkdir -p bin
-  go build -o bin/local ./cmd/local
+  go build -o bin/local ./infra/local
   logs=$(mktemp -d)
   echo "fuzz-api: starting the local stack on 127.0.0.1:$port (logs in $logs)"
   RESETNOTIFY_PORT=$port bin/local >"$logs/stdout" 2>"$logs/stderr" &
@@ -59,7 +59,7 @@ fi
 
 echo "fuzz-api: schemathesis against $url"
 status=0
-SCHEMATHESIS_HOOKS="$root/infra/fuzz_hooks.py" "$schemathesis" run "$root/openapi.yaml" \
+SCHEMATHESIS_HOOKS="$root/infra/fuzz_hooks.py" "$schemathesis" run "$root/docs/openapi.yaml" \
   --url "$url" --checks "$checks" --workers 1 \
   --max-examples "${FUZZ_MAX_EXAMPLES:-50}" --seed "${FUZZ_SEED:-13}" || status=$?
 stop_local

@@ -1,4 +1,4 @@
-# lib.sh holds what infra/emulator.sh and infra/local-e2e.sh share: free loopback ports, and
+# lib.sh holds what infra/emulator/emulator.sh and infra/local/local-e2e.sh share: free loopback ports, and
 # starting processes in process groups of their own that are stopped, by PID, on exit.
 # Source it after `set -euo pipefail`; it sets the EXIT, INT and TERM traps and $work, a scratch
 # directory kept (and named) when the script fails.

@@ -1,6 +1,6 @@
 // Command audit is the Lambda function on the notifications table's stream: one redacted, hash-
 // chained audit entry per transition. It is assembled by package shared/wire/audit, which the
-// local stack (cmd/local) runs too.
+// local stack (infra/local) runs too.
 package main
 
 import (

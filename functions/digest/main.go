@@ -1,6 +1,6 @@
 // Command digest is the Lambda function run every minute by an EventBridge schedule: it closes
 // each ended audit period with a signed digest. It is assembled by package shared/wire/digest,
-// which the local stack (cmd/local) runs too.
+// which the local stack (infra/local) runs too.
 package main
 
 import (

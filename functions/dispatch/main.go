@@ -1,6 +1,6 @@
 // Command dispatch is the Lambda function on the dispatch queue: it leases each due record,
 // sends it through the SMS provider and schedules what comes next. It is assembled by package
-// shared/wire/dispatch, which the local stack (cmd/local) runs too.
+// shared/wire/dispatch, which the local stack (infra/local) runs too.
 package main
 
 import (

@@ -1,6 +1,6 @@
 // Command intake is the Lambda function behind the HTTP API: POST, GET and DELETE
 // /v1/notifications. It is assembled by package shared/wire/intake, which the local stack
-// (cmd/local) runs too.
+// (infra/local) runs too.
 package main
 
 import (

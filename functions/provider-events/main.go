@@ -1,6 +1,6 @@
 // Command provider-events is the Lambda function that takes SMS delivery receipts, from the
 // receipts SNS topic and from the simulator's webhook. It is assembled by package
-// shared/wire/providerevents, which the local stack (cmd/local) runs too.
+// shared/wire/providerevents, which the local stack (infra/local) runs too.
 package main
 
 import (

@@ -1,6 +1,6 @@
 // Command reconcile is the Lambda function on the reconcile queue: it settles attempts whose
 // outcome is unknown through the provider's lookup, and holds nothing that can send. It is
-// assembled by package shared/wire/reconcile, which the local stack (cmd/local) runs too.
+// assembled by package shared/wire/reconcile, which the local stack (infra/local) runs too.
 package main
 
 import (

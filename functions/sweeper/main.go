@@ -1,6 +1,6 @@
 // Command sweeper is the Lambda function run every minute by an EventBridge schedule: it re-
 // enqueues, expires or reclaims the overdue records. It is assembled by package
-// shared/wire/sweeper, which the local stack (cmd/local) runs too.
+// shared/wire/sweeper, which the local stack (infra/local) runs too.
 package main
 
 import (

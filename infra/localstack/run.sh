@@ -25,4 +25,4 @@ done
 
 # The functions' containers reach the simulator on the Docker host.
 RESETNOTIFY_EMULATOR_ENDPOINT="http://127.0.0.1:$port" RESETNOTIFY_SIM_BIND=0.0.0.0 \
-  RESETNOTIFY_SIM_HOST="${RESETNOTIFY_SIM_HOST:-host.docker.internal}" ./infra/emulator.sh "$@"
+  RESETNOTIFY_SIM_HOST="${RESETNOTIFY_SIM_HOST:-host.docker.internal}" ./infra/emulator/emulator.sh "$@"

@@ -17,7 +17,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -27,8 +27,8 @@ import (
 // ledgers and the by_write_shard index), BatchGetItem (the entries a ledger lists), PutItem and GetItem under "#archive", and UpdateItem of
 // drop_after alone (the template's policies allow no other attribute).
 type TableAPI interface {
-	audit.QueryAPI
-	audit.WriterAPI
+	auditlog.QueryAPI
+	auditlog.WriterAPI
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
@@ -124,7 +124,7 @@ type Item struct {
 }
 
 // Period names the archived period.
-func (it Item) Period() string { return audit.PeriodName(it.PeriodStart, it.PeriodEnd) }
+func (it Item) Period() string { return auditlog.PeriodName(it.PeriodStart, it.PeriodEnd) }
 
 // Run archives every digested period not archived yet, in order, within MaxPerRun and Budget,
 // and reports ArchivedPeriods, ArchiveLag (seconds since the oldest digested period not
@@ -133,7 +133,7 @@ func (a *Archiver) Run(ctx context.Context) ([]Item, error) {
 	began := a.now()
 	next, err := a.next(ctx)
 	var out []Item
-	var pending *audit.Digest
+	var pending *auditlog.Digest
 	if err == nil {
 		out, pending, err = a.archiveFrom(ctx, next, began)
 	}
@@ -154,7 +154,7 @@ func (a *Archiver) Run(ctx context.Context) ([]Item, error) {
 }
 
 // archiveFrom archives the digests from next on; pending is the first digest left unarchived.
-func (a *Archiver) archiveFrom(ctx context.Context, next, began time.Time) ([]Item, *audit.Digest, error) {
+func (a *Archiver) archiveFrom(ctx context.Context, next, began time.Time) ([]Item, *auditlog.Digest, error) {
 	var out []Item
 	maxN, budget := a.MaxPerRun, a.Budget
 	if maxN <= 0 {
@@ -163,7 +163,7 @@ func (a *Archiver) archiveFrom(ctx context.Context, next, began time.Time) ([]It
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	for d, err := range audit.Digests(ctx, a.DB, a.Table, next, time.Time{}, true) {
+	for d, err := range auditlog.Digests(ctx, a.DB, a.Table, next, time.Time{}, true) {
 		if err != nil {
 			return out, nil, fmt.Errorf("archive.run: %w", err)
 		}
@@ -199,7 +199,7 @@ func (a *Archiver) next(ctx context.Context) (time.Time, error) {
 // Archive archives the period of d: it reads the period's entries, checks them against d
 // (the tree it signs), puts the parts and the signed manifest, each with its SHA-256 for S3 to
 // check, then records the archive item. Entries that lack a drop_after then get one.
-func (a *Archiver) Archive(ctx context.Context, d audit.Digest) (Item, error) {
+func (a *Archiver) Archive(ctx context.Context, d auditlog.Digest) (Item, error) {
 	entries, err := a.entries(ctx, d)
 	if err != nil {
 		return Item{}, err
@@ -238,17 +238,17 @@ func (a *Archiver) Archive(ctx context.Context, d audit.Digest) (Item, error) {
 
 // entries returns the period's entries in canonical order, or an error when they are not what
 // d signs: a period whose table no longer matches its digest is never archived.
-func (a *Archiver) entries(ctx context.Context, d audit.Digest) ([]audit.Entry, error) {
-	var entries []audit.Entry
-	var tree audit.PeriodTree
-	for e, err := range audit.WrittenIn(ctx, a.DB, a.Table, d.PeriodStart, d.PeriodEnd) {
+func (a *Archiver) entries(ctx context.Context, d auditlog.Digest) ([]auditlog.Entry, error) {
+	var entries []auditlog.Entry
+	var tree auditlog.PeriodTree
+	for e, err := range auditlog.WrittenIn(ctx, a.DB, a.Table, d.PeriodStart, d.PeriodEnd) {
 		if err != nil {
 			return nil, fmt.Errorf("archive.archive %s: %w", d.Period(), err)
 		}
 		entries = append(entries, e)
-		tree.Add(audit.LineOf(e))
+		tree.Add(auditlog.LineOf(e))
 	}
-	if d.Version != audit.DigestVersionTree {
+	if d.Version != auditlog.DigestVersionTree {
 		return nil, fmt.Errorf("archive.archive %s: a version %d digest: only tree digests (version 2) are archived", d.Period(), d.Version)
 	}
 	if tree.Size() != d.Count || tree.Root() != d.Root {
@@ -259,8 +259,8 @@ func (a *Archiver) entries(ctx context.Context, d audit.Digest) ([]audit.Entry, 
 }
 
 // SortCanonical sorts entries in the order of their period's tree: event ID, then seq.
-func SortCanonical(entries []audit.Entry) {
-	sort.Slice(entries, func(i, j int) bool { return audit.LineOf(entries[i]).Key() < audit.LineOf(entries[j]).Key() })
+func SortCanonical(entries []auditlog.Entry) {
+	sort.Slice(entries, func(i, j int) bool { return auditlog.LineOf(entries[i]).Key() < auditlog.LineOf(entries[j]).Key() })
 }
 
 // record writes the archive item once; when a concurrent run wrote it first, it returns that
@@ -281,7 +281,7 @@ func (a *Archiver) record(ctx context.Context, it Item) (Item, error) {
 		return Item{}, fmt.Errorf("put archive item: %w", err)
 	}
 	got, err := a.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.Table), ConsistentRead: aws.Bool(true),
-		Key: audit.ItemKey(tables.ArchiveEventID, tables.FormatTime(it.PeriodStart))})
+		Key: auditlog.ItemKey(tables.ArchiveEventID, tables.FormatTime(it.PeriodStart))})
 	if err != nil {
 		return Item{}, fmt.Errorf("get archive item: %w", err)
 	}
@@ -290,7 +290,7 @@ func (a *Archiver) record(ctx context.Context, it Item) (Item, error) {
 
 // dropLegacy gives the archived entries that have no drop_after (written before the hot
 // window existed) one: their hot window's end, at least an hour from now.
-func (a *Archiver) dropLegacy(ctx context.Context, entries []audit.Entry) error {
+func (a *Archiver) dropLegacy(ctx context.Context, entries []auditlog.Entry) error {
 	if a.Hot <= 0 {
 		return nil
 	}
@@ -309,7 +309,7 @@ func (a *Archiver) dropLegacy(ctx context.Context, entries []audit.Entry) error 
 
 // rescue pushes out the drop_after of d's entries when its hot window ends within
 // RescueMargin: to twice the margin from now, where it is nearer than the margin.
-func (a *Archiver) rescue(ctx context.Context, d audit.Digest) error {
+func (a *Archiver) rescue(ctx context.Context, d auditlog.Digest) error {
 	margin := a.RescueMargin
 	if margin <= 0 {
 		margin = a.Hot / RescueShare
@@ -320,7 +320,7 @@ func (a *Archiver) rescue(ctx context.Context, d audit.Digest) error {
 	}
 	below, at := now.Add(margin).Unix(), now.Add(2*margin).Unix()
 	n := 0
-	for e, err := range audit.WrittenIn(ctx, a.DB, a.Table, d.PeriodStart, d.PeriodEnd) {
+	for e, err := range auditlog.WrittenIn(ctx, a.DB, a.Table, d.PeriodStart, d.PeriodEnd) {
 		if err != nil {
 			return fmt.Errorf("archive.rescue %s: %w", d.Period(), err)
 		}
@@ -333,14 +333,14 @@ func (a *Archiver) rescue(ctx context.Context, d audit.Digest) error {
 		n++
 	}
 	// And the ledgers that list them: an entry is found through its ledger.
-	for l, err := range audit.LedgersIn(ctx, a.DB, a.Table, d.PeriodStart, d.PeriodEnd) {
+	for l, err := range auditlog.LedgersIn(ctx, a.DB, a.Table, d.PeriodStart, d.PeriodEnd) {
 		if err != nil {
 			return fmt.Errorf("archive.rescue %s: %w", d.Period(), err)
 		}
 		if l.DropAfter != 0 && l.DropAfter >= below {
 			continue
 		}
-		if err := a.setDropAfter(ctx, audit.Entry{EventID: l.EventID, Seq: l.Seq}, at, below); err != nil {
+		if err := a.setDropAfter(ctx, auditlog.Entry{EventID: l.EventID, Seq: l.Seq}, at, below); err != nil {
 			return fmt.Errorf("archive.rescue %s: %w", d.Period(), err)
 		}
 	}
@@ -351,7 +351,7 @@ func (a *Archiver) rescue(ctx context.Context, d audit.Digest) error {
 
 // setDropAfter sets e's drop_after to at where it is missing or before below; an entry gone,
 // or already further out, is left alone.
-func (a *Archiver) setDropAfter(ctx context.Context, e audit.Entry, at, below int64) error {
+func (a *Archiver) setDropAfter(ctx context.Context, e auditlog.Entry, at, below int64) error {
 	name := expression.Name(tables.AuditDropAfter)
 	cond := expression.AttributeExists(expression.Name(tables.AuditSeq)).And(
 		expression.AttributeNotExists(name).Or(name.LessThan(expression.Value(below))))
@@ -361,7 +361,7 @@ func (a *Archiver) setDropAfter(ctx context.Context, e audit.Entry, at, below in
 		return fmt.Errorf("set drop_after: %w", err)
 	}
 	_, err = a.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(a.Table), Key: audit.ItemKey(e.EventID, e.Seq),
+		TableName: aws.String(a.Table), Key: auditlog.ItemKey(e.EventID, e.Seq),
 		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	})

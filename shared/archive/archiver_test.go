@@ -13,10 +13,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/resetnotify/resetnotify/dev/archivetest"
-	"github.com/resetnotify/resetnotify/dev/audittest"
+	"github.com/resetnotify/resetnotify/infra/archivetest"
+	"github.com/resetnotify/resetnotify/infra/audittest"
 	"github.com/resetnotify/resetnotify/shared/archive"
-	"github.com/resetnotify/resetnotify/shared/audit"
+
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
@@ -25,13 +26,13 @@ const hot = 2 * time.Hour
 
 // periods writes n bulk entries over k periods from base, each with the drop_after the writer
 // gives it under hot (none when legacy), and closes their digests.
-func periods(t *testing.T, env *audittest.Env, base time.Time, n, k int, legacy bool) []audit.Digest {
+func periods(t *testing.T, env *audittest.Env, base time.Time, n, k int, legacy bool) []auditlog.Digest {
 	t.Helper()
 	p := audittest.DigestPeriod
 	entries := audittest.BulkEntries(n, base, time.Duration(k)*p)
 	for i := range entries {
 		if !legacy {
-			entries[i].DropAfter = audit.DropAfter(entries[i], hot)
+			entries[i].DropAfter = auditlog.DropAfter(entries[i], hot)
 		}
 	}
 	if err := audittest.WriteBulk(context.Background(), env.DB, env.Names.Audit, entries, 4); err != nil {
@@ -82,7 +83,7 @@ func TestArchiveWritesSignedPartsOnceAndInOrder(t *testing.T) {
 		if m.DigestSignature != d.Signature || m.TreeRoot != d.Root || m.Count != d.Count {
 			t.Errorf("manifest of %s is not chained to its digest", it.Period())
 		}
-		var tree audit.PeriodTree
+		var tree auditlog.PeriodTree
 		prevLast := ""
 		for _, o := range m.Objects {
 			body, _ := bucket.Latest(o.Key)
@@ -91,11 +92,11 @@ func TestArchiveWritesSignedPartsOnceAndInOrder(t *testing.T) {
 			}
 			prevLast = o.Last
 			for _, line := range strings.Split(strings.TrimSpace(string(gunzip(t, body))), "\n") {
-				e, err := audit.EntryFromJSON([]byte(line))
+				e, err := auditlog.EntryFromJSON([]byte(line))
 				if err != nil {
 					t.Fatal(err)
 				}
-				tree.Add(audit.LineOf(e))
+				tree.Add(auditlog.LineOf(e))
 			}
 		}
 		if tree.Root() != d.Root || tree.Size() != d.Count {
@@ -268,7 +269,7 @@ func TestNothingExpiresBeforeItIsArchivedWithLedgers(t *testing.T) {
 	base := audittest.WriteStart.Truncate(p)
 	entries := audittest.BulkBatchEntries(100, base, p, 25)
 	for i := range entries {
-		entries[i].DropAfter = audit.DropAfter(entries[i], hot)
+		entries[i].DropAfter = auditlog.DropAfter(entries[i], hot)
 	}
 	if err := audittest.WriteBulkLedgered(ctx, env.DB, env.Names.Audit, entries, 4); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -104,7 +104,7 @@ type Manifest struct {
 }
 
 // Period names the manifest's period as audit.PeriodName does.
-func (m Manifest) Period() string { return audit.PeriodName(m.PeriodStart, m.PeriodEnd) }
+func (m Manifest) Period() string { return auditlog.PeriodName(m.PeriodStart, m.PeriodEnd) }
 
 // CanonicalManifest returns what a manifest's signature covers: the line ManifestFormat, then
 // "<name>:<length>:<value>" lines: period_start period_end count tree_root digest_signature
@@ -141,7 +141,7 @@ func ManifestSum(m Manifest) []byte {
 
 // Parts returns the parts of the period starting at start holding entries, which must be in
 // canonical order (audit.SortCanonical): each about partBytes of JSON Lines, gzip-compressed.
-func Parts(start time.Time, entries []audit.Entry, partBytes int) ([]Part, error) {
+func Parts(start time.Time, entries []auditlog.Entry, partBytes int) ([]Part, error) {
 	if partBytes <= 0 {
 		partBytes = DefaultPartBytes
 	}
@@ -166,10 +166,10 @@ func Parts(start time.Time, entries []audit.Entry, partBytes int) ([]Part, error
 	}
 	for _, e := range entries {
 		if n == 0 {
-			first = audit.LineOf(e).Key()
+			first = auditlog.LineOf(e).Key()
 		}
-		last = audit.LineOf(e).Key()
-		raw.Write(audit.EntryJSON(e))
+		last = auditlog.LineOf(e).Key()
+		raw.Write(auditlog.EntryJSON(e))
 		raw.WriteByte('\n')
 		n++
 		if raw.Len() >= partBytes {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/resetnotify/resetnotify/dev/audittest"
+	"github.com/resetnotify/resetnotify/infra/audittest"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 

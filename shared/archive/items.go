@@ -10,13 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
 // Items yields the archive items whose period starts in [from, to) (a zero bound is open), in
 // period order, or newest first when forward is false, with a consistent read.
-func Items(ctx context.Context, db audit.QueryAPI, table string, from, to time.Time, forward bool) iter.Seq2[Item, error] {
+func Items(ctx context.Context, db auditlog.QueryAPI, table string, from, to time.Time, forward bool) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		key := expression.Key(tables.AuditEventID).Equal(expression.Value(tables.ArchiveEventID))
 		lo, hi := tables.FormatTime(from), tables.FormatTime(to.Add(-time.Nanosecond))

@@ -11,8 +11,8 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/resetnotify/resetnotify/auditor"
-	"github.com/resetnotify/resetnotify/dev/audittest"
-	"github.com/resetnotify/resetnotify/dev/testenv"
+	"github.com/resetnotify/resetnotify/infra/audittest"
+	"github.com/resetnotify/resetnotify/infra/testenv"
 	"github.com/resetnotify/resetnotify/shared/archive"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
@@ -23,7 +23,7 @@ import (
 // taken the entries from the table, the auditor verifies the periods from the bucket.
 // A forged version put over an archived part is never read: the auditor reads the version
 // the archive item records. (moto does not refuse shortening a compliance retention, which S3
-// does, nor evaluate bucket policies; the policy's denies are held by dev/policycheck.)
+// does, nor evaluate bucket policies; the policy's denies are held by infra/policycheck.)
 func TestArchiveIntoAnObjectLockBucket(t *testing.T) {
 	env := audittest.NewEnv(t)
 	client := testenv.S3(t)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
@@ -15,7 +16,7 @@ import (
 // Handler is the audit function: it turns a batch of notifications-table stream records into
 // audit entries, in order.
 type Handler struct {
-	Writer *Writer
+	Writer *auditlog.Writer
 	// Retention is how long entries are kept; zero means DefaultRetention.
 	Retention time.Duration
 	// Function and FunctionVersion name the function in each entry's written_by; the request ID
@@ -33,7 +34,7 @@ type Handler struct {
 // done and everything after it will be delivered again. It never returns an error: a failure
 // is always a batch item failure.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	actor := Actor{Function: h.Function, Version: h.FunctionVersion}
+	actor := auditlog.Actor{Function: h.Function, Version: h.FunctionVersion}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		actor.RequestID = lc.AwsRequestID
 	}
@@ -45,13 +46,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	// entry (about 500 bytes with its metric) said nothing the table does not.
 	h.Metrics.Hold()
 	defer h.Metrics.Flush()
-	counts := map[Outcome]int{}
+	counts := map[auditlog.Outcome]int{}
 	defer func() {
 		if len(ev.Records) == 0 {
 			return
 		}
 		h.log().InfoContext(ctx, "audit batch", "records", len(ev.Records),
-			"written", counts[Written], "duplicate", counts[Duplicate],
+			"written", counts[auditlog.Written], "duplicate", counts[auditlog.Duplicate],
 			"first_sequence_number", ev.Records[0].Change.SequenceNumber,
 			"last_sequence_number", ev.Records[len(ev.Records)-1].Change.SequenceNumber)
 	}()
@@ -74,18 +75,18 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 // builtEntry is what Build made of one stream record: its entry, or nothing (ok false), or
 // the error that record reports.
 type builtEntry struct {
-	e   Entry
+	e   auditlog.Entry
 	ok  bool
 	err error
 }
 
 // build builds recs' entries, one Build each, and returns them in order with the entries the
 // batch's ledger plans for (those Build made; a record it refuses reports its error in record).
-func (h *Handler) build(recs []events.DynamoDBEventRecord, actor Actor) ([]builtEntry, []Entry) {
+func (h *Handler) build(recs []events.DynamoDBEventRecord, actor auditlog.Actor) ([]builtEntry, []auditlog.Entry) {
 	built := make([]builtEntry, len(recs))
-	var planned []Entry
+	var planned []auditlog.Entry
 	for i, rec := range recs {
-		e, ok, err := Build(rec, Meta{Actor: actor, Retention: h.Retention, Now: h.now()})
+		e, ok, err := auditlog.Build(rec, auditlog.Meta{Actor: actor, Retention: h.Retention, Now: h.now()})
 		built[i] = builtEntry{e: e, ok: ok, err: err}
 		if err == nil && ok {
 			planned = append(planned, e)
@@ -101,7 +102,7 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-func (h *Handler) record(ctx context.Context, batch *Batch, b builtEntry, counts map[Outcome]int) error {
+func (h *Handler) record(ctx context.Context, batch *auditlog.Batch, b builtEntry, counts map[auditlog.Outcome]int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -111,10 +111,10 @@ type ReplayResult struct {
 // built from the notification's current record and marked reconstructed.
 type Replayer struct {
 	Streams StreamsAPI
-	Writer  *audit.Writer
+	Writer  *auditlog.Writer
 	// Reader reads the chains, Records the notifications' current records, and Scan with
 	// NotificationsTable lists the notifications touched since the lost batch.
-	Reader             *audit.Reader
+	Reader             *auditlog.Reader
 	Records            RecordGetter
 	Scan               ScanAPI
 	NotificationsTable string
@@ -180,7 +180,7 @@ func (r *Replayer) Replay(ctx context.Context, b StreamBatchInfo) (ReplayResult,
 	if err := r.checkBatch(ctx, b); err != nil {
 		return res, fmt.Errorf("auditreplay.replay: %w", err)
 	}
-	actor := audit.Actor{Function: r.Function, Version: r.FunctionVersion}
+	actor := auditlog.Actor{Function: r.Function, Version: r.FunctionVersion}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		actor.RequestID = lc.AwsRequestID
 	}
@@ -222,7 +222,7 @@ var ErrTooRecent = errors.New("changed too recently; retry later")
 // replayRecords writes the entries of the records in [start, end] of the shard. gone is true
 // when the stream no longer holds the start of the range; unbuildable names the keys of
 // records that can never become entries (malformed), which get gap entries instead.
-func (r *Replayer) replayRecords(ctx context.Context, b StreamBatchInfo, actor audit.Actor, res *ReplayResult) (gone bool, unbuildable []string, err error) {
+func (r *Replayer) replayRecords(ctx context.Context, b StreamBatchInfo, actor auditlog.Actor, res *ReplayResult) (gone bool, unbuildable []string, err error) {
 	it, err := r.Streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
 		StreamArn: aws.String(b.StreamARN), ShardId: aws.String(b.ShardID),
 		ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(b.StartSequenceNumber),
@@ -258,7 +258,7 @@ func (r *Replayer) replayRecords(ctx context.Context, b StreamBatchInfo, actor a
 			if seqLess(b.EndSequenceNumber, seq) {
 				return false, unbuildable, nil
 			}
-			key, err := r.replayOne(ctx, audit.EventRecord(rec, b.StreamARN), actor, res)
+			key, err := r.replayOne(ctx, auditlog.EventRecord(rec, b.StreamARN), actor, res)
 			if err != nil {
 				return false, unbuildable, err
 			}
@@ -278,9 +278,9 @@ func (r *Replayer) replayRecords(ctx context.Context, b StreamBatchInfo, actor a
 
 // replayOne writes the entry of one record, marked replayed. It returns the record's key
 // instead when the record cannot be built into an entry.
-func (r *Replayer) replayOne(ctx context.Context, rec events.DynamoDBEventRecord, actor audit.Actor, res *ReplayResult) (string, error) {
-	e, ok, err := audit.Build(rec, audit.Meta{Actor: actor, Retention: r.Retention, Now: r.now()})
-	if errors.Is(err, audit.ErrMalformed) {
+func (r *Replayer) replayOne(ctx context.Context, rec events.DynamoDBEventRecord, actor auditlog.Actor, res *ReplayResult) (string, error) {
+	e, ok, err := auditlog.Build(rec, auditlog.Meta{Actor: actor, Retention: r.Retention, Now: r.now()})
+	if errors.Is(err, auditlog.ErrMalformed) {
 		if k, ok := rec.Change.Keys[tables.AttrIdempotencyKey]; ok && k.DataType() == events.DataTypeString {
 			return k.String(), nil
 		}
@@ -294,7 +294,7 @@ func (r *Replayer) replayOne(ctx context.Context, rec events.DynamoDBEventRecord
 	if err != nil {
 		return "", err
 	}
-	if outcome == audit.Written {
+	if outcome == auditlog.Written {
 		res.Replayed++
 	} else {
 		res.Duplicates++
@@ -345,7 +345,7 @@ func (r *Replayer) touchedSince(ctx context.Context, since time.Time) ([]string,
 // gapsFor writes one gap entry for each run of versions that the chain of key's current
 // notification lacks, up to the record's version. A record already removed gets none; one too
 // recent to tell a lost transition from one still on its way gets none now (later is true).
-func (r *Replayer) gapsFor(ctx context.Context, key string, actor audit.Actor) (n int, later bool, err error) {
+func (r *Replayer) gapsFor(ctx context.Context, key string, actor auditlog.Actor) (n int, later bool, err error) {
 	rec, err := r.Records.Get(ctx, key)
 	if errors.Is(err, notify.ErrNotFound) {
 		return 0, false, nil
@@ -365,7 +365,7 @@ func (r *Replayer) gapsFor(ctx context.Context, key string, actor audit.Actor) (
 	if err != nil {
 		return 0, false, fmt.Errorf("gap %s: %w", key, err)
 	}
-	have := map[int64]audit.Entry{}
+	have := map[int64]auditlog.Entry{}
 	for _, e := range all {
 		if e.NotificationID != rec.NotificationID || e.Purged() {
 			continue
@@ -392,7 +392,7 @@ func (r *Replayer) gapsFor(ctx context.Context, key string, actor audit.Actor) (
 		e := r.gapEntry(rec, from, v, have[from-1], actor)
 		if _, outcome, err := r.Writer.Write(ctx, e); err != nil {
 			return n, false, fmt.Errorf("gap %s: %w", key, err)
-		} else if outcome == audit.Written {
+		} else if outcome == auditlog.Written {
 			n++
 		}
 	}
@@ -401,16 +401,16 @@ func (r *Replayer) gapsFor(ctx context.Context, key string, actor audit.Actor) (
 
 // gapEntry builds the gap entry for versions from..to of rec's notification, from rec's
 // allow-listed fields; prev is the entry before the gap, if any.
-func (r *Replayer) gapEntry(rec notify.Record, from, to int64, prev audit.Entry, actor audit.Actor) audit.Entry {
+func (r *Replayer) gapEntry(rec notify.Record, from, to int64, prev auditlog.Entry, actor auditlog.Actor) auditlog.Entry {
 	now := r.now()
 	retention := r.Retention
 	if retention <= 0 {
-		retention = audit.DefaultRetention
+		retention = auditlog.DefaultRetention
 	}
-	return audit.Entry{
-		EventID: rec.EventID, Seq: audit.Seq(rec.IdempotencyKey, to), NotificationID: rec.NotificationID,
-		Version: to, GapFrom: from, At: now, Day: now.Format(audit.DayLayout),
-		FromState: prev.ToState, ToState: audit.StateGap, Reason: audit.ReasonRecordsLost,
+	return auditlog.Entry{
+		EventID: rec.EventID, Seq: auditlog.Seq(rec.IdempotencyKey, to), NotificationID: rec.NotificationID,
+		Version: to, GapFrom: from, At: now, Day: now.Format(auditlog.DayLayout),
+		FromState: prev.ToState, ToState: auditlog.StateGap, Reason: auditlog.ReasonRecordsLost,
 		Attempt: int64(rec.Attempt), Provider: rec.Provider, ProviderMessageID: rec.ProviderMessageID,
 		DestinationFP: rec.DestinationFP, PolicyVersion: rec.PolicyVersion, SafetyMarginMS: rec.SafetyMargin.Milliseconds(),
 		Actor: actor.String(), RetainUntil: now.Add(retention).Unix(), Replayed: true, Reconstructed: true,

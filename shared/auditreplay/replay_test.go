@@ -19,10 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/resetnotify/resetnotify/auditor"
-	"github.com/resetnotify/resetnotify/dev/audittest"
-	"github.com/resetnotify/resetnotify/dev/pump"
-	"github.com/resetnotify/resetnotify/dev/testenv"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/infra/audittest"
+	"github.com/resetnotify/resetnotify/infra/pump"
+	"github.com/resetnotify/resetnotify/infra/testenv"
+
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/auditreplay"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
@@ -87,7 +88,7 @@ func lostBatchWithSecrets(t *testing.T) (*audittest.Env, *sqs.Client, string, []
 	s.Step(t, key, time.Second, audittest.Accepted("sim-r"))
 	lost := env.ReadStream(t, 2)
 	broken := *env.Handler
-	broken.Writer = &audit.Writer{DB: failingPuts{env.DB, map[string]bool{audit.Seq(key, 2): true}}, Table: env.Names.Audit, Clock: env.WriteClock}
+	broken.Writer = &auditlog.Writer{DB: failingPuts{env.DB, map[string]bool{auditlog.Seq(key, 2): true}}, Table: env.Names.Audit, Clock: env.WriteClock}
 	fr := env.DeliverBatch(t, &broken, lost, 2)
 	if fr == nil || fr.BatchInfo.BatchSize != 2 {
 		t.Fatalf("the mapping did not give up on the batch: %+v", fr)
@@ -113,7 +114,7 @@ func lostBatchWithSecrets(t *testing.T) (*audittest.Env, *sqs.Client, string, []
 	return env, client, queue, s.Submitted
 }
 
-func timeline(t *testing.T, env *audittest.Env, eventID string) []audit.Entry {
+func timeline(t *testing.T, env *audittest.Env, eventID string) []auditlog.Entry {
 	t.Helper()
 	es, err := env.Reader.Timeline(context.Background(), eventID)
 	if err != nil {
@@ -124,7 +125,7 @@ func timeline(t *testing.T, env *audittest.Env, eventID string) []audit.Entry {
 
 func replayer(env *audittest.Env, streams auditreplay.StreamsAPI) *auditreplay.Replayer {
 	return &auditreplay.Replayer{
-		Streams: streams, Writer: &audit.Writer{DB: env.DB, Table: env.Names.Audit, Clock: env.WriteClock},
+		Streams: streams, Writer: &auditlog.Writer{DB: env.DB, Table: env.Names.Audit, Clock: env.WriteClock},
 		Reader: env.Reader, Records: env.Store, Scan: env.DB, NotificationsTable: env.Names.Notifications,
 		Function: "resetnotify-audit-replay", FunctionVersion: "$LATEST", Clock: env.WriteClock,
 	}
@@ -203,13 +204,13 @@ func TestReplayWithRecordsGoneWritesGap(t *testing.T) {
 	if len(gaps) != 1 || gaps[0].FromVersion != 2 || gaps[0].ToVersion != 3 || gaps[0].Seq != "evt-r:sms:password_reset#0000000003#gap" {
 		t.Fatalf("known gaps = %+v, want versions 2–3 of evt-r", gaps)
 	}
-	var gap audit.Entry
+	var gap auditlog.Entry
 	for _, e := range es {
 		if e.Gap() {
 			gap = e
 		}
 	}
-	if !gap.Reconstructed || gap.ToState != audit.StateGap || gap.Reason != audit.ReasonRecordsLost || gap.ProviderMessageID != "sim-r" || gap.DestinationFP == "" {
+	if !gap.Reconstructed || gap.ToState != auditlog.StateGap || gap.Reason != auditlog.ReasonRecordsLost || gap.ProviderMessageID != "sim-r" || gap.DestinationFP == "" {
 		t.Errorf("gap entry = %+v, want it reconstructed from the current record", gap)
 	}
 	if g := auditor.KnownGaps(timeline(t, env, "evt-ok")); len(g) != 0 {
@@ -222,7 +223,7 @@ func TestReplayWithRecordsGoneWritesGap(t *testing.T) {
 	// Neither the gap entry nor the digests (their manifests decoded) hold a secret.
 	for _, item := range env.ScanAudit(t) {
 		text := audittest.ItemText(item)
-		if d, err := audit.DigestFromItem(item); err == nil {
+		if d, err := auditlog.DigestFromItem(item); err == nil {
 			text += fmt.Sprint(d.Manifest)
 		}
 		if leaks := audittest.Leaks(text, submitted); len(leaks) > 0 {

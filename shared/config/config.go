@@ -179,7 +179,7 @@ type Config struct {
 	Guard notify.GuardLimits
 	// GuardDecision is GUARD_DECISION_MS: how long after admission the request that created a
 	// record may still refuse it, and so how long its duplicates wait at most for the decision
-	// (notify.Intake.DecisionBound).
+	// (notify.Service.DecisionBound).
 	GuardDecision time.Duration
 	// AllowedCountries is ALLOWED_COUNTRIES, comma-separated ISO 3166-1 alpha-2 countries such
 	// as "US,CA", upper-cased; empty when ALLOWED_COUNTRIES is Off: every country is allowed. Load checks their shape only: the
@@ -193,7 +193,7 @@ type Config struct {
 	// Conversion holds the conversion guard's settings (intake and dispatch).
 	Conversion Conversion
 	// OperatorPrincipal is OPERATOR_PRINCIPAL_ARN in canonical form: the principal that may
-	// read every notification (notify.Intake.Operator); empty for none.
+	// read every notification (notify.Service.Operator); empty for none.
 	OperatorPrincipal string
 	// Worker holds the background workers' settings.
 	Worker   Worker

@@ -11,8 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/resetnotify/resetnotify/auditor"
-	"github.com/resetnotify/resetnotify/dev/audittest"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/infra/audittest"
+
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 )
 
@@ -25,7 +26,7 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	s := audittest.NewScenario(env)
 	p := audittest.DigestPeriod
 	base := audittest.WriteStart.Truncate(p)
-	run := func(at time.Time) []audit.Digest {
+	run := func(at time.Time) []auditlog.Digest {
 		t.Helper()
 		d := env.Digester(notifytest.NewClock(at))
 		// Shorter than the entries' retention: each digest must still outlive what it covers.
@@ -46,7 +47,7 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	write(base.Add(p-time.Millisecond), 1) // the last instant of period 0
 	s.Step(t, "evt-a:sms:password_reset", time.Second, audittest.Lease)
 	write(base.Add(p), 1) // the first instant of period 1
-	var first []audit.Digest
+	var first []auditlog.Digest
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for range 2 { // two runs at once close period 0 once
@@ -77,9 +78,9 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 	}
 
 	all := append(first[:1], later...)
-	var entries []audit.Entry
+	var entries []auditlog.Entry
 	for _, item := range env.ScanAudit(t) {
-		if e, err := audit.FromItem(item); err == nil && e.EventID != "#digest" {
+		if e, err := auditlog.FromItem(item); err == nil && e.EventID != "#digest" {
 			entries = append(entries, e)
 		}
 	}
@@ -90,14 +91,14 @@ func TestDigestsCoverEveryEntryOnce(t *testing.T) {
 		if i > 0 && (d.PrevSignature != all[i-1].Signature || !d.PeriodStart.Equal(all[i-1].PeriodEnd)) {
 			t.Errorf("digest %s does not follow %s", d.Period(), all[i-1].Period())
 		}
-		if !auditor.VerifySignature(&env.SigningKey.PublicKey, d) || !auditor.ManifestIntact(d) || d.Version != audit.DigestVersionTree {
+		if !auditor.VerifySignature(&env.SigningKey.PublicKey, d) || !auditor.ManifestIntact(d) || d.Version != auditlog.DigestVersionTree {
 			t.Errorf("digest %s (version %d) does not verify", d.Period(), d.Version)
 		}
-		var tree audit.PeriodTree
+		var tree auditlog.PeriodTree
 		for _, e := range entries {
 			k := e.EventID + " " + e.Seq
 			if !e.WrittenAt.Before(d.PeriodStart) && e.WrittenAt.Before(d.PeriodEnd) {
-				tree.Add(audit.ManifestLine{EventID: e.EventID, Seq: e.Seq, NotificationID: e.NotificationID, Hash: e.Hash})
+				tree.Add(auditlog.ManifestLine{EventID: e.EventID, Seq: e.Seq, NotificationID: e.NotificationID, Hash: e.Hash})
 				if d.RetainUntil < e.RetainUntil {
 					t.Errorf("digest %s expires at %d, before entry %s (%d)", d.Period(), d.RetainUntil, k, e.RetainUntil)
 				}
@@ -143,10 +144,10 @@ func TestDigestBeyondTheManifestCeiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ds) != 1 || ds[0].Count != 20000 || ds[0].Version != audit.DigestVersionTree {
+	if len(ds) != 1 || ds[0].Count != 20000 || ds[0].Version != auditlog.DigestVersionTree {
 		t.Fatalf("digest step wrote %+v, want one version 2 digest of 20000 entries", ds)
 	}
-	item, err := audit.DigestItem(ds[0])
+	item, err := auditlog.DigestItem(ds[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestDigestOfLedgeredAndIndexedEntries(t *testing.T) {
 		t.Fatalf("check: covered %d of %d, problems %v", r.Covered, r.Entries, r.Problems)
 	}
 	gone := ledgered[1234]
-	if _, err := env.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(env.Names.Audit), Key: audit.ItemKey(gone.EventID, gone.Seq)}); err != nil {
+	if _, err := env.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(env.Names.Audit), Key: auditlog.ItemKey(gone.EventID, gone.Seq)}); err != nil {
 		t.Fatal(err)
 	}
 	b, err = auditor.Collect(ctx, env.Reader, base, base.Add(p))

@@ -20,7 +20,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/shared/archive"
-	"github.com/resetnotify/resetnotify/shared/audit"
+
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/tables"
@@ -31,8 +32,8 @@ import (
 // PutItem, the latter always conditioned on
 // attribute_not_exists(seq).
 type DigestAPI interface {
-	audit.QueryAPI
-	audit.WriterAPI
+	auditlog.QueryAPI
+	auditlog.WriterAPI
 }
 
 var _ DigestAPI = (*dynamodb.Client)(nil)
@@ -89,14 +90,14 @@ func (d *Digester) Handle(ctx context.Context, _ events.EventBridgeEvent) error 
 // a concurrent run). The first digest ever starts the chain at the period of the earliest
 // entry written yesterday or today (UTC), or at the latest period that is due when there is
 // none; entries written before that are covered by no digest, and verify says so.
-func (d *Digester) Run(ctx context.Context) ([]audit.Digest, error) {
+func (d *Digester) Run(ctx context.Context) ([]auditlog.Digest, error) {
 	now := d.now()
-	prev, found, err := audit.LatestDigest(ctx, d.DB, d.Table)
+	prev, found, err := auditlog.LatestDigest(ctx, d.DB, d.Table)
 	if err != nil {
 		return nil, err
 	}
 	var start time.Time
-	var prevPtr *audit.Digest
+	var prevPtr *auditlog.Digest
 	if found {
 		start, prevPtr = prev.PeriodEnd, &prev
 	} else if start, err = d.firstStart(ctx, now); err != nil {
@@ -106,7 +107,7 @@ func (d *Digester) Run(ctx context.Context) ([]audit.Digest, error) {
 	if max <= 0 {
 		max = DefaultMaxPeriodsPerRun
 	}
-	var out []audit.Digest
+	var out []auditlog.Digest
 	for len(out) < max {
 		end := start.Truncate(d.Period).Add(d.Period)
 		if end.Add(d.Grace).After(now) {
@@ -157,43 +158,43 @@ func (d *Digester) Report(ctx context.Context, written int, next, now time.Time)
 // close builds, signs and stores the version 2 digest of [start, end): the Merkle tree of the
 // entries written in the period (PeriodTree; about 100 bytes of memory per entry while it is
 // built). When a concurrent run stored the period's digest first, it returns that one.
-func (d *Digester) close(ctx context.Context, start, end time.Time, prev *audit.Digest, now time.Time) (audit.Digest, error) {
-	dg := audit.Digest{Version: audit.DigestVersionTree, PeriodStart: start, PeriodEnd: end, KeyID: d.Signer.KeyID(),
+func (d *Digester) close(ctx context.Context, start, end time.Time, prev *auditlog.Digest, now time.Time) (auditlog.Digest, error) {
+	dg := auditlog.Digest{Version: auditlog.DigestVersionTree, PeriodStart: start, PeriodEnd: end, KeyID: d.Signer.KeyID(),
 		Algorithm: SigningAlgorithm, SignedAt: now, RetainUntil: end.Add(d.Retention).Unix()}
 	if prev != nil {
 		dg.PrevPeriodStart, dg.PrevSignature = prev.PeriodStart, prev.Signature
 	}
-	var tree audit.PeriodTree
-	for e, err := range audit.WrittenIn(ctx, d.DB, d.Table, start, end) {
+	var tree auditlog.PeriodTree
+	for e, err := range auditlog.WrittenIn(ctx, d.DB, d.Table, start, end) {
 		if err != nil {
-			return audit.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
+			return auditlog.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
 		}
-		tree.Add(audit.LineOf(e))
+		tree.Add(auditlog.LineOf(e))
 		dg.RetainUntil = max(dg.RetainUntil, e.RetainUntil)
 	}
 	dg.Count, dg.Root = tree.Size(), tree.Root()
-	sig, err := d.Signer.Sign(ctx, audit.DigestSum(dg))
+	sig, err := d.Signer.Sign(ctx, auditlog.DigestSum(dg))
 	if err != nil {
-		return audit.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
+		return auditlog.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
 	}
 	dg.Signature = base64.StdEncoding.EncodeToString(sig)
 	stored, err := d.put(ctx, dg)
 	if err != nil {
-		return audit.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
+		return auditlog.Digest{}, fmt.Errorf("digest.digest %s: %w", dg.Period(), err)
 	}
 	return stored, nil
 }
 
 // put stores dg once; if its period already has a digest it returns that one.
-func (d *Digester) put(ctx context.Context, dg audit.Digest) (audit.Digest, error) {
-	item, err := audit.DigestItem(dg)
+func (d *Digester) put(ctx context.Context, dg auditlog.Digest) (auditlog.Digest, error) {
+	item, err := auditlog.DigestItem(dg)
 	if err != nil {
-		return audit.Digest{}, err
+		return auditlog.Digest{}, err
 	}
 	cond, err := expression.NewBuilder().
 		WithCondition(expression.AttributeNotExists(expression.Name(tables.AuditSeq))).Build()
 	if err != nil {
-		return audit.Digest{}, fmt.Errorf("build condition: %w", err)
+		return auditlog.Digest{}, fmt.Errorf("build condition: %w", err)
 	}
 	_, err = d.DB.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(d.Table), Item: item,
@@ -204,16 +205,16 @@ func (d *Digester) put(ctx context.Context, dg audit.Digest) (audit.Digest, erro
 	case err == nil:
 		return dg, nil
 	case !errors.As(err, &failed):
-		return audit.Digest{}, fmt.Errorf("put: %w", err)
+		return auditlog.Digest{}, fmt.Errorf("put: %w", err)
 	}
 	out, err := d.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(d.Table), ConsistentRead: aws.Bool(true),
-		Key: audit.ItemKey(tables.DigestEventID, tables.FormatTime(dg.PeriodStart)),
+		Key: auditlog.ItemKey(tables.DigestEventID, tables.FormatTime(dg.PeriodStart)),
 	})
 	if err != nil {
-		return audit.Digest{}, fmt.Errorf("get stored digest: %w", err)
+		return auditlog.Digest{}, fmt.Errorf("get stored digest: %w", err)
 	}
-	return audit.DigestFromItem(out.Item)
+	return auditlog.DigestFromItem(out.Item)
 }
 
 // firstStart returns where the first digest's period starts: the period of the earliest entry
@@ -222,7 +223,7 @@ func (d *Digester) put(ctx context.Context, dg audit.Digest) (audit.Digest, erro
 func (d *Digester) firstStart(ctx context.Context, now time.Time) (time.Time, error) {
 	latest := now.Add(-d.Grace).Truncate(d.Period).Add(-d.Period)
 	today := now.Truncate(24 * time.Hour)
-	e, found, err := audit.EarliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
+	e, found, err := auditlog.EarliestWrittenIn(ctx, d.DB, d.Table, today.Add(-24*time.Hour), latest.Add(d.Period))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("digest.digest first period: %w", err)
 	}

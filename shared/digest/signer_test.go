@@ -16,7 +16,7 @@ import (
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
 	"github.com/resetnotify/resetnotify/auditor"
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 )
 
 // fakeKMS is a KMS asymmetric signing key: it signs a precomputed SHA-256 digest with
@@ -54,19 +54,19 @@ func (f *fakeKMS) GetPublicKey(_ context.Context, in *kms.GetPublicKeyInput, _ .
 
 // signed returns d signed by s: a version 1 digest of its manifest when d.Version is 1,
 // else the version 2 digest of the entries its manifest names (Manifest then nil).
-func signed(t *testing.T, s Signer, d audit.Digest) audit.Digest {
+func signed(t *testing.T, s Signer, d auditlog.Digest) auditlog.Digest {
 	t.Helper()
 	d.KeyID, d.Algorithm = s.KeyID(), SigningAlgorithm
-	if d.Version == audit.DigestVersionManifest {
-		d.Count, d.EntriesHash = int64(len(d.Manifest)), audit.ManifestHash(d.Manifest)
+	if d.Version == auditlog.DigestVersionManifest {
+		d.Count, d.EntriesHash = int64(len(d.Manifest)), auditlog.ManifestHash(d.Manifest)
 	} else {
-		var tree audit.PeriodTree
+		var tree auditlog.PeriodTree
 		for _, l := range d.Manifest {
 			tree.Add(l)
 		}
-		d.Version, d.Count, d.Root, d.Manifest = audit.DigestVersionTree, tree.Size(), tree.Root(), nil
+		d.Version, d.Count, d.Root, d.Manifest = auditlog.DigestVersionTree, tree.Size(), tree.Root(), nil
 	}
-	sig, err := s.Sign(context.Background(), audit.DigestSum(d))
+	sig, err := s.Sign(context.Background(), auditlog.DigestSum(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +85,8 @@ func TestSigners(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Date(2030, 3, 1, 9, 0, 0, 0, time.UTC)
-	d := audit.Digest{PeriodStart: start, PeriodEnd: start.Add(time.Hour), RetainUntil: 1,
-		Manifest: []audit.ManifestLine{{EventID: "e", Seq: "k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}}}
+	d := auditlog.Digest{PeriodStart: start, PeriodEnd: start.Add(time.Hour), RetainUntil: 1,
+		Manifest: []auditlog.ManifestLine{{EventID: "e", Seq: "k#0000000001", NotificationID: "n", Hash: strings.Repeat("a", 64)}}}
 	tests := []struct {
 		name   string
 		signer Signer
@@ -133,23 +133,23 @@ func TestDigestItemRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Date(2030, 3, 1, 9, 0, 0, 0, time.UTC)
-	for _, version := range []int{audit.DigestVersionManifest, audit.DigestVersionTree} {
-		d := signed(t, LocalSigner{Key: key}, audit.Digest{Version: version, PeriodStart: start, PeriodEnd: start.Add(time.Hour),
+	for _, version := range []int{auditlog.DigestVersionManifest, auditlog.DigestVersionTree} {
+		d := signed(t, LocalSigner{Key: key}, auditlog.Digest{Version: version, PeriodStart: start, PeriodEnd: start.Add(time.Hour),
 			PrevPeriodStart: start.Add(-time.Hour), PrevSignature: "cHJldg==", SignedAt: start.Add(time.Hour + 90*time.Second), RetainUntil: 42,
-			Manifest: []audit.ManifestLine{
+			Manifest: []auditlog.ManifestLine{
 				{EventID: "evt 2", Seq: "k:2#0000000001", NotificationID: "n2", Hash: strings.Repeat("b", 64)},
 				{EventID: "evt-1", Seq: "k:1#0000000002", NotificationID: "n1", Hash: strings.Repeat("c", 64)},
 			}})
-		item, err := audit.DigestItem(d)
+		item, err := auditlog.DigestItem(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := audit.DigestFromItem(item)
+		back, err := auditlog.DigestFromItem(item)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := 2
-		if version == audit.DigestVersionTree {
+		if version == auditlog.DigestVersionTree {
 			want = 0
 		}
 		if !auditor.VerifySignature(&key.PublicKey, back) || !auditor.ManifestIntact(back) || len(back.Manifest) != want ||

@@ -1,5 +1,5 @@
 // Package intake is the intake function's handler, its HTTP API: it turns API Gateway HTTP API events
-// (payload format 2.0) into calls of notify.Intake and its results into responses. It holds no
+// (payload format 2.0) into calls of notify.Service and its results into responses. It holds no
 // business rule.
 //
 // Routes (RouteSubmit, RouteStatus, RouteCancel) are taken from the event's route key and the
@@ -17,8 +17,8 @@
 //	anything unexpected             500 internal-error
 //
 // Checks on a POST run in this order: Content-Type (415), base64 decoding (400), size of the
-// decoded body (413), then notify.Intake.SubmitJSON, the one domain call, which validates the
-// body (400) before admission; GET and DELETE hand the key to Intake.Status and Intake.Cancel,
+// decoded body (413), then notify.Service.SubmitJSON, the one domain call, which validates the
+// body (400) before admission; GET and DELETE hand the key to Service.Status and Service.Cancel,
 // which check it (400) before reading. Every error is application/problem+json
 // (RFC 9457) with type https://resetnotify.dev/problems/<slug> (see ProblemType), title,
 // status, detail and instance (urn:resetnotify:request:<request ID>). No response, log line or

@@ -71,18 +71,18 @@ const (
 // routeUnmatched is the route reported in logs and metrics for a path no route serves.
 const routeUnmatched = "unmatched"
 
-// Handler adapts API Gateway HTTP API (payload format 2.0) events to the notify.Intake
+// Handler adapts API Gateway HTTP API (payload format 2.0) events to the notify.Service
 // service and back, with one Intake call per request. It checks only what belongs to HTTP
 // (Content-Type, base64, body size); validation of the body and the key, admission, status
 // and cancellation are the Intake's.
 type Handler struct {
-	intake  *notify.Intake
+	intake  *notify.Service
 	log     *slog.Logger
 	metrics *obs.Metrics
 }
 
 // New returns a handler for in. A nil log discards; a nil metrics emits nothing.
-func New(in *notify.Intake, log *slog.Logger, metrics *obs.Metrics) *Handler {
+func New(in *notify.Service, log *slog.Logger, metrics *obs.Metrics) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -111,14 +111,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if requestID == "" {
 		requestID = ulid.Make().String()
 	}
-	res := h.dispatch(ctx, ev)
+	res := h.recoverRoute(ctx, ev)
 	resp := h.respond(res, requestID)
 	h.record(ctx, obs.WithSecrets(h.log, requestSecrets(ev)...), ev, res, requestID, time.Since(start))
 	return resp, nil
 }
 
-// dispatch routes ev, turning a panic into a 500 whose cause is not echoed.
-func (h *Handler) dispatch(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (res result) {
+// recoverRoute routes ev, turning a panic into a 500 whose cause is not echoed.
+func (h *Handler) recoverRoute(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (res result) {
 	defer func() {
 		if v := recover(); v != nil {
 			res = internalError(routeOf(ev), errors.New("panic in handler"))
@@ -129,7 +129,7 @@ func (h *Handler) dispatch(ctx context.Context, ev events.APIGatewayV2HTTPReques
 
 // route picks the operation from the route key, once. template.yaml declares exactly
 // RouteSubmit, RouteStatus, RouteCancel and RouteConvert, with the key as the path parameter PathParamKey,
-// and the local gateway (dev/localapi) routes by the same template, so every caller sets them
+// and the local gateway (infra/localapi) routes by the same template, so every caller sets them
 // as API Gateway does. Any other route key is answered 404 route-not-found; API Gateway itself
 // never delivers one.
 func (h *Handler) route(ctx context.Context, ev events.APIGatewayV2HTTPRequest) result {

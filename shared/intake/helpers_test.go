@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/resetnotify/resetnotify/dev/testenv"
+	"github.com/resetnotify/resetnotify/infra/testenv"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
@@ -57,7 +57,7 @@ func as(ev events.APIGatewayV2HTTPRequest, userARN string) events.APIGatewayV2HT
 // fixture is a handler wired to fakes, with its logs and metrics captured.
 type fixture struct {
 	h       *intake.Handler
-	intake  *notify.Intake
+	intake  *notify.Service
 	store   *notifytest.Store
 	queue   *notifytest.Queue
 	clock   *notifytest.Clock
@@ -75,7 +75,7 @@ func newFixture(t testing.TB) *fixture {
 		logs:    &syncBuffer{},
 		metrics: &syncBuffer{},
 	}
-	in := &notify.Intake{
+	in := &notify.Service{
 		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: f.queue,
 		Clock: f.clock, Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 		Owners: notifytest.Sealer{}, Operator: operatorRole,

@@ -19,18 +19,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/resetnotify/resetnotify/dev/awscount"
-	"github.com/resetnotify/resetnotify/dev/emulator"
-	"github.com/resetnotify/resetnotify/dev/tablesetup"
-	"github.com/resetnotify/resetnotify/dev/testenv"
-	"github.com/resetnotify/resetnotify/shared/awsclient"
-	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/infra/awscount"
+	"github.com/resetnotify/resetnotify/infra/emulator"
+	"github.com/resetnotify/resetnotify/infra/tablesetup"
+	"github.com/resetnotify/resetnotify/infra/testenv"
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/adapters/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/seal"
-	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -87,7 +87,7 @@ func newRealFixture(t *testing.T) *realFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &notify.Intake{
+	in := &notify.Service{
 		Store:        dynamostore.New(awsclient.DynamoDB(counted, os.Getenv(emulator.EnvDynamoDBEndpoint)), f.table),
 		Sealer:       seal.New(keys),
 		Hasher:       hasher,

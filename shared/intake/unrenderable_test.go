@@ -21,7 +21,7 @@ import (
 // and left to expire.
 func TestUnrenderableMessageIsRefused(t *testing.T) {
 	store, queue := notifytest.NewStore(), &notifytest.Queue{}
-	in := &notify.Intake{
+	in := &notify.Service{
 		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: queue,
 		Clock: notifytest.NewClock(t0), Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 		Messages: render.New(2),

@@ -22,7 +22,7 @@ func Of(ctx context.Context, component string) notify.Actor {
 	return of(ctx, component, lambdacontext.FunctionName, lambdacontext.FunctionVersion)
 }
 
-// For returns a function that gives Of(ctx, component), as notify.Intake.Actor wants it.
+// For returns a function that gives Of(ctx, component), as notify.Service.Actor wants it.
 func For(component string) func(context.Context) notify.Actor {
 	return func(ctx context.Context) notify.Actor { return Of(ctx, component) }
 }

@@ -18,7 +18,7 @@ func TestOneFormPerNumber(t *testing.T) {
 		{"+12015550123", "+112015550123"},
 		{"+33612345678", "+330612345678"},
 	} {
-		f := newIntake()
+		f := newService()
 		guard := &notifytest.Guard{}
 		f.in.Guard = guard
 		var err error

@@ -48,7 +48,7 @@ func (r Record) Convert(now time.Time) (Record, error) {
 	return next, nil
 }
 
-// Conversion is the result of Intake.Convert.
+// Conversion is the result of Service.Convert.
 type Conversion struct {
 	Record Record
 	// Replayed is true when the record was converted already: nothing was written.
@@ -65,7 +65,7 @@ const maxConvertTries = 5
 // effort: a lost count never fails it), and every call, a repeat too, reports it to the
 // provider when Feedback is set and the record has a provider message ID; a failed report
 // wraps ErrFeedback, and the caller repeats.
-func (in *Intake) Convert(ctx context.Context, key string) (Conversion, error) {
+func (in *Service) Convert(ctx context.Context, key string) (Conversion, error) {
 	if err := CheckKey(key); err != nil {
 		return Conversion{}, err
 	}
@@ -85,7 +85,7 @@ func (in *Intake) Convert(ctx context.Context, key string) (Conversion, error) {
 }
 
 // convert writes the conversion transition, retrying while other writers move the record.
-func (in *Intake) convert(ctx context.Context, key string) (Conversion, error) {
+func (in *Service) convert(ctx context.Context, key string) (Conversion, error) {
 	for range maxConvertTries {
 		rec, err := in.lookup(ctx, key, "")
 		if err == nil && !in.owns(ctx, rec) {

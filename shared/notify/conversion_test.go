@@ -41,7 +41,7 @@ func sendRecord(t *testing.T, f intakeFixture, key, to string) notify.Record {
 
 func TestConvertIsAnAuditedTransitionOnceAndReportsEveryTime(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	fb := &notifytest.Feedback{}
 	f.in.Feedback = fb
 	sent := sendRecord(t, f, "k", "+14155550100")
@@ -77,7 +77,7 @@ func TestConvertIsAnAuditedTransitionOnceAndReportsEveryTime(t *testing.T) {
 
 func TestConvertRefusesWhatWasNeverSent(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	if _, err := f.in.Submit(ctx, parse(t, body(nil), "k")); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestConvertRefusesWhatWasNeverSent(t *testing.T) {
 
 func TestConvertFeedbackFailureIsRepeatable(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	fb := &notifytest.Feedback{Err: errors.New("provider down")}
 	f.in.Feedback = fb
 	sendRecord(t, f, "k", "+14155550100")

@@ -99,7 +99,7 @@ func (c Countries) WithTypes(types []NumberType) (Countries, error) {
 var countryPattern = regexp.MustCompile(`^[A-Z]{2}$`)
 
 // Of returns the country of a valid E.164 number, UnknownCountry when it cannot be placed,
-// and "" when the list has no Regions (the zero value). Intake asks it once per request, where
+// and "" when the list has no Regions (the zero value). Service asks it once per request, where
 // the request's Destination is worked out.
 func (c Countries) Of(e164 string) string {
 	_, country, _ := c.place(e164)
@@ -152,7 +152,7 @@ func (c Countries) refusal(country string, kind NumberType) RefusalReason {
 // country is not on the allow-list (RefusedCountry), in that order: what the number is comes
 // before where it is, so a premium-rate number is refused as such in every country. An empty
 // list refuses no country; Countries without Regions (the zero value) refuse nothing.
-func (in *Intake) checkCountry(d Destination) error {
+func (in *Service) checkCountry(d Destination) error {
 	reason := in.Countries.refusal(d.CountryCode, d.Type)
 	if reason == "" {
 		return nil

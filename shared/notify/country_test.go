@@ -62,7 +62,7 @@ func TestSubmitRefusesByCountryNotCallingCode(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.to, func(t *testing.T) {
-			f := newIntake()
+			f := newService()
 			guard := &notifytest.Guard{}
 			f.in.Guard = guard
 			f.in.Countries = nanp.Countries("US", "CA")
@@ -87,7 +87,7 @@ func TestSubmitRefusesByCountryNotCallingCode(t *testing.T) {
 // TestGuardSeesTheCountry: the guard's view of a number carries its country, so its refusals
 // are counted by country too.
 func TestGuardSeesTheCountry(t *testing.T) {
-	f := newIntake()
+	f := newService()
 	f.in.Guard = &notifytest.Guard{Refuse: &notify.RefusedError{Reason: notify.RefusedDestinationHour}}
 	f.in.Countries = nanp.Countries()
 	_, err := f.in.Submit(context.Background(), parse(t, body(func(m map[string]any) { m["to"] = "+18765550100" }), "k"))
@@ -112,7 +112,7 @@ func (c *countingRegions) Place(e164 string) (string, string, notify.NumberType)
 // the library is asked once, and a new number is looked up anew.
 func TestOneLookupPerAdmission(t *testing.T) {
 	regions := &countingRegions{Regions: nanp}
-	f := newIntake()
+	f := newService()
 	f.in.Guard = &notifytest.Guard{}
 	var err error
 	if f.in.Countries, err = notify.NewCountries([]string{"US", "CA"}, regions); err != nil {

@@ -33,7 +33,7 @@ import (
 // without the guard): nothing is ever admitted "by rule" because time passed.
 
 // DefaultDecisionBound is how long a duplicate waits for the creator's decision before taking
-// its place, when Intake.DecisionBound is not set.
+// its place, when Service.DecisionBound is not set.
 const DefaultDecisionBound = 500 * time.Millisecond
 
 // SkewMargin is added to a record's DecideBy before a duplicate takes the creator's place, so
@@ -90,7 +90,7 @@ func RefusalOf(rec Record, countryCode string, now time.Time) (*RefusedError, bo
 
 // Decider takes the guard's decision on an undecided record: the creator's, and that of
 // whoever picks the record up in its place (a duplicate, dispatch). Its fields are those of
-// the Intake or worker that uses it.
+// the Service or worker that uses it.
 type Decider struct {
 	Guard Guard
 	// Conversions, when set, refuses a blocked prefix before anything is counted.
@@ -204,7 +204,7 @@ func (dc Decider) lost(rec Record, err error) (Record, bool, error) {
 }
 
 // decider is the intake's Decider.
-func (in *Intake) decider() Decider {
+func (in *Service) decider() Decider {
 	return Decider{Guard: in.Guard, Conversions: in.Conversions, Store: in.Store, Clock: in.Clock, Actor: in.Actor}
 }
 
@@ -213,7 +213,7 @@ func (in *Intake) decider() Decider {
 // rtt, the duration of this request's own put), and once more after DecideBy plus SkewMargin;
 // still undecided then, it takes the creator's place (takeOver). takenOver reports that this
 // request decided an admission: the dispatch message is then its to send.
-func (in *Intake) awaitDecision(ctx context.Context, rec Record, rtt time.Duration) (_ Record, takenOver bool, _ error) {
+func (in *Service) awaitDecision(ctx context.Context, rec Record, rtt time.Duration) (_ Record, takenOver bool, _ error) {
 	takeover := rec.DecideBy.Add(SkewMargin)
 	first := in.Clock.Now().Add(max(firstReadMin, firstReadRTTs*rtt))
 	for _, at := range []time.Time{earliest(first, takeover), takeover} {
@@ -238,7 +238,7 @@ func (in *Intake) awaitDecision(ctx context.Context, rec Record, rtt time.Durati
 
 // takeOver decides rec in place of a creator that failed or died: the creator's count, then
 // the mark. takenOver is true when this request's mark decided the admission.
-func (in *Intake) takeOver(ctx context.Context, rec Record) (_ Record, takenOver bool, _ error) {
+func (in *Service) takeOver(ctx context.Context, rec Record) (_ Record, takenOver bool, _ error) {
 	dc := in.decider()
 	decided, _, err := dc.Decide(ctx, rec)
 	if err != nil || !decided.Undecided() {
@@ -248,7 +248,7 @@ func (in *Intake) takeOver(ctx context.Context, rec Record) (_ Record, takenOver
 }
 
 // decisionBound is DecisionBound, or DefaultDecisionBound when it is not set.
-func (in *Intake) decisionBound() time.Duration {
+func (in *Service) decisionBound() time.Duration {
 	if in.DecisionBound > 0 {
 		return in.DecisionBound
 	}
@@ -256,7 +256,7 @@ func (in *Intake) decisionBound() time.Duration {
 }
 
 // sleep waits d through the Sleep seam, or on a timer; it returns early with ctx's error.
-func (in *Intake) sleep(ctx context.Context, d time.Duration) error {
+func (in *Service) sleep(ctx context.Context, d time.Duration) error {
 	if in.Sleep != nil {
 		return in.Sleep(ctx, d)
 	}

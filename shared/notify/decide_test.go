@@ -59,10 +59,10 @@ func (s *countingStore) Settle(ctx context.Context, rec notify.Record, at time.T
 	return s.Store.Settle(ctx, rec, at)
 }
 
-// guardedIntake is newIntake with a fake guard, a counting store and a sleep that only moves
+// guardedIntake is newService with a fake guard, a counting store and a sleep that only moves
 // the fake clock.
 func guardedIntake() (intakeFixture, *notifytest.Guard, *countingStore) {
-	f := newIntake()
+	f := newService()
 	guard := &notifytest.Guard{}
 	store := &countingStore{Store: f.store}
 	f.in.Guard, f.in.Store, f.in.Sleep = guard, store, notifytest.SleepOn(f.clock)
@@ -340,7 +340,7 @@ func TestDuplicateInsideTheCountAnswersTheFirstPut(t *testing.T) {
 // count (the key was never counted) is one count for a request not admitted, once per key.
 func TestRecordWithoutDecisionBoundIsDecided(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	req := parse(t, body(nil), "k")
 	if _, err := f.in.Submit(ctx, req); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 // Abuse guards. A password-reset endpoint is the favourite target of SMS pumping: an attacker
 // triggers resets for many premium or sequential numbers and the sender pays per message.
-// Intake refuses, before any record is written, a destination outside the allowed countries
+// Service refuses, before any record is written, a destination outside the allowed countries
 // (Countries). The counters (Guard) decide after the record's conditional put, once per key:
 // only the request that created the record counts it, a refusal is written onto the record
 // (StateRefused), and every other request with the key gets the creator's decision (see
@@ -84,7 +84,7 @@ func (e *RefusedError) Unwrap() error {
 }
 
 // Destination is what admission knows of a number, worked out once where the request enters
-// (Intake.destination) and passed along: keyed fingerprints of the number and of its prefix,
+// (Service.destination) and passed along: keyed fingerprints of the number and of its prefix,
 // its country (see RefusedError.CountryCode) and its type. It never holds the number or the
 // prefix digits. The record keeps the first three (DestinationOf), so a worker that picks a
 // record up has the guard's view of its number without the number; the type only matters at
@@ -181,7 +181,7 @@ const prefixFPDomain = "prefix:"
 
 // destination works out req's destination: the one place a number is fingerprinted and
 // placed in its country.
-func (in *Intake) destination(req Request) Destination {
+func (in *Service) destination(req Request) Destination {
 	digits := in.PrefixDigits
 	if digits <= 0 {
 		digits = DefaultGuardLimits().PrefixDigits

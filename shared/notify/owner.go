@@ -88,7 +88,7 @@ var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // access check (mayRead, owns) then judges by its stored owner. ownerARN, when set, names the
 // owner in place of the caller; only the operator (or the owner itself) may name one, and any
 // other caller, or an ARN that names no owner, gets ErrNotFound, as for an unknown key.
-func (in *Intake) lookup(ctx context.Context, key, ownerARN string) (Record, error) {
+func (in *Service) lookup(ctx context.Context, key, ownerARN string) (Record, error) {
 	principal := CallerOf(ctx)
 	if ownerARN != "" {
 		p, err := CanonicalPrincipal(ownerARN)
@@ -110,7 +110,7 @@ func (in *Intake) lookup(ctx context.Context, key, ownerARN string) (Record, err
 
 // ownerOf returns the owner to store on a record admitted for the caller in ctx: "" when
 // ownership is off (no Owners), ErrNoCaller when ctx names nobody.
-func (in *Intake) ownerOf(ctx context.Context) (string, error) {
+func (in *Service) ownerOf(ctx context.Context) (string, error) {
 	if in.Owners == nil {
 		return "", nil
 	}
@@ -123,7 +123,7 @@ func (in *Intake) ownerOf(ctx context.Context) (string, error) {
 
 // owns reports whether the caller in ctx owns rec. With ownership off everyone does; a record
 // without an owner (admitted before owners were stored) is owned by nobody.
-func (in *Intake) owns(ctx context.Context, rec Record) bool {
+func (in *Service) owns(ctx context.Context, rec Record) bool {
 	if in.Owners == nil {
 		return true
 	}
@@ -135,14 +135,14 @@ func (in *Intake) owns(ctx context.Context, rec Record) bool {
 }
 
 // mayRead reports whether the caller in ctx may read rec: its owner, or the operator.
-func (in *Intake) mayRead(ctx context.Context, rec Record) bool {
+func (in *Service) mayRead(ctx context.Context, rec Record) bool {
 	return in.owns(ctx, rec) || (in.Operator != "" && CallerOf(ctx) == in.Operator)
 }
 
 // mayRepeat reports whether the caller in ctx may have its POST answered from rec (a replay,
 // or the refusal stored under the key): its owner, or anyone for a record without an owner,
 // where the request fingerprint alone decides as before owners were stored.
-func (in *Intake) mayRepeat(ctx context.Context, rec Record) bool {
+func (in *Service) mayRepeat(ctx context.Context, rec Record) bool {
 	return rec.Owner == "" || in.owns(ctx, rec)
 }
 

@@ -98,7 +98,7 @@ type Queue interface {
 }
 
 // MessageChecker reports whether the message for a request can be rendered within the SMS
-// segment budget. Intake asks it before admission, so a request that could never be sent is
+// segment budget. Service asks it before admission, so a request that could never be sent is
 // refused with 400 instead of being admitted and left to expire.
 type MessageChecker interface {
 	Check(purpose, locale string, params map[string]string) error

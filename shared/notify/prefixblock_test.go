@@ -15,7 +15,7 @@ import (
 // blockFixture is an intake with the guard and the conversion counters on a fake store, with
 // a small policy: 5 sends judge a prefix, under 40 % converted blocks it for 12 h.
 func blockFixture() (intakeFixture, *notify.Conversions, *notifytest.ConversionStore) {
-	f := newIntake()
+	f := newService()
 	f.in.Guard = &notifytest.Guard{}
 	f.in.Countries = notifytest.Regions{"+1": "US"}.Countries("US")
 	store := notifytest.NewConversionStore()

@@ -12,9 +12,9 @@ import (
 // still accepted enqueues it again.
 var ErrEnqueue = errors.New("dispatch queue unavailable")
 
-// Intake admits, reads and cancels notifications. It is the whole behaviour behind the HTTP
+// Service admits, reads and cancels notifications. It is the whole behaviour behind the HTTP
 // API; the handler only translates.
-type Intake struct {
+type Service struct {
 	Store  Store
 	Sealer Sealer
 	Hasher DestinationHasher
@@ -72,7 +72,7 @@ type Submitted struct {
 // policy (headerKey is the Idempotency-Key header, "" when absent), and submits it. The
 // result's Key is the request's idempotency key once the body parsed. A body that does not
 // parse returns its *ValidationError; everything else is as Submit.
-func (in *Intake) SubmitJSON(ctx context.Context, body []byte, headerKey string) (Submitted, error) {
+func (in *Service) SubmitJSON(ctx context.Context, body []byte, headerKey string) (Submitted, error) {
 	req, err := ParseRequest(body, headerKey, in.Clock.Now(), in.Policy)
 	if err != nil {
 		return Submitted{}, err
@@ -94,7 +94,7 @@ func (in *Intake) SubmitJSON(ctx context.Context, body []byte, headerKey string)
 // key answers the stored decision, a refusal as a *RefusedError with the refused record, and a
 // guard failure returns an error wrapping ErrGuardUnavailable with the record stored undecided
 // (see decide.go).
-func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
+func (in *Service) Submit(ctx context.Context, req Request) (Submitted, error) {
 	d := in.destination(req)
 	req.To = d.Number
 	rec, err := in.prepare(ctx, req, d)
@@ -157,7 +157,7 @@ func (in *Intake) Submit(ctx context.Context, req Request) (Submitted, error) {
 // after the put; the guard failing, left undecided and due at once. It returns the count's
 // error. The count is idempotent per owner and key (CountID), so every request with the key
 // counts it once, whichever puts the record.
-func (in *Intake) countFirst(ctx context.Context, rec *Record, d Destination) error {
+func (in *Service) countFirst(ctx context.Context, rec *Record, d Destination) error {
 	if !rec.Undecided() || in.Guard == nil {
 		return nil
 	}
@@ -176,7 +176,7 @@ func (in *Intake) countFirst(ctx context.Context, rec *Record, d Destination) er
 // message presumed lost (redispatch; a take-over of a record already due claims it the same
 // way). It returns rec as stored afterwards; a failed message is ErrEnqueue, and rec is then
 // due at once.
-func (in *Intake) hand(ctx context.Context, rec Record, send bool) (Record, error) {
+func (in *Service) hand(ctx context.Context, rec Record, send bool) (Record, error) {
 	if now := in.Clock.Now(); !send || !now.Before(rec.NextActionAt) {
 		// A replay; or a take-over of a record already due (its creator's 503 made it due),
 		// which claims the send as a replay does, so that the sweeper or a later replay does
@@ -197,7 +197,7 @@ func (in *Intake) hand(ctx context.Context, rec Record, send bool) (Record, erro
 // prepare checks req (renderable, allowed country), seals its secret and returns its first
 // record, stored under the key scoped to the caller (ScopedKey), for the destination d, with a decision bound when the guard is on and the record is
 // accepted.
-func (in *Intake) prepare(ctx context.Context, req Request, d Destination) (Record, error) {
+func (in *Service) prepare(ctx context.Context, req Request, d Destination) (Record, error) {
 	if in.Messages != nil {
 		if err := in.Messages.Check(req.Purpose, req.Locale, req.Params); err != nil {
 			// The renderer's error may quote the params; the request's never does.
@@ -241,7 +241,7 @@ func (in *Intake) prepare(ctx context.Context, req Request, d Destination) (Reco
 // re-enqueue it too) or at once when admission answered 503 (markDue). Only the replay that
 // wins the conditional write moving next_action_at forward sends, so concurrent replays add
 // at most one message. A store failure wraps ErrEnqueue, so the caller repeats the request.
-func (in *Intake) redispatch(ctx context.Context, rec Record, now time.Time) (Record, bool, error) {
+func (in *Service) redispatch(ctx context.Context, rec Record, now time.Time) (Record, bool, error) {
 	if now.Before(rec.NextActionAt) {
 		return rec, false, nil
 	}
@@ -260,13 +260,13 @@ func (in *Intake) redispatch(ctx context.Context, rec Record, now time.Time) (Re
 // markDue makes rec due now after its dispatch message could not be sent, so that a replay
 // (which the 503 invites) sends it at once and the sweeper finds it on its next run. It is
 // best effort: if it fails too, rec is due at its next_action_at anyway.
-func (in *Intake) markDue(ctx context.Context, rec Record, now time.Time) {
+func (in *Service) markDue(ctx context.Context, rec Record, now time.Time) {
 	due := rec
 	due.NextActionAt = now
 	_ = in.Store.Reschedule(ctx, rec, due)
 }
 
-func (in *Intake) actor(ctx context.Context) Actor {
+func (in *Service) actor(ctx context.Context) Actor {
 	if in.Actor == nil {
 		return Actor{}
 	}
@@ -276,13 +276,13 @@ func (in *Intake) actor(ctx context.Context) Actor {
 // Status returns the stored record for key. It reads local state only and never causes work.
 // A key that cannot name a notification returns CheckKey's *ValidationError; a record the
 // caller may not read (mayRead) returns ErrNotFound, as an unknown key does.
-func (in *Intake) Status(ctx context.Context, key string) (Record, error) {
+func (in *Service) Status(ctx context.Context, key string) (Record, error) {
 	return in.StatusOf(ctx, key, "")
 }
 
 // StatusOf is Status of the key of the owner named by ownerARN (an IAM principal ARN), which
 // only the operator may name for another owner (lookup); "" is the caller.
-func (in *Intake) StatusOf(ctx context.Context, key, ownerARN string) (Record, error) {
+func (in *Service) StatusOf(ctx context.Context, key, ownerARN string) (Record, error) {
 	if err := CheckKey(key); err != nil {
 		return Record{}, err
 	}
@@ -304,7 +304,7 @@ const maxCancelTries = 5
 // returns the new record. Afterwards it returns ErrNotCancellable with the current record. A
 // key that cannot name a notification returns CheckKey's *ValidationError; another caller's
 // record returns ErrNotFound, as an unknown key does.
-func (in *Intake) Cancel(ctx context.Context, key string) (Record, error) {
+func (in *Service) Cancel(ctx context.Context, key string) (Record, error) {
 	if err := CheckKey(key); err != nil {
 		return Record{}, err
 	}

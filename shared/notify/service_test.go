@@ -13,15 +13,15 @@ import (
 )
 
 type intakeFixture struct {
-	in    *notify.Intake
+	in    *notify.Service
 	store *notifytest.Store
 	queue *notifytest.Queue
 	clock *notifytest.Clock
 }
 
-func newIntake() intakeFixture {
+func newService() intakeFixture {
 	f := intakeFixture{store: notifytest.NewStore(), queue: &notifytest.Queue{}, clock: notifytest.NewClock(t0)}
-	f.in = &notify.Intake{
+	f.in = &notify.Service{
 		Store: f.store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: notifytest.Sealer{}, Queue: f.queue,
 		Clock: f.clock, Policy: notify.DefaultPolicy(), NewID: notifytest.IDs("n"),
 	}
@@ -39,7 +39,7 @@ func parse(t *testing.T, b []byte, key string) notify.Request {
 
 func TestSubmitReplayAndReuse(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	req := parse(t, body(nil), "k")
 	first, err := f.in.Submit(ctx, req)
 	if err != nil || first.Replayed || first.Record.State != notify.StateAccepted {
@@ -69,7 +69,7 @@ func TestSubmitReplayAndReuse(t *testing.T) {
 
 func TestSubmitEnqueueFailureKeepsRecord(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	f.queue.Err = errors.New("sqs down")
 	req := parse(t, body(nil), "k")
 	if _, err := f.in.Submit(ctx, req); !errors.Is(err, notify.ErrEnqueue) {
@@ -105,7 +105,7 @@ func TestReplayRedispatch(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			f := newIntake()
+			f := newService()
 			req := parse(t, body(nil), "k")
 			if tc.queueDown {
 				f.queue.Err = errors.New("sqs down")
@@ -131,7 +131,7 @@ func TestReplayRedispatch(t *testing.T) {
 }
 
 func TestSubmitExpiredAtAdmissionIsNotEnqueued(t *testing.T) {
-	f := newIntake()
+	f := newService()
 	req := parse(t, body(func(m map[string]any) { m["expires_at"] = t0.Add(30 * time.Second).Format(time.RFC3339) }), "k")
 	out, err := f.in.Submit(context.Background(), req)
 	if err != nil || out.Record.State != notify.StateExpired {
@@ -144,7 +144,7 @@ func TestSubmitExpiredAtAdmissionIsNotEnqueued(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	if _, err := f.in.Cancel(ctx, "missing"); !errors.Is(err, notify.ErrNotFound) {
 		t.Fatalf("missing: %v", err)
 	}
@@ -186,7 +186,7 @@ func (s *racingStore) Transition(ctx context.Context, prev, next notify.Record) 
 
 func TestCancelLosesRaceToWorker(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	rs := &racingStore{Store: f.store}
 	f.in.Store = rs
 	if _, err := f.in.Submit(ctx, parse(t, body(nil), "k")); err != nil {
@@ -205,7 +205,7 @@ func (refuseAll) Check(string, string, map[string]string) error {
 }
 
 func TestSubmitRefusesUnrenderableMessage(t *testing.T) {
-	f := newIntake()
+	f := newService()
 	f.in.Messages = refuseAll{}
 	_, err := f.in.Submit(context.Background(), parse(t, body(nil), "k"))
 	var ve *notify.ValidationError
@@ -222,7 +222,7 @@ func TestSubmitRefusesUnrenderableMessage(t *testing.T) {
 
 func TestSubmitJSONParsesAtTheIntakesClock(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	sub, err := f.in.SubmitJSON(ctx, body(nil), "k")
 	if err != nil || sub.Key != "k" || sub.Record.IdempotencyKey != "k" || len(f.queue.Sent()) != 1 {
 		t.Fatalf("SubmitJSON: %+v %v (sent %d)", sub, err, len(f.queue.Sent()))
@@ -241,7 +241,7 @@ func TestSubmitJSONParsesAtTheIntakesClock(t *testing.T) {
 
 func TestStatusAndCancelCheckTheKey(t *testing.T) {
 	ctx := context.Background()
-	f := newIntake()
+	f := newService()
 	for _, key := range []string{"", "a b", "+447700900123", strings.Repeat("k", notify.MaxKeyLen+1)} {
 		var ve *notify.ValidationError
 		if _, err := f.in.Status(ctx, key); !errors.As(err, &ve) || ve.Kind != notify.ProblemInvalidKey || len(ve.Fields) != 1 || ve.Fields[0].Field != "key" {

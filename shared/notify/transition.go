@@ -37,7 +37,7 @@ var allowed = map[edge][]Reason{
 	{StateRetryScheduled, StateCancelled}: {ReasonCancelled, ReasonSuperseded},
 
 	// Only the request that created the record, once the guard refused it, and only before
-	// any duplicate settled the record as admitted (see Intake.decide).
+	// any duplicate settled the record as admitted (see Service.decide).
 	// Dispatch refuses, before any send, a sealed number that fails the allow-list.
 	{StateAccepted, StateRefused}: {ReasonRefusedDestinationHour, ReasonRefusedDestinationDay, ReasonRefusedPrefixVelocity, ReasonRefusedPrefixBlocked,
 		ReasonRefusedDestinationNotAllowed},

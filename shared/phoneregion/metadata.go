@@ -81,7 +81,7 @@ func get(records []string, parsed *[]lazy, i int) metadata {
 	return &l.t
 }
 
-// The fields of a record, in the order dev/phonemeta writes them.
+// The fields of a record, in the order infra/phonemeta writes them.
 const (
 	fieldRegion = iota
 	fieldCallingCode

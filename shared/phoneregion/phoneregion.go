@@ -2,7 +2,7 @@
 // (notify.Regions), with the numbering metadata of github.com/nyaruka/phonenumbers, a Go port
 // of Google's libphonenumber. The Lambdas do not link the library: its init parses the
 // metadata of every region at start (about 25 ms and 2.5 MB). They link metadata_gen.go, the
-// library's patterns and lengths written out at compile time by go run ./dev/phonemeta, and
+// library's patterns and lengths written out at compile time by go run ./infra/phonemeta, and
 // this package applies them as the library does (a test compares the two over a table of
 // numbers); each territory's patterns are compiled on first use, and Prepare compiles the
 // allowed countries' at init, so the first request does not pay for them (see

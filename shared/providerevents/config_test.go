@@ -3,11 +3,11 @@ package providerevents_test
 import (
 	"testing"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/simclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/sinch"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
-	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
-	"github.com/resetnotify/resetnotify/shared/sms/simclient"
-	"github.com/resetnotify/resetnotify/shared/sms/sinch"
 )
 
 // TestDefaultsMatchConfig keeps the retention package config documents and applies equal to

@@ -14,8 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 // The HTTP API routes of the providers' webhooks, as template.yaml declares them.

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
-	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // The sample events' fictional numbers (US 555-01xx): they must never be stored or logged.

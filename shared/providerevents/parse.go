@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 // ContextAttemptRef is the key of the End User Messaging SMS message context where the

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
-	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // eumEvent returns an AWS End User Messaging SMS event as its event destination publishes it

@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // ErrPoison means an event cannot be turned into a receipt: it is not what the source sends,

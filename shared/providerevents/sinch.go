@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // SinchReportType is the type of the one Sinch callback provider-events takes: a delivery

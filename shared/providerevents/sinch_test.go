@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/simapi"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
-	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/sms/simapi"
 )
 
 // sinchBatch is the batch ID Sinch gave the attempt a1 (the ID dispatch records).

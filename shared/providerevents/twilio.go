@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // TwilioSignatureHeader carries Twilio's signature of a status callback.

@@ -49,7 +49,7 @@ const DefaultKeyMaxAge = time.Hour
 const KeyRetention = 7 * 24 * time.Hour
 
 // KeyStore keeps the KMS-encrypted form of data keys under their KeyRefSize-byte IDs (the
-// seal-keys table in AWS; shared/sealkeys). It never holds a plaintext key.
+// seal-keys table in AWS; shared/adapters/sealkeys). It never holds a plaintext key.
 type KeyStore interface {
 	// PutKey stores encrypted under id once; an id already stored is an error (ids are random,
 	// so it never is), never overwritten. expiresAt is when the store may forget it.

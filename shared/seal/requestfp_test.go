@@ -33,7 +33,7 @@ func codeRequest(code string) notify.Request {
 	}
 }
 
-// admit stores req through notify.Intake with a request fingerprinter under key and returns
+// admit stores req through notify.Service with a request fingerprinter under key and returns
 // the stored record, as someone reading the table (or its stream, backups or PITR) sees it.
 func admit(t *testing.T, store *notifytest.Store, key []byte, req notify.Request) notify.Record {
 	t.Helper()
@@ -41,7 +41,7 @@ func admit(t *testing.T, store *notifytest.Store, key []byte, req notify.Request
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &notify.Intake{
+	in := &notify.Service{
 		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: fps,
 		Queue: &notifytest.Queue{}, Clock: notifytest.NewClock(fpT0), Policy: notify.DefaultPolicy(),
 		NewID: notifytest.IDs("n"),
@@ -204,7 +204,7 @@ func TestRequestFingerprintSameRequest(t *testing.T) {
 	}
 }
 
-// TestKeyReuseWithKeyedFingerprints checks the 422 path end to end through notify.Intake: the
+// TestKeyReuseWithKeyedFingerprints checks the 422 path end to end through notify.Service: the
 // same request under the same key replays, another request is refused and changes nothing,
 // and a record that holds the old unkeyed fingerprint is refused, past its sunset.
 func TestKeyReuseWithKeyedFingerprints(t *testing.T) {
@@ -213,7 +213,7 @@ func TestKeyReuseWithKeyedFingerprints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &notify.Intake{
+	in := &notify.Service{
 		Store: store, Sealer: notifytest.Sealer{}, Hasher: notifytest.Sealer{}, Fingerprints: fps,
 		Queue: &notifytest.Queue{}, Clock: notifytest.NewClock(fpT0), Policy: notify.DefaultPolicy(),
 		NewID: notifytest.IDs("n"),

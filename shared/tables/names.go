@@ -1,7 +1,7 @@
 // Package tables is the one place that names the DynamoDB tables' attributes and indexes, and
 // formats their values. The store, the audit writer, the sweeper, the auditor, the tests and
 // the local run all use it; the tables' definitions, which a test checks against template.yaml,
-// are dev/tablesetup's.
+// are infra/tablesetup's.
 package tables
 
 // Attributes of the notifications table. The key is IdempotencyKey.

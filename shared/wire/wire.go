@@ -5,7 +5,7 @@
 // what the three workers share), so that a function links only the adapters it uses; each
 // builds its function's handler from the package of the same name under shared/ (the layout
 // test holds them to it); functions/<name>/main.go is one line, wire.Main(<name>.Function),
-// and the local stack (cmd/local) calls the same constructors.
+// and the local stack (infra/local) calls the same constructors.
 //
 // Endpoints come from the standard AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> variables
 // (awsclient.FromLambdaEnv): in a local run they point the clients at DynamoDB Local and moto.
@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
 	"github.com/resetnotify/resetnotify/shared/obs"
 )
 

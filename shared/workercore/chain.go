@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // Route is one provider of the dispatch chain: its name, recorded on the record with each

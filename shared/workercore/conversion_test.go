@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
-	"github.com/resetnotify/resetnotify/shared/sms"
 )
 
 // TestDispatchCountsSendsAndBlocks: each send dispatch records is counted for its prefix (and,

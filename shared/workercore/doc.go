@@ -36,6 +36,6 @@
 //
 // The unit tests of the three workers are one suite here (package workercore_test), over one
 // fixture, since a record passes from one worker to the next; the in-process tests against
-// the local emulators are dev/workerfaults'. dev/pump drives a handler from an SQS queue
+// the local emulators are infra/workerfaults'. infra/pump drives a handler from an SQS queue
 // in-process, for tests and for the local stack.
 package workercore

@@ -8,12 +8,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/endusersms"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
-	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/sms/endusersms"
-	"github.com/resetnotify/resetnotify/shared/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/workercore"
 	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )

@@ -10,11 +10,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/adapters/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"
-	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/workercore/workercoretest"
 )
 
@@ -116,7 +116,7 @@ func TestSettleByReceiptKeepsMessageID(t *testing.T) {
 // not see the record just before next (the worker made two transitions in one call), prev
 // stands in for it at the version before next's: the entry reads its fields from the new
 // image, and the old image gives only its from-state and version.
-func auditEntry(t *testing.T, prev, next notify.Record) audit.Entry {
+func auditEntry(t *testing.T, prev, next notify.Record) auditlog.Entry {
 	t.Helper()
 	if prev.Version >= next.Version {
 		prev.Version = next.Version - 1
@@ -135,7 +135,7 @@ func auditEntry(t *testing.T, prev, next notify.Record) audit.Entry {
 	rec := events.DynamoDBEventRecord{EventName: string(events.DynamoDBOperationTypeModify), Change: events.DynamoDBStreamRecord{
 		OldImage: img(prev), NewImage: img(next), SequenceNumber: "1",
 	}}
-	e, ok, err := audit.Build(rec, audit.Meta{Actor: audit.Actor{Function: "audit"}})
+	e, ok, err := auditlog.Build(rec, auditlog.Meta{Actor: auditlog.Actor{Function: "audit"}})
 	if err != nil || !ok {
 		t.Fatalf("audit.Build: %v (a transition: %v)", err, ok)
 	}

@@ -389,7 +389,7 @@ func (g *Guard) Counts() (admitted, released int) {
 	return len(g.Admitted), len(g.Released)
 }
 
-// SleepOn returns a sleep for notify.Intake.Sleep that only moves clock forward by the time
+// SleepOn returns a sleep for notify.Service.Sleep that only moves clock forward by the time
 // asked, so a waiting duplicate's loop runs in no real time.
 func SleepOn(clock *Clock) func(context.Context, time.Duration) error {
 	return func(ctx context.Context, d time.Duration) error {

@@ -9,8 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
 	"github.com/resetnotify/resetnotify/shared/audit"
-	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
@@ -36,7 +37,7 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	log := obs.NewLogger(out, cfg.LogLevel)
 	log.Info("audit ready", "audit_table", cfg.AuditTable, "retention_days", int(retention.Hours()/24))
 	return &audit.Handler{
-		Writer:          &audit.Writer{DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Hot: hot, Retention: retention},
+		Writer:          &auditlog.Writer{DB: awsclient.DynamoDB(awsCfg, ""), Table: cfg.AuditTable, Hot: hot, Retention: retention},
 		Retention:       retention,
 		Function:        env(config.EnvLambdaFunctionName),
 		FunctionVersion: env(config.EnvLambdaFunctionVersion),

@@ -12,12 +12,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/resetnotify/resetnotify/shared/audit"
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient/streamsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/auditlog"
 	"github.com/resetnotify/resetnotify/shared/auditreplay"
-	"github.com/resetnotify/resetnotify/shared/awsclient"
-	"github.com/resetnotify/resetnotify/shared/awsclient/streamsclient"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/wire"
@@ -44,8 +44,8 @@ func New(_ context.Context, awsCfg aws.Config, env func(string) string, out io.W
 	log.Info("audit replay ready", "audit_table", cfg.AuditTable, "notifications_table", cfg.NotificationsTable)
 	return &auditreplay.Replayer{
 		Streams:            streamsclient.New(awsCfg, ""),
-		Writer:             &audit.Writer{DB: db, Table: cfg.AuditTable, Hot: hot, Retention: retention},
-		Reader:             &audit.Reader{DB: db, Table: cfg.AuditTable},
+		Writer:             &auditlog.Writer{DB: db, Table: cfg.AuditTable, Hot: hot, Retention: retention},
+		Reader:             &auditlog.Reader{DB: db, Table: cfg.AuditTable},
 		Records:            dynamostore.New(db, cfg.NotificationsTable),
 		Scan:               db,
 		NotificationsTable: cfg.NotificationsTable,

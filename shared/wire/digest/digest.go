@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient/s3client"
 	"github.com/resetnotify/resetnotify/shared/archive"
-	"github.com/resetnotify/resetnotify/shared/awsclient"
-	"github.com/resetnotify/resetnotify/shared/awsclient/s3client"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/digest"
 	"github.com/resetnotify/resetnotify/shared/notify"

@@ -1,6 +1,6 @@
 // Package intake assembles the intake function behind the HTTP API (POST, GET and DELETE
 // /v1/notifications): the DynamoDB store, the sealing box, the destination and request
-// fingerprinters, the abuse guard and the dispatch queue behind notify.Intake.
+// fingerprinters, the abuse guard and the dispatch queue behind notify.Service.
 package intake
 
 import (
@@ -15,11 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/convstore"
+	"github.com/resetnotify/resetnotify/shared/adapters/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/adapters/guardstore"
+	"github.com/resetnotify/resetnotify/shared/adapters/sealkeys"
+	"github.com/resetnotify/resetnotify/shared/adapters/secretparam"
+	"github.com/resetnotify/resetnotify/shared/adapters/smsfeedback"
+	"github.com/resetnotify/resetnotify/shared/adapters/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/convstore"
-	"github.com/resetnotify/resetnotify/shared/dynamostore"
-	"github.com/resetnotify/resetnotify/shared/guardstore"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/invocation"
 	"github.com/resetnotify/resetnotify/shared/notify"
@@ -27,10 +31,6 @@ import (
 	"github.com/resetnotify/resetnotify/shared/phoneregion"
 	"github.com/resetnotify/resetnotify/shared/render"
 	"github.com/resetnotify/resetnotify/shared/seal"
-	"github.com/resetnotify/resetnotify/shared/sealkeys"
-	"github.com/resetnotify/resetnotify/shared/secretparam"
-	"github.com/resetnotify/resetnotify/shared/smsfeedback"
-	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/wire"
 )
 
@@ -61,7 +61,7 @@ func New(ctx context.Context, awsCfg aws.Config, env func(string) string, out io
 
 // Service wires the admission service from cfg: what New puts behind the handler, also used
 // by the benchmark to measure admission as deployed.
-func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify.Intake, error) {
+func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify.Service, error) {
 	var store seal.KeyStore
 	if cfg.SealKeysTable != "" {
 		store = sealkeys.New(awsclient.DynamoDB(awsCfg, ""), cfg.SealKeysTable)
@@ -83,7 +83,7 @@ func Service(ctx context.Context, cfg config.Config, awsCfg aws.Config) (*notify
 	}
 	// The allowed countries' patterns are compiled now, at init, not by their first request.
 	phoneregion.Regions{}.Prepare(cfg.AllowedCountries)
-	in := &notify.Intake{
+	in := &notify.Service{
 		Store:        dynamostore.New(awsclient.DynamoDB(awsCfg, ""), cfg.NotificationsTable),
 		Sealer:       seal.New(keys),
 		Hasher:       hasher,

@@ -17,9 +17,9 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/resetnotify/resetnotify/dev/localapi"
-	"github.com/resetnotify/resetnotify/dev/tablesetup"
-	"github.com/resetnotify/resetnotify/dev/testenv"
+	"github.com/resetnotify/resetnotify/infra/localapi"
+	"github.com/resetnotify/resetnotify/infra/tablesetup"
+	"github.com/resetnotify/resetnotify/infra/testenv"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/intake"
 	"github.com/resetnotify/resetnotify/shared/notify"

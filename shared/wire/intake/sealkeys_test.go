@@ -15,8 +15,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
-	"github.com/resetnotify/resetnotify/dev/emulator"
-	"github.com/resetnotify/resetnotify/dev/testenv"
+	"github.com/resetnotify/resetnotify/infra/emulator"
+	"github.com/resetnotify/resetnotify/infra/testenv"
 	"github.com/resetnotify/resetnotify/shared/config"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/tables"

@@ -16,13 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/adapters/secretparam"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
 	"github.com/resetnotify/resetnotify/shared/providerevents"
-	"github.com/resetnotify/resetnotify/shared/secretparam"
 	"github.com/resetnotify/resetnotify/shared/wire"
 )
 

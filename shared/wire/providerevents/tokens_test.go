@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/secretparam/secretparamtest"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/secretparam/secretparamtest"
 )
 
 // TestReadTokens checks that each webhook's token is its inline value, else its parameter's,

@@ -3,8 +3,8 @@ package reconcile
 import (
 	"testing"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/provider"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/sms/provider"
 )
 
 // TestOnlySinchNeedsASecondNotFound: the reconcile chain asks a second lookup of a "not found"

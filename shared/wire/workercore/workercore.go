@@ -15,13 +15,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/resetnotify/resetnotify/shared/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
+	"github.com/resetnotify/resetnotify/shared/adapters/dynamostore"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
+	"github.com/resetnotify/resetnotify/shared/adapters/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/config"
-	"github.com/resetnotify/resetnotify/shared/dynamostore"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/obs"
-	"github.com/resetnotify/resetnotify/shared/sms"
-	"github.com/resetnotify/resetnotify/shared/sqsqueue"
 	"github.com/resetnotify/resetnotify/shared/workercore"
 )
 

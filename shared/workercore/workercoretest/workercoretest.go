@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
-	"github.com/resetnotify/resetnotify/shared/sms"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 

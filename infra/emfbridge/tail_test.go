@@ -1,0 +1,88 @@
+package emfbridge_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resetnotify/resetnotify/infra/emfbridge"
+)
+
+// fakeLogs is CloudWatch Logs as MiniStack keeps a function's output: events by group, each
+// invocation's lines in a stream of their own, all stamped alike; FilterLogEvents returns
+// those at or after startTime, oldest first, two per page.
+type fakeLogs struct {
+	groups map[string][]types.FilteredLogEvent
+}
+
+func (f *fakeLogs) add(group, stream string, ts int64, msgs ...string) {
+	if f.groups == nil {
+		f.groups = map[string][]types.FilteredLogEvent{}
+	}
+	for _, m := range msgs {
+		f.groups[group] = append(f.groups[group], types.FilteredLogEvent{LogStreamName: aws.String(stream), Timestamp: aws.Int64(ts), Message: aws.String(m)})
+	}
+	slices.SortStableFunc(f.groups[group], func(a, b types.FilteredLogEvent) int { return int(*a.Timestamp - *b.Timestamp) })
+}
+
+func (f *fakeLogs) DescribeLogGroups(_ context.Context, in *cloudwatchlogs.DescribeLogGroupsInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.DescribeLogGroupsOutput, error) {
+	out := &cloudwatchlogs.DescribeLogGroupsOutput{}
+	for g := range f.groups {
+		if len(g) >= len(*in.LogGroupNamePrefix) && g[:len(*in.LogGroupNamePrefix)] == *in.LogGroupNamePrefix {
+			out.LogGroups = append(out.LogGroups, types.LogGroup{LogGroupName: aws.String(g)})
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeLogs) FilterLogEvents(_ context.Context, in *cloudwatchlogs.FilterLogEventsInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.FilterLogEventsOutput, error) {
+	var all []types.FilteredLogEvent
+	for _, e := range f.groups[*in.LogGroupName] {
+		if *e.Timestamp >= aws.ToInt64(in.StartTime) {
+			all = append(all, e)
+		}
+	}
+	from := 0
+	if in.NextToken != nil {
+		from = int((*in.NextToken)[0] - '0')
+	}
+	out := &cloudwatchlogs.FilterLogEventsOutput{Events: all[from:min(from+2, len(all))]}
+	if from+2 < len(all) {
+		out.NextToken = aws.String(string(rune('0' + from + 2)))
+	}
+	return out, nil
+}
+
+// TestTailerFeedsEachEventOnce: every event of every /aws/lambda/ group is fed once across
+// polls, pages and the lookback, including events stamped earlier than ones already fed and
+// identical lines of two invocations; other groups are not read.
+func TestTailerFeedsEachEventOnce(t *testing.T) {
+	logs := &fakeLogs{}
+	var got []string
+	tl := &emfbridge.Tailer{Logs: logs, Sink: func(l []byte) { got = append(got, string(l)) }}
+	ctx := context.Background()
+	logs.add("/aws/lambda/intake", "s1", 1000, "a1", "a2", "a3")
+	logs.add("/aws/other", "x", 1000, "never")
+	if err := tl.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logs.add("/aws/lambda/intake", "s2", 5000, "b1", "same")
+	logs.add("/aws/lambda/intake", "s3", 5000, "same")
+	logs.add("/aws/lambda/intake", "s4", 900, "late") // an invocation that ended earlier, logged later
+	logs.add("/aws/lambda/dispatch", "d1", 2000, "c1")
+	for range 2 {
+		if err := tl.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"a1", "a2", "a3", "b1", "c1", "late", "same", "same"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("fed (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,520 @@
+"""Runs MiniStack with three parts of the AWS platform that it leaves out and that resetnotify's
+emulator stacks (make emulator-e2e, make gameday) rely on.
+
+Dev only: infra/emulator/emulator.sh starts this file with MiniStack's own Python in place of the
+`ministack` command; no Lambda links it. It wraps a few of MiniStack 1.5.33's internal functions
+(pinned in infra/install-tools.sh; a MiniStack without them makes this file stop at start, saying
+which) and then runs MiniStack's own entry point.
+
+1. A DynamoDB stream mapping's retries. MiniStack advances past a batch whose invocation
+   answered batchItemFailures, and retries a failed invocation until MaximumRecordAgeInSeconds
+   whatever MaximumRetryAttempts says (lambda_svc.py, _poll_dynamodb_streams). Here both are a
+   failed attempt: MiniStack keeps its position and retries the batch, and once
+   MaximumRetryAttempts retries have failed, the batch is described to the mapping's OnFailure
+   destination (MiniStack's own RetryAttemptsExhausted record) and passed, as AWS does. One
+   difference stays: AWS resumes at the first failed record, MiniStack from the batch's first,
+   so the records before it are delivered again (the audit function writes each entry once
+   whatever it is given).
+2. AWS/Lambda metrics for every invocation. MiniStack publishes Invocations, Errors, Throttles
+   and Duration for the Invoke API only; here every path (API Gateway, stream and queue
+   mappings, schedules) publishes them once, and a stream batch its IteratorAge.
+3. AWS/SQS metrics: NumberOfMessagesSent per queue on every send (SendMessage,
+   SendMessageBatch, a mapping's OnFailure record), and every minute each queue's
+   ApproximateNumberOfMessagesVisible and ApproximateAgeOfOldestMessage.
+4. The template's burn-rate pages. MiniStack's CloudFormation refuses an AWS::CloudWatch::Alarm
+   with Metrics (metric math) and has no AWS::CloudWatch::CompositeAlarm. Here a math alarm is
+   stored with its Metrics (DescribeAlarms returns them; MiniStack's own evaluator skips an
+   alarm with no MetricName) and a composite alarm goes through MiniStack's PutCompositeAlarm,
+   so the stack deploys as on AWS and infra/alarmeval evaluates both.
+
+And three costs that grow with the history, which starved a stack under a burst (2,000 resets:
+dispatch fell from 470 to 50-90 a minute, MiniStack at 80 % of a core once idle):
+
+5. Log streams. MiniStack opens a log stream per invocation, and FilterLogEvents (the EMF
+   bridge's, every second) visits every stream of the group under the logs lock. Here a
+   function's invocations share a stream per execution slot (the invocations writing at once),
+   as AWS shares one per execution environment.
+6. Metric eviction. MiniStack copies every datapoint ever stored on each CloudWatch request to
+   drop those older than two weeks; here at most once every 10 minutes.
+7. Alarm evaluation. MiniStack evaluates every alarm over every datapoint of its metric on each
+   PutMetricData, on the event loop that serves every request (a burst's EMF puts, each second,
+   kept it busy there and starved the functions' calls). Here a PutMetricData evaluates only the
+   alarms of the metrics it put, each at most every 10 s, and a thread evaluates every alarm each
+   minute; each alarm skips, for good, the datapoints before its window (the window only moves
+   forward; a bucket only grows), with MiniStack's own verdicts otherwise.
+
+`python ministack_platform.py --selftest` checks 5 to 7 without starting MiniStack.
+"""
+
+import sys
+import threading
+import time
+
+from ministack.services import cloudwatch, lambda_svc, sqs
+from ministack.services.cloudformation import provisioners
+
+# Each internal this file wraps or reads; checked before anything starts.
+_NEEDED = {
+    lambda_svc: ["_execute_function", "_emit_lambda_metrics", "_iter_all_esms",
+                 "_send_ddb_stream_failure_record", "_request_account_id", "_emit_lambda_logs", "new_uuid"],
+    sqs: ["_HANDLERS", "_queues"],
+    cloudwatch: ["record_metric", "_put_composite_alarm", "cloudformation_delete_metric_alarm", "_composite_alarms",
+                 "_metrics", "_evict_old_metrics", "_evaluate_alarm", "_calc_stats",
+                 "_evaluate_all_alarms", "_store_datum", "_alarms",
+                 "_stat_value", "_record_history", "_dispatch_alarm_actions", "_evaluate_parent_alarms"],
+    provisioners: ["_cw_metric_alarm_record", "_RESOURCE_HANDLERS", "_physical_name"],
+}
+
+_depth = threading.local()
+_attempts: dict = {}
+_attempts_lock = threading.Lock()
+
+
+def _check():
+    missing = [f"{m.__name__}.{n}" for m, names in _NEEDED.items() for n in names if not hasattr(m, n)]
+    if missing:
+        sys.exit("ministack_platform: this MiniStack lacks " + ", ".join(missing) +
+                 "; infra/install-tools.sh pins the version it was written for")
+
+
+def _metric(namespace, name, value, unit, dims):
+    cloudwatch.record_metric(namespace, name, value, unit, dims)
+
+
+def _stream_records(event):
+    """The records of a DynamoDB stream batch, or None for any other event."""
+    recs = event.get("Records") if isinstance(event, dict) else None
+    if isinstance(recs, list) and recs and isinstance(recs[0], dict) and recs[0].get("eventSource") == "aws:dynamodb":
+        return recs
+    return None
+
+
+def _failed_items(result):
+    body = result.get("body")
+    if isinstance(body, (str, bytes)):
+        import json
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return []
+    if isinstance(body, dict):
+        return body.get("batchItemFailures") or []
+    return []
+
+
+def _stream_mapping(config, records):
+    """The event source mapping that delivered records to the function of config."""
+    arn = records[0].get("eventSourceARN", "")
+    name, fn_arn = config.get("FunctionName", ""), config.get("FunctionArn", "")
+    for _acct, _region, esm in lambda_svc._iter_all_esms():
+        target = esm.get("FunctionName", "")
+        short = target.split(":function:")[-1].split(":")[0]
+        if target in (name, fn_arn) or short == name:
+            if not arn or esm.get("EventSourceArn") == arn:
+                return esm
+    return None
+
+
+def _stream_attempt(func, config, records, result):
+    """Applies the mapping's retry policy to a stream batch's invocation: returns the result
+    MiniStack should act on (an error keeps its position; success moves past the batch)."""
+    failed = bool(result.get("error")) or bool(_failed_items(result))
+    esm = _stream_mapping(config, records)
+    if esm is None:
+        return result
+    key = (esm.get("UUID"), str(records[0].get("dynamodb", {}).get("SequenceNumber", "")))
+    with _attempts_lock:
+        if not failed:
+            _attempts.pop(key, None)
+            return result
+        n = _attempts.get(key, 0) + 1
+        _attempts[key] = n
+    limit = int(esm.get("MaximumRetryAttempts", -1))
+    if limit >= 0 and n > limit:
+        with _attempts_lock:
+            _attempts.pop(key, None)
+        lambda_svc._send_ddb_stream_failure_record(esm, func, records, esm.get("EventSourceArn", ""), result,
+                                                   "RetryAttemptsExhausted")
+        return dict(result, error=False)
+    if result.get("error"):
+        return result
+    failures = _failed_items(result)
+    return dict(result, error=True, function_error="Unhandled", body={
+        "errorType": "BatchItemFailures",
+        "errorMessage": f"{len(failures)} of {len(records)} records failed (attempt {n}); the batch is retried",
+    })
+
+
+def _wrap_execute(orig):
+    def execute(func, event):
+        outer = getattr(_depth, "n", 0) == 0
+        _depth.n = getattr(_depth, "n", 0) + 1
+        started = time.time()
+        try:
+            result = orig(func, event)
+        finally:
+            _depth.n -= 1
+        if not outer or not isinstance(result, dict) or result.get("throttle"):
+            return result
+        config = func.get("config") or func
+        dims = {"FunctionName": config.get("FunctionName", "unknown")}
+        try:
+            _metric("AWS/Lambda", "Invocations", 1, "Count", dims)
+            _metric("AWS/Lambda", "Errors", 1 if result.get("error") else 0, "Count", dims)
+            _metric("AWS/Lambda", "Throttles", 0, "Count", dims)
+            _metric("AWS/Lambda", "Duration", (time.time() - started) * 1000.0, "Milliseconds", dims)
+        except Exception:  # instrumentation never breaks an invocation
+            pass
+        records = _stream_records(event)
+        if records is None:
+            return result
+        try:
+            newest = float(records[-1].get("dynamodb", {}).get("ApproximateCreationDateTime", started))
+            _metric("AWS/Lambda", "IteratorAge", max(0.0, (started - newest) * 1000.0), "Milliseconds", dims)
+        except (TypeError, ValueError):
+            pass
+        return _stream_attempt(func, config, records, result)
+    return execute
+
+
+def _wrap_emit(orig):
+    # The Invoke API's own metrics: only its throttles, which never reach _execute_function's
+    # result here; every other figure is published once by execute above.
+    def emit(function_name, duration_ms, error, throttle):
+        if throttle:
+            orig(function_name, duration_ms=duration_ms, error=error, throttle=throttle)
+    return emit
+
+
+def _queue_name(url_or_arn):
+    return str(url_or_arn).rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+
+def _wrap_send(orig, batch):
+    def send(data, qurl):
+        result = orig(data, qurl)
+        n = len((result or {}).get("Successful", [])) if batch else 1
+        if n:
+            _metric("AWS/SQS", "NumberOfMessagesSent", n, "Count",
+                    {"QueueName": _queue_name(data.get("QueueUrl", qurl))})
+        return result
+    return send
+
+
+def _wrap_failure_record(orig):
+    def send(esm, func_rec, batch, stream_arn, result, condition):
+        orig(esm, func_rec, batch, stream_arn, result, condition)
+        dest = ((esm.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination", "")
+        if dest.startswith("arn:aws:sqs:"):
+            _metric("AWS/SQS", "NumberOfMessagesSent", 1, "Count", {"QueueName": _queue_name(dest)})
+    return send
+
+
+def _queue_gauges():
+    """Every minute, each queue's visible messages and the age of its oldest, as SQS publishes
+    them."""
+    while True:
+        time.sleep(60)
+        now = time.time()
+        for key, q in list(sqs._queues._data.items()):
+            acct = key[0] if isinstance(key, tuple) and len(key) >= 2 else None
+            token = lambda_svc._request_account_id.set(acct) if acct else None
+            try:
+                msgs = list(q.get("messages", []))
+                name = _queue_name((q.get("attributes") or {}).get("QueueArn") or q.get("name") or key)
+                visible = sum(1 for m in msgs if m.get("visible_at", now) <= now)
+                oldest = max((now - m.get("sent_at", now) for m in msgs), default=0.0)
+                _metric("AWS/SQS", "ApproximateNumberOfMessagesVisible", visible, "Count", {"QueueName": name})
+                _metric("AWS/SQS", "ApproximateAgeOfOldestMessage", round(oldest), "Seconds", {"QueueName": name})
+            except Exception:
+                pass
+            finally:
+                if token is not None:
+                    lambda_svc._request_account_id.reset(token)
+
+
+def _math_query(q):
+    """A template's metric-math query as DescribeAlarms gives it: Period an int, ReturnData a bool."""
+    q = dict(q)
+    if "ReturnData" in q:
+        q["ReturnData"] = str(q["ReturnData"]).lower() not in ("false", "0", "no")
+    if "Period" in q:
+        q["Period"] = int(q["Period"])
+    stat = q.get("MetricStat")
+    if isinstance(stat, dict):
+        stat = dict(stat)
+        stat["Period"] = int(stat.get("Period", 60))
+        q["MetricStat"] = stat
+    return q
+
+
+def _wrap_alarm_record(orig):
+    def record(name, props):
+        metrics = props.get("Metrics")
+        if not metrics:
+            return orig(name, props)
+        plain = {k: v for k, v in props.items() if k != "Metrics"}
+        alarm = orig(name, dict(plain, MetricName="math", Namespace="math"))
+        for key in ("MetricName", "Namespace", "Statistic", "ExtendedStatistic", "Period", "Unit"):
+            alarm[key] = None
+        alarm["Dimensions"] = []
+        alarm["Metrics"] = [_math_query(q) for q in metrics]
+        return alarm
+    return record
+
+
+def _composite_put(name, props):
+    data = {k: props[k] for k in ("AlarmRule", "AlarmDescription", "ActionsEnabled", "AlarmActions",
+                                  "OKActions", "InsufficientDataActions") if k in props}
+    data["AlarmName"] = name
+    status, _headers, body = cloudwatch._put_composite_alarm({}, data, False, is_json=True)
+    if status != 200:
+        raise ValueError(f"AWS::CloudWatch::CompositeAlarm {name}: {body.decode(errors='replace')}")
+    return name, {"Arn": cloudwatch._composite_alarms[name]["AlarmArn"]}
+
+
+def _composite_create(logical_id, props, stack_name):
+    return _composite_put(props.get("AlarmName") or provisioners._physical_name(stack_name, logical_id, max_len=255), props)
+
+
+def _composite_update(physical_id, old_props, new_props, stack_name, logical_id=None):
+    return _composite_put(physical_id, new_props)
+
+
+def _composite_delete(physical_id, props):
+    cloudwatch._composite_alarms.pop(physical_id, None)
+
+
+_slots: dict = {}
+_slots_lock = threading.Lock()
+_slot_stream = threading.local()
+_ENV_SEED = None
+
+
+def _wrap_new_uuid(orig):
+    # _emit_lambda_logs names the invocation's stream with new_uuid(); while it runs, this
+    # thread's slot stream stands in for it. Every other caller gets a fresh UUID.
+    def new_uuid():
+        forced = getattr(_slot_stream, "name", None)
+        return forced if forced else orig()
+    return new_uuid
+
+
+def _wrap_emit_logs(orig):
+    def emit(func, *args, **kw):
+        config = func.get("config") or func
+        fn = config.get("FunctionName", "unknown")
+        with _slots_lock:
+            busy = _slots.setdefault(fn, set())
+            slot = next(i for i in range(len(busy) + 1) if i not in busy)
+            busy.add(slot)
+        import hashlib
+        _slot_stream.name = hashlib.sha256(f"{_ENV_SEED}/{fn}/{slot}".encode()).hexdigest()[:32]
+        try:
+            return orig(func, *args, **kw)
+        finally:
+            _slot_stream.name = None
+            with _slots_lock:
+                _slots[fn].discard(slot)
+    return emit
+
+
+_EVICT_EVERY = 600.0
+_evicted_at = [0.0]
+
+
+def _wrap_evict(orig):
+    def evict():
+        now = time.time()
+        if now - _evicted_at[0] < _EVICT_EVERY:
+            return
+        _evicted_at[0] = now
+        orig()
+    return evict
+
+
+_cursors: dict = {}
+
+
+def _window_points(alarm, cutoff):
+    """The datapoints of the alarm's metric (every dimension set, as MiniStack pools them) stamped
+    at or after cutoff, and whether the metric has any datapoint. Each (alarm, bucket) remembers
+    how many leading points lie before a past cutoff: those lie before every later one."""
+    ns, mn = alarm.get("Namespace"), alarm.get("MetricName")
+    span = alarm.get("Period", 60) * alarm.get("EvaluationPeriods", 1)
+    recent, any_pts = [], False
+    for key, pts in cloudwatch._metrics.items():
+        if key[0] != ns or key[1] != mn:
+            continue
+        any_pts = any_pts or bool(pts)
+        ck = (alarm.get("AlarmName"), span, key)
+        held, i = _cursors.get(ck, (None, 0))
+        if held is not pts:  # a new bucket, or one eviction rebuilt
+            i = 0
+        n = len(pts)
+        while i < n and pts[i]["Timestamp"] < cutoff:
+            i += 1
+        _cursors[ck] = (pts, i)
+        recent.extend(p for p in pts[i:n] if p["Timestamp"] >= cutoff)
+    return recent, any_pts
+
+
+def _evaluate_alarm(alarm):
+    """MiniStack's _evaluate_alarm (1.5.33), over the window's points only."""
+    cw = cloudwatch
+    if not alarm.get("Namespace") or not alarm.get("MetricName"):
+        return
+    cutoff = time.time() - alarm.get("Period", 60) * alarm.get("EvaluationPeriods", 1)
+    recent, any_pts = _window_points(alarm, cutoff)
+    if not any_pts or not recent:
+        return
+    stat_name = alarm.get("ExtendedStatistic") or alarm.get("Statistic", "Average")
+    val = cw._stat_value(cw._calc_stats(recent), stat_name, recent)
+    if val is None:
+        return
+    threshold, op = alarm.get("Threshold", 0), alarm.get("ComparisonOperator", "")
+    breaching = {
+        "GreaterThanOrEqualToThreshold": val >= threshold, "GreaterThanThreshold": val > threshold,
+        "LessThanThreshold": val < threshold, "LessThanOrEqualToThreshold": val <= threshold,
+        "GreaterThanUpperThreshold": val > threshold, "LessThanLowerThreshold": val < threshold,
+        "LessThanLowerOrGreaterThanUpperThreshold": val < threshold,
+    }.get(op, False)
+    old_state, new_state = alarm["StateValue"], "ALARM" if breaching else "OK"
+    if old_state != new_state:
+        reason = f"Threshold Crossed: {stat_name} {val} {op} {threshold}"
+        alarm["StateValue"], alarm["StateReason"] = new_state, reason
+        alarm["StateUpdatedTimestamp"] = int(time.time())
+        cw._record_history(alarm["AlarmName"], old_state, new_state, reason)
+        cw._dispatch_alarm_actions(alarm, old_state, new_state, reason)
+        cw._evaluate_parent_alarms(alarm)
+
+
+_touched = threading.local()
+_put_evaluated: dict = {}
+_PUT_EVAL_EVERY = 10.0
+
+
+def _wrap_store_datum(orig):
+    # Remembers, for this request's thread, the metrics a PutMetricData stored datums of.
+    def store(namespace, metric_name, *args, **kw):
+        getattr(_touched, "metrics", None) is None and setattr(_touched, "metrics", set())
+        _touched.metrics.add((namespace, metric_name))
+        return orig(namespace, metric_name, *args, **kw)
+    return store
+
+
+def _evaluate_put_alarms():
+    """PutMetricData's evaluation: the alarms of the metrics it put, each at most every
+    _PUT_EVAL_EVERY seconds."""
+    touched, _touched.metrics = getattr(_touched, "metrics", None) or set(), set()
+    now = time.time()
+    for alarm in cloudwatch._alarms.values():
+        key = (alarm.get("Namespace"), alarm.get("MetricName"))
+        name = alarm.get("AlarmName")
+        if key not in touched or now - _put_evaluated.get(name, 0.0) < _PUT_EVAL_EVERY:
+            continue
+        _put_evaluated[name] = now
+        try:
+            cloudwatch._evaluate_alarm(alarm)
+        except Exception:
+            pass
+
+
+def _evaluate_every_minute(orig_all):
+    while True:
+        time.sleep(60)
+        for key, alarm in list(cloudwatch._alarms._data.items()):
+            acct = key[0] if isinstance(key, tuple) and len(key) >= 2 else None
+            token = lambda_svc._request_account_id.set(acct) if acct else None
+            try:
+                cloudwatch._evaluate_alarm(alarm)
+            except Exception:
+                pass
+            finally:
+                if token is not None:
+                    lambda_svc._request_account_id.reset(token)
+
+
+def install():
+    global _ENV_SEED
+    _check()
+    provisioners._cw_metric_alarm_record = _wrap_alarm_record(provisioners._cw_metric_alarm_record)
+    provisioners._RESOURCE_HANDLERS.setdefault("AWS::CloudWatch::CompositeAlarm", {
+        "create": _composite_create, "update": _composite_update, "delete": _composite_delete})
+    import secrets
+    _ENV_SEED = secrets.token_hex(8)
+    lambda_svc.new_uuid = _wrap_new_uuid(lambda_svc.new_uuid)
+    lambda_svc._emit_lambda_logs = _wrap_emit_logs(lambda_svc._emit_lambda_logs)
+    cloudwatch._evict_old_metrics = _wrap_evict(cloudwatch._evict_old_metrics)
+    cloudwatch._evaluate_alarm = _evaluate_alarm
+    cloudwatch._store_datum = _wrap_store_datum(cloudwatch._store_datum)
+    threading.Thread(target=_evaluate_every_minute, args=(cloudwatch._evaluate_all_alarms,),
+                     name="ministack-platform-alarms", daemon=True).start()
+    cloudwatch._evaluate_all_alarms = _evaluate_put_alarms
+    lambda_svc._execute_function = _wrap_execute(lambda_svc._execute_function)
+    lambda_svc._emit_lambda_metrics = _wrap_emit(lambda_svc._emit_lambda_metrics)
+    lambda_svc._send_ddb_stream_failure_record = _wrap_failure_record(lambda_svc._send_ddb_stream_failure_record)
+    sqs._HANDLERS["SendMessage"] = _wrap_send(sqs._HANDLERS["SendMessage"], batch=False)
+    sqs._HANDLERS["SendMessageBatch"] = _wrap_send(sqs._HANDLERS["SendMessageBatch"], batch=True)
+    threading.Thread(target=_queue_gauges, name="ministack-platform-sqs-gauges", daemon=True).start()
+
+
+def _selftest():
+    """Checks 4 to 6 in this process, against MiniStack's own functions; exits non-zero naming
+    what failed."""
+    from ministack.services import cloudwatch_logs
+    failed = []
+    func = {"config": {"FunctionName": "selftest-fn", "Version": "$LATEST"}}
+    for i in range(40):
+        lambda_svc._emit_lambda_logs(func, f"req-{i}", "one line\nanother", False, 1)
+    streams = cloudwatch_logs._log_groups["/aws/lambda/selftest-fn"]["streams"]
+    if len(streams) != 1:
+        failed.append(f"40 invocations one after the other wrote {len(streams)} log streams, want 1")
+    if sum(len(s["events"]) for s in streams.values()) != 40 * 5:
+        failed.append("the shared stream lost events")
+    cloudwatch._evict_old_metrics()
+    cloudwatch.record_metric("selftest", "M", 1.0, "Count", {"D": "a"})
+    bucket = cloudwatch._metrics[("selftest", "M", cloudwatch._dims_key({"D": "a"}))]
+    cloudwatch._evict_old_metrics()
+    if cloudwatch._metrics[("selftest", "M", cloudwatch._dims_key({"D": "a"}))] is not bucket:
+        failed.append("a second CloudWatch request rebuilt every metric's datapoints")
+    now = time.time()
+    bucket[:] = [{"Timestamp": now - 3600 + i, "Value": 100.0, "Unit": "Count", "Dimensions": {"D": "a"}} for i in range(1000)]
+    bucket.append({"Timestamp": now - 10, "Value": 1.0, "Unit": "Count", "Dimensions": {"D": "a"}})
+    alarm = {"AlarmName": "selftest-alarm", "Namespace": "selftest", "MetricName": "M", "Period": 60,
+             "EvaluationPeriods": 1, "Statistic": "Sum", "Threshold": 5, "StateValue": "INSUFFICIENT_DATA",
+             "ComparisonOperator": "GreaterThanOrEqualToThreshold", "ActionsEnabled": False}
+    cloudwatch._evaluate_alarm(alarm)
+    if alarm["StateValue"] != "OK":
+        failed.append(f"alarm over the window's one datapoint (1 < 5): {alarm['StateValue']}, want OK")
+    skipped = [i for (name, _span, _key), (_pts, i) in _cursors.items() if name == "selftest-alarm"]
+    if skipped != [1000]:
+        failed.append(f"the evaluation skips {skipped} datapoints before its window for good, want [1000]")
+    bucket.append({"Timestamp": now - 5, "Value": 9.0, "Unit": "Count", "Dimensions": {"D": "a"}})
+    cloudwatch._evaluate_alarm(alarm)
+    if alarm["StateValue"] != "ALARM":
+        failed.append(f"alarm after a breaching datapoint (10 >= 5): {alarm['StateValue']}, want ALARM")
+    other = dict(alarm, AlarmName="selftest-other", MetricName="Other", StateValue="INSUFFICIENT_DATA")
+    cloudwatch._alarms["selftest-other"] = other
+    cloudwatch._alarms["selftest-alarm"] = dict(alarm, StateValue="INSUFFICIENT_DATA")
+    evaluated, evaluate = [], cloudwatch._evaluate_alarm
+    cloudwatch._evaluate_alarm = lambda a: (evaluated.append(a["AlarmName"]), evaluate(a))
+    for _ in range(2):  # two PutMetricData of M within a second
+        cloudwatch._store_datum("selftest", "M", {"D": "a"}, time.time(), "Count", 1.0, None, None, None)
+        cloudwatch._evaluate_all_alarms()
+    cloudwatch._evaluate_alarm = evaluate
+    if evaluated != ["selftest-alarm"] or cloudwatch._alarms["selftest-alarm"]["StateValue"] != "ALARM":
+        failed.append(f"two PutMetricData of one metric evaluated {evaluated}, want its alarm once (then ALARM)")
+    if failed:
+        sys.exit("ministack_platform selftest: " + "; ".join(failed))
+    print("ministack_platform selftest: ok")
+
+
+if __name__ == "__main__":
+    install()
+    if sys.argv[1:] == ["--selftest"]:
+        _selftest()
+        sys.exit(0)
+    from ministack.app import main
+    sys.argv[0] = "ministack"
+    sys.exit(main())

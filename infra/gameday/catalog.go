@@ -1,0 +1,258 @@
+package gameday
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/resetnotify/resetnotify/infra/faultproxy"
+	"github.com/resetnotify/resetnotify/shared/adapters/sms/simapi"
+)
+
+// rules returns a scenario's Inject that puts rules in force in the proxy for the scenario's
+// hold.
+func rules(rs ...faultproxy.Rule) func(context.Context, *Exec) error {
+	return func(ctx context.Context, x *Exec) error {
+		return x.AddRules(ctx, slices.Clone(rs)...)
+	}
+}
+
+// dynamoWrites are DynamoDB's write operations.
+var dynamoWrites = []string{"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+
+// Scenarios is the game day's catalogue, in the order `make gameday` runs it.
+// It is long because it is the catalogue: one literal per scenario, each with its fault, the
+// alarms its runbook names and what it proves.
+//
+//revive:disable-next-line:function-length
+func Scenarios() []Scenario {
+	return []Scenario{
+		{
+			Name:   "baseline",
+			Takes:  10 * time.Minute,
+			Proves: "Under the normal load and no fault, no alarm fires and every invariant holds: the yardstick of every other scenario.",
+			Hold:   2 * time.Minute, Rate: 2,
+		},
+		{
+			Name:     "dynamodb-throttling",
+			Takes:    9 * time.Minute,
+			Proves:   "20 % of DynamoDB requests throttled for 2 minutes, every function's: the SDK's retries, the stream mapping's retries and the conditional writes absorb it; nothing is sent twice or late, nothing sticks, every version has its audit entry, and no alarm fires.",
+			Platform: true, Hold: 2 * time.Minute, Rate: 2,
+			Inject:    rules(faultproxy.Rule{Service: "dynamodb", Kind: faultproxy.KindThrottle, Rate: 0.2}),
+			MinFaults: map[string]int64{"throttle": 20},
+		},
+		{
+			Name:     "dynamodb-lost-writes",
+			Takes:    9 * time.Minute,
+			Proves:   "5 % of DynamoDB write responses dropped after the write committed: every writer re-reads what it cannot know, so a committed lease or transition is never taken twice.",
+			Platform: true, Hold: 2 * time.Minute, Rate: 2,
+			Inject:    rules(faultproxy.Rule{Service: "dynamodb", Operations: dynamoWrites, Kind: faultproxy.KindDropResponse, Rate: 0.05}),
+			MinFaults: map[string]int64{"drop-response": 3},
+		},
+		{
+			Name:     "sqs-duplicates",
+			Takes:    10 * time.Minute,
+			Proves:   "10 % of SQS messages delivered twice for 2 minutes: the lease makes a duplicate dispatch message a no-op.",
+			Platform: true, Hold: 2 * time.Minute, Rate: 2,
+			Inject:    rules(faultproxy.Rule{Service: "sqs", Operations: []string{"SendMessage", "SendMessageBatch"}, Kind: faultproxy.KindSQSDuplicate, Rate: 0.1}),
+			MinFaults: map[string]int64{"sqs-duplicate": 5},
+		},
+		{
+			Name: "dispatch-killed",
+			// Longer than the others: the runner waits for DispatchErrorsAlarm (5-minute
+			// period) to go back to OK.
+			Takes:    15 * time.Minute,
+			Proves:   "dispatch killed right after its lease committed (before the provider call), 30 % of leases for 2 minutes, 8 kills at most: the lease expires, the record goes to dispatch_unknown and is reconciled, never sent blind; the Lambda errors raise DispatchErrorsAlarm.",
+			Platform: true, Hold: 2 * time.Minute, Rate: 2,
+			Expect: []string{"DispatchErrorsAlarm"}, Allow: []string{"DispatchUnknownBacklogAlarm", "ExpiryRateAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
+			Inject: rules(faultproxy.Rule{Service: "dynamodb", Operations: []string{"UpdateItem"}, Function: "DispatchFunction",
+				Match: "LEASE_ACQUIRED", Kind: faultproxy.KindKill, After: true, Rate: 0.3, Limit: 8}),
+			MinFaults: map[string]int64{"kill": 3},
+		},
+		{
+			Name:  "kms-outage",
+			Takes: 10 * time.Minute,
+			Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
+				"so intake's and dispatch's processes are killed once as it begins and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
+				"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
+			Platform: true, Hold: time.Minute, Rate: 2,
+			// The two kills that begin it are invocation errors of intake and dispatch.
+			// Dispatch's killed batch comes back after the queue's visibility timeout (180 s),
+			// past the load's 3-minute deadlines: those records expire unsent.
+			// Admissions answered 503 for the minute of the outage burn the availability budget.
+			Expect: []string{"AdmissionFastBurnAlarm", "AdmissionPage"},
+			Allow:  []string{"DigestErrorsAlarm", "DigestLagAlarm", "IntakeErrorsAlarm", "DispatchErrorsAlarm", "ExpiryRateAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
+			// The kills first (once each, after a DynamoDB call of theirs), then one KMS rule
+			// per function that uses KMS and one for any other caller: the report says which
+			// calls the outage really hit (of the other kinds, the first rule that matches
+			// applies).
+			Inject: rules(
+				faultproxy.Rule{Service: "dynamodb", Function: "IntakeFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
+				faultproxy.Rule{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
+				faultproxy.Rule{Service: "kms", Function: "IntakeFunction", Kind: faultproxy.KindError500},
+				faultproxy.Rule{Service: "kms", Function: "DispatchFunction", Kind: faultproxy.KindError500},
+				faultproxy.Rule{Service: "kms", Function: "DigestFunction", Kind: faultproxy.KindError500},
+				faultproxy.Rule{Service: "kms", Kind: faultproxy.KindError500}),
+			MinFaults: map[string]int64{"kill": 2, "error500": 2},
+		},
+		DigestFailing(),
+		Burst(),
+		{
+			Name:     "stream-batches-failing",
+			Takes:    10 * time.Minute,
+			Proves:   "the audit function's writes failing for 2 minutes: its stream batches are retried, then sent to AuditFailureQueue and replayed; every version ends with an entry or a visible gap.",
+			Platform: true, Hold: 2 * time.Minute, Rate: 2,
+			Expect: []string{"AuditFailureAlarm"}, Allow: []string{"AuditErrorsAlarm", "AuditIteratorAgeAlarm"},
+			Inject:    rules(faultproxy.Rule{Service: "dynamodb", Operations: dynamoWrites, Function: "AuditFunction", Kind: faultproxy.KindError500}),
+			MinFaults: map[string]int64{"error500": 5},
+		},
+		{
+			Name:   "provider-down",
+			Takes:  25 * time.Minute,
+			Proves: "the first provider refusing every connection for 2 minutes: dispatch cools it down after 3 failures in a row and fails over to the second; ProviderCoolDownAlarm fires and clears.",
+			Hold:   2 * time.Minute, Rate: 2,
+			Expect:    []string{"ProviderCoolDownAlarm"},
+			MinFaults: map[string]int64{"provider-connections-refused (window)": 1},
+			Inject: func(ctx context.Context, x *Exec) error {
+				x.CountFault("provider-connections-refused (window)", 1)
+				return x.S.Sim(ctx, x.S.Sims[0], http.MethodPost, "/control/connections", simapi.Connections{Refuse: true}, nil)
+			},
+			Remove: func(ctx context.Context, x *Exec) error {
+				return x.S.Sim(ctx, x.S.Sims[0], http.MethodPost, "/control/connections", simapi.Connections{Refuse: false}, nil)
+			},
+			Charts: []ChartMetric{{Label: "ProviderCalls simulator2 (Sum)", Metric: "ProviderCalls", Stat: "Sum",
+				Dimensions: map[string]string{"Function": "dispatch", "Provider": "simulator2"}}},
+		},
+		{
+			Name:   "lookup-outage",
+			Takes:  10 * time.Minute,
+			Proves: "every provider's lookup failing for 3 minutes while sends time out after the provider took them: records wait in dispatch_unknown, never re-sent, and settle once lookups answer (or expire unresolved).",
+			Hold:   3 * time.Minute, Rate: 2,
+			MinFaults: map[string]int64{"lookup-unavailable (window)": 1, "accept-then-timeout": 5},
+			Inject: func(ctx context.Context, x *Exec) error {
+				x.CountFault("lookup-unavailable (window)", 1)
+				return x.SimAll(ctx, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "unavailable"})
+			},
+			During: func(ctx context.Context, x *Exec) {
+				// A share of sends whose outcome is unknown: accepted, then no answer.
+				l := NewLoad(x.S, x.Scenario.Name+"-unknown", 0.2)
+				l.Number = func() string {
+					to := NormalNumber()
+					if err := x.SimAll(ctx, http.MethodPost, "/control/faults", simapi.Fault{To: to, Modes: []string{"accept_then_timeout", "accept"}}); err == nil {
+						x.CountFault("accept-then-timeout", 1)
+					}
+					return to
+				}
+				x.AddLoad(l)
+				l.Run(ctx)
+			},
+			Remove: func(ctx context.Context, x *Exec) error {
+				return x.SimAll(ctx, http.MethodPost, "/control/lookup", simapi.LookupFault{Mode: "normal"})
+			},
+		},
+		PumpingVelocity(),
+		NegativeControl(),
+		{
+			Name:   "pumping-conversion",
+			Takes:  66 * time.Minute,
+			Proves: "a range sent codes nobody uses (24 new destinations in 2 minutes, 12 a minute, none converted): dispatch blocks the prefix after ConversionMinSends and ConversionDropAlarm fires; later requests get 429 prefix-blocked.",
+			Hold:   2 * time.Minute, Rate: 1,
+			Expect:    []string{"ConversionDropAlarm"},
+			MinFaults: map[string]int64{"pumping-requests": 20},
+			During: func(ctx context.Context, x *Exec) {
+				l := NewLoad(x.S, x.Scenario.Name+"-pump", 12.0/60)
+				l.Number, l.ConvertShare = pumpNumber("+121256"), 0
+				x.AddLoad(l)
+				l.Run(ctx)
+				x.CountFault("pumping-requests", int64(len(l.Sent())))
+			},
+		},
+	}
+}
+
+// NegativeControl switches the lease's condition off for its own load (no-condition on
+// dispatch's writes), delivers each of its dispatch messages twice and holds dispatch's
+// updates 1.5 s so that both copies read the record before either takes the lease: a double
+// send must follow, and the invariant checks must see it.
+func NegativeControl() Scenario {
+	return Scenario{
+		Name:  "negative-control",
+		Takes: 5 * time.Minute,
+		Proves: "the checks can fail: with dispatch's conditional writes switched off (no-condition), every dispatch message of its own load delivered twice " +
+			"and dispatch's updates held 1.5 s, a notification is sent twice and the runner reports the double send. Passes when it does.",
+		Platform: true, NegativeControl: true, Hold: time.Minute, Rate: 0.5,
+		MinFaults: map[string]int64{"sqs-duplicate": 1, "no-condition": 1},
+		// What a double send sets off downstream: receipts for the other attempt, and the audit
+		// function meeting two different records under one version.
+		Allow: []string{"AuditFailureAlarm", "AuditErrorsAlarm", "ProviderEventsReceiptMismatchAlarm", "ReconcileReceiptMismatchAlarm"},
+		Inject: func(ctx context.Context, x *Exec) error {
+			tag := "gd-" + x.S.RunID + "-negative-control-"
+			return x.AddRules(ctx,
+				faultproxy.Rule{Service: "sqs", Operations: []string{"SendMessage", "SendMessageBatch"}, Kind: faultproxy.KindSQSDuplicate, Match: tag},
+				faultproxy.Rule{Service: "dynamodb", Operations: []string{"UpdateItem"}, Function: "DispatchFunction", Kind: faultproxy.KindLatency, Latency: 1500 * time.Millisecond, Match: tag},
+				faultproxy.Rule{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindNoCondition, Match: tag})
+		},
+	}
+}
+
+// DigestFailing is the digest function failing for 3 minutes: every AWS call it makes
+// (DynamoDB, KMS, S3) answered 500.
+func DigestFailing() Scenario {
+	return Scenario{
+		Name:  "digest-failing",
+		Takes: 10 * time.Minute,
+		Proves: "the digest function failing for 3 minutes (every call it makes answered 500): its runs fail (DigestErrorsAlarm), " +
+			"its archive step fails every minute (ArchiveErrorsAlarm, 3 of 5 minutes); once healed the periods are closed and archived late, and auditctl verify says late, never broken.",
+		Platform: true, Hold: 3 * time.Minute, Rate: 1,
+		Expect: []string{"DigestErrorsAlarm", "ArchiveErrorsAlarm"}, Allow: []string{"DigestLagAlarm", "ArchiveLagAlarm"},
+		Inject:    rules(faultproxy.Rule{Function: "DigestFunction", Kind: faultproxy.KindError500}),
+		MinFaults: map[string]int64{"error500": 3},
+		Charts:    []ChartMetric{{Label: "DigestsWritten (Sum)", Metric: "DigestsWritten", Stat: "Sum", Dimensions: map[string]string{"Function": "digest"}}},
+	}
+}
+
+// PumpingVelocity is the pumping burst: 30 new destinations of one prefix in 25 s, from the
+// start of a UTC minute (the guard's window), 60 % of them converted so that the conversion
+// guard stays out of it.
+func PumpingVelocity() Scenario {
+	return Scenario{
+		Name:   "pumping-velocity",
+		Takes:  10 * time.Minute,
+		Proves: "an SMS-pumping burst (30 new destinations of one prefix in 25 s, over GuardPrefixPerMinute=20): intake refuses the rest with prefix-rate-limited and PrefixVelocityAlarm fires, then clears.",
+		Hold:   90 * time.Second, Rate: 1,
+		Expect:    []string{"PrefixVelocityAlarm"},
+		MinFaults: map[string]int64{"pumping-requests": 25},
+		During: func(ctx context.Context, x *Exec) {
+			// The burst (25 s) must fall in one UTC minute, the guard's window: it starts at once
+			// in a minute's first half, else at the next minute. It runs to its end even past
+			// the hold.
+			now := time.Now().UTC()
+			if now.Second() >= 30 {
+				sleep(ctx, time.Until(now.Truncate(time.Minute).Add(time.Minute+time.Second)))
+			}
+			l := NewLoad(x.S, x.Scenario.Name+"-pump", 1.2)
+			l.Number, l.ConvertShare = pumpNumber(PumpPrefix), 0.6
+			x.AddLoad(l)
+			burst, cancel := context.WithTimeout(context.WithoutCancel(ctx), 25*time.Second)
+			// The pump's codes are reported used for 2 minutes, beside the rest of the scenario.
+			conv, stopConv := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			go func() { defer stopConv(); l.ConvertLoop(conv) }()
+			l.Run(burst)
+			cancel()
+			x.CountFault("pumping-requests", int64(len(l.Sent())))
+		},
+	}
+}
+
+// pumpNumber returns fresh destinations in prefix (+1 212 5x: any 5 digits after it).
+func pumpNumber(prefix string) func() string {
+	return func() string {
+		for {
+			if to := fmt.Sprintf("%s%05d", prefix, randInt(100_000)); fresh(to) {
+				return to
+			}
+		}
+	}
+}

@@ -112,10 +112,10 @@ func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 		{"dispatch", append([]string{"shared/wire/dispatch", "shared/dispatch", "shared/adapters/sms/provider", "shared/seal", "shared/adapters/convstore", "shared/adapters/guardstore"}, phoneMetadata...), []string{"shared/intake", "shared/reconcile", "shared/sweeper", "shared/providerevents", "shared/adapters/smsfeedback"}},
 		{"reconcile", []string{"shared/wire/reconcile", "shared/reconcile", "shared/adapters/sms/provider", "shared/providerevents"}, append([]string{"shared/intake", "shared/dispatch", "shared/sweeper", "shared/seal", "shared/adapters/guardstore"}, phoneMetadata...)},
 		{"sweeper", []string{"shared/wire/sweeper", "shared/sweeper"}, append(append([]string{"shared/intake", "shared/dispatch", "shared/reconcile", "shared/seal", "shared/adapters/guardstore", "shared/providerevents"}, smsAdapters...), phoneMetadata...)},
-		{"audit", []string{"shared/wire/audit", "shared/audit"}, append(append([]string{"shared/workercore", "shared/providerevents", "shared/digest", "shared/auditreplay"}, intakeOnly...), smsAdapters...)},
-		{"audit-replay", []string{"shared/wire/auditreplay", "shared/auditreplay", "shared/audit"}, append(append([]string{"shared/workercore", "shared/providerevents", "shared/digest"}, intakeOnly...), smsAdapters...)},
-		{"digest", []string{"shared/wire/digest", "shared/digest", "shared/audit"}, append(append([]string{"shared/workercore", "shared/providerevents", "shared/auditreplay"}, intakeOnly...), smsAdapters...)},
-		{"provider-events", []string{"shared/wire/providerevents", "shared/providerevents"}, append(append([]string{"shared/workercore", "shared/audit"}, intakeOnly...), smsAdapters...)},
+		{"audit", []string{"shared/wire/audit", "shared/audit", "shared/auditlog"}, append(append([]string{"shared/workercore", "shared/providerevents", "shared/digest", "shared/auditreplay"}, intakeOnly...), smsAdapters...)},
+		{"audit-replay", []string{"shared/wire/auditreplay", "shared/auditreplay", "shared/auditlog"}, append(append([]string{"shared/audit", "shared/workercore", "shared/providerevents", "shared/digest"}, intakeOnly...), smsAdapters...)},
+		{"digest", []string{"shared/wire/digest", "shared/digest", "shared/auditlog"}, append(append([]string{"shared/audit", "shared/workercore", "shared/providerevents", "shared/auditreplay"}, intakeOnly...), smsAdapters...)},
+		{"provider-events", []string{"shared/wire/providerevents", "shared/providerevents"}, append(append([]string{"shared/workercore", "shared/audit", "shared/auditlog"}, intakeOnly...), smsAdapters...)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.function, func(t *testing.T) {

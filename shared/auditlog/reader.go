@@ -249,41 +249,7 @@ func LatestDigest(ctx context.Context, db QueryAPI, table string) (Digest, bool,
 // Digests yields the digests whose period starts in [from, to) (a zero bound is open), in
 // period order, or newest first when forward is false, with a consistent read.
 func Digests(ctx context.Context, db QueryAPI, table string, from, to time.Time, forward bool) iter.Seq2[Digest, error] {
-	return func(yield func(Digest, error) bool) {
-		key := expression.Key(tables.AuditEventID).Equal(expression.Value(tables.DigestEventID))
-		lo, hi := tables.FormatTime(from), tables.FormatTime(to.Add(-time.Nanosecond))
-		switch {
-		case !from.IsZero() && !to.IsZero():
-			key = key.And(expression.Key(tables.AuditSeq).Between(expression.Value(lo), expression.Value(hi)))
-		case !from.IsZero():
-			key = key.And(expression.Key(tables.AuditSeq).GreaterThanEqual(expression.Value(lo)))
-		case !to.IsZero():
-			key = key.And(expression.Key(tables.AuditSeq).LessThanEqual(expression.Value(hi)))
-		}
-		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
-		if err != nil {
-			yield(Digest{}, fmt.Errorf("audit.digests: %w", err))
-			return
-		}
-		p := dynamodb.NewQueryPaginator(db, &dynamodb.QueryInput{
-			TableName: aws.String(table), KeyConditionExpression: expr.KeyCondition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-			ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
-		})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				yield(Digest{}, fmt.Errorf("audit.digests: %w", err))
-				return
-			}
-			for _, item := range page.Items {
-				dg, err := DigestFromItem(item)
-				if !yield(dg, err) || err != nil {
-					return
-				}
-			}
-		}
-	}
+	return PeriodItems(ctx, db, table, tables.DigestEventID, from, to, forward, DigestFromItem, "audit.digests")
 }
 
 // WrittenIn yields the entries whose written_at lies in [start, end): those the ledgers

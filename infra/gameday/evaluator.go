@@ -21,11 +21,11 @@ type EvalWatcher struct {
 
 // Silent returns the alarms (deployed names) whose metric had no datapoint in [start, end) and
 // whose missing data is not breaching: silence is not health, so such an alarm's "did not fire"
-// proves nothing.
+// proves nothing. A composite alarm has no metric of its own: its children are judged.
 func (e *EvalWatcher) Silent(ctx context.Context, start, end time.Time) ([]string, error) {
 	var out []string
 	for _, a := range e.alarms {
-		if a.TreatMissingData == "breaching" {
+		if a.TreatMissingData == "breaching" || a.Rule != "" {
 			continue
 		}
 		n, err := a.Datapoints(ctx, e.cw, start, end)

@@ -3,6 +3,7 @@ package gameday
 import (
 	"context"
 	"fmt"
+	"github.com/resetnotify/resetnotify/infra/alarmeval"
 	"image/png"
 	"net/http"
 	"os"
@@ -320,6 +321,16 @@ func TestJudgeSilence(t *testing.T) {
 	r.judgeSilence(context.Background(), &res)
 	if len(res.Errors) != 0 {
 		t.Errorf("no silent alarm: errors %v", res.Errors)
+	}
+}
+
+// TestSilentLeavesCompositesToTheirChildren: a composite alarm has no metric, so the silence
+// check asks nothing of it (it failed every scenario with "no period" when it did).
+func TestSilentLeavesCompositesToTheirChildren(t *testing.T) {
+	w := &EvalWatcher{alarms: []alarmeval.Alarm{{Name: "st-AdmissionPage-ABC", Rule: "ALARM(x) OR ALARM(y)"}}}
+	got, err := w.Silent(context.Background(), time.Unix(0, 0), time.Unix(600, 0))
+	if err != nil || len(got) != 0 {
+		t.Errorf("Silent = %v, %v; want none, no error", got, err)
 	}
 }
 

@@ -152,3 +152,39 @@ func TestCompositeAndMathDefs(t *testing.T) {
 		t.Errorf("composite %+v, want the slow child's 30-minute window under its own name", d)
 	}
 }
+
+// TestEventOnlyAlarmsAreDeployedAndDocumented: every alarm the silence rule lists rather than
+// judges is a template alarm, and docs/operations.md's paragraph on them names exactly those.
+func TestEventOnlyAlarmsAreDeployedAndDocumented(t *testing.T) {
+	tmpl, err := samtemplate.Load("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alarms := tmpl.Of("AWS::CloudWatch::Alarm")
+	raw, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(string(raw), "**Alarms written only on their event.**")
+	if !ok {
+		t.Fatal(`docs/operations.md has no "**Alarms written only on their event.**"`)
+	}
+	para, _, _ = strings.Cut(para, "\n\n")
+	documented := map[string]bool{}
+	for _, m := range backticked.FindAllStringSubmatch(para, -1) {
+		documented[m[1]] = true
+	}
+	for name, why := range EventOnly {
+		if !slices.Contains(alarms, name) {
+			t.Errorf("EventOnly names %s, which the template does not declare", name)
+		}
+		if why == "" || !documented[name] {
+			t.Errorf("EventOnly %s: reason %q; docs/operations.md names it: %v", name, why, documented[name])
+		}
+	}
+	for name := range documented {
+		if EventOnly[name] == "" {
+			t.Errorf("docs/operations.md names %s as written only on its event; EventOnly does not", name)
+		}
+	}
+}

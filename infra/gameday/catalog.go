@@ -22,6 +22,26 @@ func rules(rs ...faultproxy.Rule) func(context.Context, *Exec) error {
 // dynamoWrites are DynamoDB's write operations.
 var dynamoWrites = []string{"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 
+// EventOnly are the alarms whose metric the functions write only when the alarm's event
+// happens, each with why: a scenario without the event has no datapoint of it, so the silence
+// rule lists them rather than failing (docs/operations.md, "Game days", names them; a test keeps
+// the two in step). Emitting a zero where the event is decided would let the rule judge them.
+var EventOnly = map[string]string{
+	"PrefixVelocityAlarm":                "Refusals is written only when intake refuses",
+	"RefusalSpikeAlarm":                  "Refusals is written only when intake refuses",
+	"ProviderCoolDownAlarm":              "ProviderCoolDowns is written only when a provider is cooled down",
+	"ConversionDropAlarm":                "PrefixBlocks is written only when dispatch blocks a prefix",
+	"ReconcileReceiptMismatchAlarm":      "ReceiptMismatches is written only on a mismatch",
+	"ProviderEventsReceiptMismatchAlarm": "a mismatched receipt is written only when one arrives",
+	"AuditFailureAlarm":                  "the failure queue is sent to only when the audit mapping gives a batch up",
+	"ArchiveErrorsAlarm":                 "ArchiveErrors is written only when an archive step fails",
+	"ExpiryRateAlarm":                    "WorkerExpirations is written only when a worker expires a record",
+	"SinchLatencyAlarm":                  "Sinch is not in the emulator stack's chain",
+	"TwilioLatencyAlarm":                 "the chain's third provider is called only on failover",
+	"Simulator2LatencyAlarm":             "the chain's second provider is called only on failover",
+	"ReconcileErrorsAlarm":               "reconcile is invoked only for unknown outcomes",
+}
+
 // Scenarios is the game day's catalogue, in the order `make gameday` runs it.
 // It is long because it is the catalogue: one literal per scenario, each with its fault, the
 // alarms its runbook names and what it proves.

@@ -594,7 +594,8 @@ type SilenceChecker interface {
 
 // judgeSilence fails the scenario for each alarm that did not fire in it while its metric had no
 // datapoint there and its missing data is not breaching: its quiet proves nothing (a stopped
-// EMF bridge, a metric renamed, a function never invoked).
+// EMF bridge, a metric renamed, a function never invoked). An alarm of EventOnly is listed
+// instead: its metric is written only when its event happens.
 func (r *Run) judgeSilence(ctx context.Context, res *Result) {
 	checker, ok := r.Watcher.(SilenceChecker)
 	if !ok {
@@ -610,11 +611,17 @@ func (r *Run) judgeSilence(ctx context.Context, res *Result) {
 		fired[a.Name] = fired[a.Name] || a.AlarmAt != nil
 	}
 	for _, n := range names {
-		if l := LogicalName(r.S.Name, n); !fired[l] {
+		l := LogicalName(r.S.Name, n)
+		switch {
+		case fired[l]:
+		case EventOnly[l] != "":
+			res.QuietEventOnly = append(res.QuietEventOnly, l)
+		default:
 			res.Silent = append(res.Silent, l)
 		}
 	}
 	sort.Strings(res.Silent)
+	sort.Strings(res.QuietEventOnly)
 	if len(res.Silent) > 0 {
 		res.Errors = append(res.Errors, fmt.Sprintf("silent: %d alarms had no datapoint of their metric during the scenario, and silence is not health: %s",
 			len(res.Silent), strings.Join(res.Silent, ", ")))

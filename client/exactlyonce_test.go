@@ -40,6 +40,9 @@ import (
 type backend struct {
 	url   string
 	store notify.Store
+	// stored is the key under which the store holds a caller's key (keys are scoped to their
+	// owner).
+	stored func(key string) string
 	logs  *testenv.SyncBuffer
 	// created counts the stored records per key that Admit created, when the store can tell.
 	created func() map[string]int
@@ -114,7 +117,7 @@ func serveBackend(t *testing.T, in *notify.Service) *backend {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
 	srv := localapitest.Server(t, "../template.yaml", in, obs.NewLogger(logs, nil))
-	return &backend{url: srv.URL, store: in.Store, logs: logs}
+	return &backend{url: srv.URL, store: in.Store, logs: logs, stored: func(key string) string { return localapitest.StoredKey(in, key) }}
 }
 
 // firstAdmissions counts, per key, the 202 answers the handler logged.
@@ -425,7 +428,7 @@ func checkExactlyOnce(t *testing.T, b *backend, results [][]*client.Result) {
 			continue
 		}
 		key := rs[0].IdempotencyKey
-		rec, err := b.store.Get(t.Context(), key)
+		rec, err := b.store.Get(t.Context(), b.stored(key))
 		if err != nil {
 			t.Errorf("%s: not stored: %v", key, err)
 			continue
@@ -441,8 +444,8 @@ func checkExactlyOnce(t *testing.T, b *backend, results [][]*client.Result) {
 		if first[key] != 1 {
 			t.Errorf("%s: %d first admissions (202) logged, want 1", key, first[key])
 		}
-		if created != nil && created[key] != 1 {
-			t.Errorf("%s: %d records created, want 1", key, created[key])
+		if created != nil && created[b.stored(key)] != 1 {
+			t.Errorf("%s: %d records created, want 1", key, created[b.stored(key)])
 		}
 	}
 	if len(first) != len(results) {
@@ -474,7 +477,7 @@ func TestGivingUpStillAdmitsOnce(t *testing.T) {
 	if got := b.firstAdmissions(t)[n.Key()]; got != 1 {
 		t.Fatalf("%d first admissions, want 1", got)
 	}
-	rec, err := b.store.Get(t.Context(), n.Key())
+	rec, err := b.store.Get(t.Context(), b.stored(n.Key()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,9 @@ func TestParseCarriesWhatObsWrites(t *testing.T) {
 		{NS: "resetnotify/stack", Name: "Refusals", Unit: "Count", Dims: "Function=intake,Reason=prefix_velocity", Value: 1, At: at},
 		{NS: "resetnotify/stack", Name: "Refusals", Unit: "Count", Dims: "Function=intake", Value: 1, At: at},
 		{NS: "resetnotify/stack", Name: "Requests", Unit: "Count", Dims: "Function=intake,Route=POST /v1/notifications,Status=202", Value: 1, At: at},
+		{NS: "resetnotify/stack", Name: "Requests", Unit: "Count", Dims: "Function=intake,Route=POST /v1/notifications", Value: 1, At: at},
 		{NS: "resetnotify/stack", Name: "Latency", Unit: "Milliseconds", Dims: "Function=intake,Route=POST /v1/notifications,Status=202", Value: 2.5, At: at},
+		{NS: "resetnotify/stack", Name: "Latency", Unit: "Milliseconds", Dims: "Function=intake,Route=POST /v1/notifications", Value: 2.5, At: at},
 		{NS: "resetnotify/stack", Name: "WorkerExpirations", Unit: "Count", Dims: "Function=intake", Value: 1, At: at},
 		{NS: "resetnotify/stack", Name: "WorkerExpirations", Unit: "Count", Dims: "", Value: 1, At: at},
 	}

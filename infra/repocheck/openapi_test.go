@@ -153,22 +153,12 @@ func resetBody(edit func(map[string]any)) string {
 	return requestBody(notify.PurposePasswordReset, map[string]any{"reset_url": "https://shop.example/reset/Zk3q"}, 15*time.Minute, edit)
 }
 
-// localStoredKey returns the key under which the store holds key for the local gateway's
-// caller: keys are scoped to their owner.
-func localStoredKey(key string) string {
-	principal, err := notify.CanonicalPrincipal(localapi.Caller(localapi.LocalCallerRole).IAM.UserARN)
-	if err != nil {
-		panic(err)
-	}
-	return notify.ScopedKey(notifytest.Sealer{}.OwnerFP(principal), key)
-}
-
 // sentK1 is a setup that admits resetBody under key k1 and moves it to sent, as dispatch
 // does, with a provider message ID the feedback fake records.
 func sentK1(f *contractFixture) {
 	admitted(f)
 	ctx := context.Background()
-	rec, err := f.store.Store.Get(ctx, localStoredKey("k1"))
+	rec, err := f.store.Store.Get(ctx, localapitest.StoredKey(f.intake, "k1"))
 	if err != nil {
 		panic(err)
 	}

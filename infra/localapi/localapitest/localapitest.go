@@ -57,3 +57,16 @@ func FakeIntake(store notify.Store, queue notify.Queue, clock notify.Clock) *not
 	}
 	return in
 }
+
+// StoredKey returns the key under which in stores key for a request through the local gateway
+// from its default caller: keys are scoped to their owner when in has Owners.
+func StoredKey(in *notify.Service, key string) string {
+	if in.Owners == nil {
+		return key
+	}
+	principal, err := notify.CanonicalPrincipal(localapi.Caller(localapi.LocalCallerRole).IAM.UserARN)
+	if err != nil {
+		panic(err)
+	}
+	return notify.ScopedKey(in.Owners.OwnerFP(principal), key)
+}

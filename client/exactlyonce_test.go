@@ -43,7 +43,7 @@ type backend struct {
 	// stored is the key under which the store holds a caller's key (keys are scoped to their
 	// owner).
 	stored func(key string) string
-	logs  *testenv.SyncBuffer
+	logs   *testenv.SyncBuffer
 	// created counts the stored records per key that Admit created, when the store can tell.
 	created func() map[string]int
 }

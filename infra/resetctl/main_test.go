@@ -357,7 +357,8 @@ func TestParseParams(t *testing.T) {
 
 func TestConvert(t *testing.T) {
 	store := notifytest.NewStore()
-	api := localapitest.Server(t, "../../template.yaml", localapitest.FakeIntake(store, &notifytest.Queue{}, nil), nil).URL
+	in := localapitest.FakeIntake(store, &notifytest.Queue{}, nil)
+	api := localapitest.Server(t, "../../template.yaml", in, nil).URL
 	if status, _, errOut := cli(t, nil, sendArgs(t, api, "--key", "order-1")...); status != 0 {
 		t.Fatalf("send: exit %d: %s", status, errOut)
 	}
@@ -366,7 +367,7 @@ func TestConvert(t *testing.T) {
 	if status != 1 || !strings.Contains(errOut, "not-sent") || !strings.Contains(out, `"state": "accepted"`) {
 		t.Fatalf("convert before the send: exit %d\n%s%s", status, out, errOut)
 	}
-	rec, err := store.Get(t.Context(), "order-1")
+	rec, err := store.Get(t.Context(), localapitest.StoredKey(in, "order-1"))
 	if err != nil {
 		t.Fatal(err)
 	}

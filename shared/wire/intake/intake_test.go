@@ -120,6 +120,7 @@ func TestWiring(t *testing.T) {
 		config.EnvFingerprintKey:     "wiring-test-fingerprint-key-0123456789",
 		config.EnvAllowedCountries:   "US,CA",
 		config.EnvGuardTable:         names.Guard,
+		config.EnvConversionTable:    config.Off,
 	}
 	var out bytes.Buffer
 	h, err := wire.Build(ctx, intakewire.Function, wiretest.Env(env), &out)
@@ -144,10 +145,11 @@ func TestWiring(t *testing.T) {
 		t.Errorf("view = %+v, want a ULID and accepted", view)
 	}
 
-	checkQueued(ctx, t, sqsClient, queueURL, notify.Message{IdempotencyKey: "wiring-1", NotificationID: view.NotificationID, Version: 1})
+	// The message names the stored key: the caller's key scoped to its owner.
+	checkQueued(ctx, t, sqsClient, queueURL, notify.Message{IdempotencyKey: storedKey(t, "wiring-1"), NotificationID: view.NotificationID, Version: 1})
 	// The stored fingerprint is the keyed one: the wiring gives intake the fingerprint key.
 	item, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(names.Notifications),
-		Key: map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: "wiring-1"}}})
+		Key: map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: storedKey(t, "wiring-1")}}})
 	if err != nil {
 		t.Fatal(err)
 	}

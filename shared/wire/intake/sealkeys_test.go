@@ -16,8 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/resetnotify/resetnotify/infra/emulator"
+	"github.com/resetnotify/resetnotify/infra/localapi"
 	"github.com/resetnotify/resetnotify/infra/testenv"
 	"github.com/resetnotify/resetnotify/shared/config"
+	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/seal"
 	"github.com/resetnotify/resetnotify/shared/tables"
 	"github.com/resetnotify/resetnotify/shared/wire"
@@ -70,7 +72,7 @@ func TestWiringKeepsTheDataKeyOutOfTheRecord(t *testing.T) {
 			t.Fatalf("POST: %d %s (%v)", resp.StatusCode, resp.Body, err)
 		}
 		item, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(names.Notifications),
-			Key: map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: k}}})
+			Key: map[string]ddbtypes.AttributeValue{tables.AttrIdempotencyKey: &ddbtypes.AttributeValueMemberS{Value: storedKey(t, k)}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,4 +102,20 @@ func TestWiringKeepsTheDataKeyOutOfTheRecord(t *testing.T) {
 	if enc, _ := scan.Items[0][tables.SealKeyEncrypted].(*ddbtypes.AttributeValueMemberB); enc == nil || len(enc.Value) < seal.DataKeySize {
 		t.Errorf("stored encrypted key %v", scan.Items[0][tables.SealKeyEncrypted])
 	}
+}
+
+// storedKey returns the key under which the wired intake stores key for the local caller that
+// submitEvent names: keys are scoped to their owner, the fingerprint of the caller's principal
+// under the request fingerprint key the tests configure.
+func storedKey(t *testing.T, key string) string {
+	t.Helper()
+	fp, err := seal.NewRequestFingerprinter([]byte("wiring-test-fingerprint-key-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	principal, err := notify.CanonicalPrincipal(localapi.Caller(localapi.LocalCallerRole).IAM.UserARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return notify.ScopedKey(fp.OwnerFP(principal), key)
 }

@@ -40,6 +40,7 @@ var EventOnly = map[string]string{
 	"TwilioLatencyAlarm":                 "the chain's third provider is called only on failover",
 	"Simulator2LatencyAlarm":             "the chain's second provider is called only on failover",
 	"ReconcileErrorsAlarm":               "reconcile is invoked only for unknown outcomes",
+	"ProviderEventsErrorsAlarm":          "ProviderEventsFunction is invoked only by End User Messaging's receipts topic, not in the emulator's chain",
 }
 
 // Scenarios is the game day's catalogue, in the order `make gameday` runs it.

@@ -27,8 +27,7 @@ which) and then runs MiniStack's own entry point.
    alarm with no MetricName) and a composite alarm goes through MiniStack's PutCompositeAlarm,
    so the stack deploys as on AWS and infra/alarmeval evaluates both.
 
-And three costs that grow with the history, which starved a stack under a burst (2,000 resets:
-dispatch fell from 470 to 50-90 a minute, MiniStack at 80 % of a core once idle):
+And three costs that grow with the history, which would otherwise starve a stack under a burst:
 
 5. Log streams. MiniStack opens a log stream per invocation, and FilterLogEvents (the EMF
    bridge's, every second) visits every stream of the group under the logs lock. Here a

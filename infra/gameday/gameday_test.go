@@ -331,7 +331,7 @@ func TestJudgeSilence(t *testing.T) {
 }
 
 // TestSilentLeavesCompositesToTheirChildren: a composite alarm has no metric, so the silence
-// check asks nothing of it (it failed every scenario with "no period" when it did).
+// check asks nothing of it: its children are judged.
 func TestSilentLeavesCompositesToTheirChildren(t *testing.T) {
 	w := &EvalWatcher{alarms: []alarmeval.Alarm{{Name: "st-AdmissionPage-ABC", Rule: "ALARM(x) OR ALARM(y)"}}}
 	got, err := w.Silent(context.Background(), time.Unix(0, 0), time.Unix(600, 0))

@@ -45,7 +45,7 @@ func twilioBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, poller
 		return err
 	}
 	defer dropTables(context.Background(), p.db, tables.Names{Receipts: receipts})
-	account, token := "AC"+randomHex(16), randomHex(16)
+	account, token, keySID, keySecret := "AC"+randomHex(16), randomHex(16), "SK"+randomHex(16), randomHex(16)
 
 	hook, stop, err := p.twilioWebhook(ddbEndpoint, receipts, token)
 	if err != nil {
@@ -54,7 +54,8 @@ func twilioBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, poller
 	defer stop()
 
 	// Callbacks a second after acceptance: Twilio's come after the create's answer.
-	sim := smssim.New(smssim.Config{Provider: smssim.ProviderTwilio, TwilioAccountSID: account, TwilioAuthToken: token, DeliveryDelay: time.Second})
+	sim := smssim.New(smssim.Config{Provider: smssim.ProviderTwilio, TwilioAccountSID: account, TwilioAuthToken: token,
+		TwilioAPIKeySID: keySID, TwilioAPIKeySecret: keySecret, DeliveryDelay: time.Second})
 	defer func() { _ = sim.Close() }()
 	base, err := sim.Start("127.0.0.1:0")
 	if err != nil {
@@ -63,7 +64,7 @@ func twilioBench(ctx context.Context, ddbEndpoint, sqsEndpoint string, n, poller
 	// The template's provider timeout and visibility window, Twilio's simulator as the chain.
 	p.wiring.SMS = provider.Config{
 		Kind: provider.Twilio, Chain: []string{provider.Twilio}, Timeout: p.wiring.SMS.Timeout, Visibility: p.wiring.SMS.Visibility,
-		TwilioBaseURL: base, TwilioAccountSID: account, TwilioAuthToken: token, TwilioFrom: "+15005550006", TwilioCallbackURL: hook,
+		TwilioBaseURL: base, TwilioAccountSID: account, TwilioAPIKey: keySID + ":" + keySecret, TwilioFrom: "+15005550006", TwilioCallbackURL: hook,
 	}
 	if err := p.buildWorkers(ctx); err != nil {
 		return err

@@ -124,12 +124,15 @@ sim2_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$sim2_port"
 twilio_port=$(free_port)
 twilio_url="http://${RESETNOTIFY_SIM_HOST:-127.0.0.1}:$twilio_port"
 webhook_token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
-# Twilio's account SID and auth token as Twilio's look, random per run; the token is in a file
-# only this user reads (the simulator signs with it, the suite signs and forges with it), and in
-# the SSM SecureString dispatch, reconcile and TwilioWebhookFunction read.
+# Twilio's account SID, auth token and API key as Twilio's look, random per run, in files only
+# this user reads: the token (the simulator signs with it, the suite signs and forges with it)
+# in the SecureString TwilioWebhookFunction reads; the key, <key SID>:<key secret>, which the
+# simulator requires, in the one dispatch and reconcile read.
 twilio_account="AC$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 twilio_token_file="$work/twilio-auth-token"
 (umask 077 && python3 -c 'import secrets; print(secrets.token_hex(16))' >"$twilio_token_file")
+twilio_key_file="$work/twilio-api-key"
+(umask 077 && python3 -c 'import secrets; print("SK" + secrets.token_hex(16) + ":" + secrets.token_hex(16))' >"$twilio_key_file")
 # Twilio's status callbacks go to the URL dispatch gives each message, and their signature
 # covers that URL: it must be the one the emulator serves the API at, not AWS's execute-api
 # shape. The API's id is pinned (MiniStack's ms-custom-id tag; LocalStack's is _custom_id_:
@@ -168,6 +171,7 @@ go build -o "$work/stackcheck" ./infra/stackcheck
 "$work/stackcheck" secret -name /resetnotify/request-fingerprint-key
 "$work/stackcheck" secret -name /resetnotify/simulator-webhook-token -value "$webhook_token"
 "$work/stackcheck" secret -name /resetnotify/twilio-auth-token -value "$(cat "$twilio_token_file")"
+"$work/stackcheck" secret -name /resetnotify/twilio-api-key -value "$(cat "$twilio_key_file")"
 
 echo "emulator: sam deploy $stack"
 start=$SECONDS
@@ -199,6 +203,7 @@ wait_http "http://127.0.0.1:$sim2_port/healthz" $!
 # of an attempt whose answer was lost arrives after dispatch recorded it unknown, as a late one does.
 start_bg "$work/smssim-twilio.log" "$work/smssim" -provider twilio -addr "${RESETNOTIFY_SIM_BIND:-127.0.0.1}:$twilio_port" \
   -twilio-account-sid "$twilio_account" -twilio-auth-token-file "$twilio_token_file" \
+  -twilio-api-key-file "$twilio_key_file" \
   -delivery-delay 6s -list-lag 10m
 wait_http "http://127.0.0.1:$twilio_port/healthz" $!
 export RESETNOTIFY_E2E_SIM="http://127.0.0.1:$sim_port" RESETNOTIFY_E2E_SIM2="http://127.0.0.1:$sim2_port" RESETNOTIFY_E2E=required \

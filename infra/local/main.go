@@ -200,7 +200,7 @@ func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, 
 	if err := setenv(l.queues.env()); err != nil {
 		return local{}, err
 	}
-	if err := l.startSimulators(env[config.EnvSimulatorWebhookToken], env[config.EnvTwilioAccountSID], env[config.EnvTwilioAuthToken]); err != nil {
+	if err := l.startSimulators(env[config.EnvSimulatorWebhookToken], env[config.EnvTwilioAccountSID], env[config.EnvTwilioAuthToken], env[config.EnvTwilioAPIKey]); err != nil {
 		return local{}, err
 	}
 	return l, nil
@@ -210,7 +210,7 @@ func provision(ctx context.Context, stack *emulator.Stack, keyDir, port string, 
 // simulator2 (the second-provider mode), both posting receipts to the simulator webhook
 // route, and twilio (the Twilio mode), whose signed status callbacks go to each message's
 // StatusCallback URL, the Twilio route; and sets the providers' variables.
-func (l *local) startSimulators(webhookToken, twilioAccount, twilioToken string) error {
+func (l *local) startSimulators(webhookToken, twilioAccount, twilioToken, twilioKey string) error {
 	webhook := "http://127.0.0.1:" + l.port + "/v1/provider-events/simulator"
 	var err error
 	if l.sim, err = startSimulator(webhook, webhookToken, config.SMSSimulator); err != nil {
@@ -220,7 +220,7 @@ func (l *local) startSimulators(webhookToken, twilioAccount, twilioToken string)
 		l.sim.Close()
 		return err
 	}
-	if l.twilio, err = startTwilioSimulator(twilioAccount, twilioToken); err != nil {
+	if l.twilio, err = startTwilioSimulator(twilioAccount, twilioToken, twilioKey); err != nil {
 		l.sim.Close()
 		l.sim2.Close()
 		return err
@@ -439,14 +439,15 @@ func sealingKey(ctx context.Context, client *kms.Client) error {
 	return setenv(map[string]string{config.EnvSealKMSKeyID: aws.ToString(out.KeyMetadata.Arn), config.EnvSealKeysTable: sealKeysTable})
 }
 
-// twilioEnv sets the Twilio simulator's account and auth token in env, random and as Twilio's
-// look (the token 32 hexadecimal characters), and writes the token to a file of keyDir only
+// twilioEnv sets the Twilio simulator's account, auth token and API key in env, random and as
+// Twilio's look (token and key secret 32 hexadecimal characters; dispatch and reconcile get
+// the key only, TWILIO_API_KEY), and writes the token to a file of keyDir only
 // this user reads, never printed: a test signs (or forges) status callbacks with it. Unless
 // set, the chain's visibility window stays the simulators' (0): Twilio's default (60 s) would
 // only slow the local runs down, since no Twilio answer ever counts as "not found".
 func twilioEnv(env map[string]string, keyDir string) error {
-	account, token := make([]byte, 16), make([]byte, 16)
-	for _, b := range [][]byte{account, token} {
+	account, token, keySID, keySecret := make([]byte, 16), make([]byte, 16), make([]byte, 16), make([]byte, 16)
+	for _, b := range [][]byte{account, token, keySID, keySecret} {
 		if _, err := rand.Read(b); err != nil {
 			return err
 		}
@@ -456,6 +457,7 @@ func twilioEnv(env map[string]string, keyDir string) error {
 	}
 	env[config.EnvTwilioAccountSID] = "AC" + hex.EncodeToString(account)
 	env[config.EnvTwilioAuthToken] = hex.EncodeToString(token)
+	env[config.EnvTwilioAPIKey] = "SK" + hex.EncodeToString(keySID) + ":" + hex.EncodeToString(keySecret)
 	env[config.EnvTwilioFrom] = "+15005550006"
 	file := filepath.Join(keyDir, twilioTokenFile)
 	if err := os.WriteFile(file, []byte(env[config.EnvTwilioAuthToken]), 0o600); err != nil {

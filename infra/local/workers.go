@@ -64,12 +64,18 @@ const twilioDeliveryDelay = 8 * time.Second
 // send twice (ours never reads it).
 const twilioListLag = 10 * time.Minute
 
-// startTwilioSimulator starts the simulator in its Twilio mode for account and token on a
-// free loopback port. Faults can be set per number as for the others.
-func startTwilioSimulator(account, token string) (*smssim.Server, error) {
+// startTwilioSimulator starts the simulator in its Twilio mode for account, its auth token
+// and its API key ("<key SID>:<key secret>") on a free loopback port. Faults can be set per
+// number as for the others.
+func startTwilioSimulator(account, token, key string) (*smssim.Server, error) {
+	keySID, keySecret, err := config.ParseTwilioAPIKey(key)
+	if err != nil {
+		return nil, err
+	}
 	sim := smssim.New(smssim.Config{
 		Seed: time.Now().UnixNano(), DeliveryDelay: twilioDeliveryDelay, ListLag: twilioListLag,
 		Provider: smssim.ProviderTwilio, TwilioAccountSID: account, TwilioAuthToken: token,
+		TwilioAPIKeySID: keySID, TwilioAPIKeySecret: keySecret,
 	})
 	if _, err := sim.Start("127.0.0.1:0"); err != nil {
 		return nil, err

@@ -320,10 +320,14 @@ func TestIAMFollowsTheChain(t *testing.T) {
 			if reads("ReconcileRole", "SinchCallbackTokenParameter") {
 				t.Error("reconcile may read the Sinch callback token")
 			}
-			// Twilio's auth token: dispatch and reconcile call Twilio's API with it.
+			// Twilio's API key: dispatch and reconcile call Twilio's API with it, and never read
+			// the auth token, which only checks callbacks.
 			for _, role := range []string{"DispatchRole", "ReconcileRole"} {
-				if got := reads(role, "TwilioAuthTokenParameter"); got != want.twilio {
-					t.Errorf("%s may read the Twilio auth token = %v, want %v", role, got, want.twilio)
+				if got := reads(role, "TwilioApiKeyParameter"); got != want.twilio {
+					t.Errorf("%s may read the Twilio API key = %v, want %v", role, got, want.twilio)
+				}
+				if reads(role, "TwilioAuthTokenParameter") {
+					t.Errorf("%s may read the Twilio auth token", role)
 				}
 			}
 			for _, action := range sendActions {
@@ -547,23 +551,35 @@ func TestTwilioWebhookOnlyWithTwilio(t *testing.T) {
 			if got := policycheck.ResourceText(dispatchEnv[config.EnvTwilioCallbackURL]); strings.Contains(got, "/v1/provider-events/twilio") != want {
 				t.Errorf("dispatch's TWILIO_CALLBACK_URL = %s, want the route only with twilio", got)
 			}
-			readers := map[string]bool{}
+			readers, keyReaders := map[string]bool{}, map[string]bool{}
 			for role, stmts := range policycheck.RolePolicies(tpl) {
 				for _, s := range stmts {
 					if s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "TwilioAuthTokenParameter") {
 						readers[role] = true
+					}
+					if s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "TwilioApiKeyParameter") {
+						keyReaders[role] = true
 					}
 					if s.Effect == "Allow" && s.Allows("ssm:GetParameter") && strings.Contains(policycheck.ResourceText(s.Resources), "TwilioSecondaryAuthTokenParameter") && role != "TwilioWebhookRole" {
 						t.Errorf("%s may read the secondary Twilio token", role)
 					}
 				}
 			}
-			wantReaders := map[string]bool{}
+			wantReaders, wantKeyReaders := map[string]bool{}, map[string]bool{}
 			if want {
-				wantReaders = map[string]bool{"DispatchRole": true, "ReconcileRole": true, "TwilioWebhookRole": true}
+				wantReaders = map[string]bool{"TwilioWebhookRole": true}
+				wantKeyReaders = map[string]bool{"DispatchRole": true, "ReconcileRole": true}
 			}
 			if !maps.Equal(readers, wantReaders) {
 				t.Errorf("roles that may read the Twilio auth token: %v, want %v", readers, wantReaders)
+			}
+			if !maps.Equal(keyReaders, wantKeyReaders) {
+				t.Errorf("roles that may read the Twilio API key: %v, want %v", keyReaders, wantKeyReaders)
+			}
+			for _, fn := range []string{"DispatchFunction", "ReconcileFunction"} {
+				if env := envOf(tpl, fn); want && (policycheck.Ref(env[config.EnvTwilioAPIKeyParam]) != "TwilioApiKeyParameter" || env[config.EnvTwilioAuthTokenParam] != nil) {
+					t.Errorf("%s authenticates with %v, and names the auth token %v; want the API key's parameter only", fn, env[config.EnvTwilioAPIKeyParam], env[config.EnvTwilioAuthTokenParam])
+				}
 			}
 			if !want {
 				return
@@ -581,7 +597,7 @@ func TestTwilioWebhookOnlyWithTwilio(t *testing.T) {
 
 func TestNoSecretInAnEnvironmentVariable(t *testing.T) {
 	secrets := []string{config.EnvSealLocalKey, config.EnvDestinationPepper, config.EnvFingerprintKey, config.EnvSimulatorWebhookToken, "SINCH_API_TOKEN", "SMS_SIMULATOR_TOKEN", config.EnvSinchCallbackToken, config.EnvSinchCallbackTokenPrevious,
-		config.EnvTwilioAuthToken, config.EnvTwilioSecondaryAuthToken}
+		config.EnvTwilioAuthToken, config.EnvTwilioSecondaryAuthToken, config.EnvTwilioAPIKey}
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		for name, r := range tpl.Resources {
 			if r.Type != "AWS::Lambda::Function" {

@@ -33,7 +33,8 @@
 // status is undelivered / validity_expired. When Config.WebhookURL is set, the final status
 // is POSTed there as a simapi.Receipt at that time.
 //
-// With Provider "twilio" it also speaks Twilio's Messages API, with signed status callbacks and
-// a list that lags (Config.ListLag). The simulator is the provider, so it sees numbers and bodies, but it never logs them: its
+// With Provider "twilio" it also speaks Twilio's Messages API under the account's URL, taking
+// only its API key (HTTP basic, key SID and secret), with signed status callbacks and a list
+// that lags (Config.ListLag). The simulator is the provider, so it sees numbers and bodies, but it never logs them: its
 // logs carry the client reference, the mode and the message ID only.
 package smssim

@@ -75,10 +75,14 @@ type Config struct {
 	// simulator, with faults of its own, that the provider chain reaches as its own provider.
 	Provider string
 	// TwilioAccountSID and TwilioAuthToken are the account the Twilio mode (Provider
-	// "twilio") stands in for: its API requires them (HTTP basic) and its status callbacks are
-	// signed with the token.
-	TwilioAccountSID string
-	TwilioAuthToken  string
+	// "twilio") stands in for: its API lives under the account SID and its status callbacks
+	// are signed with the token. TwilioAPIKeySID and TwilioAPIKeySecret are the API key its
+	// API requires (HTTP basic): stricter than Twilio, which also takes the account SID and
+	// auth token, so that a client sending with the token is refused.
+	TwilioAccountSID   string
+	TwilioAuthToken    string
+	TwilioAPIKeySID    string
+	TwilioAPIKeySecret string
 	// ListLag is how long after acceptance a message stays out of the Twilio mode's message
 	// list (its lookup by SID sees it at once), as Twilio's eventually consistent list does.
 	ListLag time.Duration

@@ -84,11 +84,13 @@ func (s *Server) accepted(w http.ResponseWriter, r *http.Request, m *Message) {
 	writeJSON(w, http.StatusCreated, simapi.SendResponse{MessageID: m.MessageID})
 }
 
-// twilioAuthorized checks HTTP basic with the account SID of the path and the auth token.
+// twilioAuthorized checks that the path names the account and HTTP basic carries its API
+// key's SID and secret; the auth token is refused (Config.TwilioAPIKeySID).
 func (s *Server) twilioAuthorized(r *http.Request) bool {
 	user, pass, ok := r.BasicAuth()
-	return ok && r.PathValue("account") == s.cfg.TwilioAccountSID && user == s.cfg.TwilioAccountSID &&
-		subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.TwilioAuthToken)) == 1
+	return ok && s.cfg.TwilioAPIKeySID != "" && s.cfg.TwilioAPIKeySecret != "" &&
+		r.PathValue("account") == s.cfg.TwilioAccountSID && user == s.cfg.TwilioAPIKeySID &&
+		subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.TwilioAPIKeySecret)) == 1
 }
 
 func (s *Server) handleTwilioSend(w http.ResponseWriter, r *http.Request) {

@@ -23,7 +23,26 @@ import (
 const (
 	twilioAccount = "AC00000000000000000000000000000001"
 	twilioToken   = "0123456789abcdef0123456789abcdef"
+	twilioKeySID  = "SK00000000000000000000000000000001"
+	twilioSecret  = "fedcba9876543210fedcba9876543210"
 )
+
+// twilioSim is the Twilio mode's configuration for the test account and its API key.
+func twilioSim(c smssim.Config) smssim.Config {
+	c.Provider, c.TwilioAccountSID, c.TwilioAuthToken = smssim.ProviderTwilio, twilioAccount, twilioToken
+	c.TwilioAPIKeySID, c.TwilioAPIKeySecret = twilioKeySID, twilioSecret
+	return c
+}
+
+// twilioClient is the Twilio adapter for the simulator at base, under the test API key.
+func twilioClient(t *testing.T, base, callback string) *twilio.Client {
+	t.Helper()
+	c, err := twilio.New(twilio.Config{BaseURL: base, AccountSID: twilioAccount, APIKeySID: twilioKeySID, APIKeySecret: twilioSecret, From: "+15005550006", CallbackURL: callback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // callbackSink records the Twilio status callbacks posted to it, with their signatures.
 type callbackSink struct {
@@ -62,14 +81,8 @@ func TestTwilioMode(t *testing.T) {
 	sink := &callbackSink{}
 	hook := httptest.NewServer(sink)
 	defer hook.Close()
-	srv, base := smssimtest.Start(t, smssim.Config{
-		Provider: smssim.ProviderTwilio, TwilioAccountSID: twilioAccount, TwilioAuthToken: twilioToken,
-		DeliveryDelay: 50 * time.Millisecond, ListLag: time.Hour,
-	})
-	c, err := twilio.New(twilio.Config{BaseURL: base, AccountSID: twilioAccount, AuthToken: twilioToken, From: "+15005550006", CallbackURL: hook.URL + "/v1/provider-events/twilio"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, base := smssimtest.Start(t, twilioSim(smssim.Config{DeliveryDelay: 50 * time.Millisecond, ListLag: time.Hour}))
+	c := twilioClient(t, base, hook.URL+"/v1/provider-events/twilio")
 	srv.SetReceipt("+447700900124", simapi.StatusUndelivered)
 	out := c.Send(context.Background(), sms.SendRequest{To: number, Body: body, AttemptRef: "n1-a1", ValidityPeriod: time.Minute})
 	if out.Class != sms.ClassAccepted || !strings.HasPrefix(out.MessageID, "SM") {
@@ -98,7 +111,7 @@ func TestTwilioMode(t *testing.T) {
 
 	// The list lags: the message is not there, although it was accepted and delivered.
 	req, _ := http.NewRequest(http.MethodGet, base+"/2010-04-01/Accounts/"+twilioAccount+"/Messages.json?To="+url.QueryEscape(number), nil)
-	req.SetBasicAuth(twilioAccount, twilioToken)
+	req.SetBasicAuth(twilioKeySID, twilioSecret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -124,10 +137,34 @@ func TestTwilioMode(t *testing.T) {
 			t.Errorf("%s: %s, want %s code %s", mode, got, want.Class, want.Code)
 		}
 	}
-	// A wrong token is refused.
-	bad, _ := twilio.New(twilio.Config{BaseURL: base, AccountSID: twilioAccount, AuthToken: "wrong-token-0123456789abcdef0123", From: "+15005550006", CallbackURL: hook.URL})
-	if got := bad.Send(context.Background(), sms.SendRequest{To: number, Body: body, AttemptRef: "n3-a1", ValidityPeriod: time.Minute}); got.HTTPStatus != 401 {
-		t.Errorf("wrong token: %s", got)
+	refusesBadCredentials(t, srv, base, hook.URL)
+}
+
+// refusesBadCredentials: the Twilio mode refuses a wrong key secret, another key's SID, the
+// account SID with its auth token, and the key under another account's URL, on sends and
+// look-ups alike, and with no message accepted.
+func refusesBadCredentials(t *testing.T, srv *smssim.Server, base, hook string) {
+	t.Helper()
+	for name, cfg := range map[string]twilio.Config{
+		"wrong secret":          {AccountSID: twilioAccount, APIKeySID: twilioKeySID, APIKeySecret: "wrong-secret-0123456789abcdef012"},
+		"another key":           {AccountSID: twilioAccount, APIKeySID: "SK00000000000000000000000000000002", APIKeySecret: twilioSecret},
+		"the auth token":        {AccountSID: twilioAccount, APIKeySID: twilioAccount, APIKeySecret: twilioToken},
+		"another account's URL": {AccountSID: "AC00000000000000000000000000000002", APIKeySID: twilioKeySID, APIKeySecret: twilioSecret},
+	} {
+		cfg.BaseURL, cfg.From, cfg.CallbackURL = base, "+15005550006", hook
+		bad, err := twilio.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bad.Send(context.Background(), sms.SendRequest{To: "+447700900126", Body: body, AttemptRef: "n3-a1", ValidityPeriod: time.Minute}); got.HTTPStatus != 401 || got.Class != sms.ClassNotAccepted {
+			t.Errorf("%s: send %s, want 401 not accepted", name, got)
+		}
+		if res, err := bad.Lookup(context.Background(), sms.LookupRequest{AttemptRef: "n1-a1", MessageID: "SM00000000000000000000000000000001"}); err == nil || res.Status != sms.LookupInconclusive {
+			t.Errorf("%s: lookup %+v, %v; want refused", name, res, err)
+		}
+	}
+	if got := srv.Accepted("+447700900126"); len(got) != 0 {
+		t.Errorf("%d messages accepted under bad credentials", len(got))
 	}
 }
 
@@ -136,9 +173,9 @@ func TestTwilioSilentReceipt(t *testing.T) {
 	sink := &callbackSink{}
 	hook := httptest.NewServer(sink)
 	defer hook.Close()
-	srv, base := smssimtest.Start(t, smssim.Config{Provider: smssim.ProviderTwilio, TwilioAccountSID: twilioAccount, TwilioAuthToken: twilioToken, DeliveryDelay: 10 * time.Millisecond})
+	srv, base := smssimtest.Start(t, twilioSim(smssim.Config{DeliveryDelay: 10 * time.Millisecond}))
 	srv.SetReceipt(number, simapi.StatusSilent)
-	c, _ := twilio.New(twilio.Config{BaseURL: base, AccountSID: twilioAccount, AuthToken: twilioToken, From: "+15005550006", CallbackURL: hook.URL})
+	c := twilioClient(t, base, hook.URL)
 	if out := c.Send(context.Background(), sms.SendRequest{To: number, Body: body, AttemptRef: "n1-a1", ValidityPeriod: time.Minute}); out.Class != sms.ClassAccepted {
 		t.Fatalf("send: %s", out)
 	}

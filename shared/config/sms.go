@@ -51,16 +51,21 @@ const (
 	EnvSinchCallbackTokenPrevious      = "SINCH_CALLBACK_TOKEN_PREVIOUS"
 	EnvSinchCallbackTokenPreviousParam = "SINCH_CALLBACK_TOKEN_PREVIOUS_PARAM"
 
-	// Twilio Programmable Messaging. EnvTwilioAuthToken is the account's auth token (local runs;
-	// a secret): it authenticates our requests (HTTP basic, with the account SID) and is the
-	// key of the X-Twilio-Signature on its status callbacks. EnvTwilioAuthTokenParam names the
-	// SSM SecureString that holds it in AWS, read once at cold start. The secondary token
-	// (EnvTwilioSecondaryAuthToken / ...Param) is accepted on callbacks only, during a
-	// rotation. EnvTwilioCallbackURL is the stack's status callback route, without a query:
+	// Twilio Programmable Messaging. EnvTwilioAPIKey is the API key sends and look-ups
+	// authenticate with (HTTP basic), written "<key SID>:<key secret>" (local runs; a secret);
+	// EnvTwilioAPIKeyParam names the SSM SecureString that holds it in AWS, read once at cold
+	// start: one value, so that a key rotation swaps SID and secret together. EnvTwilioAuthToken
+	// is the account's auth token (local runs; a secret), used only as the key of the
+	// X-Twilio-Signature on status callbacks: it can do anything the account can, so nothing
+	// that sends holds it. EnvTwilioAuthTokenParam names its SSM SecureString. The secondary
+	// token (EnvTwilioSecondaryAuthToken / ...Param) is accepted too, during a rotation.
+	// EnvTwilioCallbackURL is the stack's status callback route, without a query:
 	// dispatch adds the attempt reference (TwilioCallbackAttemptQuery), and the callback
 	// function checks signatures against it.
 	EnvTwilioBaseURL                 = "TWILIO_BASE_URL"
 	EnvTwilioAccountSID              = "TWILIO_ACCOUNT_SID"
+	EnvTwilioAPIKey                  = "TWILIO_API_KEY"
+	EnvTwilioAPIKeyParam             = "TWILIO_API_KEY_PARAM"
 	EnvTwilioAuthToken               = "TWILIO_AUTH_TOKEN"
 	EnvTwilioAuthTokenParam          = "TWILIO_AUTH_TOKEN_PARAM"
 	EnvTwilioSecondaryAuthToken      = "TWILIO_SECONDARY_AUTH_TOKEN"
@@ -81,6 +86,24 @@ const DefaultTwilioBaseURL = "https://api.twilio.com"
 // MinTwilioAuthTokenLen is the shortest Twilio auth token accepted (Twilio's are 32
 // hexadecimal characters).
 const MinTwilioAuthTokenLen = 16
+
+// MinTwilioAPIKeySecretLen is the shortest Twilio API key secret accepted (Twilio's are 32
+// characters).
+const MinTwilioAPIKeySecretLen = 16
+
+// ParseTwilioAPIKey splits a Twilio API key written "<key SID>:<key secret>": the SID starts
+// with SK and the secret has at least MinTwilioAPIKeySecretLen bytes. Its errors never quote
+// the value.
+func ParseTwilioAPIKey(v string) (sid, secret string, err error) {
+	sid, secret, ok := strings.Cut(strings.TrimSpace(v), ":")
+	if !ok || len(sid) < 3 || !strings.HasPrefix(sid, "SK") || strings.ContainsAny(sid, " \t") {
+		return "", "", fmt.Errorf("the Twilio API key must be written <key SID>:<key secret>, its SID starting with SK")
+	}
+	if len(secret) < MinTwilioAPIKeySecretLen {
+		return "", "", fmt.Errorf("the Twilio API key secret must be at least %d bytes", MinTwilioAPIKeySecretLen)
+	}
+	return sid, secret, nil
+}
 
 // SinchCallbackTokenQuery is the query parameter of the callback URL that carries the Sinch
 // callback token. Sinch signs no SMS delivery report (its basic authentication and OAuth for
@@ -171,9 +194,10 @@ type SMS struct {
 
 	TwilioBaseURL    string
 	TwilioAccountSID string
-	// TwilioAuthToken is a secret; TwilioAuthTokenParam names its SSM SecureString.
-	TwilioAuthToken      string
-	TwilioAuthTokenParam string
+	// TwilioAPIKey ("<key SID>:<key secret>") is a secret; TwilioAPIKeyParam names its SSM
+	// SecureString. The auth token is not here: nothing that sends reads it (see Receipts).
+	TwilioAPIKey      string
+	TwilioAPIKeyParam string
 	// TwilioFrom or TwilioMessagingServiceSID (one of them) is the sender.
 	TwilioFrom                string
 	TwilioMessagingServiceSID string
@@ -207,8 +231,8 @@ func LoadSMS(getenv func(string) string) (SMS, error) {
 
 		TwilioBaseURL:             get(EnvTwilioBaseURL),
 		TwilioAccountSID:          get(EnvTwilioAccountSID),
-		TwilioAuthToken:           get(EnvTwilioAuthToken),
-		TwilioAuthTokenParam:      get(EnvTwilioAuthTokenParam),
+		TwilioAPIKey:              get(EnvTwilioAPIKey),
+		TwilioAPIKeyParam:         get(EnvTwilioAPIKeyParam),
 		TwilioFrom:                get(EnvTwilioFrom),
 		TwilioMessagingServiceSID: get(EnvTwilioMessagingServiceSID),
 		TwilioCallbackURL:         get(EnvTwilioCallbackURL),
@@ -366,8 +390,7 @@ func (cfg SMS) validateSinchCallback() error {
 	return errors.Join(errs...)
 }
 
-// validateTwilio checks what Twilio needs: the account SID, the auth token (or its
-// parameter), exactly one sender (TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID), and the status
+// validateTwilio checks what Twilio needs: the account SID, the API key (or its parameter), exactly one sender (TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID), and the status
 // callback URL. The callback is required: an attempt whose answer was lost carries no Message
 // SID, and only its callback can settle it.
 func (cfg SMS) validateTwilio() error {
@@ -376,11 +399,13 @@ func (cfg SMS) validateTwilio() error {
 	if cfg.TwilioAccountSID == "" {
 		errs = append(errs, fmt.Errorf("%s is required for %s=%s", EnvTwilioAccountSID, EnvSMSProviders, kind))
 	}
-	if cfg.TwilioAuthToken == "" && cfg.TwilioAuthTokenParam == "" {
-		errs = append(errs, fmt.Errorf("%s or %s is required for %s=%s", EnvTwilioAuthToken, EnvTwilioAuthTokenParam, EnvSMSProviders, kind))
+	if cfg.TwilioAPIKey == "" && cfg.TwilioAPIKeyParam == "" {
+		errs = append(errs, fmt.Errorf("%s or %s is required for %s=%s", EnvTwilioAPIKey, EnvTwilioAPIKeyParam, EnvSMSProviders, kind))
 	}
-	if cfg.TwilioAuthToken != "" && len(cfg.TwilioAuthToken) < MinTwilioAuthTokenLen {
-		errs = append(errs, fmt.Errorf("%s must be at least %d bytes", EnvTwilioAuthToken, MinTwilioAuthTokenLen))
+	if cfg.TwilioAPIKey != "" {
+		if _, _, err := ParseTwilioAPIKey(cfg.TwilioAPIKey); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvTwilioAPIKey, err))
+		}
 	}
 	if (cfg.TwilioFrom == "") == (cfg.TwilioMessagingServiceSID == "") {
 		errs = append(errs, fmt.Errorf("exactly one of %s and %s is required for %s=%s", EnvTwilioFrom, EnvTwilioMessagingServiceSID, EnvSMSProviders, kind))
@@ -409,14 +434,14 @@ func (cfg SMS) One(kind string) SMS {
 	return cfg
 }
 
-// String describes cfg with its secrets (the Sinch API and callback tokens, the Twilio auth
-// token, the simulator token) replaced, so that logging or printing it never shows them.
+// String describes cfg with its secrets (the Sinch API and callback tokens, the Twilio API
+// key, the simulator token) replaced, so that logging or printing it never shows them.
 func (cfg SMS) String() string {
-	return fmt.Sprintf("providers=%s timeout=%s visibility=%s simulator_url=%s simulator2_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s sinch_callback_url=%s sinch_callback_token=%s twilio_base_url=%s twilio_account_sid=%s twilio_auth_token=%s twilio_from=%s twilio_messaging_service_sid=%s twilio_callback_url=%s",
+	return fmt.Sprintf("providers=%s timeout=%s visibility=%s simulator_url=%s simulator2_url=%s simulator_token=%s origination_identity=%s configuration_set=%s protect_configuration=%s sinch_base_url=%s sinch_service_plan_id=%s sinch_api_token=%s sinch_from=%s sinch_callback_url=%s sinch_callback_token=%s twilio_base_url=%s twilio_account_sid=%s twilio_api_key=%s twilio_from=%s twilio_messaging_service_sid=%s twilio_callback_url=%s",
 		strings.Join(cfg.Chain, ","), cfg.Timeout, cfg.Visibility, cfg.SimulatorURL, cfg.Simulator2URL, secretState(cfg.SimulatorToken, ""), cfg.OriginationIdentity,
 		cfg.ConfigurationSetName, cfg.ProtectConfigurationID, cfg.SinchBaseURL, cfg.SinchServicePlanID, secretState(cfg.SinchAPIToken, cfg.SinchAPITokenParam), cfg.SinchFrom,
 		cfg.SinchCallbackURL, secretState(cfg.SinchCallbackToken, cfg.SinchCallbackTokenParam),
-		cfg.TwilioBaseURL, cfg.TwilioAccountSID, secretState(cfg.TwilioAuthToken, cfg.TwilioAuthTokenParam), cfg.TwilioFrom, cfg.TwilioMessagingServiceSID, cfg.TwilioCallbackURL)
+		cfg.TwilioBaseURL, cfg.TwilioAccountSID, secretState(cfg.TwilioAPIKey, cfg.TwilioAPIKeyParam), cfg.TwilioFrom, cfg.TwilioMessagingServiceSID, cfg.TwilioCallbackURL)
 }
 
 // GoString keeps %#v from printing the secrets too.

@@ -51,16 +51,22 @@ func TestLoadSMS(t *testing.T) {
 		{name: "no provider", env: map[string]string{}, wantErr: []string{"SMS_PROVIDERS is not set"}},
 		{name: "unknown provider", env: map[string]string{"SMS_PROVIDER": "plivo"}, wantErr: []string{`"plivo" is not one of`}},
 		{name: "twilio without anything", env: map[string]string{"SMS_PROVIDER": "twilio"},
-			wantErr: []string{"TWILIO_ACCOUNT_SID is required", "TWILIO_AUTH_TOKEN or TWILIO_AUTH_TOKEN_PARAM", "exactly one of TWILIO_FROM and TWILIO_MESSAGING_SERVICE_SID", "TWILIO_CALLBACK_URL must be"}},
-		{name: "twilio with two senders and a callback query", env: map[string]string{"SMS_PROVIDER": "twilio", "TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN_PARAM": "/p",
+			wantErr: []string{"TWILIO_ACCOUNT_SID is required", "TWILIO_API_KEY or TWILIO_API_KEY_PARAM", "exactly one of TWILIO_FROM and TWILIO_MESSAGING_SERVICE_SID", "TWILIO_CALLBACK_URL must be"}},
+		{name: "twilio with two senders and a callback query", env: map[string]string{"SMS_PROVIDER": "twilio", "TWILIO_ACCOUNT_SID": "AC1", "TWILIO_API_KEY_PARAM": "/p",
 			"TWILIO_FROM": "+15005550006", "TWILIO_MESSAGING_SERVICE_SID": "MG1", "TWILIO_CALLBACK_URL": "https://h/cb?attempt=x"},
 			wantErr: []string{"exactly one of TWILIO_FROM", "TWILIO_CALLBACK_URL must be"}},
+		{name: "twilio with an auth token where the API key goes", env: map[string]string{"SMS_PROVIDER": "twilio", "TWILIO_ACCOUNT_SID": "AC1",
+			"TWILIO_API_KEY": "0123456789abcdef0123456789abcdef", "TWILIO_FROM": "+15005550006", "TWILIO_CALLBACK_URL": "https://h/cb"},
+			wantErr: []string{"TWILIO_API_KEY: the Twilio API key must be written <key SID>:<key secret>"}},
+		{name: "twilio with a short key secret", env: map[string]string{"SMS_PROVIDER": "twilio", "TWILIO_ACCOUNT_SID": "AC1",
+			"TWILIO_API_KEY": "SK1:short", "TWILIO_FROM": "+15005550006", "TWILIO_CALLBACK_URL": "https://h/cb"},
+			wantErr: []string{"TWILIO_API_KEY: the Twilio API key secret must be at least 16 bytes"}},
 		{
 			name: "twilio",
-			env: map[string]string{"SMS_PROVIDERS": "twilio,simulator", "SMS_SIMULATOR_URL": "http://a", "TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN_PARAM": "/p",
+			env: map[string]string{"SMS_PROVIDERS": "twilio,simulator", "SMS_SIMULATOR_URL": "http://a", "TWILIO_ACCOUNT_SID": "AC1", "TWILIO_API_KEY_PARAM": "/p",
 				"TWILIO_MESSAGING_SERVICE_SID": "MG1", "TWILIO_CALLBACK_URL": "https://h/v1/provider-events/twilio"},
 			want: config.SMS{Chain: []string{"twilio", "simulator"}, Kind: "twilio", Timeout: 5 * time.Second, Visibility: time.Minute, SimulatorURL: "http://a", SinchBaseURL: config.DefaultSinchBaseURL,
-				TwilioBaseURL: config.DefaultTwilioBaseURL, TwilioAccountSID: "AC1", TwilioAuthTokenParam: "/p", TwilioMessagingServiceSID: "MG1",
+				TwilioBaseURL: config.DefaultTwilioBaseURL, TwilioAccountSID: "AC1", TwilioAPIKeyParam: "/p", TwilioMessagingServiceSID: "MG1",
 				TwilioCallbackURL: "https://h/v1/provider-events/twilio"},
 		},
 		{name: "simulator without URL", env: map[string]string{"SMS_PROVIDER": "simulator"}, wantErr: []string{"SMS_SIMULATOR_URL is required"}},
@@ -107,7 +113,7 @@ func TestLoadSMS(t *testing.T) {
 
 func TestSMSNeverPrintsSecrets(t *testing.T) {
 	cfg := config.SMS{Kind: config.SMSSinch, SinchAPIToken: "sinch-secret-token-0123", SimulatorToken: "sim-secret-token-0123", SinchServicePlanID: "plan",
-		SinchCallbackToken: "callback-secret-token-0123"}
+		SinchCallbackToken: "callback-secret-token-0123", TwilioAPIKey: "SK0123:twilio-key-secret-token-0123"}
 	var buf strings.Builder
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("sms", "config", cfg)
 	for _, out := range []string{buf.String(), cfg.String(), fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg)} {

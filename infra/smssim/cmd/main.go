@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/resetnotify/resetnotify/infra/smssim"
+	"github.com/resetnotify/resetnotify/shared/config"
 )
 
 func main() {
@@ -57,7 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		token         = fs.String("token", "", "bearer token required on /messages (default: none)")
 		providerName  = fs.String("provider", "simulator", "provider stood in for: simulator, simulator2 (the second-provider mode: its own receipts and message IDs), or twilio (Twilio's Messages API and signed status callbacks)")
 		twilioAccount = fs.String("twilio-account-sid", "", "the account SID the twilio mode requires")
-		twilioToken   = fs.String("twilio-auth-token-file", "", "file holding the auth token the twilio mode requires and signs its callbacks with")
+		twilioToken   = fs.String("twilio-auth-token-file", "", "file holding the auth token the twilio mode signs its callbacks with")
+		twilioKey     = fs.String("twilio-api-key-file", "", "file holding the API key, <key SID>:<key secret>, the twilio mode requires (HTTP basic)")
 		listLag       = fs.Duration("list-lag", 0, "how long the twilio mode leaves an accepted message out of its message list")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -72,6 +74,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	authToken, err := twilioAuthToken(*providerName, *twilioAccount, *twilioToken)
+	if err != nil {
+		return err
+	}
+	keySID, keySecret, err := twilioAPIKey(*providerName, *twilioKey)
 	if err != nil {
 		return err
 	}
@@ -91,9 +97,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Logger:        logger,
 		Provider:      *providerName,
 
-		TwilioAccountSID: *twilioAccount,
-		TwilioAuthToken:  authToken,
-		ListLag:          *listLag,
+		TwilioAccountSID:   *twilioAccount,
+		TwilioAuthToken:    authToken,
+		TwilioAPIKeySID:    keySID,
+		TwilioAPIKeySecret: keySecret,
+		ListLag:            *listLag,
 	})
 	return serve(ctx, srv, *addr, *sendAddr, stdout, logger.With("seed", *seed, "mix", mix.String(), "rules", len(rules), "visibility", *visibility))
 }
@@ -113,6 +121,25 @@ func twilioAuthToken(provider, account, file string) (string, error) {
 		return "", errors.New("-provider twilio needs -twilio-account-sid and -twilio-auth-token-file")
 	}
 	return token, nil
+}
+
+// twilioAPIKey reads the Twilio mode's API key from file (never a flag's value), as
+// "<key SID>:<key secret>"; the twilio mode requires one.
+func twilioAPIKey(provider, file string) (sid, secret string, err error) {
+	if provider != smssim.ProviderTwilio && file == "" {
+		return "", "", nil
+	}
+	if file == "" {
+		return "", "", errors.New("-provider twilio needs -twilio-api-key-file")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("twilio API key: %w", err)
+	}
+	if sid, secret, err = config.ParseTwilioAPIKey(string(b)); err != nil {
+		return "", "", fmt.Errorf("-twilio-api-key-file: %w", err)
+	}
+	return sid, secret, nil
 }
 
 // serve starts srv on addr, and its send port on sendAddr when set, prints their URLs, serves

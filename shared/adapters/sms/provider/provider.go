@@ -74,16 +74,16 @@ const MinSinchAPITokenLen = 16
 // ResolveSecrets returns cfg with the secrets that configuration names but does not hold
 // read from SSM Parameter Store: the Sinch API token from SINCH_API_TOKEN_PARAM, and, when
 // delivery reports are asked for (SINCH_CALLBACK_URL), the callback token from
-// SINCH_CALLBACK_TOKEN_PARAM; and the Twilio auth token from TWILIO_AUTH_TOKEN_PARAM. Only the
+// SINCH_CALLBACK_TOKEN_PARAM; and the Twilio API key from TWILIO_API_KEY_PARAM. Only the
 // functions that call the provider (dispatch, reconcile)
 // call it, once at cold start.
 func ResolveSecrets(ctx context.Context, cfg Config, params secretparam.API) (Config, error) {
 	if cfg.Kind == Twilio || slices.Contains(cfg.Chain, Twilio) {
-		v, err := secretparam.Resolve(ctx, params, []byte(cfg.TwilioAuthToken), cfg.TwilioAuthTokenParam, config.MinTwilioAuthTokenLen)
+		v, err := secretparam.Resolve(ctx, params, []byte(cfg.TwilioAPIKey), cfg.TwilioAPIKeyParam, config.MinTwilioAPIKeySecretLen)
 		if err != nil && !errors.Is(err, secretparam.ErrUnset) {
 			return Config{}, fmt.Errorf("provider.resolve secrets: %w", err)
 		}
-		cfg.TwilioAuthToken = string(v)
+		cfg.TwilioAPIKey = string(v)
 	}
 	if cfg.Kind != Sinch && !slices.Contains(cfg.Chain, Sinch) {
 		return cfg, nil
@@ -189,13 +189,17 @@ func New(cfg Config, deps Deps) (Provider, error) {
 	return p, nil
 }
 
-// newTwilio builds the Twilio client of cfg, whose auth token ResolveSecrets has read.
+// newTwilio builds the Twilio client of cfg, whose API key ResolveSecrets has read.
 func newTwilio(cfg Config, deps Deps) (*twilio.Client, error) {
-	if cfg.TwilioAuthToken == "" {
-		return nil, errors.New("provider.new: the Twilio auth token is not resolved (TWILIO_AUTH_TOKEN_PARAM: call ResolveSecrets)")
+	if cfg.TwilioAPIKey == "" {
+		return nil, errors.New("provider.new: the Twilio API key is not resolved (TWILIO_API_KEY_PARAM: call ResolveSecrets)")
+	}
+	keySID, keySecret, err := config.ParseTwilioAPIKey(cfg.TwilioAPIKey)
+	if err != nil {
+		return nil, fmt.Errorf("provider.new: %w", err)
 	}
 	c, err := twilio.New(twilio.Config{
-		BaseURL: cfg.TwilioBaseURL, AccountSID: cfg.TwilioAccountSID, AuthToken: cfg.TwilioAuthToken,
+		BaseURL: cfg.TwilioBaseURL, AccountSID: cfg.TwilioAccountSID, APIKeySID: keySID, APIKeySecret: keySecret,
 		From: cfg.TwilioFrom, MessagingServiceSID: cfg.TwilioMessagingServiceSID, CallbackURL: cfg.TwilioCallbackURL,
 		Timeout: cfg.Timeout, Visibility: cfg.Visibility, HTTPClient: deps.HTTPClient, Clock: deps.Clock,
 	})

@@ -204,14 +204,14 @@ func TestConfigNamesTheAdapters(t *testing.T) {
 	}
 }
 
-// TestTwilioTokenFromSSM: dispatch and reconcile read the Twilio auth token from SSM at cold
-// start, and only then build the client; the token never shows in the configuration's
+// TestTwilioKeyFromSSM: dispatch and reconcile read the Twilio API key from SSM at cold
+// start, and only then build the client; the key never shows in the configuration's
 // description or in an error.
-func TestTwilioTokenFromSSM(t *testing.T) {
-	const token = "0123456789abcdef0123456789abcdef"
+func TestTwilioKeyFromSSM(t *testing.T) {
+	const token = "SK0123456789abcdef0123456789abcdef:0123456789abcdef0123456789abcdef"
 	cfg, err := config.LoadSMS(env(map[string]string{
 		"SMS_PROVIDERS": "simulator,twilio", "SMS_SIMULATOR_URL": "http://127.0.0.1:1", "TWILIO_ACCOUNT_SID": "AC1",
-		"TWILIO_AUTH_TOKEN_PARAM": "/resetnotify/twilio-auth-token", "TWILIO_FROM": "+15005550006",
+		"TWILIO_API_KEY_PARAM": "/resetnotify/twilio-api-key", "TWILIO_FROM": "+15005550006",
 		"TWILIO_CALLBACK_URL": "https://api.example/v1/provider-events/twilio",
 	}))
 	if err != nil {
@@ -220,12 +220,12 @@ func TestTwilioTokenFromSSM(t *testing.T) {
 	if _, err := provider.NewChain(cfg, provider.Deps{}); err == nil {
 		t.Error("NewChain built a Twilio client without resolving the token")
 	}
-	f := &secretparamtest.SSM{ByName: map[string]string{"/resetnotify/twilio-auth-token": token}}
+	f := &secretparamtest.SSM{ByName: map[string]string{"/resetnotify/twilio-api-key": token}}
 	got, err := provider.ResolveSecrets(context.Background(), cfg, f)
-	if err != nil || got.TwilioAuthToken != token || len(f.Inputs) != 1 {
+	if err != nil || got.TwilioAPIKey != token || len(f.Inputs) != 1 {
 		t.Fatalf("ResolveSecrets: %v; %d calls", err, len(f.Inputs))
 	}
-	if strings.Contains(got.String(), token) || strings.Contains(fmt.Sprintf("%#v", got), token) {
+	if strings.Contains(got.String(), "0123456789abcdef0123456789abcdef") || strings.Contains(fmt.Sprintf("%#v", got), "0123456789abcdef0123456789abcdef") {
 		t.Errorf("the configuration describes its token: %s", got)
 	}
 	chain, err := provider.NewChain(got, provider.Deps{})
@@ -237,5 +237,14 @@ func TestTwilioTokenFromSSM(t *testing.T) {
 	}
 	if _, err := provider.ResolveSecrets(context.Background(), cfg, &secretparamtest.SSM{Value: "short"}); err == nil || strings.Contains(err.Error(), "short") {
 		t.Errorf("a short token: %v", err)
+	}
+	// The auth token put in the key's parameter is no key: the client is not built.
+	const authToken = "fedcba9876543210fedcba9876543210"
+	wrong, err := provider.ResolveSecrets(context.Background(), cfg, &secretparamtest.SSM{Value: authToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.NewChain(wrong, provider.Deps{}); err == nil || strings.Contains(err.Error(), authToken) {
+		t.Errorf("an auth token as the API key: %v", err)
 	}
 }

@@ -4,7 +4,8 @@
 // "not sent" from "unknown".
 //
 // Send posts To, From or MessagingServiceSid, Body, ValidityPeriod and StatusCallback to
-// Messages.json under basic authentication and records the answer's "sid" as the message ID.
+// Messages.json under basic authentication with an API key (its SID and secret; never the
+// account's auth token, which only verifies callbacks) and records the answer's "sid" as the message ID.
 // Twilio takes no client reference, so the attempt reference rides in the StatusCallback URL
 // ({CallbackURL}?attempt=<attempt_ref>), which every signed status callback is posted to.
 // ValidityPeriod is the time left before the deadline, rounded down, at most 36,000 s.
@@ -57,7 +58,7 @@ const maxResponse = 256 << 10
 const (
 	// CodeThrottled is "Too Many Requests" (HTTP 429).
 	CodeThrottled = "20429"
-	// CodeAuthenticationFailed is a wrong account SID or auth token (HTTP 401).
+	// CodeAuthenticationFailed is a wrong account SID or API key (HTTP 401).
 	CodeAuthenticationFailed = "20003"
 	// CodeGeoPermission is a destination region not enabled in the account's Messaging Geo
 	// Permissions.
@@ -74,9 +75,11 @@ var restricted = map[string]bool{CodeGeoPermission: true, CodeCannotRoute: true}
 type Config struct {
 	// BaseURL is the API root (default config.DefaultTwilioBaseURL).
 	BaseURL string
-	// AccountSID and AuthToken authenticate (HTTP basic).
-	AccountSID string
-	AuthToken  string
+	// AccountSID names the account whose Messages resource is used; APIKeySID and
+	// APIKeySecret, a standard API key of that account, authenticate (HTTP basic).
+	AccountSID   string
+	APIKeySID    string
+	APIKeySecret string
 	// From (a number or alphanumeric sender ID) or MessagingServiceSID, exactly one, sends.
 	From                string
 	MessagingServiceSID string
@@ -105,7 +108,7 @@ var (
 	_ sms.Lookup = (*Client)(nil)
 )
 
-// New returns a Client for cfg. Its errors never quote the auth token.
+// New returns a Client for cfg. Its errors never quote the key secret.
 func New(cfg Config) (*Client, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = config.DefaultTwilioBaseURL
@@ -115,7 +118,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("twilio.new: base URL %q is not an http(s) URL", cfg.BaseURL)
 	}
 	var missing []string
-	for _, f := range []struct{ name, v string }{{"account SID", cfg.AccountSID}, {"auth token", cfg.AuthToken}, {"callback URL", cfg.CallbackURL}} {
+	for _, f := range []struct{ name, v string }{{"account SID", cfg.AccountSID}, {"API key SID", cfg.APIKeySID}, {"API key secret", cfg.APIKeySecret}, {"callback URL", cfg.CallbackURL}} {
 		if f.v == "" {
 			missing = append(missing, f.name)
 		}
@@ -196,7 +199,7 @@ func (c *Client) newRequest(ctx context.Context, method, u string, form url.Valu
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(c.cfg.AccountSID, c.cfg.AuthToken)
+	req.SetBasicAuth(c.cfg.APIKeySID, c.cfg.APIKeySecret)
 	return req, nil
 }
 

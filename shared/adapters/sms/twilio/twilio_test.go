@@ -26,7 +26,8 @@ const (
 	body     = smstest.Body
 	ref      = "01JC0000000000000000000000-a3"
 	account  = "AC0123456789abcdef0123456789abcdef"
-	token    = "0123456789abcdef0123456789abcdef"
+	keySID   = "SK0123456789abcdef0123456789abcdef"
+	secret   = "fedcba9876543210fedcba9876543210"
 	callback = "https://hooks.example/v1/provider-events/twilio"
 	sid      = "SM0123456789abcdef0123456789abcdef"
 )
@@ -36,7 +37,7 @@ var t0 = time.Date(2026, 11, 1, 12, 0, 0, 250_000_000, time.UTC)
 func newClient(t *testing.T, base string, timeout time.Duration, mutate ...func(*twilio.Config)) *twilio.Client {
 	t.Helper()
 	cfg := twilio.Config{
-		BaseURL: base, AccountSID: account, AuthToken: token, MessagingServiceSID: "MG0123",
+		BaseURL: base, AccountSID: account, APIKeySID: keySID, APIKeySecret: secret, MessagingServiceSID: "MG0123",
 		CallbackURL: callback, Timeout: timeout, Visibility: 30 * time.Second, Clock: notifytest.NewClock(t0),
 	}
 	for _, m := range mutate {
@@ -49,8 +50,10 @@ func newClient(t *testing.T, base string, timeout time.Duration, mutate ...func(
 	return c
 }
 
+// basic is the only Authorization the fakes accept: the API key's SID and secret, never the
+// account SID with the auth token.
 func basic() string {
-	return "Basic " + base64.StdEncoding.EncodeToString([]byte(account+":"+token))
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(keySID+":"+secret))
 }
 
 // TestSendClassifies runs Twilio's documented answers through the adapter: each maps to its
@@ -172,13 +175,14 @@ func TestLookupWithoutSIDAsksNothing(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	ok := twilio.Config{AccountSID: account, AuthToken: token, From: "+15005550006", CallbackURL: callback}
+	ok := twilio.Config{AccountSID: account, APIKeySID: keySID, APIKeySecret: secret, From: "+15005550006", CallbackURL: callback}
 	if _, err := twilio.New(ok); err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	for name, mutate := range map[string]func(*twilio.Config){
 		"no account":          func(c *twilio.Config) { c.AccountSID = "" },
-		"no token":            func(c *twilio.Config) { c.AuthToken = "" },
+		"no key SID":          func(c *twilio.Config) { c.APIKeySID = "" },
+		"no key secret":       func(c *twilio.Config) { c.APIKeySecret = "" },
 		"no sender":           func(c *twilio.Config) { c.From = "" },
 		"two senders":         func(c *twilio.Config) { c.MessagingServiceSID = "MG1" },
 		"no callback":         func(c *twilio.Config) { c.CallbackURL = "" },
@@ -190,8 +194,8 @@ func TestNewValidates(t *testing.T) {
 		mutate(&cfg)
 		if _, err := twilio.New(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
-		} else if strings.Contains(err.Error(), token) {
-			t.Errorf("%s: error quotes the token", name)
+		} else if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error quotes the key secret", name)
 		}
 	}
 }

@@ -441,7 +441,7 @@ func sealingKey(ctx context.Context, client *kms.Client) error {
 
 // twilioEnv sets the Twilio simulator's account, auth token and API key in env, random and as
 // Twilio's look (token and key secret 32 hexadecimal characters; dispatch and reconcile get
-// the key only, TWILIO_API_KEY), and writes the token to a file of keyDir only
+// the key only, TWILIO_API_KEY, unless already set), and writes the token to a file of keyDir only
 // this user reads, never printed: a test signs (or forges) status callbacks with it. Unless
 // set, the chain's visibility window stays the simulators' (0): Twilio's default (60 s) would
 // only slow the local runs down, since no Twilio answer ever counts as "not found".
@@ -458,6 +458,9 @@ func twilioEnv(env map[string]string, keyDir string) error {
 	env[config.EnvTwilioAccountSID] = "AC" + hex.EncodeToString(account)
 	env[config.EnvTwilioAuthToken] = hex.EncodeToString(token)
 	env[config.EnvTwilioAPIKey] = "SK" + hex.EncodeToString(keySID) + ":" + hex.EncodeToString(keySecret)
+	if key := os.Getenv(config.EnvTwilioAPIKey); key != "" {
+		env[config.EnvTwilioAPIKey] = key
+	}
 	env[config.EnvTwilioFrom] = "+15005550006"
 	file := filepath.Join(keyDir, twilioTokenFile)
 	if err := os.WriteFile(file, []byte(env[config.EnvTwilioAuthToken]), 0o600); err != nil {

@@ -2,6 +2,7 @@ package policycheck_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/resetnotify/resetnotify/infra/policycheck"
@@ -18,8 +19,9 @@ func leadingKeysOnly(cond map[string]any, want ...string) bool {
 }
 
 // TestOnlyPrefixctlAndDispatchWritePrefixDecisions: a prefix decision sets or lifts a block,
-// so the conversion table's policy denies writes to the decisions partition and the histories
-// to every principal but PrefixOperatorRole (prefixctl's) and the dispatch role, and denies
+// so the conversion table's policy denies writes to the decisions partition and the automatic
+// blocks' history to every principal but PrefixOperatorRole (prefixctl's) and the dispatch
+// role, and denies
 // dispatch an allow; and no role's own policy lets it write outside its partitions: intake and
 // dispatch count in "p#" only (there is no country counter), and only dispatch and prefixctl's
 // role put decisions.
@@ -31,7 +33,7 @@ func TestOnlyPrefixctlAndDispatchWritePrefixDecisions(t *testing.T) {
 				others := map[string]any{"ArnNotEquals": s.Condition["ArnNotEquals"]}
 				keys := leadingKeys(s.Condition, "ForAnyValue:StringLike")
 				return s.Effect == "Deny" && s.Principal == "*" && s.Allows(a) && len(s.Condition) == 2 &&
-					slices.Equal(keys, []any{"decisions", "d#*"}) && onlyPrincipals(others, "DispatchRole", "PrefixOperatorRole")
+					slices.Equal(keys, []any{"decisions", "a#*"}) && onlyPrincipals(others, "DispatchRole", "PrefixOperatorRole")
 			}) {
 				t.Errorf("the conversion table's policy does not deny %s on the decisions to all but dispatch and prefixctl's role", a)
 			}
@@ -51,7 +53,6 @@ func TestOnlyPrefixctlAndDispatchWritePrefixDecisions(t *testing.T) {
 				t.Errorf("the conversion table's policy does not deny %s (no leading key to check) to every principal", a)
 			}
 		}
-		decides := map[string]bool{"DispatchRole": true, "PrefixOperatorRole": true}
 		for role, stmts := range policycheck.RolePolicies(tpl) {
 			for _, s := range stmts {
 				if s.Effect != "Allow" || !slices.ContainsFunc(s.Resources, func(r any) bool { return policycheck.Ref(r) == "ConversionTable" }) {
@@ -60,10 +61,45 @@ func TestOnlyPrefixctlAndDispatchWritePrefixDecisions(t *testing.T) {
 				for _, a := range tableWrites {
 					switch {
 					case !s.Allows(a), leadingKeysOnly(s.Condition, "p#*"):
-					case decides[role] && a == "dynamodb:PutItem" && leadingKeysOnly(s.Condition, "decisions", "d#*"):
+					case role == "DispatchRole" && a == "dynamodb:PutItem" && leadingKeysOnly(s.Condition, "decisions", "a#*"):
+					case role == "PrefixOperatorRole" && a == "dynamodb:PutItem" && leadingKeysOnly(s.Condition, "decisions", "d#*"):
 					default:
 						t.Errorf("%s may %s on the conversion table beyond its partitions (%s)", role, a, s.Sid)
 					}
+				}
+			}
+		}
+	})
+}
+
+// TestDispatchCannotRewriteOperatorHistory: the operators' history ("d#" partitions: who
+// blocked or allowed a prefix, when and why) is written by PrefixOperatorRole alone: the
+// conversion table's policy denies every other principal, dispatch included, and dispatch's
+// own policy reaches only the decisions and the automatic blocks' history ("a#").
+func TestDispatchCannotRewriteOperatorHistory(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
+		table := resourcePolicy(tpl, "ConversionTable", "ResourcePolicy", "PolicyDocument")
+		for _, a := range tableWrites {
+			if !slices.ContainsFunc(table, func(s policycheck.Statement) bool {
+				others := map[string]any{"ArnNotEquals": s.Condition["ArnNotEquals"]}
+				keys := leadingKeys(s.Condition, "ForAnyValue:StringLike")
+				return s.Effect == "Deny" && s.Principal == "*" && s.Allows(a) && len(s.Condition) == 2 &&
+					slices.Equal(keys, []any{"d#*"}) && onlyPrincipals(others, "PrefixOperatorRole")
+			}) {
+				t.Errorf("the conversion table's policy does not deny %s on the operators' history to all but prefixctl's role", a)
+			}
+		}
+		for _, s := range policycheck.RolePolicies(tpl)["DispatchRole"] {
+			if s.Effect != "Allow" || !slices.ContainsFunc(s.Resources, func(r any) bool { return policycheck.Ref(r) == "ConversionTable" }) {
+				continue
+			}
+			keys := leadingKeys(s.Condition, "ForAllValues:StringLike")
+			if len(keys) == 0 && slices.ContainsFunc(tableWrites, s.Allows) {
+				t.Errorf("dispatch may write any partition (%s)", s.Sid)
+			}
+			for _, k := range keys {
+				if p, _ := k.(string); p == "d#fp" || strings.HasSuffix(p, "*") && strings.HasPrefix("d#fp", strings.TrimSuffix(p, "*")) {
+					t.Errorf("dispatch may write the operators' history: %s (%s)", p, s.Sid)
 				}
 			}
 		}

@@ -7,7 +7,9 @@ package tables
 //     country: the per-country figures are metrics, ConversionSends and Conversions by Country);
 //   - (ConversionDecisionsPK, "<prefix fingerprint>"): the decision on a prefix (blocked or, by
 //     an operator, allowed until ConversionUntil), one partition read whole by intake;
-//   - ("d#<prefix fingerprint>", "<at>#<by>"): every decision ever written, kept as history.
+//   - ("d#<prefix fingerprint>", "<at>#<by>#<random>"): every operator's decision, kept as
+//     history; ("a#<prefix fingerprint>", the same): every automatic block's, apart so that
+//     IAM keeps dispatch out of the operators' ("d#" items of automatic blocks are read too).
 //
 // No item holds a number or a prefix's digits; every item has a TTL. Items keyed "c#<country>"
 // were written before: nothing reads them, and their TTL removes them.

@@ -4,7 +4,8 @@
 // adds one to the same item of its send's hour. No item counts a country: nothing reads one,
 // and the per-country figures are the ConversionSends and Conversions metrics by Country
 // (docs/abuse-guards.md). Decisions on prefixes live in one partition, read whole by intake's
-// cache, and each is also kept as a history item. Items hold keyed prefix fingerprints only,
+// cache, and each is also kept as a history item: an operator's under "d#", an automatic
+// block's under "a#", so that IAM keeps dispatch from rewriting who decided what. Items hold keyed prefix fingerprints only,
 // never a number.
 package convstore
 
@@ -59,6 +60,7 @@ func Guard(client API, table string, policy notify.ConversionPolicy, clock notif
 // Prefix and hour keys.
 func prefixPK(fp string) string      { return "p#" + fp }
 func historyPK(fp string) string     { return "d#" + fp }
+func autoHistoryPK(fp string) string { return "a#" + fp }
 func hourSK(t time.Time) string      { return "h#" + t.UTC().Format("2006010215") }
 func ttlAfter(t time.Time) int64     { return t.Add(time.Second - 1).Unix() }
 func hourEnd(t time.Time) time.Time  { return t.UTC().Truncate(time.Hour).Add(time.Hour) }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,8 +80,13 @@ func (s *Store) Decide(ctx context.Context, b notify.PrefixBlock) (bool, error) 
 		return false, fmt.Errorf("convstore.decide %s: %w", b.PrefixFP, err)
 	}
 	hist := toDecision(b)
-	// A random tail keeps two decisions of one instant apart.
-	hist.PK, hist.SK, hist.TTL = historyPK(b.PrefixFP), tables.FormatTime(b.At)+"#"+b.By+"#"+rand.Text()[:8], ttlAfter(b.At.Add(historyTTL))
+	// A random tail keeps two decisions of one instant apart. An automatic block's history
+	// has a partition of its own, the only one besides the decisions that dispatch may write.
+	pk := historyPK(b.PrefixFP)
+	if b.By == notify.BlockedByConversion {
+		pk = autoHistoryPK(b.PrefixFP)
+	}
+	hist.PK, hist.SK, hist.TTL = pk, tables.FormatTime(b.At)+"#"+b.By+"#"+rand.Text()[:8], ttlAfter(b.At.Add(historyTTL))
 	if in, err = s.put(hist); err == nil {
 		_, err = s.client.PutItem(ctx, in)
 	}
@@ -103,9 +109,20 @@ func (s *Store) Decisions(ctx context.Context) ([]notify.PrefixBlock, error) {
 	return s.query(ctx, tables.ConversionDecisionsPK)
 }
 
-// History returns every decision ever written on prefixFP, oldest first.
+// History returns every decision ever written on prefixFP, oldest first: the operators' and
+// the automatic blocks' histories, merged.
 func (s *Store) History(ctx context.Context, prefixFP string) ([]notify.PrefixBlock, error) {
-	return s.query(ctx, historyPK(prefixFP))
+	ops, err := s.query(ctx, historyPK(prefixFP))
+	if err != nil {
+		return nil, err
+	}
+	auto, err := s.query(ctx, autoHistoryPK(prefixFP))
+	if err != nil {
+		return nil, err
+	}
+	all := append(ops, auto...)
+	slices.SortStableFunc(all, func(a, b notify.PrefixBlock) int { return a.At.Compare(b.At) })
+	return all, nil
 }
 
 func (s *Store) query(ctx context.Context, pk string) ([]notify.PrefixBlock, error) {

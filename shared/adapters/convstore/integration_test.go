@@ -176,7 +176,39 @@ func TestOperatorDecisionsAndHistory(t *testing.T) {
 	if err != nil || len(hist) != 2 || !hist[0].Allow || hist[1].Allow || hist[1].Note != "pumping after all" {
 		t.Fatalf("history %+v %v", hist, err)
 	}
+	f.histories(t)
 	f.scanHoldsNoNumber(t)
+}
+
+// histories: an automatic block's history item is kept under "a#", the partition dispatch
+// may write, an operator's under "d#", which only prefixctl's role may; History merges both
+// in time order.
+func (f *fixture) histories(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	fp := f.in.Hasher.DestinationFP("prefix:+164655")
+	if ok, err := f.store.Decide(ctx, notify.PrefixBlock{PrefixFP: fp, Until: f.clock.Now().Add(time.Hour), By: notify.BlockedByConversion, At: f.clock.Now()}); !ok || err != nil {
+		t.Fatalf("automatic block: written %v, %v", ok, err)
+	}
+	f.clock.Advance(time.Minute)
+	if _, err := f.conv.Override(ctx, fp, true, time.Hour, "arn:aws:iam::123456789012:user/ops", "lifted"); err != nil {
+		t.Fatal(err)
+	}
+	count := func(pk string) int {
+		out, err := f.ddb.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(f.names.Conversions), KeyConditionExpression: aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: pk}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(out.Items)
+	}
+	if a, d := count("a#"+fp), count("d#"+fp); a != 1 || d != 1 {
+		t.Errorf("history items: %d under a#, %d under d#; want the automatic block's under a#, the operator's under d#", a, d)
+	}
+	hist, err := f.store.History(ctx, fp)
+	if err != nil || len(hist) != 2 || hist[0].By != notify.BlockedByConversion || !hist[1].Allow {
+		t.Fatalf("history %+v %v; want the automatic block, then the allow", hist, err)
+	}
 }
 
 // scanHoldsNoNumber checks that no item of the conversion table holds a number or a prefix's

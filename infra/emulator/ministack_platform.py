@@ -27,6 +27,15 @@ which) and then runs MiniStack's own entry point.
    alarm with no MetricName) and a composite alarm goes through MiniStack's PutCompositeAlarm,
    so the stack deploys as on AWS and infra/alarmeval evaluates both.
 
+8. Bucket policies CloudFormation writes. MiniStack's provisioner writes an AWS::S3::BucketPolicy
+   unchecked, and checks nothing without AUTH=true. Here a stack operation acts as its caller
+   (the principal that called CreateStack, UpdateStack, ExecuteChangeSet or DeleteStack, or the
+   RoleARN it passed), as CloudFormation does: replacing or deleting a bucket's policy is
+   refused, and the resource fails, when the bucket's current policy denies that principal
+   s3:PutBucketPolicy (s3:DeleteBucketPolicy), with aws:CalledVia cloudformation.amazonaws.com
+   and TLS. The bucket owner's root user is never refused, as on AWS. Identity policies are not
+   evaluated.
+
 And three costs that grow with the history, which would otherwise starve a stack under a burst:
 
 5. Log streams. MiniStack opens a log stream per invocation, and FilterLogEvents (the EMF
@@ -42,14 +51,19 @@ And three costs that grow with the history, which would otherwise starve a stack
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
 
-`python ministack_platform.py --selftest` checks 5 to 7 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 5 to 8 without starting MiniStack.
 """
 
+import contextvars
+import json
+import re
 import sys
 import threading
 import time
+from urllib.parse import parse_qs
 
-from ministack.services import cloudwatch, lambda_svc, sqs
+from ministack.core import iam_evaluator
+from ministack.services import cloudformation, cloudwatch, lambda_svc, sqs
 from ministack.services.cloudformation import provisioners
 
 # Each internal this file wraps or reads; checked before anything starts.
@@ -61,7 +75,10 @@ _NEEDED = {
                  "_metrics", "_evict_old_metrics", "_evaluate_alarm", "_calc_stats",
                  "_evaluate_all_alarms", "_store_datum", "_alarms",
                  "_stat_value", "_record_history", "_dispatch_alarm_actions", "_evaluate_parent_alarms"],
-    provisioners: ["_cw_metric_alarm_record", "_RESOURCE_HANDLERS", "_physical_name"],
+    provisioners: ["_cw_metric_alarm_record", "_RESOURCE_HANDLERS", "_physical_name", "_s3"],
+    provisioners._s3: ["_bucket_policies", "_bucket_owner_account", "_buckets"],
+    cloudformation: ["handle_request"],
+    iam_evaluator: ["request_caller_arn", "evaluate_resource_policy", "EvalContext"],
 }
 
 _depth = threading.local()
@@ -434,10 +451,93 @@ def _evaluate_every_minute(orig_all):
                     lambda_svc._request_account_id.reset(token)
 
 
+# The principal the stack operation of this request (and of the deploy task it schedules, which
+# copies this context) acts as.
+_stack_caller: contextvars.ContextVar = contextvars.ContextVar("resetnotify_stack_caller", default="")
+_ASSUMED = re.compile(r"arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/.+")
+
+
+def _role_arn_param(headers, body):
+    """The RoleARN a CloudFormation request passes (query or JSON protocol), or ""."""
+    if not body:
+        return ""
+    text = body.decode("utf-8", errors="replace")
+    if "json" in headers.get("content-type", ""):
+        try:
+            return str(json.loads(text).get("RoleARN") or "")
+        except (ValueError, AttributeError):
+            return ""
+    return (parse_qs(text).get("RoleARN") or [""])[0]
+
+
+def _wrap_cfn_request(orig):
+    async def handle(method, path, headers, body, query_params):
+        caller = _role_arn_param(headers, body) or iam_evaluator.request_caller_arn(headers, query_params)
+        token = _stack_caller.set(caller)
+        try:
+            return await orig(method, path, headers, body, query_params)
+        finally:
+            _stack_caller.reset(token)
+    return handle
+
+
+def _bucket_policy_refusal(bucket, action):
+    """Why the stack's caller may not make action on bucket's policy, or "" if it may."""
+    caller = _stack_caller.get()
+    m = _ASSUMED.fullmatch(caller)
+    principal = f"arn:{m[1]}:iam::{m[2]}:role/{m[3]}" if m else caller
+    acct = re.fullmatch(r"arn:aws[a-z-]*:(?:iam|sts)::(\d{12}):.*", principal)
+    owner = provisioners._s3._bucket_owner_account(bucket)
+    if not caller or principal == f"arn:aws:iam::{owner}:root":
+        return ""  # the owner's root user (MiniStack's caller without credentials of its own)
+    current = provisioners._s3._bucket_policies.get(bucket)
+    if not current:
+        return ""
+    ctx = iam_evaluator.EvalContext(
+        principal_arn=principal, principal_type="AssumedRole" if m else "User",
+        principal_account=acct[1] if acct else "", action=action, resource_arn=f"arn:aws:s3:::{bucket}",
+        region="", source_ip="", secure_transport=True,
+        service_context={"aws:calledvia": ["cloudformation.amazonaws.com"],
+                         "aws:calledviafirst": "cloudformation.amazonaws.com",
+                         "aws:calledvialast": "cloudformation.amazonaws.com"})
+    result = iam_evaluator.evaluate_resource_policy(current, ctx)
+    if result.decision != "Deny":
+        return ""
+    return (f"User: {caller} is not authorized to perform: {action} on resource: \"arn:aws:s3:::{bucket}\" "
+            f"with an explicit deny in a resource-based policy (Service: S3, Status Code: 403, Error Code: AccessDenied)")
+
+
+def _guard_bucket_policy(handlers):
+    """Wraps AWS::S3::BucketPolicy's create, update and delete with the bucket policy's check."""
+    create, update, delete = handlers["create"], handlers["update"], handlers["delete"]
+
+    def check(bucket, action):
+        if bucket and (why := _bucket_policy_refusal(bucket, action)):
+            raise PermissionError(why)
+
+    def on_create(logical_id, props, stack_name, *rest):
+        check(props.get("Bucket", ""), "s3:PutBucketPolicy")
+        return create(logical_id, props, stack_name, *rest)
+
+    def on_update(physical_id, old_props, new_props, stack_name, *rest):
+        check(new_props.get("Bucket", ""), "s3:PutBucketPolicy")
+        if old_props.get("Bucket") != new_props.get("Bucket"):
+            check(old_props.get("Bucket", ""), "s3:DeleteBucketPolicy")
+        return update(physical_id, old_props, new_props, stack_name, *rest)
+
+    def on_delete(physical_id, props, *rest):
+        check(props.get("Bucket", ""), "s3:DeleteBucketPolicy")
+        return delete(physical_id, props, *rest)
+    return {**handlers, "create": on_create, "update": on_update, "delete": on_delete}
+
+
 def install():
     global _ENV_SEED
     _check()
     provisioners._cw_metric_alarm_record = _wrap_alarm_record(provisioners._cw_metric_alarm_record)
+    cloudformation.handle_request = _wrap_cfn_request(cloudformation.handle_request)
+    provisioners._RESOURCE_HANDLERS["AWS::S3::BucketPolicy"] = _guard_bucket_policy(
+        provisioners._RESOURCE_HANDLERS["AWS::S3::BucketPolicy"])
     provisioners._RESOURCE_HANDLERS.setdefault("AWS::CloudWatch::CompositeAlarm", {
         "create": _composite_create, "update": _composite_update, "delete": _composite_delete})
     import secrets
@@ -504,9 +604,40 @@ def _selftest():
     cloudwatch._evaluate_alarm = evaluate
     if evaluated != ["selftest-alarm"] or cloudwatch._alarms["selftest-alarm"]["StateValue"] != "ALARM":
         failed.append(f"two PutMetricData of one metric evaluated {evaluated}, want its alarm once (then ALARM)")
+    failed += _selftest_bucket_policy()
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")
+
+
+def _selftest_bucket_policy():
+    """Check 8: a stack operation of another principal than the one the bucket's policy exempts
+    is refused a policy change; the exempt role's and the root user's are not."""
+    from ministack.services import s3
+    failed, bucket = [], "selftest-archive"
+    s3._buckets[bucket] = {"name": bucket, "created": "2026-01-01T00:00:00.000Z", "objects": {}}
+    s3._bucket_policies[bucket] = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Sid": "TheProtectionsStay", "Effect": "Deny", "Principal": "*",
+        "Action": ["s3:PutBucketPolicy", "s3:DeleteBucketPolicy"], "Resource": f"arn:aws:s3:::{bucket}",
+        "Condition": {"ArnNotEquals": {"aws:PrincipalArn": "arn:aws:iam::000000000000:role/deployer"}}}]})
+    handlers = provisioners._RESOURCE_HANDLERS["AWS::S3::BucketPolicy"]
+    doc = {"Version": "2012-10-17", "Statement": []}
+    for caller, want in [("arn:aws:sts::000000000000:assumed-role/intruder/s", False), ("arn:aws:iam::000000000000:user/intruder", False),
+                         ("arn:aws:sts::000000000000:assumed-role/deployer/s", True), ("arn:aws:iam::000000000000:root", True)]:
+        token = _stack_caller.set(caller)
+        before = s3._bucket_policies.get(bucket)
+        for op, call in [("create", lambda: handlers["create"]("P", {"Bucket": bucket, "PolicyDocument": doc}, "other")),
+                         ("delete", lambda: handlers["delete"](f"{bucket}-policy", {"Bucket": bucket}))]:
+            try:
+                call()
+                done = True
+            except PermissionError:
+                done = False
+            if done != want:
+                failed.append(f"a stack of {caller}: policy {op} {'done' if done else 'refused'}, want {'done' if want else 'refused'}")
+            s3._bucket_policies[bucket] = before
+        _stack_caller.reset(token)
+    return failed
 
 
 if __name__ == "__main__":

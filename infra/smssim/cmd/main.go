@@ -73,16 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	authToken, err := twilioAuthToken(*providerName, *twilioAccount, *twilioToken)
-	if err != nil {
-		return err
-	}
-	keySID, keySecret, err := twilioAPIKey(*providerName, *twilioKey)
-	if err != nil {
-		return err
-	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	srv := smssim.New(smssim.Config{
+	cfg := smssim.Config{
 		Seed:          *seed,
 		Mix:           mix,
 		Rules:         rules,
@@ -96,14 +88,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Token:         *token,
 		Logger:        logger,
 		Provider:      *providerName,
+		ListLag:       *listLag,
+	}
+	if err := twilioMode(&cfg, *twilioAccount, *twilioToken, *twilioKey); err != nil {
+		return err
+	}
+	return serve(ctx, smssim.New(cfg), *addr, *sendAddr, stdout, logger.With("seed", *seed, "mix", mix.String(), "rules", len(rules), "visibility", *visibility))
+}
 
-		TwilioAccountSID:   *twilioAccount,
-		TwilioAuthToken:    authToken,
-		TwilioAPIKeySID:    keySID,
-		TwilioAPIKeySecret: keySecret,
-		ListLag:            *listLag,
-	})
-	return serve(ctx, srv, *addr, *sendAddr, stdout, logger.With("seed", *seed, "mix", mix.String(), "rules", len(rules), "visibility", *visibility))
+// twilioMode sets cfg's Twilio account, auth token and API key, read from their files.
+func twilioMode(cfg *smssim.Config, account, tokenFile, keyFile string) error {
+	token, err := twilioAuthToken(cfg.Provider, account, tokenFile)
+	if err != nil {
+		return err
+	}
+	sid, secret, err := twilioAPIKey(cfg.Provider, keyFile)
+	if err != nil {
+		return err
+	}
+	cfg.TwilioAccountSID, cfg.TwilioAuthToken, cfg.TwilioAPIKeySID, cfg.TwilioAPIKeySecret = account, token, sid, secret
+	return nil
 }
 
 // twilioAuthToken reads the Twilio mode's auth token from file (never a flag's value, which

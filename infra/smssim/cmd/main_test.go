@@ -5,9 +5,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resetnotify/resetnotify/infra/smssim"
 )
 
 func TestRunServesUntilCancelled(t *testing.T) {
@@ -51,5 +56,36 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("run(%v) accepted", args)
 		}
+	}
+}
+
+// TestTwilioModeNeedsItsAPIKey: the twilio mode refuses to start without its API key file, or
+// with a file that holds no key (an auth token alone), and never quotes the file's secret.
+func TestTwilioModeNeedsItsAPIKey(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, v string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const secret = "fedcba9876543210fedcba9876543210"
+	token := write("token", "0123456789abcdef0123456789abcdef")
+	base := []string{"-provider", "twilio", "-twilio-account-sid", "AC00000000000000000000000000000001", "-twilio-auth-token-file", token}
+	for name, extra := range map[string][]string{
+		"no key file":       nil,
+		"a token, no key":   {"-twilio-api-key-file", write("token-as-key", secret)},
+		"a key file absent": {"-twilio-api-key-file", filepath.Join(dir, "absent")},
+	} {
+		err := run(context.Background(), append(slices.Clone(base), extra...), io.Discard, io.Discard)
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: run = %v, want a refusal that does not quote the secret", name, err)
+		}
+	}
+	cfg := smssim.Config{Provider: smssim.ProviderTwilio}
+	if err := twilioMode(&cfg, "AC00000000000000000000000000000001", token, write("key", "SK00000000000000000000000000000001:"+secret)); err != nil ||
+		cfg.TwilioAPIKeySID != "SK00000000000000000000000000000001" || cfg.TwilioAPIKeySecret != secret {
+		t.Errorf("twilioMode: %v, key %q", err, cfg.TwilioAPIKeySID)
 	}
 }

@@ -26,7 +26,8 @@ import (
 //	GET  /2010-04-01/Accounts/{AccountSid}/Messages.json?To=&DateSent=  the list, which leaves
 //	     a message out until Config.ListLag has passed since it was accepted
 //
-// Each is authenticated with HTTP basic (account SID, auth token). The faults answer as
+// Each is authenticated with HTTP basic under the account's API key (key SID, secret); the
+// account SID with its auth token is refused. The faults answer as
 // Twilio documents: reject is 400 with error 21211, reject_country 400 with 21408 (geo
 // permissions), throttle 429 with 20429, unavailable 503, 500_after_accept 500. At its final
 // status each message's StatusCallback is POSTed the form Twilio sends (MessageSid,

@@ -66,6 +66,10 @@ validate: tools ## Lint template.yaml with cfn-lint and checkov (skipped checks 
 	$(TOOLS)/checkov-venv/bin/checkov -f template.yaml --config-file .checkov.yaml
 	$(API_VENV)/bin/openapi-spec-validator docs/openapi.yaml
 
+.PHONY: compat-fixtures
+compat-fixtures: ## Keep the shapes release COMPAT_FROM (a tag or commit) writes in infra/compat/testdata/ (its own code writes them); infra/compat's tests read them.
+	./infra/compat/fixtures.sh $(COMPAT_FROM)
+
 .PHONY: fuzz-api
 fuzz-api: tools build ## Fuzz the local stack from openapi.yaml with schemathesis: no 5xx, no answer outside the spec.
 	./infra/fuzz-api.sh

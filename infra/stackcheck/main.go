@@ -143,15 +143,9 @@ type checker struct {
 
 // check verifies the deployed stack and returns the suite's environment.
 func (c checker) check(ctx context.Context, stack string) (string, error) {
-	physical := map[string]string{}
-	res, err := c.cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stack)})
+	physical, types, err := c.resources(ctx, stack)
 	if err != nil {
-		return "", fmt.Errorf("stack %s: %w", stack, err)
-	}
-	types := map[string]string{}
-	for _, r := range res.StackResources {
-		physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
-		types[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.ResourceType)
+		return "", err
 	}
 	var problems []string
 	for _, id := range c.tpl.Of("AWS::DynamoDB::Table") {
@@ -203,6 +197,20 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 		env["RESETNOTIFY_E2E_TWILIO_WEBHOOK"] = u
 	}
 	return exports(env), nil
+}
+
+// resources returns the stack's resources' physical IDs and types, by logical ID.
+func (c checker) resources(ctx context.Context, stack string) (physical, types map[string]string, err error) {
+	res, err := c.cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stack)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("stack %s: %w", stack, err)
+	}
+	physical, types = map[string]string{}, map[string]string{}
+	for _, r := range res.StackResources {
+		physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
+		types[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.ResourceType)
+	}
+	return physical, types, nil
 }
 
 // exports renders env as sorted shell `export` lines.

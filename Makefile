@@ -71,7 +71,7 @@ validate: tools ## Lint template.yaml with cfn-lint and checkov (skipped checks 
 	$(API_VENV)/bin/openapi-spec-validator docs/openapi.yaml
 
 .PHONY: compat-fixtures
-compat-fixtures: ## Keep the shapes release COMPAT_FROM (a tag or commit) writes in infra/compat/testdata/ (its own code writes them); infra/compat's tests read them.
+compat-fixtures: ## Keep the shapes release COMPAT_FROM (a tag or commit) writes in infra/compat/testdata/ (its own code writes them; infra/compat reads them), and have its decoders read this checkout's.
 	./infra/compat/fixtures.sh $(COMPAT_FROM)
 
 .PHONY: fuzz-api

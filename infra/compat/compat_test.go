@@ -68,7 +68,24 @@ func current(t *testing.T) map[string][]byte {
 // shape decodes to.
 func TestThisReleaseReadsEarlierShapes(t *testing.T) {
 	now := current(t)
+	own, err := compat.Read(now)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, rel := range releases(t) {
+		t.Run(rel+"/all", func(t *testing.T) {
+			theirs := map[string][]byte{}
+			for name := range now {
+				theirs[name] = readShape(t, rel, name)
+			}
+			got, err := compat.Read(theirs)
+			if err != nil {
+				t.Fatalf("%s's shapes: %v", rel, err)
+			}
+			for _, d := range compat.Differences(got, own) {
+				t.Errorf("%s's %s", rel, d)
+			}
+		})
 		t.Run(rel+"/record", func(t *testing.T) {
 			got, want := decodeRecord(t, readShape(t, rel, compat.RecordFile)), decodeRecord(t, now[compat.RecordFile])
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -59,7 +59,9 @@ for line in "${plan[@]}"; do
   rm -f "$dir/exit"
   printf '%s\n' "$list" >"$dir/scenarios"
   echo "gameday: lane $lane, about $minutes min once its stack is up: $list (log: $dir/run.log)"
-  RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator/emulator.sh "$bin/gameday" -scenarios "$list" -out "$dir" >"$dir/run.log" 2>&1 &
+  # A lane whose first scenario starts from an earlier release (the upgrade) deploys that one.
+  from=$("$bin/gameday" -from -scenarios "$list")
+  RESETNOTIFY_EMULATOR_FROM=$from RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator/emulator.sh "$bin/gameday" -scenarios "$list" -out "$dir" >"$dir/run.log" 2>&1 &
   lane_pids+=($!)
   dirs+=("$dir")
 done

@@ -46,7 +46,7 @@ type upgrade struct {
 func Upgrade() Scenario {
 	u := &upgrade{deploy: deployCheckout, scan: scanNotifications}
 	return Scenario{
-		Name: "upgrade", From: PreviousRelease, Takes: 20 * time.Minute,
+		Name: "upgrade", From: PreviousRelease, Takes: 15 * time.Minute,
 		Proves: "release " + PreviousRelease + " deployed, then this checkout deployed over it (sam build, sam deploy) under load, 10 % of SQS messages delivered twice " +
 			"and sends that time out after the provider took them: every record the old release wrote reads with this checkout's decoder, " +
 			"nothing is sent twice or late, nothing sticks, the audit trail verifies across the deploy, and no page fires.",

@@ -9,7 +9,8 @@
 # <folder>/lane-<i>`, its scenarios one after the other; so no scenario shares a stack, or an
 # alarm, with another lane's. `infra/gameday/cmd -plan` shares the scenarios of GAMEDAY_SCENARIOS
 # (default all; a comma-separated list runs only those) among the lanes, longest first onto the
-# least loaded lane. The emulator runs wait for each other's setup (emulator.sh's lock), so the
+# least loaded lane. A lane whose first scenario has a From (the upgrade) deploys that release
+# first (RESETNOTIFY_EMULATOR_FROM; `infra/gameday/cmd -from` names it). The emulator runs wait for each other's setup (emulator.sh's lock), so the
 # lanes start a few minutes apart, the first one first: it has the longest scenario.
 #
 # Each lane's output is in <folder>/lane-<i>/run.log, beside its own report. Once every lane has

@@ -16,7 +16,8 @@
 // loaded lane, by each scenario's Takes), one lane a line ("lane<TAB>scenarios<TAB>minutes";
 // -lane i prints lane i's scenarios only); -merge dir1,dir2,... makes one report of the lanes'
 // in -out, with the figures over all of them, and exits 1 when a scenario did not pass or a
-// lane failed.
+// lane failed; -from prints the release a lane's stack must be deployed as first (the
+// upgrade scenario's), empty for this checkout.
 package main
 
 import (

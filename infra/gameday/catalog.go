@@ -175,6 +175,7 @@ func Scenarios() []Scenario {
 		},
 		PumpingVelocity(),
 		NegativeControl(),
+		Upgrade(),
 		{
 			Name:   "pumping-conversion",
 			Takes:  66 * time.Minute,

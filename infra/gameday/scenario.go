@@ -46,6 +46,10 @@ type Scenario struct {
 	// invariants break (a double send), which shows the checks can fail; its violations are
 	// not counted in gameday_invariant_violations.
 	NegativeControl bool
+	// From, when set, is the release (a tag or commit) the scenario's stack must start as: its
+	// lane deploys that release first (emulator.sh's RESETNOTIFY_EMULATOR_FROM) and runs the
+	// scenario first (PlanLanes).
+	From string
 	// Check, when set, judges the scenario's own promise after the invariants; each string it
 	// returns fails the scenario.
 	Check func(ctx context.Context, x *Exec) []string

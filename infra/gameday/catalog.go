@@ -105,7 +105,7 @@ func Scenarios() []Scenario {
 			Takes:    10 * time.Minute,
 			Proves:   "the audit function's writes failing for 2 minutes: its stream batches are retried, then sent to AuditFailureQueue and replayed; every version ends with an entry or a visible gap.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
-			Expect: []string{"AuditFailureAlarm"},
+			Expect:    []string{"AuditFailureAlarm"},
 			Inject:    rules(faultproxy.Rule{Service: "dynamodb", Operations: dynamoWrites, Function: "AuditFunction", Kind: faultproxy.KindError500}),
 			MinFaults: map[string]int64{"error500": 5},
 		},
@@ -279,14 +279,14 @@ func unknownOutcomeNumber(ctx context.Context, x *Exec) func() string {
 }
 
 // DispatchDelayed is the delivery page's scenario: every SQS message delayed past the load's
-// deadlines for 4 minutes, so the resets admitted early in it expire unsent.
+// deadlines for 3 minutes, so the resets admitted early in it expire unsent.
 func DispatchDelayed() Scenario {
 	return Scenario{
 		Name:  "dispatch-delayed",
-		Takes: 18 * time.Minute,
-		Proves: "every SQS message (intake's, the sweeper's re-sends, dispatch's retries) delayed 200 s for 4 minutes, past the load's 3-minute deadlines: " +
-			"nothing is sent at or after its deadline, the resets admitted in its first 90 s expire unsent, and DeliveryFastBurnAlarm and DeliveryPage fire, then clear.",
-		Platform: true, Hold: 4 * time.Minute, Rate: 2,
+		Takes: 24 * time.Minute,
+		Proves: "every SQS message (intake's, the sweeper's re-sends, dispatch's retries) delayed 200 s for 3 minutes, past the load's 3-minute deadlines: " +
+			"nothing is sent at or after its deadline, the resets admitted early in it expire unsent, and DeliveryFastBurnAlarm and DeliveryPage fire, then clear.",
+		Platform: true, Hold: 3 * time.Minute, Rate: 2,
 		Expect:    []string{"DeliveryFastBurnAlarm", "DeliveryPage"},
 		Inject:    rules(faultproxy.Rule{Service: "sqs", Operations: []string{"SendMessage", "SendMessageBatch"}, Kind: faultproxy.KindSQSDelay, Latency: 200 * time.Second}),
 		MinFaults: map[string]int64{"sqs-delay": 100},
@@ -298,7 +298,7 @@ func DispatchDelayed() Scenario {
 func ReconcileDown() Scenario {
 	return Scenario{
 		Name:  "reconcile-down",
-		Takes: 28 * time.Minute,
+		Takes: 30 * time.Minute,
 		Proves: "the reconcile function's DynamoDB calls answered 500 for 9 minutes while 0.2/s of sends are taken and never answered: " +
 			"those records wait in dispatch_unknown, overdue, never re-sent blind; DispatchUnknownBacklogAlarm fires (two 5-minute periods), " +
 			"and once reconcile heals they are settled by lookup and it clears.",
@@ -322,7 +322,7 @@ func ReconcileDown() Scenario {
 func AuditLate() Scenario {
 	return Scenario{
 		Name:  "audit-late",
-		Takes: 22 * time.Minute,
+		Takes: 24 * time.Minute,
 		Proves: "the digest function's KMS calls answered 500 for 3 minutes, then its S3 calls for 4: no period is signed, so DigestLag passes its bound " +
 			"(DigestLagAlarm), then periods are signed but not archived, so ArchiveLag passes its bound (ArchiveLagAlarm); both clear once it heals, and verify says late, never broken.",
 		Platform: true, Hold: 7 * time.Minute, Rate: 1,

@@ -73,7 +73,7 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:  "kms-outage",
-			Takes: 10 * time.Minute,
+			Takes: 26 * time.Minute,
 			Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
 				"so intake's and dispatch's processes are killed once as it begins and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
 				"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
@@ -298,7 +298,7 @@ func DispatchDelayed() Scenario {
 func ReconcileDown() Scenario {
 	return Scenario{
 		Name:  "reconcile-down",
-		Takes: 30 * time.Minute,
+		Takes: 26 * time.Minute,
 		Proves: "the reconcile function's DynamoDB calls answered 500 for 9 minutes while 0.2/s of sends are taken and never answered: " +
 			"those records wait in dispatch_unknown, overdue, never re-sent blind; DispatchUnknownBacklogAlarm fires (two 5-minute periods), " +
 			"and once reconcile heals they are settled by lookup and it clears.",
@@ -322,7 +322,7 @@ func ReconcileDown() Scenario {
 func AuditLate() Scenario {
 	return Scenario{
 		Name:  "audit-late",
-		Takes: 24 * time.Minute,
+		Takes: 21 * time.Minute,
 		Proves: "the digest function's KMS calls answered 500 for 3 minutes, then its S3 calls for 4: no period is signed, so DigestLag passes its bound " +
 			"(DigestLagAlarm), then periods are signed but not archived, so ArchiveLag passes its bound (ArchiveLagAlarm); both clear once it heals, and verify says late, never broken.",
 		Platform: true, Hold: 7 * time.Minute, Rate: 1,

@@ -152,6 +152,12 @@ overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator,s
   "SmsSimulator2Url=$sim2_url" "TwilioBaseUrl=$twilio_url" "TwilioAccountSid=$twilio_account" TwilioFrom=+15005550006
   "CallbackBaseUrl=$callback_base" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO
   AuditDigestPeriodMinutes=1 AuditDigestGraceSeconds=65)
+# Behind the fault proxy (the game days) the audit lag bounds fit faults of minutes: digests 90 s
+# behind, archives 60 s (defaults 900 and 3600; the game day's audit-late scenario crosses both).
+# They are alarm thresholds and the digest function's warning; auditctl keeps its own bound.
+if [[ -n "$fault_proxy" && "$fault_proxy" != 0 ]]; then
+  overrides+=(AuditDigestLagBoundSeconds=90 AuditArchiveLagBoundSeconds=60)
+fi
 
 # CloudFormation cannot create SecureStrings: the pepper, the request fingerprint key and the
 # simulator's webhook token are created first, as for AWS (the template's default names). A

@@ -1,4 +1,4 @@
-"""Runs MiniStack with three parts of the AWS platform that it leaves out and that resetnotify's
+"""Runs MiniStack with parts of the AWS platform that it leaves out and that resetnotify's
 emulator stacks (make emulator-e2e, make gameday) rely on.
 
 Dev only: infra/emulator/emulator.sh starts this file with MiniStack's own Python in place of the
@@ -20,14 +20,18 @@ which) and then runs MiniStack's own entry point.
    mappings, schedules) publishes them once, and a stream batch its IteratorAge.
 3. AWS/SQS metrics: NumberOfMessagesSent per queue on every send (SendMessage,
    SendMessageBatch, a mapping's OnFailure record), and every minute each queue's
-   ApproximateNumberOfMessagesVisible and ApproximateAgeOfOldestMessage.
+   ApproximateNumberOfMessagesVisible, ApproximateAgeOfOldestMessage and a zero
+   NumberOfMessagesSent.
 4. The template's burn-rate pages. MiniStack's CloudFormation refuses an AWS::CloudWatch::Alarm
    with Metrics (metric math) and has no AWS::CloudWatch::CompositeAlarm. Here a math alarm is
    stored with its Metrics (DescribeAlarms returns them; MiniStack's own evaluator skips an
    alarm with no MetricName) and a composite alarm goes through MiniStack's PutCompositeAlarm,
    so the stack deploys as on AWS and infra/alarmeval evaluates both.
-
-8. Bucket policies CloudFormation writes. MiniStack's provisioner writes an AWS::S3::BucketPolicy
+8. The SAM transform's parameter values. MiniStack expands a SAM template with none, so SAM
+   resolves what it resolves itself (a DeploymentPreference's Enabled) from the defaults; here
+   it gets the stack's values, as CloudFormation gives its transform, so Target=emulator leaves
+   the gradual deploys (CodeDeploy, which MiniStack lacks) out.
+9. Bucket policies CloudFormation writes. MiniStack's provisioner writes an AWS::S3::BucketPolicy
    unchecked, and checks nothing without AUTH=true. Here a stack operation acts as its caller
    (the principal that called CreateStack, UpdateStack, ExecuteChangeSet or DeleteStack, or the
    RoleARN it passed), as CloudFormation does: replacing or deleting a bucket's policy is
@@ -51,7 +55,7 @@ And three costs that grow with the history, which would otherwise starve a stack
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
 
-`python ministack_platform.py --selftest` checks 5 to 8 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 5 to 9 without starting MiniStack.
 """
 
 import contextvars
@@ -64,7 +68,7 @@ from urllib.parse import parse_qs
 
 from ministack.core import iam_evaluator
 from ministack.services import cloudformation, cloudwatch, lambda_svc, sqs
-from ministack.services.cloudformation import provisioners
+from ministack.services.cloudformation import changesets, engine, handlers, provisioners
 
 # Each internal this file wraps or reads; checked before anything starts.
 _NEEDED = {
@@ -79,6 +83,9 @@ _NEEDED = {
     provisioners._s3: ["_bucket_policies", "_bucket_owner_account", "_buckets"],
     cloudformation: ["handle_request"],
     iam_evaluator: ["request_caller_arn", "evaluate_resource_policy", "EvalContext"],
+    engine: ["_apply_transforms", "_transform_parameters"],
+    changesets: ["_apply_transforms"],
+    handlers: ["_apply_transforms"],
 }
 
 _depth = threading.local()
@@ -242,6 +249,9 @@ def _queue_gauges():
                 oldest = max((now - m.get("sent_at", now) for m in msgs), default=0.0)
                 _metric("AWS/SQS", "ApproximateNumberOfMessagesVisible", visible, "Count", {"QueueName": name})
                 _metric("AWS/SQS", "ApproximateAgeOfOldestMessage", round(oldest), "Seconds", {"QueueName": name})
+                # A zero beside the sends' counts, as SQS reports an active queue's quiet
+                # periods: an alarm on sends then reads "none sent", not "no data".
+                _metric("AWS/SQS", "NumberOfMessagesSent", 0, "Count", {"QueueName": name})
             except Exception:
                 pass
             finally:
@@ -531,9 +541,34 @@ def _guard_bucket_policy(handlers):
     return {**handlers, "create": on_create, "update": on_update, "delete": on_delete}
 
 
+_transform_params = threading.local()
+
+
+def _wrap_apply_transforms(orig):
+    def apply(template, provided_params=None, previous_params=None):
+        _transform_params.values = engine._transform_parameters(template, provided_params, previous_params)
+        try:
+            return orig(template, provided_params, previous_params)
+        finally:
+            _transform_params.values = None
+    return apply
+
+
+def _wrap_sam_transform(orig):
+    def transform(template, parameter_values, *args, **kw):
+        values = dict(getattr(_transform_params, "values", None) or {})
+        values.update(parameter_values or {})
+        return orig(template, values, *args, **kw)
+    return transform
+
+
 def install():
     global _ENV_SEED
     _check()
+    from samtranslator.translator import transform as sam_transform
+    sam_transform.transform = _wrap_sam_transform(sam_transform.transform)
+    apply = _wrap_apply_transforms(engine._apply_transforms)
+    engine._apply_transforms = changesets._apply_transforms = handlers._apply_transforms = apply
     provisioners._cw_metric_alarm_record = _wrap_alarm_record(provisioners._cw_metric_alarm_record)
     cloudformation.handle_request = _wrap_cfn_request(cloudformation.handle_request)
     provisioners._RESOURCE_HANDLERS["AWS::S3::BucketPolicy"] = _guard_bucket_policy(
@@ -604,6 +639,17 @@ def _selftest():
     cloudwatch._evaluate_alarm = evaluate
     if evaluated != ["selftest-alarm"] or cloudwatch._alarms["selftest-alarm"]["StateValue"] != "ALARM":
         failed.append(f"two PutMetricData of one metric evaluated {evaluated}, want its alarm once (then ALARM)")
+    sam = {"Transform": "AWS::Serverless-2016-10-31",
+           "Parameters": {"Target": {"Type": "String", "Default": "aws"}},
+           "Mappings": {"T": {"aws": {"On": True}, "emulator": {"On": False}}},
+           "Resources": {"F": {"Type": "AWS::Serverless::Function", "Properties": {
+               "CodeUri": "s3://b/k", "Runtime": "provided.al2023", "Handler": "bootstrap", "AutoPublishAlias": "live",
+               "DeploymentPreference": {"Type": "AllAtOnce", "Enabled": {"Fn::FindInMap": ["T", {"Ref": "Target"}, "On"]}}}}}}
+    for target, want in (("aws", True), ("emulator", False)):
+        out = engine._apply_transforms(sam, [{"Key": "Target", "Value": target}])
+        got = any(r.get("Type", "").startswith("AWS::CodeDeploy::") for r in out.get("Resources", {}).values())
+        if got != want:
+            failed.append(f"the SAM transform of a Target={target} stack made CodeDeploy resources: {got}, want {want}")
     failed += _selftest_bucket_policy()
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
@@ -611,7 +657,7 @@ def _selftest():
 
 
 def _selftest_bucket_policy():
-    """Check 8: a stack operation of another principal than the one the bucket's policy exempts
+    """Check 9: a stack operation of another principal than the one the bucket's policy exempts
     is refused a policy change; the exempt role's and the root user's are not."""
     from ministack.services import s3
     failed, bucket = [], "selftest-archive"

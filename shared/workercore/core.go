@@ -44,7 +44,7 @@ const (
 	// attempt reference: evidence of a duplicate at the provider.
 	MetricDoubleSend = "DoubleSendEvidence"
 	// MetricExpirations counts the records a worker moved to expired, by Function and with no
-	// dimension at all (every worker's together, which the expiry alarm reads).
+	// dimension at all (every worker's together, which the delivery page reads).
 	MetricExpirations = "WorkerExpirations"
 	// MetricTimeToAcceptance is the time from a record's admission to the provider's acceptance
 	// of its send (PROVIDER_ACCEPTED), by Function: the timeliness objective's SLI.
@@ -74,7 +74,7 @@ const (
 
 	// DimProvider names the provider on MetricProviderCalls, MetricProviderLatency and
 	// MetricLookups. The provider metrics are also published under Function and DimProvider
-	// alone, which the latency alarm reads.
+	// alone, which the dashboard reads.
 	DimProvider = "Provider"
 	// DimState is the record state of MetricOverdue.
 	DimState = "State"
@@ -111,9 +111,9 @@ var (
 	ErrNoTime = errors.New("not enough time left for an attempt")
 )
 
-// parseMessage decodes a queue body. Anything but a JSON notify.Message with a valid key, a
-// notification ID and a positive version is poison.
-func parseMessage(body string) (notify.Message, error) {
+// ParseMessage decodes a queue body, as the dispatch and reconcile workers do. Anything but a
+// JSON notify.Message with a valid key, a notification ID and a positive version is poison.
+func ParseMessage(body string) (notify.Message, error) {
 	var m notify.Message
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		return notify.Message{}, fmt.Errorf("%w: not a JSON message", errPoison)
@@ -266,7 +266,7 @@ func (c Core) write(ctx context.Context, rec notify.Record, ch notify.Change, no
 	}
 	c.metrics.Transition(string(next.State), string(next.Reason))
 	if next.State == notify.StateExpired {
-		// Also with no dimension at all: the expiry alarm reads the sum over dispatch, reconcile
+		// Also with no dimension at all: the delivery page reads the sum over dispatch, reconcile
 		// and the sweeper without metric math (intake's EXPIRED_AT_ADMISSION is not counted).
 		c.metrics.EmitRollup(nil, [][]string{{obs.NoDimensions}}, obs.Metric{Name: MetricExpirations, Unit: obs.UnitCount, Value: 1})
 	}
@@ -382,7 +382,7 @@ func (c Core) HandleBatch(ctx context.Context, ev events.SQSEvent, parallelism i
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 	}
 	for _, r := range ev.Records {
-		m, err := parseMessage(r.Body)
+		m, err := ParseMessage(r.Body)
 		if err != nil {
 			// Never log the body: it is not ours, and it might hold anything.
 			c.Count(OutcomePoisonBody)

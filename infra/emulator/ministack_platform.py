@@ -1,4 +1,4 @@
-"""Runs MiniStack with three parts of the AWS platform that it leaves out and that resetnotify's
+"""Runs MiniStack with parts of the AWS platform that it leaves out and that resetnotify's
 emulator stacks (make emulator-e2e, make gameday) rely on.
 
 Dev only: infra/emulator/emulator.sh starts this file with MiniStack's own Python in place of the
@@ -26,6 +26,10 @@ which) and then runs MiniStack's own entry point.
    stored with its Metrics (DescribeAlarms returns them; MiniStack's own evaluator skips an
    alarm with no MetricName) and a composite alarm goes through MiniStack's PutCompositeAlarm,
    so the stack deploys as on AWS and infra/alarmeval evaluates both.
+8. The SAM transform's parameter values. MiniStack expands a SAM template with none, so SAM
+   resolves what it resolves itself (a DeploymentPreference's Enabled) from the defaults; here
+   it gets the stack's values, as CloudFormation gives its transform, so Target=emulator leaves
+   the gradual deploys (CodeDeploy, which MiniStack lacks) out.
 
 And three costs that grow with the history, which would otherwise starve a stack under a burst:
 
@@ -42,7 +46,7 @@ And three costs that grow with the history, which would otherwise starve a stack
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
 
-`python ministack_platform.py --selftest` checks 5 to 7 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 5 to 8 without starting MiniStack.
 """
 
 import sys
@@ -50,7 +54,7 @@ import threading
 import time
 
 from ministack.services import cloudwatch, lambda_svc, sqs
-from ministack.services.cloudformation import provisioners
+from ministack.services.cloudformation import changesets, engine, handlers, provisioners
 
 # Each internal this file wraps or reads; checked before anything starts.
 _NEEDED = {
@@ -62,6 +66,9 @@ _NEEDED = {
                  "_evaluate_all_alarms", "_store_datum", "_alarms",
                  "_stat_value", "_record_history", "_dispatch_alarm_actions", "_evaluate_parent_alarms"],
     provisioners: ["_cw_metric_alarm_record", "_RESOURCE_HANDLERS", "_physical_name"],
+    engine: ["_apply_transforms", "_transform_parameters"],
+    changesets: ["_apply_transforms"],
+    handlers: ["_apply_transforms"],
 }
 
 _depth = threading.local()
@@ -434,9 +441,34 @@ def _evaluate_every_minute(orig_all):
                     lambda_svc._request_account_id.reset(token)
 
 
+_transform_params = threading.local()
+
+
+def _wrap_apply_transforms(orig):
+    def apply(template, provided_params=None, previous_params=None):
+        _transform_params.values = engine._transform_parameters(template, provided_params, previous_params)
+        try:
+            return orig(template, provided_params, previous_params)
+        finally:
+            _transform_params.values = None
+    return apply
+
+
+def _wrap_sam_transform(orig):
+    def transform(template, parameter_values, *args, **kw):
+        values = dict(getattr(_transform_params, "values", None) or {})
+        values.update(parameter_values or {})
+        return orig(template, values, *args, **kw)
+    return transform
+
+
 def install():
     global _ENV_SEED
     _check()
+    from samtranslator.translator import transform as sam_transform
+    sam_transform.transform = _wrap_sam_transform(sam_transform.transform)
+    apply = _wrap_apply_transforms(engine._apply_transforms)
+    engine._apply_transforms = changesets._apply_transforms = handlers._apply_transforms = apply
     provisioners._cw_metric_alarm_record = _wrap_alarm_record(provisioners._cw_metric_alarm_record)
     provisioners._RESOURCE_HANDLERS.setdefault("AWS::CloudWatch::CompositeAlarm", {
         "create": _composite_create, "update": _composite_update, "delete": _composite_delete})
@@ -504,6 +536,17 @@ def _selftest():
     cloudwatch._evaluate_alarm = evaluate
     if evaluated != ["selftest-alarm"] or cloudwatch._alarms["selftest-alarm"]["StateValue"] != "ALARM":
         failed.append(f"two PutMetricData of one metric evaluated {evaluated}, want its alarm once (then ALARM)")
+    sam = {"Transform": "AWS::Serverless-2016-10-31",
+           "Parameters": {"Target": {"Type": "String", "Default": "aws"}},
+           "Mappings": {"T": {"aws": {"On": True}, "emulator": {"On": False}}},
+           "Resources": {"F": {"Type": "AWS::Serverless::Function", "Properties": {
+               "CodeUri": "s3://b/k", "Runtime": "provided.al2023", "Handler": "bootstrap", "AutoPublishAlias": "live",
+               "DeploymentPreference": {"Type": "AllAtOnce", "Enabled": {"Fn::FindInMap": ["T", {"Ref": "Target"}, "On"]}}}}}}
+    for target, want in (("aws", True), ("emulator", False)):
+        out = engine._apply_transforms(sam, [{"Key": "Target", "Value": target}])
+        got = any(r.get("Type", "").startswith("AWS::CodeDeploy::") for r in out.get("Resources", {}).values())
+        if got != want:
+            failed.append(f"the SAM transform of a Target={target} stack made CodeDeploy resources: {got}, want {want}")
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")

@@ -26,6 +26,7 @@ type Resource struct {
 	Type           string         `json:"Type"`
 	Condition      string         `json:"Condition"`
 	DeletionPolicy string         `json:"DeletionPolicy"`
+	UpdatePolicy   map[string]any `json:"UpdatePolicy"`
 	Properties     map[string]any `json:"Properties"`
 }
 

@@ -10,7 +10,7 @@ import (
 
 // TestOnlyProviderEventsSubscribesToReceipts: the receipts topic carries destination numbers,
 // so its policy denies sns:Subscribe to every principal for any endpoint but the
-// provider-events function and any protocol but lambda; and that function's own subscription
+// provider-events function's alias and any protocol but lambda; and that function's own subscription
 // (its SNS event) is one the policy lets through.
 func TestOnlyProviderEventsSubscribesToReceipts(t *testing.T) {
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
@@ -22,8 +22,8 @@ func TestOnlyProviderEventsSubscribesToReceipts(t *testing.T) {
 					len(ne) == 1 && policycheck.Ref(s.Resources[0]) == "ReceiptsTopic" && want(ne[key])
 			})
 		}
-		if !denies("sns:Endpoint", func(v any) bool { return policycheck.Ref(v) == "ProviderEventsFunction" }) {
-			t.Error("the receipts topic's policy does not deny sns:Subscribe for every endpoint but ProviderEventsFunction")
+		if !denies("sns:Endpoint", func(v any) bool { return policycheck.Ref(v) == "ProviderEventsFunctionAliaslive" }) {
+			t.Error("the receipts topic's policy does not deny sns:Subscribe for every endpoint but ProviderEventsFunction's alias")
 		}
 		if !denies("sns:Protocol", func(v any) bool { return v == "lambda" }) {
 			t.Error("the receipts topic's policy does not deny sns:Subscribe for every protocol but lambda")
@@ -34,7 +34,7 @@ func TestOnlyProviderEventsSubscribesToReceipts(t *testing.T) {
 				continue
 			}
 			subs++
-			if r.Properties["Protocol"] != "lambda" || policycheck.Ref(r.Properties["Endpoint"]) != "ProviderEventsFunction" {
+			if r.Properties["Protocol"] != "lambda" || policycheck.Ref(r.Properties["Endpoint"]) != "ProviderEventsFunctionAliaslive" {
 				t.Errorf("%s subscribes %v by %v to the receipts topic", name, r.Properties["Endpoint"], r.Properties["Protocol"])
 			}
 		}

@@ -7,8 +7,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// TestEmulatorLeavesOutOnlyMaximumConcurrency: the only difference Target=emulator makes is
-// the SQS pollers' MaximumConcurrency. No resource is conditional on OnAWS (the metric-math
+// TestEmulatorLeavesOutOnlyMaximumConcurrency: the only !If on Target=emulator is the SQS
+// pollers' MaximumConcurrency (the gradual deploys it leaves out are the TargetSettings
+// mapping's, which policycheck's TestEveryFunctionShiftsGradually checks). No resource is
+// conditional on OnAWS (the metric-math
 // and composite alarms deploy on the emulator through infra/emulator/ministack_platform.py), and
 // every use of OnAWS is an !If whose AWS branch is {MaximumConcurrency: ...}.
 func TestEmulatorLeavesOutOnlyMaximumConcurrency(t *testing.T) {

@@ -8,7 +8,8 @@
 //	    simulator's webhook token.
 //	stackcheck check -stack S -template template.yaml -env FILE
 //	    compares every deployed table (stream, indexes, TTL) and the HTTP API's routes with the
-//	    template. An emulator's table provisioner may ignore TimeToLiveSpecification: where the
+//	    template, and checks that every function has its alias, which every API integration
+//	    invokes, and that no CodeDeploy resource was deployed. An emulator's table provisioner may ignore TimeToLiveSpecification: where the
 //	    deployed table has no TTL, stackcheck enables it as the template says and says so;
 //	    any other difference fails, and so does a provider callback output (TwilioCallbackUrl,
 //	    SinchCallbackUrl, SimulatorWebhookUrl) that is not the route's URL on the emulator.
@@ -24,8 +25,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -140,13 +143,9 @@ type checker struct {
 
 // check verifies the deployed stack and returns the suite's environment.
 func (c checker) check(ctx context.Context, stack string) (string, error) {
-	physical := map[string]string{}
-	res, err := c.cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stack)})
+	physical, types, err := c.resources(ctx, stack)
 	if err != nil {
-		return "", fmt.Errorf("stack %s: %w", stack, err)
-	}
-	for _, r := range res.StackResources {
-		physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
+		return "", err
 	}
 	var problems []string
 	for _, id := range c.tpl.Of("AWS::DynamoDB::Table") {
@@ -167,6 +166,11 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 		return "", err
 	}
 	problems = append(problems, p...)
+	uris, err := c.integrationURIs(ctx, apiID)
+	if err != nil {
+		return "", err
+	}
+	problems = append(problems, aliasProblems(types, uris)...)
 	endpoint := os.Getenv("AWS_ENDPOINT_URL")
 	// The emulator's path form of an execute-api URL; the $default stage is in the path.
 	api := endpoint + "/_aws/execute-api/" + apiID + "/$default"
@@ -193,6 +197,20 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 		env["RESETNOTIFY_E2E_TWILIO_WEBHOOK"] = u
 	}
 	return exports(env), nil
+}
+
+// resources returns the stack's resources' physical IDs and types, by logical ID.
+func (c checker) resources(ctx context.Context, stack string) (physical, types map[string]string, err error) {
+	res, err := c.cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stack)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("stack %s: %w", stack, err)
+	}
+	physical, types = map[string]string{}, map[string]string{}
+	for _, r := range res.StackResources {
+		physical[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.PhysicalResourceId)
+		types[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.ResourceType)
+	}
+	return physical, types, nil
 }
 
 // exports renders env as sorted shell `export` lines.
@@ -369,6 +387,47 @@ func (c checker) routes(ctx context.Context, apiID string, physical map[string]s
 		return []string{fmt.Sprintf("NotificationsApi routes %v, template %v", got, want)}, nil
 	}
 	return nil, nil
+}
+
+// aliasName is the template's AutoPublishAlias.
+const aliasName = "live"
+
+// aliasProblems lists what keeps the deployed stack (types: logical ID -> resource type) from
+// being invoked through its functions' aliases: a function without its alias, an API
+// integration (uris) that invokes something else, or a CodeDeploy resource, which an
+// emulator lacks and Target=emulator leaves out.
+func aliasProblems(types map[string]string, uris []string) []string {
+	var problems []string
+	for _, id := range slices.Sorted(maps.Keys(types)) {
+		switch {
+		case types[id] == "AWS::Lambda::Function" && types[id+"Alias"+aliasName] != "AWS::Lambda::Alias":
+			problems = append(problems, fmt.Sprintf("%s: no alias %s deployed", id, aliasName))
+		case strings.HasPrefix(types[id], "AWS::CodeDeploy::"):
+			problems = append(problems, fmt.Sprintf("%s: a %s on an emulator (Target=emulator leaves CodeDeploy out)", id, types[id]))
+		}
+	}
+	for _, u := range uris {
+		if !strings.HasSuffix(u, ":"+aliasName+"/invocations") {
+			problems = append(problems, fmt.Sprintf("an API integration invokes %s, not an alias %s", u, aliasName))
+		}
+	}
+	return problems
+}
+
+// integrationURIs returns the URIs of the API's integrations.
+func (c checker) integrationURIs(ctx context.Context, apiID string) ([]string, error) {
+	if apiID == "" {
+		return nil, nil
+	}
+	out, err := c.api.GetIntegrations(ctx, &apigatewayv2.GetIntegrationsInput{ApiId: aws.String(apiID)})
+	if err != nil {
+		return nil, fmt.Errorf("integrations of %s: %w", apiID, err)
+	}
+	var uris []string
+	for _, in := range out.Items {
+		uris = append(uris, aws.ToString(in.IntegrationUri))
+	}
+	return uris, nil
 }
 
 // wantRoutes returns the template's routes (key → authorization) the stack should have: every

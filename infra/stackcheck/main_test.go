@@ -182,3 +182,27 @@ func TestSecretRetriedPutFindsItCreated(t *testing.T) {
 		t.Errorf("secret: %v after %d puts, want nil after 1 (the parameter exists)", err, puts)
 	}
 }
+
+// TestFunctionsDeployedWithTheirAliases: a deployed function without its alias, an
+// integration that invokes a function unqualified, or a CodeDeploy resource on the emulator is
+// a problem; the template's shape is none.
+func TestFunctionsDeployedWithTheirAliases(t *testing.T) {
+	uri := "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/arn:aws:lambda:us-east-1:000000000000:function:resetnotify-e2e-IntakeFunction-x"
+	types := map[string]string{"IntakeFunction": "AWS::Lambda::Function", "IntakeFunctionAliaslive": "AWS::Lambda::Alias",
+		"IntakeFunctionVersion0a1b2c": "AWS::Lambda::Version"}
+	if p := aliasProblems(types, []string{uri + ":live/invocations"}); len(p) != 0 {
+		t.Errorf("problems %q for functions on their aliases, want none", p)
+	}
+	delete(types, "IntakeFunctionAliaslive")
+	types["ServerlessDeploymentApplication"] = "AWS::CodeDeploy::Application"
+	p := aliasProblems(types, []string{uri + "/invocations"})
+	want := []string{"IntakeFunction: no alias", "ServerlessDeploymentApplication: a AWS::CodeDeploy::Application", "invokes " + uri + "/invocations"}
+	if len(p) != len(want) {
+		t.Fatalf("problems %q, want %d", p, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(p[i], w) {
+			t.Errorf("problem %q, want one saying %q", p[i], w)
+		}
+	}
+}

@@ -111,9 +111,9 @@ var (
 	ErrNoTime = errors.New("not enough time left for an attempt")
 )
 
-// parseMessage decodes a queue body. Anything but a JSON notify.Message with a valid key, a
-// notification ID and a positive version is poison.
-func parseMessage(body string) (notify.Message, error) {
+// ParseMessage decodes a queue body, as the dispatch and reconcile workers do. Anything but a
+// JSON notify.Message with a valid key, a notification ID and a positive version is poison.
+func ParseMessage(body string) (notify.Message, error) {
 	var m notify.Message
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		return notify.Message{}, fmt.Errorf("%w: not a JSON message", errPoison)
@@ -382,7 +382,7 @@ func (c Core) HandleBatch(ctx context.Context, ev events.SQSEvent, parallelism i
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 	}
 	for _, r := range ev.Records {
-		m, err := parseMessage(r.Body)
+		m, err := ParseMessage(r.Body)
 		if err != nil {
 			// Never log the body: it is not ours, and it might hold anything.
 			c.Count(OutcomePoisonBody)

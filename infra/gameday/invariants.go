@@ -83,32 +83,7 @@ func CheckInvariants(ctx context.Context, s *Stack, sent []*Sent, from time.Time
 			last = d
 		}
 	}
-	// Settle: a record is final when terminal (or sent), or when its deadline and the grace
-	// have passed, whatever its state.
-	settleBy := time.Now().Add(6 * time.Minute)
-	for pending := slices.Clone(sent); len(pending) > 0 && time.Now().Before(settleBy); {
-		var next []*Sent
-		for _, e := range pending {
-			st, err := s.Get(ctx, e.Key)
-			if err != nil {
-				if e.HTTP != http.StatusAccepted {
-					continue // refused before a record was written, or never answered
-				}
-				next = append(next, e)
-				continue
-			}
-			dl, _ := time.Parse(time.RFC3339Nano, st.DispatchDeadline)
-			finals[e.Key] = finalState{st, dl}
-			if slices.Contains(nonTerminal, st.State) && time.Now().Before(dl.Add(SweepGrace)) {
-				next = append(next, e)
-			}
-		}
-		pending = next
-		if len(pending) > 0 {
-			logf("settling: %d notifications not final yet", len(pending))
-			sleep(ctx, 10*time.Second)
-		}
-	}
+	settle(ctx, s.Get, sent, finals, time.Now().Add(6*time.Minute), logf)
 	now := time.Now()
 	for _, e := range sent {
 		f, ok := finals[e.Key]
@@ -134,6 +109,35 @@ func CheckInvariants(ctx context.Context, s *Stack, sent []*Sent, from time.Time
 	checkAudit(ctx, s, sent, finals, from, &inv, logf)
 	scanLogs(ctx, s, sent, from, &inv)
 	return inv
+}
+
+// settle reads each notification of sent until it is final (terminal, or past its deadline and
+// SweepGrace, whatever its state) or until by, keeping what it read in finals. It stops when ctx
+// ends: a cancelled run reports what it read rather than reading on.
+func settle(ctx context.Context, get func(context.Context, string) (Status, error), sent []*Sent, finals map[string]finalState, by time.Time, logf func(string, ...any)) {
+	for pending := slices.Clone(sent); len(pending) > 0 && time.Now().Before(by) && ctx.Err() == nil; {
+		var next []*Sent
+		for _, e := range pending {
+			st, err := get(ctx, e.Key)
+			if err != nil {
+				if e.HTTP != http.StatusAccepted {
+					continue // refused before a record was written, or never answered
+				}
+				next = append(next, e)
+				continue
+			}
+			dl, _ := time.Parse(time.RFC3339Nano, st.DispatchDeadline)
+			finals[e.Key] = finalState{st, dl}
+			if slices.Contains(nonTerminal, st.State) && time.Now().Before(dl.Add(SweepGrace)) {
+				next = append(next, e)
+			}
+		}
+		pending = next
+		if len(pending) > 0 {
+			logf("settling: %d notifications not final yet", len(pending))
+			sleep(ctx, 10*time.Second)
+		}
+	}
 }
 
 // checkAudit checks that the audit chain of every record ends at its state (its last version has

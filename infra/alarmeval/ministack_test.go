@@ -58,7 +58,7 @@ func (p poolingCW) GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDa
 	return out, nil
 }
 
-// TestMiniStackNoDimensions: ExpiryRateAlarm reads WorkerExpirations with no dimension, which
+// TestMiniStackNoDimensions: DeliveryFastBurnAlarm reads WorkerExpirations with no dimension, which
 // the code also publishes by Function; on MiniStack the wrapper takes the Function set out.
 func TestMiniStackNoDimensions(t *testing.T) {
 	f := &fakeCW{}

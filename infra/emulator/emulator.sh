@@ -30,6 +30,10 @@
 # This script, sam and the command keep talking to MiniStack directly. Without the variable
 # nothing changes.
 #
+# RESETNOTIFY_EMULATOR_FROM=<tag or commit> deploys that release's tree instead of this checkout;
+# the command gets infra/emulator/deploy.sh to deploy a tree over the stack (the upgrade game
+# day deploys this checkout with it) and RESETNOTIFY_EMULATOR_DEPLOYED, the release deployed first.
+#
 # Runs of this script may overlap (make gameday runs one per lane, infra/gameday/gameday.sh): each has
 # its own MiniStack, proxy, simulators, bridge, ports and work directory, and builds into
 # $work/sam (not the checkout). What they would still race on, the tools' install and the
@@ -43,6 +47,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 # shellcheck source=infra/lib.sh
 source infra/lib.sh
+# shellcheck source=infra/emulator/deploy.sh
+source infra/emulator/deploy.sh
 tools="$root/.tools"
 setup_lock .aws-sam/emulator-setup.lock
 ./infra/install-tools.sh emulator
@@ -146,19 +152,12 @@ overrides=(Target=emulator "Architecture=$architecture" SmsProviders=simulator,s
   "SmsSimulator2Url=$sim2_url" "TwilioBaseUrl=$twilio_url" "TwilioAccountSid=$twilio_account" TwilioFrom=+15005550006
   "CallbackBaseUrl=$callback_base" SmsTimeoutSeconds=2 SmsVisibilitySeconds=2 LogLevel=INFO
   AuditDigestPeriodMinutes=1 AuditDigestGraceSeconds=65)
-
-# A build directory of its own, in this run's work directory, and no cache: an x86-64 artifact
-# must never end up in an arm64 build for AWS, and overlapping runs must not share one (sam
-# also keeps its build.toml beside the build directory: $work/sam/build.toml, not the
-# checkout's .aws-sam/build.toml that `sam build` for AWS uses). --build-in-source runs make in
-# the checkout (Go's own build cache makes it quick; the build-% targets write only to sam's
-# ARTIFACTS_DIR) instead of copying the whole checkout, .tools/ included, to a scratch directory.
-build_dir="$work/sam/build"
-echo "emulator: sam build (GOARCH=$goarch, Architecture=$architecture)"
-start=$SECONDS
-fg env GOARCH="$goarch" "$tools/sam/bin/sam" build --build-dir "$build_dir" --no-cached --build-in-source \
-  --parameter-overrides "${overrides[@]}" >"$work/sam-build.log" 2>&1 || { cat "$work/sam-build.log" >&2; exit 1; }
-echo "emulator: sam build took $((SECONDS - start)) s"
+# Behind the fault proxy (the game days) the audit lag bounds fit faults of minutes: digests 90 s
+# behind, archives 60 s (defaults 900 and 3600; the game day's audit-late scenario crosses both).
+# They are alarm thresholds and the digest function's warning; auditctl keeps its own bound.
+if [[ -n "$fault_proxy" && "$fault_proxy" != 0 ]]; then
+  overrides+=(AuditDigestLagBoundSeconds=90 AuditArchiveLagBoundSeconds=60)
+fi
 
 # CloudFormation cannot create SecureStrings: the pepper, the request fingerprint key and the
 # simulator's webhook token are created first, as for AWS (the template's default names). A
@@ -169,17 +168,20 @@ go build -o "$work/stackcheck" ./infra/stackcheck
 "$work/stackcheck" secret -name /resetnotify/simulator-webhook-token -value "$webhook_token"
 "$work/stackcheck" secret -name /resetnotify/twilio-auth-token -value "$(cat "$twilio_token_file")"
 
-echo "emulator: sam deploy $stack"
-start=$SECONDS
-fg "$tools/sam/bin/sam" deploy --template-file "$build_dir/template.yaml" --stack-name "$stack" \
-  --resolve-s3 --capabilities CAPABILITY_IAM --no-confirm-changeset --no-fail-on-empty-changeset \
-  --no-progressbar --tags "ms-custom-id=$api_id" "_custom_id_=$api_id" --parameter-overrides "${overrides[@]}" >"$work/sam-deploy.log" 2>&1 ||
-  { cat "$work/sam-deploy.log" >&2; exit 1; }
-echo "emulator: sam deploy took $((SECONDS - start)) s"
-
-
-# Verifies the stack against the template and writes the suite's environment.
-"$work/stackcheck" check -stack "$stack" -template template.yaml -env "$work/stack.env"
+# The first deploy: this checkout, or the release RESETNOTIFY_EMULATOR_FROM names (a tag or commit,
+# its tree taken with git archive into the work directory), which the upgrade game day then
+# replaces with this checkout mid-load (infra/emulator/deploy.sh, exported to the command below).
+printf '%s\n' "${overrides[@]}" >"$work/overrides"
+src=$root
+if [[ -n "${RESETNOTIFY_EMULATOR_FROM:-}" ]]; then
+  src="$work/from"
+  mkdir -p "$src"
+  git archive "$RESETNOTIFY_EMULATOR_FROM" | tar -x -C "$src"
+  echo "emulator: deploying the release $RESETNOTIFY_EMULATOR_FROM ($(git rev-parse --short "$RESETNOTIFY_EMULATOR_FROM"))"
+fi
+emulator_deploy "$src"
+export RESETNOTIFY_EMULATOR_WORK="$work" RESETNOTIFY_EMULATOR_STACK="$stack" RESETNOTIFY_EMULATOR_API_ID="$api_id" \
+  RESETNOTIFY_EMULATOR_DEPLOYED="${RESETNOTIFY_EMULATOR_FROM:-}"
 # shellcheck disable=SC1091
 source "$work/stack.env"
 

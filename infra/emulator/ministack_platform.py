@@ -20,7 +20,8 @@ which) and then runs MiniStack's own entry point.
    mappings, schedules) publishes them once, and a stream batch its IteratorAge.
 3. AWS/SQS metrics: NumberOfMessagesSent per queue on every send (SendMessage,
    SendMessageBatch, a mapping's OnFailure record), and every minute each queue's
-   ApproximateNumberOfMessagesVisible and ApproximateAgeOfOldestMessage.
+   ApproximateNumberOfMessagesVisible, ApproximateAgeOfOldestMessage and a zero
+   NumberOfMessagesSent.
 4. The template's burn-rate pages. MiniStack's CloudFormation refuses an AWS::CloudWatch::Alarm
    with Metrics (metric math) and has no AWS::CloudWatch::CompositeAlarm. Here a math alarm is
    stored with its Metrics (DescribeAlarms returns them; MiniStack's own evaluator skips an
@@ -232,6 +233,9 @@ def _queue_gauges():
                 oldest = max((now - m.get("sent_at", now) for m in msgs), default=0.0)
                 _metric("AWS/SQS", "ApproximateNumberOfMessagesVisible", visible, "Count", {"QueueName": name})
                 _metric("AWS/SQS", "ApproximateAgeOfOldestMessage", round(oldest), "Seconds", {"QueueName": name})
+                # A zero beside the sends' counts, as SQS reports an active queue's quiet
+                # periods: an alarm on sends then reads "none sent", not "no data".
+                _metric("AWS/SQS", "NumberOfMessagesSent", 0, "Count", {"QueueName": name})
             except Exception:
                 pass
             finally:

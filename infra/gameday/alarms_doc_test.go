@@ -14,18 +14,6 @@ import (
 	"github.com/resetnotify/resetnotify/infra/samtemplate"
 )
 
-// unproven are the template's alarms no scenario expects yet and the exempt list does not
-// hold. It may only shrink: an alarm that a scenario comes to expect must leave it.
-var unproven = []string{
-	"ArchiveLagAlarm", "AuditErrorsAlarm", "AuditIteratorAgeAlarm", "AuditReplayDLQAlarm",
-	"DeliveryFastBurnAlarm", "DeliveryPage", "DigestLagAlarm", "DispatchDLQAlarm",
-	"DispatchQueueAgeAlarm", "DispatchUnknownBacklogAlarm", "ExpiryRateAlarm", "IntakeErrorsAlarm",
-	"ProviderEventsErrorsAlarm", "ProviderEventsReceiptMismatchAlarm", "ProviderLatencyAlarm",
-	"ReconcileDLQAlarm", "ReconcileErrorsAlarm", "ReconcileReceiptMismatchAlarm",
-	"RefusalSpikeAlarm", "SimulatorLatencyAlarm", "Simulator2LatencyAlarm", "SinchLatencyAlarm",
-	"SweeperErrorsAlarm", "TwilioLatencyAlarm",
-}
-
 // docSection returns the text of docs/operations.md from the heading line to the next heading
 // of the same or a higher level.
 func docSection(t *testing.T, doc, heading string) string {
@@ -100,11 +88,11 @@ func TestAlarmsDocumentedRunbookedAndProven(t *testing.T) {
 			t.Errorf("%s is named by no runbook's \"Alarms:\" line", a)
 		}
 		sc, isExpected := expected[a]
-		switch proofs := btoi(isExpected) + btoi(slices.Contains(exempt, a)) + btoi(slices.Contains(unproven, a)); {
-		case proofs == 0:
-			t.Errorf("%s: no scenario expects it, and it is neither exempt nor listed as unproven", a)
-		case proofs > 1:
-			t.Errorf("%s: expected by %q, exempt %v or unproven at once: list it in one place", a, sc, slices.Contains(exempt, a))
+		switch isExempt := slices.Contains(exempt, a); {
+		case !isExpected && !isExempt:
+			t.Errorf("%s: no scenario expects it, and it is not exempt: prove it, or make it a dashboard widget", a)
+		case isExpected && isExempt:
+			t.Errorf("%s: expected by %q and exempt at once: list it in one place", a, sc)
 		}
 	}
 	for name := range table {
@@ -117,18 +105,11 @@ func TestAlarmsDocumentedRunbookedAndProven(t *testing.T) {
 			t.Errorf("the catalogue expects or allows %s, which the template does not declare", name)
 		}
 	}
-	for _, name := range append(slices.Clone(unproven), exempt...) {
+	for _, name := range exempt {
 		if !slices.Contains(alarms, name) {
-			t.Errorf("%s is exempt or unproven but no alarm of the template", name)
+			t.Errorf("%s is exempt but no alarm of the template", name)
 		}
 	}
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // TestCompositeAndMathDefs: a math alarm's definition takes its first MetricStat's period and
@@ -150,41 +131,5 @@ func TestCompositeAndMathDefs(t *testing.T) {
 	d := compositeDef("s-Page-C", `ALARM("s-Fast-A") OR ALARM(arn:aws:cloudwatch:r:1:alarm:s-Slow-B)`, defs)
 	if d.Name != "s-Page-C" || d.Window() != 30*time.Minute || d.Metric != "Errors" {
 		t.Errorf("composite %+v, want the slow child's 30-minute window under its own name", d)
-	}
-}
-
-// TestEventOnlyAlarmsAreDeployedAndDocumented: every alarm the silence rule lists rather than
-// judges is a template alarm, and docs/operations.md's paragraph on them names exactly those.
-func TestEventOnlyAlarmsAreDeployedAndDocumented(t *testing.T) {
-	tmpl, err := samtemplate.Load("../../template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	alarms := tmpl.Of("AWS::CloudWatch::Alarm")
-	raw, err := os.ReadFile("../../docs/operations.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, para, ok := strings.Cut(string(raw), "**Alarms written only on their event.**")
-	if !ok {
-		t.Fatal(`docs/operations.md has no "**Alarms written only on their event.**"`)
-	}
-	para, _, _ = strings.Cut(para, "\n\n")
-	documented := map[string]bool{}
-	for _, m := range backticked.FindAllStringSubmatch(para, -1) {
-		documented[m[1]] = true
-	}
-	for name, why := range EventOnly {
-		if !slices.Contains(alarms, name) {
-			t.Errorf("EventOnly names %s, which the template does not declare", name)
-		}
-		if why == "" || !documented[name] {
-			t.Errorf("EventOnly %s: reason %q; docs/operations.md names it: %v", name, why, documented[name])
-		}
-	}
-	for name := range documented {
-		if EventOnly[name] == "" {
-			t.Errorf("docs/operations.md names %s as written only on its event; EventOnly does not", name)
-		}
 	}
 }

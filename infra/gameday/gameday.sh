@@ -9,7 +9,8 @@
 # <folder>/lane-<i>`, its scenarios one after the other; so no scenario shares a stack, or an
 # alarm, with another lane's. `infra/gameday/cmd -plan` shares the scenarios of GAMEDAY_SCENARIOS
 # (default all; a comma-separated list runs only those) among the lanes, longest first onto the
-# least loaded lane. The emulator runs wait for each other's setup (emulator.sh's lock), so the
+# least loaded lane. A lane whose first scenario has a From (the upgrade) deploys that release
+# first (RESETNOTIFY_EMULATOR_FROM; `infra/gameday/cmd -from` names it). The emulator runs wait for each other's setup (emulator.sh's lock), so the
 # lanes start a few minutes apart, the first one first: it has the longest scenario.
 #
 # Each lane's output is in <folder>/lane-<i>/run.log, beside its own report. Once every lane has
@@ -59,7 +60,9 @@ for line in "${plan[@]}"; do
   rm -f "$dir/exit"
   printf '%s\n' "$list" >"$dir/scenarios"
   echo "gameday: lane $lane, about $minutes min once its stack is up: $list (log: $dir/run.log)"
-  RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator/emulator.sh "$bin/gameday" -scenarios "$list" -out "$dir" >"$dir/run.log" 2>&1 &
+  # A lane whose first scenario starts from an earlier release (the upgrade) deploys that one.
+  from=$("$bin/gameday" -from -scenarios "$list")
+  RESETNOTIFY_EMULATOR_FROM=$from RESETNOTIFY_FAULT_PROXY=1 ./infra/emulator/emulator.sh "$bin/gameday" -scenarios "$list" -out "$dir" >"$dir/run.log" 2>&1 &
   lane_pids+=($!)
   dirs+=("$dir")
 done

@@ -10,8 +10,8 @@ import (
 
 // PlanLanes shares scenarios among n lanes, each run on a stack of its own, one scenario
 // after the other: longest first (Takes), each onto the lane with the least work so far (the
-// first of them on a tie). Each lane keeps the scenarios in the order of scs. There are never
-// more lanes than scenarios, nor an empty lane.
+// first of them on a tie). Each lane keeps the scenarios in the order of scs, but for one with a
+// From, which runs first. There are never more lanes than scenarios, nor an empty lane.
 func PlanLanes(scs []Scenario, n int) [][]Scenario {
 	n = min(n, len(scs))
 	if n < 1 {
@@ -41,8 +41,21 @@ func PlanLanes(scs []Scenario, n int) [][]Scenario {
 		for _, i := range idx {
 			lanes[l] = append(lanes[l], scs[i])
 		}
+		FromFirst(lanes[l])
 	}
 	return lanes
+}
+
+// FromFirst moves the scenarios that start from an earlier release (From) to the front of scs,
+// keeping the order otherwise: they run first, on the stack their lane deployed as that release.
+func FromFirst(scs []Scenario) {
+	rank := func(sc Scenario) int {
+		if sc.From != "" {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(scs, func(a, b Scenario) int { return cmp.Compare(rank(a), rank(b)) })
 }
 
 // Takes is the sum of the scenarios' Takes: a lane's expected duration, its stack's setup aside.

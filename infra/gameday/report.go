@@ -41,8 +41,6 @@ type Result struct {
 	// Silent are the alarms that did not fire while their metric had no datapoint and their
 	// missing data is not breaching (Run.judgeSilence): the scenario fails.
 	Silent []string `json:"silent_alarms,omitempty"`
-	// QuietEventOnly are the alarms of EventOnly that had no datapoint: listed, not judged.
-	QuietEventOnly []string `json:"quiet_event_only_alarms,omitempty"`
 	// Vacuous: fewer faults of a kind were injected than the scenario needs (Scenario.MinFaults).
 	Vacuous bool `json:"vacuous,omitempty"`
 	// NegativeControl: the scenario passes when its invariants break.

@@ -538,7 +538,7 @@ func TestTwilioWebhookOnlyWithTwilio(t *testing.T) {
 			if want != (routes == 1) || routes > 1 {
 				t.Errorf("%d routes for Twilio's status callbacks, want one: %v", routes, want)
 			}
-			for _, res := range []string{"TwilioWebhookFunction", "TwilioWebhookRole", "TwilioWebhookLogs", "TwilioWebhookApiPermission", "TwilioLatencyAlarm"} {
+			for _, res := range []string{"TwilioWebhookFunction", "TwilioWebhookRole", "TwilioWebhookLogs", "TwilioWebhookApiPermission"} {
 				if _, ok := tpl.Resources[res]; ok != want {
 					t.Errorf("%s exists = %v, want %v", res, ok, want)
 				}

@@ -129,7 +129,8 @@ type Replayer struct {
 	Metrics                   *obs.Metrics
 }
 
-// DefaultInFlight exceeds the AuditIteratorAgeAlarm's threshold (5 minutes).
+// DefaultInFlight exceeds five minutes behind the stream, where the dashboard marks the audit
+// function as behind.
 const DefaultInFlight = 10 * time.Minute
 
 // arrivalSlack widens the lost batch's arrival times: a transition is stamped (updated_at)

@@ -313,8 +313,12 @@ func (d *Dispatcher) call(ctx context.Context, c workercore.Core, rec, leased no
 		// Also under Function alone: one alarm covers every provider of the chain.
 		d.Metrics.EmitRollup(map[string]string{workercore.DimProvider: route.Name}, [][]string{{}}, obs.Metric{Name: workercore.MetricCoolDowns, Unit: obs.UnitCount, Value: 1})
 		c.Logger().Warn("provider cooling down after repeated \"not accepted\" answers", "provider", route.Name)
+	} else {
+		// A zero under Function alone where the breaker was judged: the cool-down alarm's
+		// quiet then means "no cool-down", not "no data".
+		d.Metrics.Emit(nil, obs.Metric{Name: workercore.MetricCoolDowns, Unit: obs.UnitCount, Value: 0})
 	}
-	// Also under Function and Provider alone: the latency alarm reads p99 over every class.
+	// Also under Function and Provider alone: the dashboard reads p99 over every class.
 	d.Metrics.EmitRollup(map[string]string{workercore.DimProvider: route.Name, "Class": string(outcome.Class), "Detail": string(outcome.Detail)},
 		[][]string{{workercore.DimProvider}},
 		obs.Metric{Name: workercore.MetricProviderCalls, Unit: obs.UnitCount, Value: 1},
@@ -430,5 +434,8 @@ func (d *Dispatcher) countSent(ctx context.Context, rec notify.Record) {
 		d.Metrics.Emit(nil, obs.Metric{Name: obs.MetricPrefixBlocks, Unit: obs.UnitCount, Value: 1})
 		d.Log.Warn("prefix blocked for low conversion", "prefix_fp", b.PrefixFP, "country", rec.Country,
 			"sent", b.Counts.Sent, "converted", b.Counts.Converted, "until", b.Until)
+	default:
+		// Judged and not blocked: a zero, so that the conversion alarm's quiet has data.
+		d.Metrics.Emit(nil, obs.Metric{Name: obs.MetricPrefixBlocks, Unit: obs.UnitCount, Value: 0})
 	}
 }

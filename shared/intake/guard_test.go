@@ -157,3 +157,23 @@ func TestDestinationRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmissionWritesAZeroRefusal: an admission the guards let through writes Refusals 0 by
+// Reason prefix_velocity, the set PrefixVelocityAlarm reads, so the alarm's quiet has data.
+func TestAdmissionWritesAZeroRefusal(t *testing.T) {
+	f := newFixture(t)
+	resp := f.do(t, post(body(nil), "idempotency-key", "order-1"))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("status %d %s, want 202", resp.StatusCode, resp.Body)
+	}
+	var zero int
+	for _, line := range strings.Split(f.metrics.String(), "\n") {
+		if strings.Contains(line, `"`+obs.MetricRefusals+`":0`) && strings.Contains(line, `"Reason":"`+string(notify.RefusedPrefixVelocity)+`"`) &&
+			strings.Contains(line, `[["Function","Reason"]]`) {
+			zero++
+		}
+	}
+	if zero != 1 {
+		t.Errorf("%d zero Refusals lines by [Function Reason] for one admission, want 1: %s", zero, f.metrics.String())
+	}
+}

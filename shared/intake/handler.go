@@ -350,6 +350,8 @@ func (h *Handler) record(ctx context.Context, log *slog.Logger, ev events.APIGat
 			// A repeat of a refused key is the same refusal, counted once.
 			h.metrics.Refusal(string(r.Reason), r.CountryCode)
 		}
+	} else if res.route == RouteSubmit && res.status == http.StatusAccepted {
+		h.metrics.NotRefused(string(notify.RefusedPrefixVelocity))
 	}
 	if res.route == RouteSubmit && res.status == http.StatusTooManyRequests {
 		attrs = append(attrs, slog.Bool("replayed", res.replayed))

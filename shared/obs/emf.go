@@ -170,10 +170,16 @@ const (
 )
 
 // Refusal records one refused admission by reason and country, by reason alone (the
-// prefix alarm and the dashboard read it) and by Function alone (the refusal spike alarm).
+// prefix alarm and the dashboard read it) and by Function alone (the dashboard).
 func (m *Metrics) Refusal(reason, countryCode string) {
 	m.EmitRollup(map[string]string{DimReason: reason, DimCountryCode: countryCode}, [][]string{{DimReason}, {}},
 		Metric{Name: MetricRefusals, Unit: UnitCount, Value: 1})
+}
+
+// NotRefused records an admission the guards let through as a zero Refusals by reason, for
+// the one reason an alarm reads (PrefixVelocityAlarm): its quiet then has data.
+func (m *Metrics) NotRefused(reason string) {
+	m.Emit(map[string]string{DimReason: reason}, Metric{Name: MetricRefusals, Unit: UnitCount, Value: 0})
 }
 
 // GuardDecisionLate records one admission decided too late to refuse (see
@@ -195,7 +201,7 @@ func (m *Metrics) Request(route string, status int, latency time.Duration) {
 // The pair names the edge of the transition table (ADMITTED is ∅→accepted, CANCELLED is a
 // caller's cancellation), so no source state is needed, and callers that do not know it
 // exactly can still count. The count is also published by target state alone, so one metric
-// per function counts, say, every expiry whatever its reason (the expiry alarm reads it).
+// per function counts, say, every expiry whatever its reason (the delivery page reads it).
 func (m *Metrics) Transition(to, reason string) {
 	m.EmitRollup(map[string]string{DimToState: to, DimReason: reason}, [][]string{{DimToState}},
 		Metric{Name: MetricTransitions, Unit: UnitCount, Value: 1})

@@ -3,6 +3,7 @@ package workercore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/resetnotify/resetnotify/shared/adapters/sms"
 	"github.com/resetnotify/resetnotify/shared/notify"
 	"github.com/resetnotify/resetnotify/shared/notify/notifytest"
+	"github.com/resetnotify/resetnotify/shared/obs"
 )
 
 // TestDispatchCountsSendsAndBlocks: each send dispatch records is counted for its prefix (and,
@@ -37,6 +39,18 @@ func TestDispatchCountsSendsAndBlocks(t *testing.T) {
 	}
 	if _, blocked, _ := f.d.Conversions.Blocked(context.Background(), "pfx", f.clock.Now()); !blocked {
 		t.Error("three unconverted sends did not block the prefix")
+	}
+	// Each judged send writes PrefixBlocks under Function alone (ConversionDropAlarm's set):
+	// zeros for the two that blocked nothing, 1 for the block.
+	var blocks []float64
+	for _, l := range withMetric(parseEMF(t, f.metrics.String()), obs.MetricPrefixBlocks) {
+		if !l.has(obs.DimFunction) || len(l.sets) != 1 {
+			t.Errorf("PrefixBlocks under %v, want [Function] alone", l.sets)
+		}
+		blocks = append(blocks, l.values[obs.MetricPrefixBlocks])
+	}
+	if !slices.Equal(blocks, []float64{0, 0, 1}) {
+		t.Errorf("PrefixBlocks %v over three sends, want [0 0 1]", blocks)
 	}
 	if logs := f.logs.String(); !strings.Contains(logs, "prefix blocked for low conversion") || !strings.Contains(logs, `"prefix_fp":"pfx"`) {
 		t.Errorf("no block logged: %s", logs)

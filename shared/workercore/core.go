@@ -44,7 +44,7 @@ const (
 	// attempt reference: evidence of a duplicate at the provider.
 	MetricDoubleSend = "DoubleSendEvidence"
 	// MetricExpirations counts the records a worker moved to expired, by Function and with no
-	// dimension at all (every worker's together, which the expiry alarm reads).
+	// dimension at all (every worker's together, which the delivery page reads).
 	MetricExpirations = "WorkerExpirations"
 	// MetricTimeToAcceptance is the time from a record's admission to the provider's acceptance
 	// of its send (PROVIDER_ACCEPTED), by Function: the timeliness objective's SLI.
@@ -74,7 +74,7 @@ const (
 
 	// DimProvider names the provider on MetricProviderCalls, MetricProviderLatency and
 	// MetricLookups. The provider metrics are also published under Function and DimProvider
-	// alone, which the latency alarm reads.
+	// alone, which the dashboard reads.
 	DimProvider = "Provider"
 	// DimState is the record state of MetricOverdue.
 	DimState = "State"
@@ -266,7 +266,7 @@ func (c Core) write(ctx context.Context, rec notify.Record, ch notify.Change, no
 	}
 	c.metrics.Transition(string(next.State), string(next.Reason))
 	if next.State == notify.StateExpired {
-		// Also with no dimension at all: the expiry alarm reads the sum over dispatch, reconcile
+		// Also with no dimension at all: the delivery page reads the sum over dispatch, reconcile
 		// and the sweeper without metric math (intake's EXPIRED_AT_ADMISSION is not counted).
 		c.metrics.EmitRollup(nil, [][]string{{obs.NoDimensions}}, obs.Metric{Name: MetricExpirations, Unit: obs.UnitCount, Value: 1})
 	}

@@ -139,7 +139,7 @@ func TestProviderCallMetrics(t *testing.T) {
 			}
 			l := lines[0]
 			if !l.has(obs.DimFunction, workercore.DimProvider) {
-				t.Errorf("dimension sets %v lack [Function Provider], which the latency alarm reads", l.sets)
+				t.Errorf("dimension sets %v lack [Function Provider], which the dashboard reads", l.sets)
 			}
 			if !l.has(obs.DimFunction, "Class", "Detail", workercore.DimProvider) {
 				t.Errorf("dimension sets %v lack [Function Class Detail Provider]", l.sets)
@@ -152,6 +152,12 @@ func TestProviderCallMetrics(t *testing.T) {
 			}
 			if l.values[workercore.MetricProviderCalls] != 1 {
 				t.Errorf("%s = %v, want 1", workercore.MetricProviderCalls, l.values[workercore.MetricProviderCalls])
+			}
+			// One call opens no breaker: a zero under Function alone, which ProviderCoolDownAlarm
+			// reads, so that its quiet has data.
+			cool := withMetric(parseEMF(t, f.metrics.String()), workercore.MetricCoolDowns)
+			if len(cool) != 1 || !cool[0].has(obs.DimFunction) || len(cool[0].sets) != 1 || cool[0].values[workercore.MetricCoolDowns] != 0 {
+				t.Errorf("%s lines %+v, want one zero under [Function] alone", workercore.MetricCoolDowns, cool)
 			}
 		})
 	}
@@ -452,7 +458,7 @@ func TestTemplateReadsEmittedMetrics(t *testing.T) {
 			checkDashboard(t, id, regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0"), check, ours)
 		}
 	}
-	for _, name := range []string{workercore.MetricProviderLatency, workercore.MetricOverdue, digest.MetricDigestLag, workercore.MetricExpirations, workercore.MetricCoolDowns, workercore.MetricReceiptMismatch} {
+	for _, name := range []string{workercore.MetricOverdue, digest.MetricDigestLag, workercore.MetricExpirations, workercore.MetricCoolDowns} {
 		if !alarmed[name] {
 			t.Errorf("no alarm reads %s", name)
 		}

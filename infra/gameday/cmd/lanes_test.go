@@ -104,3 +104,20 @@ func TestMergeCommand(t *testing.T) {
 		t.Errorf("the figures printed: %q", figures.String())
 	}
 }
+
+// TestStartRelease: -from names the release a lane must deploy first, the one its upgrade
+// scenario starts from, and that scenario runs first whatever the list's order; without it, none.
+func TestStartRelease(t *testing.T) {
+	for list, want := range map[string]string{"baseline,upgrade": gameday.PreviousRelease, "all": gameday.PreviousRelease, "baseline,sqs-duplicates": ""} {
+		scs, err := selectScenarios(gameday.Scenarios(), list, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := startRelease(scs); got != want {
+			t.Errorf("-from -scenarios %s printed %q, want %q", list, got, want)
+		}
+		if want != "" && scs[0].Name != "upgrade" {
+			t.Errorf("-scenarios %s runs %s first, want upgrade", list, scs[0].Name)
+		}
+	}
+}

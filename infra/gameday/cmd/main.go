@@ -16,7 +16,8 @@
 // loaded lane, by each scenario's Takes), one lane a line ("lane<TAB>scenarios<TAB>minutes";
 // -lane i prints lane i's scenarios only); -merge dir1,dir2,... makes one report of the lanes'
 // in -out, with the figures over all of them, and exits 1 when a scenario did not pass or a
-// lane failed.
+// lane failed; -from prints the release a lane's stack must be deployed as first (the
+// upgrade scenario's), empty for this checkout.
 package main
 
 import (
@@ -51,10 +52,12 @@ func main() {
 }
 
 // selectScenarios returns the scenarios of the comma-separated list ("all": every one), or
-// the short game day's.
+// the short game day's; one that starts from an earlier release comes first (FromFirst).
 func selectScenarios(all []gameday.Scenario, list string, ci bool) ([]gameday.Scenario, error) {
 	if list == "all" && !ci {
-		return all, nil
+		scs := slices.Clone(all)
+		gameday.FromFirst(scs)
+		return scs, nil
 	}
 	names := strings.Split(list, ",")
 	if ci {
@@ -69,7 +72,17 @@ func selectScenarios(all []gameday.Scenario, list string, ci bool) ([]gameday.Sc
 	if len(scs) != len(names) {
 		return nil, fmt.Errorf("unknown scenario in %v (-list lists them)", names)
 	}
+	gameday.FromFirst(scs)
 	return scs, nil
+}
+
+// startRelease is the release a stack running scs must be deployed as first: the first
+// scenario's From (FromFirst puts it there).
+func startRelease(scs []gameday.Scenario) string {
+	if len(scs) == 0 {
+		return ""
+	}
+	return scs[0].From
 }
 
 // run is the command. It is long because it is the command's whole sequence, read top to
@@ -88,6 +101,7 @@ func run() error {
 		plan     = flag.Bool("plan", false, "print how -lanes lanes share -scenarios, one lane a line (lane, scenarios, minutes), and exit")
 		lane     = flag.Int("lane", 0, "print the scenarios lane i (from 1) of -lanes runs, comma-separated, and exit")
 		merge    = flag.String("merge", "", "comma-separated lane report folders: merge them into one report in -out, and exit")
+		from     = flag.Bool("from", false, "print the release -scenarios must start from (empty: this checkout), and exit")
 	)
 	flag.Parse()
 	all := gameday.Scenarios()
@@ -106,6 +120,10 @@ func run() error {
 	scs, err := selectScenarios(all, *list, *ci)
 	if err != nil {
 		return err
+	}
+	if *from {
+		fmt.Println(startRelease(scs))
+		return nil
 	}
 	if *plan || *lane != 0 {
 		return printPlan(os.Stdout, scs, *lanes, *lane)

@@ -243,6 +243,7 @@ func deployedUnits(ctx context.Context, endpoint string, out io.Writer) error {
 	}
 	defer drop()
 	const n = 100
+	fmt.Fprintf(out, "block_list_refreshes_per_instance_minute_max=%.0f\n", float64(time.Minute)/float64(m.d.in.Conversions.Policy.Refresh))
 	for _, kind := range []string{"", "_repeat"} {
 		u, err := m.admit(ctx, kind, n)
 		if err != nil {
@@ -250,6 +251,7 @@ func deployedUnits(ctx context.Context, endpoint string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "requests_per_admission%s=%.2f\n", kind, u.requests)
 		fmt.Fprintf(out, "requests_per_admission%s_breakdown=%s\n", kind, u.breakdown)
+		fmt.Fprintf(out, "block_list_refreshes_per_admission%s=%.2f\n", kind, u.refreshes)
 		fmt.Fprintf(out, "write_units_per_admission%s=%.2f\n", kind, u.writes)
 		fmt.Fprintf(out, "read_units_per_admission%s=%.2f\n", kind, u.reads)
 	}
@@ -267,7 +269,7 @@ func (m *unitsMeter) replays(ctx context.Context, n int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "requests_per_replay=%.2f\n", u.requests)
+	fmt.Fprintf(out, "requests_per_replay=%.2f\nblock_list_refreshes_per_replay=%.2f\n", u.requests, u.refreshes)
 	fmt.Fprintf(out, "requests_per_replay_breakdown=%s\n", u.breakdown)
 	fmt.Fprintf(out, "write_units_per_replay=%.2f\nread_units_per_replay=%.2f\n", u.writes, u.reads)
 	// The same replays on another instance, which has not counted their keys: the count finds
@@ -285,6 +287,7 @@ func (m *unitsMeter) replays(ctx context.Context, n int, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "requests_per_replay_other_instance=%.2f\nrequests_per_replay_other_instance_breakdown=%s\n", u.requests, u.breakdown)
+	fmt.Fprintf(out, "block_list_refreshes_per_replay_other_instance=%.2f\n", u.refreshes)
 	return nil
 }
 
@@ -298,9 +301,7 @@ func (m *unitsMeter) replay(ctx context.Context, n int) (units, error) {
 			return units{}, fmt.Errorf("deployed replay %d: %d %v", i, status, err)
 		}
 	}
-	r, w := m.meter.Snapshot().total(nil)
-	return units{requests: float64(m.counter.Total()) / float64(n), writes: w / float64(n), reads: r / float64(n),
-		breakdown: awscount.FormatCounts(m.counter.Counts(), float64(n))}, nil
+	return m.averages(n), nil
 }
 
 // unitsMeter is a deployed intake whose AWS calls are counted and priced.
@@ -310,10 +311,25 @@ type unitsMeter struct {
 	meter   *capacityMeter
 }
 
-// units are per-admission averages.
+// units are per-admission averages. requests are the admission's own; refreshes are the
+// block list's reads made meanwhile, which are per instance and CONVERSION_REFRESH_SECONDS
+// (one Query when the cached list is older), not per admission: counted apart.
 type units struct {
-	requests, writes, reads float64
-	breakdown               string
+	requests, refreshes, writes, reads float64
+	breakdown                          string
+}
+
+// blockListRead is the one request of the block list's refresh (convstore's Decisions); the
+// admission path makes no other Query.
+var blockListRead = awscount.Op{Service: "DynamoDB", Operation: "Query"}
+
+// averages returns what m counted and priced since its reset, per each of n operations.
+func (m *unitsMeter) averages(n int) units {
+	r, w := m.meter.Snapshot().total(nil)
+	counts := m.counter.Counts()
+	refreshes := counts[blockListRead]
+	return units{requests: float64(m.counter.Total()-refreshes) / float64(n), refreshes: float64(refreshes) / float64(n),
+		writes: w / float64(n), reads: r / float64(n), breakdown: awscount.FormatCounts(counts, float64(n))}
 }
 
 // newUnitsMeter builds a deployed intake on fresh tables at endpoint, with every call counted
@@ -343,9 +359,7 @@ func (m *unitsMeter) admit(ctx context.Context, kind string, n int) (units, erro
 			return units{}, fmt.Errorf("deployed admission%s %d: %d %v", kind, i, status, err)
 		}
 	}
-	r, w := m.meter.Snapshot().total(nil)
-	return units{requests: float64(m.counter.Total()) / float64(n), writes: w / float64(n), reads: r / float64(n),
-		breakdown: awscount.FormatCounts(m.counter.Counts(), float64(n))}, nil
+	return m.averages(n), nil
 }
 
 // deployedDuplicates admits 4 resets for one number, then sends 64 identical requests with a

@@ -29,12 +29,7 @@ func TestOnlyPrefixctlAndDispatchWritePrefixDecisions(t *testing.T) {
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		table := resourcePolicy(tpl, "ConversionTable", "ResourcePolicy", "PolicyDocument")
 		for _, a := range tableWrites {
-			if !slices.ContainsFunc(table, func(s policycheck.Statement) bool {
-				others := map[string]any{"ArnNotEquals": s.Condition["ArnNotEquals"]}
-				keys := leadingKeys(s.Condition, "ForAnyValue:StringLike")
-				return s.Effect == "Deny" && s.Principal == "*" && s.Allows(a) && len(s.Condition) == 2 &&
-					slices.Equal(keys, []any{"decisions", "a#*"}) && onlyPrincipals(others, "DispatchRole", "PrefixOperatorRole")
-			}) {
+			if !deniesPartitionWrites(table, a, []any{"decisions", "a#*"}, "DispatchRole", "PrefixOperatorRole") {
 				t.Errorf("the conversion table's policy does not deny %s on the decisions to all but dispatch and prefixctl's role", a)
 			}
 		}
@@ -80,12 +75,7 @@ func TestDispatchCannotRewriteOperatorHistory(t *testing.T) {
 	forEachVariant(t, func(t *testing.T, tpl policycheck.Template) {
 		table := resourcePolicy(tpl, "ConversionTable", "ResourcePolicy", "PolicyDocument")
 		for _, a := range tableWrites {
-			if !slices.ContainsFunc(table, func(s policycheck.Statement) bool {
-				others := map[string]any{"ArnNotEquals": s.Condition["ArnNotEquals"]}
-				keys := leadingKeys(s.Condition, "ForAnyValue:StringLike")
-				return s.Effect == "Deny" && s.Principal == "*" && s.Allows(a) && len(s.Condition) == 2 &&
-					slices.Equal(keys, []any{"d#*"}) && onlyPrincipals(others, "PrefixOperatorRole")
-			}) {
+			if !deniesPartitionWrites(table, a, []any{"d#*"}, "PrefixOperatorRole") {
 				t.Errorf("the conversion table's policy does not deny %s on the operators' history to all but prefixctl's role", a)
 			}
 		}
@@ -103,5 +93,15 @@ func TestDispatchCannotRewriteOperatorHistory(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// deniesPartitionWrites reports whether table holds a deny of action, to every principal but
+// the roles except names, on items whose leading keys are keys (and on no other condition).
+func deniesPartitionWrites(table []policycheck.Statement, action string, keys []any, except ...string) bool {
+	return slices.ContainsFunc(table, func(s policycheck.Statement) bool {
+		others := map[string]any{"ArnNotEquals": s.Condition["ArnNotEquals"]}
+		return s.Effect == "Deny" && s.Principal == "*" && s.Allows(action) && len(s.Condition) == 2 &&
+			slices.Equal(leadingKeys(s.Condition, "ForAnyValue:StringLike"), keys) && onlyPrincipals(others, except...)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/resetnotify/resetnotify/infra/faultproxy"
@@ -71,33 +72,7 @@ func Scenarios() []Scenario {
 				Match: "LEASE_ACQUIRED", Kind: faultproxy.KindKill, After: true, Rate: 0.3, Limit: 8}),
 			MinFaults: map[string]int64{"kill": 3},
 		},
-		{
-			Name:  "kms-outage",
-			Takes: 26 * time.Minute,
-			Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
-				"so intake's and dispatch's processes are killed once as it begins and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
-				"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
-			Platform: true, Hold: time.Minute, Rate: 2,
-			// The two kills that begin it are invocation errors of intake and dispatch.
-			// Dispatch's killed batch comes back after the queue's visibility timeout (180 s),
-			// past the load's 3-minute deadlines: those records expire unsent.
-			// Admissions answered 503 for the minute of the outage burn the availability budget;
-			// intake's killed process is an invocation error.
-			Expect: []string{"AdmissionFastBurnAlarm", "AdmissionPage", "IntakeErrorsAlarm"},
-			Allow:  []string{"DigestErrorsAlarm", "DigestLagAlarm", "ArchiveLagAlarm", "DispatchErrorsAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
-			// The kills first (once each, after a DynamoDB call of theirs), then one KMS rule
-			// per function that uses KMS and one for any other caller: the report says which
-			// calls the outage really hit (of the other kinds, the first rule that matches
-			// applies).
-			Inject: rules(
-				faultproxy.Rule{Service: "dynamodb", Function: "IntakeFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
-				faultproxy.Rule{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
-				faultproxy.Rule{Service: "kms", Function: "IntakeFunction", Kind: faultproxy.KindError500},
-				faultproxy.Rule{Service: "kms", Function: "DispatchFunction", Kind: faultproxy.KindError500},
-				faultproxy.Rule{Service: "kms", Function: "DigestFunction", Kind: faultproxy.KindError500},
-				faultproxy.Rule{Service: "kms", Kind: faultproxy.KindError500}),
-			MinFaults: map[string]int64{"kill": 2, "error500": 2},
-		},
+		KMSOutage(),
 		DigestFailing(),
 		Burst(),
 		{
@@ -192,6 +167,85 @@ func NegativeControl() Scenario {
 				faultproxy.Rule{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindNoCondition, Match: tag})
 		},
 	}
+}
+
+// KMSOutage is KMS answering 500 for a minute, begun by killing intake's and dispatch's
+// processes once each so that their new processes must call KMS through it.
+func KMSOutage() Scenario {
+	return Scenario{
+		Name:  "kms-outage",
+		Takes: 26 * time.Minute,
+		Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
+			"so dispatch's, then intake's process is killed once as it begins (intake's once dispatch's kill is counted: intake failing closed leaves dispatch idle) and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
+			"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
+		Platform: true, Hold: time.Minute, Rate: 2,
+		// The two kills that begin it are invocation errors of intake and dispatch.
+		// Dispatch's killed batch comes back after the queue's visibility timeout (180 s),
+		// past the load's 3-minute deadlines: those records expire unsent.
+		// Admissions answered 503 for the minute of the outage burn the availability budget;
+		// intake's killed process is an invocation error.
+		Expect:    []string{"AdmissionFastBurnAlarm", "AdmissionPage", "IntakeErrorsAlarm"},
+		Allow:     []string{"DigestErrorsAlarm", "DigestLagAlarm", "ArchiveLagAlarm", "DispatchErrorsAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
+		MinFaults: map[string]int64{"kill": 2, "error500": 2},
+		Inject:    kmsOutage,
+	}
+}
+
+// kmsOutage puts the KMS outage in force function by function, each with the kill that makes
+// the function's new process call KMS: dispatch first, and intake only once dispatch was killed
+// (or killWait passed), since intake failing closed leaves dispatch no work to be killed at;
+// then the digest's calls and any other caller's. Of a request's rules the first outcome
+// applies, so the calls hit are counted by function.
+func kmsOutage(ctx context.Context, x *Exec) error {
+	for _, fn := range []string{"DispatchFunction", "IntakeFunction"} {
+		err := x.killThen(ctx, fn, faultproxy.Rule{Service: "kms", Function: fn, Kind: faultproxy.KindError500})
+		if err != nil {
+			return err
+		}
+	}
+	return x.AddRules(ctx,
+		faultproxy.Rule{Service: "kms", Function: "DigestFunction", Kind: faultproxy.KindError500},
+		faultproxy.Rule{Service: "kms", Kind: faultproxy.KindError500})
+}
+
+// killWait bounds the wait for a kill (the load keeps every function busy: seconds), and
+// killPoll is how often the proxy's tally is read meanwhile.
+var killWait, killPoll = time.Minute, time.Second
+
+// killThen puts in force one kill of fn's process, after a DynamoDB call of its, together with
+// rules, and waits, up to killWait, until the proxy's tally shows fn killed.
+func (x *Exec) killThen(ctx context.Context, fn string, rules ...faultproxy.Rule) error {
+	if x.Proxy == nil || x.Sabotage == SabotageFaultsOff {
+		return x.AddRules(ctx, rules...) // no kill to wait for
+	}
+	kills := func() (int64, error) {
+		c, err := x.Proxy.Counts(ctx)
+		var n int64
+		for _, f := range c.Faults {
+			if f.Kind == faultproxy.KindKill && strings.Contains(f.Function, fn) {
+				n += f.Count
+			}
+		}
+		return n, err
+	}
+	was, err := kills()
+	if err != nil {
+		return err
+	}
+	kill := faultproxy.Rule{Service: "dynamodb", Function: fn, Kind: faultproxy.KindKill, After: true, Limit: 1}
+	if err := x.AddRules(ctx, append([]faultproxy.Rule{kill}, rules...)...); err != nil {
+		return err
+	}
+	began := time.Now()
+	for time.Since(began) < killWait && ctx.Err() == nil {
+		if n, err := kills(); err == nil && n > was {
+			x.Logf("%s: %s killed %s after its kill rule was set", x.Scenario.Name, fn, time.Since(began).Round(100*time.Millisecond))
+			return nil
+		}
+		sleep(ctx, killPoll)
+	}
+	x.Logf("%s: %s not killed within %s; going on (the kill count will say vacuous)", x.Scenario.Name, fn, killWait)
+	return nil
 }
 
 // DigestFailing is the digest function failing for 3 minutes: every AWS call it makes

@@ -147,3 +147,33 @@ func TestKillNeverHitsAProcessThatIsNoFunction(t *testing.T) {
 		t.Fatalf("a request of a process that is no function was faulted: %v", err)
 	}
 }
+
+// TestKillAllEndsEveryProcessOfTheFunction: with All, the request of one process of a function
+// kills it and the function's other process (warm, idle), each counted, and leaves a process
+// of another function alone.
+func TestKillAllEndsEveryProcessOfTheFunction(t *testing.T) {
+	const fn = "resetnotify-e2e-IntakeFunction-1A2B"
+	f := newFixture(t)
+	idle := startHelper(t, f.url, fn)
+	other := startHelper(t, f.url, "resetnotify-e2e-AuditFunction-3C4D")
+	for _, h := range []*helper{idle, other} {
+		if l := <-h.lines; l != "answered" {
+			t.Fatalf("helper said %q before any rule", l)
+		}
+	}
+	f.set(t, Rule{Service: "dynamodb", Function: "IntakeFunction", Kind: KindKill, After: true, Limit: 1, All: true})
+	busy := startHelper(t, f.url, fn)
+	for name, h := range map[string]*helper{"the requester": busy, "its idle sibling": idle} {
+		if said, killed := h.wait(t); !killed {
+			t.Errorf("%s not killed by SIGKILL (said %q)", name, said)
+		}
+	}
+	select {
+	case <-other.lines: // closed: its output ended with it
+		t.Error("another function's process ended")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if n := f.faults(t, KindKill); n != 2 {
+		t.Errorf("%d kills counted, want 2", n)
+	}
+}

@@ -119,6 +119,26 @@ func functionOf(pid int) (string, error) {
 	return "", nil
 }
 
+// processesOf returns the pids of the processes, other than pid and the proxy, whose
+// AWS_LAMBDA_FUNCTION_NAME is function.
+func processesOf(pid int, function string) ([]int, error) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, p := range procs {
+		n, err := strconv.Atoi(p.Name())
+		if err != nil || n == pid || n == os.Getpid() {
+			continue
+		}
+		if fn, err := functionOf(n); err == nil && fn == function {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
 // killProcess sends SIGKILL to pid once it has checked that pid is still the process of
 // function (a pid is reused only after its process was reaped).
 func killProcess(pid int, function string) error {

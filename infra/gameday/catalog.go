@@ -176,7 +176,7 @@ func KMSOutage() Scenario {
 		Name:  "kms-outage",
 		Takes: 26 * time.Minute,
 		Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
-			"so dispatch's, then intake's process is killed once as it begins (intake's once dispatch's kill is counted: intake failing closed leaves dispatch idle) and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
+			"so a dispatch process, then every intake process, is killed as it begins (intake's once dispatch's kill is counted: intake failing closed leaves dispatch idle) and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
 			"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
 		Platform: true, Hold: time.Minute, Rate: 2,
 		// The two kills that begin it are invocation errors of intake and dispatch.
@@ -197,8 +197,12 @@ func KMSOutage() Scenario {
 // then the digest's calls and any other caller's. Of a request's rules the first outcome
 // applies, so the calls hit are counted by function.
 func kmsOutage(ctx context.Context, x *Exec) error {
-	for _, fn := range []string{"DispatchFunction", "IntakeFunction"} {
-		err := x.killThen(ctx, fn, faultproxy.Rule{Service: "kms", Function: fn, Kind: faultproxy.KindError500})
+	for _, kill := range []faultproxy.Rule{
+		{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
+		// Every intake process: one left warm seals with its data key through the outage.
+		{Service: "dynamodb", Function: "IntakeFunction", Kind: faultproxy.KindKill, After: true, Limit: 1, All: true},
+	} {
+		err := x.killThen(ctx, kill, faultproxy.Rule{Service: "kms", Function: kill.Function, Kind: faultproxy.KindError500})
 		if err != nil {
 			return err
 		}
@@ -212,9 +216,10 @@ func kmsOutage(ctx context.Context, x *Exec) error {
 // killPoll is how often the proxy's tally is read meanwhile.
 var killWait, killPoll = time.Minute, time.Second
 
-// killThen puts in force one kill of fn's process, after a DynamoDB call of its, together with
-// rules, and waits, up to killWait, until the proxy's tally shows fn killed.
-func (x *Exec) killThen(ctx context.Context, fn string, rules ...faultproxy.Rule) error {
+// killThen puts kill (a KindKill rule) in force together with rules, and waits, up to killWait,
+// until the proxy's tally shows kill's function killed.
+func (x *Exec) killThen(ctx context.Context, kill faultproxy.Rule, rules ...faultproxy.Rule) error {
+	fn := kill.Function
 	if x.Proxy == nil || x.Sabotage == SabotageFaultsOff {
 		return x.AddRules(ctx, rules...) // no kill to wait for
 	}
@@ -232,14 +237,13 @@ func (x *Exec) killThen(ctx context.Context, fn string, rules ...faultproxy.Rule
 	if err != nil {
 		return err
 	}
-	kill := faultproxy.Rule{Service: "dynamodb", Function: fn, Kind: faultproxy.KindKill, After: true, Limit: 1}
 	if err := x.AddRules(ctx, append([]faultproxy.Rule{kill}, rules...)...); err != nil {
 		return err
 	}
 	began := time.Now()
 	for time.Since(began) < killWait && ctx.Err() == nil {
 		if n, err := kills(); err == nil && n > was {
-			x.Logf("%s: %s killed %s after its kill rule was set", x.Scenario.Name, fn, time.Since(began).Round(100*time.Millisecond))
+			x.Logf("%s: %s killed (%d processes) %s after its kill rule was set", x.Scenario.Name, fn, n-was, time.Since(began).Round(100*time.Millisecond))
 			return nil
 		}
 		sleep(ctx, killPoll)

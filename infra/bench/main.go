@@ -92,7 +92,7 @@ func parseFlags(args []string) (benchFlags, error) {
 }
 
 // modeNames are the benchmarks -mode can name.
-var modeNames = []string{"admission", "dispatch", "replay", "audit", "digest", "floor", "cost", "conversion", "country", "coldstart"}
+var modeNames = []string{"admission", "writes", "dispatch", "replay", "audit", "digest", "floor", "cost", "conversion", "country", "coldstart"}
 
 // runs reports whether -mode selects the benchmark name: all, name, or a comma-separated list
 // holding it.
@@ -179,6 +179,11 @@ func runDynamoDBModes(ctx context.Context, f benchFlags, endpoint string, out io
 			return err
 		}
 		if err := admission(ctx, endpoint, f.ops, f.workers, out); err != nil {
+			return err
+		}
+	}
+	if f.mode != "all" && f.runs("writes") {
+		if err := writesBench(ctx, endpoint, f.ops/4, out); err != nil {
 			return err
 		}
 	}

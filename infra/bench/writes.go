@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/resetnotify/resetnotify/shared/adapters/awsclient"
 	"github.com/resetnotify/resetnotify/shared/tables"
 )
 
@@ -39,6 +41,16 @@ func writesBench(ctx context.Context, endpoint string, ops int, out io.Writer) e
 		return err
 	}
 	stub := stubDB(ctx)
+	// The raw calls without a database: what the SDK and the loopback cost each plan.
+	stubbed, err := rawWriteCalls(awsclient.DynamoDB(stub, ""), names)
+	if err != nil {
+		return err
+	}
+	for _, c := range stubbed {
+		if slices.Contains([]string{"put", "three_at_once", "two_updates_then_put"}, c.name) {
+			calls = append(calls, namedCall{c.name + "_stub_db", c.call})
+		}
+	}
 	for _, c := range []struct {
 		cfg    aws.Config
 		suffix string

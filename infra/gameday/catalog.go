@@ -194,6 +194,18 @@ func KMSOutage() Scenario {
 		},
 		MinFaults: map[string]int64{"kill": 2, "error500": 2},
 		Inject:    kmsOutage,
+		// Every intake process killed counts in "kill": the two functions are checked apart.
+		Check: func(_ context.Context, x *Exec) []string {
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			var out []string
+			for _, fn := range []string{"DispatchFunction", "IntakeFunction"} {
+				if x.killed[fn] == 0 {
+					out = append(out, fmt.Sprintf("vacuous: no process of %s killed, so none had to call KMS through the outage", fn))
+				}
+			}
+			return out
+		},
 	}
 }
 
@@ -249,6 +261,12 @@ func (x *Exec) killThen(ctx context.Context, kill faultproxy.Rule, rules ...faul
 	began := time.Now()
 	for time.Since(began) < killWait && ctx.Err() == nil {
 		if n, err := kills(); err == nil && n > was {
+			x.mu.Lock()
+			if x.killed == nil {
+				x.killed = map[string]int64{}
+			}
+			x.killed[fn] += n - was
+			x.mu.Unlock()
 			x.Logf("%s: %s killed (%d processes) %s after its kill rule was set", x.Scenario.Name, fn, n-was, time.Since(began).Round(100*time.Millisecond))
 			return nil
 		}

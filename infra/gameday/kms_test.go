@@ -94,6 +94,9 @@ func TestKMSOutageKillsDispatchBeforeIntakeFailsClosed(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	if v := sc.Check(ctx, x); len(v) != 0 {
+		t.Errorf("both functions killed: check says %q", v)
+	}
 	want = append(want, "kms error500 DigestFunction", "kms error500 ")
 	if got := rules(); strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("after both kills: rules %q, want %q", got, want)
@@ -132,6 +135,12 @@ func TestKMSOutageWaitIsBounded(t *testing.T) {
 			t.Errorf("no kill: logged %q, want the missed kill named", logged)
 		case sabotage != "" && took > killWait:
 			t.Errorf("faults-off: Inject took %s, waiting for kills no rule asked for", took)
+		case sabotage != "" && len(must(x.Proxy.Rules(context.Background()))) > 0:
+			t.Errorf("faults-off: rules %+v put in force", must(x.Proxy.Rules(context.Background())))
+		}
+		// Neither function killed: the check names both, whatever the total kill count.
+		if v := x.Scenario.Check(context.Background(), x); len(v) != 2 {
+			t.Errorf("no kill: check says %q, want both functions named", v)
 		}
 		if err := x.Proxy.Clear(context.Background()); err != nil {
 			t.Fatal(err)
@@ -144,4 +153,13 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestKMSOutageCheckNamesTheFunctionNotKilled: three intake processes killed make "kill" 3, over
+// its least 2, yet dispatch, never killed, fails the scenario.
+func TestKMSOutageCheckNamesTheFunctionNotKilled(t *testing.T) {
+	x := &Exec{Run: &Run{}, Scenario: KMSOutage(), killed: map[string]int64{"IntakeFunction": 3}}
+	if v := x.Scenario.Check(context.Background(), x); len(v) != 1 || !strings.Contains(v[0], "DispatchFunction") {
+		t.Errorf("check says %q, want dispatch named alone", v)
+	}
 }

@@ -115,6 +115,8 @@ type Exec struct {
 	hold      time.Duration
 	// burst is the burst scenario's load.
 	burst *Load
+	// killed counts, by function, the kills killThen saw in the proxy's tally.
+	killed map[string]int64
 }
 
 type stateSample struct {

@@ -279,6 +279,8 @@ type WidgetResult struct {
 	// alarm or logs widget, an expression the renderer does not evaluate).
 	Drawn    bool   `json:"drawn"`
 	NotDrawn string `json:"not_drawn,omitempty"`
+	// Series is the number of series drawn: a SEARCH's matching metrics count one each.
+	Series int `json:"series"`
 	// Empty are its lines with no datapoint in the window (a SEARCH: no matching metric with one).
 	Empty []string `json:"empty_lines,omitempty"`
 }
@@ -321,7 +323,7 @@ func readWidgets(ctx context.Context, cw DashboardAPI, ws []Widget, from, to tim
 			}
 			wd.series = append(wd.series, ss...)
 		}
-		wr.Drawn = true
+		wr.Drawn, wr.Series = true, len(wd.series)
 		results = append(results, wr)
 		data = append(data, wd)
 	}

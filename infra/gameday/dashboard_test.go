@@ -242,8 +242,8 @@ func TestDashboardEmptyWidgetFailsBaseline(t *testing.T) {
 		for _, w := range res.Widgets {
 			byTitle[w.Title] = w
 		}
-		if w := byTitle["Admissions"]; !w.Drawn || len(w.Empty) != 0 {
-			t.Errorf("%s: Admissions %+v", name, w)
+		if w := byTitle["Admissions"]; !w.Drawn || len(w.Empty) != 0 || w.Series != 1 {
+			t.Errorf("%s: Admissions %+v, want one series (the SEARCH's schema, not the rollup)", name, w)
 		}
 		if w := byTitle["Expirations"]; !w.Drawn || strings.Join(w.Empty, ",") != "sweeper" {
 			t.Errorf("%s: Expirations %+v, want its sweeper line empty", name, w)

@@ -98,25 +98,8 @@ func widgetPlot(wd widgetData, res *Result, minutes func(time.Time) float64) (*p
 	}
 	top *= 1.2
 	p.Y.Min, p.Y.Max = 0, top
-	p.Add(plotter.NewGrid())
-	if res.FaultEnd.After(res.FaultStart) {
-		poly, err := plotter.NewPolygon(plotter.XYs{{X: minutes(res.FaultStart), Y: 0}, {X: minutes(res.FaultEnd), Y: 0},
-			{X: minutes(res.FaultEnd), Y: top}, {X: minutes(res.FaultStart), Y: top}})
-		if err != nil {
-			return nil, err
-		}
-		poly.Color = color.NRGBA{R: 255, G: 170, B: 170, A: 90}
-		poly.LineStyle.Width = 0
-		p.Add(poly)
-	}
-	for _, a := range wd.w.Annotations {
-		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: a}, {X: p.X.Max, Y: a}})
-		if err != nil {
-			return nil, err
-		}
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		l.Color = color.NRGBA{R: 200, A: 255}
-		p.Add(l)
+	if err := decorate(p, wd.w, res, minutes); err != nil {
+		return nil, err
 	}
 	shown := 0
 	for k, s := range wd.series {
@@ -142,4 +125,30 @@ func widgetPlot(wd widgetData, res *Result, minutes func(time.Time) float64) (*p
 		p.Title.Text += fmt.Sprintf(" (%d series, legend: first %d)", shown, legendMax)
 	}
 	return p, nil
+}
+
+// decorate adds a panel's grid, the fault's window shaded and the widget's horizontal
+// annotations dashed, once its axes are set.
+func decorate(p *plot.Plot, w Widget, res *Result, minutes func(time.Time) float64) error {
+	p.Add(plotter.NewGrid())
+	if res.FaultEnd.After(res.FaultStart) {
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: minutes(res.FaultStart), Y: 0}, {X: minutes(res.FaultEnd), Y: 0},
+			{X: minutes(res.FaultEnd), Y: p.Y.Max}, {X: minutes(res.FaultStart), Y: p.Y.Max}})
+		if err != nil {
+			return err
+		}
+		poly.Color = color.NRGBA{R: 255, G: 170, B: 170, A: 90}
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+	}
+	for _, a := range w.Annotations {
+		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: a}, {X: p.X.Max, Y: a}})
+		if err != nil {
+			return err
+		}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		l.Color = color.NRGBA{R: 200, A: 255}
+		p.Add(l)
+	}
+	return nil
 }

@@ -279,11 +279,16 @@ type WidgetResult struct {
 	// alarm or logs widget, an expression the renderer does not evaluate).
 	Drawn    bool   `json:"drawn"`
 	NotDrawn string `json:"not_drawn,omitempty"`
-	// Series is the number of series drawn: a SEARCH's matching metrics count one each.
+	// Lines is the number of its lines; Series the number of series drawn (a SEARCH's matching
+	// metrics count one each).
+	Lines  int `json:"lines"`
 	Series int `json:"series"`
 	// Empty are its lines with no datapoint in the window (a SEARCH: no matching metric with one).
 	Empty []string `json:"empty_lines,omitempty"`
 }
+
+// EmptyTile says no line of the drawn widget had a datapoint: the tile shows nothing.
+func (w WidgetResult) EmptyTile() bool { return w.Drawn && len(w.Empty) == w.Lines }
 
 // widgetData is a drawn widget's series.
 type widgetData struct {
@@ -323,7 +328,7 @@ func readWidgets(ctx context.Context, cw DashboardAPI, ws []Widget, from, to tim
 			}
 			wd.series = append(wd.series, ss...)
 		}
-		wr.Drawn, wr.Series = true, len(wd.series)
+		wr.Drawn, wr.Lines, wr.Series = true, len(w.Lines), len(wd.series)
 		results = append(results, wr)
 		data = append(data, wd)
 	}
@@ -434,14 +439,16 @@ func sortSeries(s *series) {
 	s.at, s.val = at, val
 }
 
-// judgeDashboard fails the baseline for each drawn widget with a line that had no datapoint,
-// naming the widget and its empty lines.
+// judgeDashboard fails the baseline for each drawn widget none of whose lines had a datapoint,
+// naming the widget and its lines. A line of a rare event (an expiry, a failover, an idle
+// worker's Lambda metrics) may be empty under normal load beside others that are not: it is
+// listed in the report, not failed.
 func judgeDashboard(res *Result) {
 	if res.Name != BaselineScenario {
 		return
 	}
 	for _, w := range res.Widgets {
-		if w.Drawn && len(w.Empty) > 0 {
+		if w.EmptyTile() {
 			res.Errors = append(res.Errors, fmt.Sprintf("dashboard: widget %q had no datapoint during the baseline, an always-empty tile: %s",
 				w.Title, strings.Join(w.Empty, "; ")))
 			res.Passed = false
@@ -451,7 +458,7 @@ func judgeDashboard(res *Result) {
 
 // DrawDashboard reads the deployed dashboard's body (the stack's Dashboard resource), draws its
 // widgets over the scenario's window into dir as dashboard-<scenario>.png, lists the widgets it
-// cannot draw, and fails the baseline for an empty widget. Not reading it fails the scenario.
+// cannot draw and the lines without a datapoint, and fails the baseline for an empty tile. Not reading it fails the scenario.
 func (r *Run) DrawDashboard(ctx context.Context, sc Scenario, res *Result, dir string) {
 	if err := drawDashboard(ctx, r.S.CW, r.S.Dashboard, res, dir); err != nil {
 		res.Errors = append(res.Errors, "dashboard: "+err.Error())

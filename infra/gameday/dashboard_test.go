@@ -214,12 +214,15 @@ const fakeBody = `{"widgets": [
 	{"type": "metric", "x": 8, "y": 2, "properties": {"title": "Expirations", "stat": "Sum", "period": 60, "metrics": [
 		["ns", "Transitions", "Function", "dispatch", "ToState", "expired", {"label": "dispatch"}],
 		[".", ".", ".", "sweeper", ".", ".", {"label": "sweeper"}]]}},
-	{"type": "alarm", "x": 16, "y": 2, "properties": {"title": "Pages", "alarms": ["arn:x"]}}]}`
+	{"type": "alarm", "x": 16, "y": 2, "properties": {"title": "Pages", "alarms": ["arn:x"]}},
+	{"type": "metric", "x": 0, "y": 8, "properties": {"title": "Failovers", "metrics": [
+		[{"id": "f", "expression": "SEARCH('{ns,Function,Provider} MetricName=\"Failovers\"', 'Sum', 300)"}],
+		["ns", "ProviderCoolDowns", "Function", "dispatch", {"stat": "Sum"}]]}}]}`
 
-// TestDashboardEmptyWidgetFailsBaseline: the deployed dashboard is drawn to a PNG; a widget with
-// a line without a datapoint fails the baseline naming the widget and the line, and not another
-// scenario; a SEARCH reads only the metrics of exactly its schema; text and alarm widgets are
-// listed, not failed.
+// TestDashboardEmptyWidgetFailsBaseline: the deployed dashboard is drawn to a PNG; a widget none
+// of whose lines had a datapoint fails the baseline naming the widget and its lines, and not
+// another scenario; a line without a datapoint beside others with one is listed, not failed; a
+// SEARCH reads only the metrics of exactly its schema; text and alarm widgets are listed.
 func TestDashboardEmptyWidgetFailsBaseline(t *testing.T) {
 	t0 := time.Date(2026, 12, 7, 16, 0, 0, 0, time.UTC)
 	var every []time.Time
@@ -248,17 +251,20 @@ func TestDashboardEmptyWidgetFailsBaseline(t *testing.T) {
 		if w := byTitle["Expirations"]; !w.Drawn || strings.Join(w.Empty, ",") != "sweeper" {
 			t.Errorf("%s: Expirations %+v, want its sweeper line empty", name, w)
 		}
-		if w := byTitle["Pages"]; w.Drawn || w.NotDrawn == "" || len(res.Widgets) != 4 {
+		if w := byTitle["Failovers"]; !w.EmptyTile() || w.Lines != 2 || w.Series != 1 {
+			t.Errorf("%s: Failovers %+v, want an empty tile", name, w)
+		}
+		if w := byTitle["Pages"]; w.Drawn || w.NotDrawn == "" || len(res.Widgets) != 5 {
 			t.Errorf("%s: widgets %+v, want the alarm widget listed as not drawn", name, res.Widgets)
 		}
 		failed := strings.Join(res.Errors, "\n")
-		if name == BaselineScenario && (res.Passed || !strings.Contains(failed, `widget "Expirations"`) || !strings.Contains(failed, "sweeper") || strings.Contains(failed, "Admissions")) {
-			t.Errorf("baseline: passed %v, errors %q; want it failed naming Expirations' sweeper line only", res.Passed, failed)
+		if name == BaselineScenario && (res.Passed || len(res.Errors) != 1 || !strings.Contains(failed, `widget "Failovers"`) || !strings.Contains(failed, "ProviderCoolDowns dispatch")) {
+			t.Errorf("baseline: passed %v, errors %q; want it failed naming the Failovers tile and its lines only", res.Passed, failed)
 		}
 		if name != BaselineScenario && (!res.Passed || failed != "") {
 			t.Errorf("%s: an empty widget failed a scenario other than the baseline: %q", name, failed)
 		}
-		if md := (&Report{Results: []Result{*res}}).Markdown(); !strings.Contains(md, "](dashboard-"+name+".png)") || !strings.Contains(md, `"Expirations": **no datapoint** of sweeper`) || !strings.Contains(md, `"Pages" not drawn`) {
+		if md := (&Report{Results: []Result{*res}}).Markdown(); !strings.Contains(md, "](dashboard-"+name+".png)") || !strings.Contains(md, `"Expirations": no datapoint of sweeper (its other lines had)`) || !strings.Contains(md, `"Failovers": **an empty tile**`) || !strings.Contains(md, `"Pages" not drawn`) {
 			t.Errorf("%s: the report does not show the dashboard:\n%s", name, md)
 		}
 		f, err := os.Open(filepath.Join(dir, res.Dashboard))
@@ -275,8 +281,8 @@ func TestDashboardEmptyWidgetFailsBaseline(t *testing.T) {
 		}
 	}
 
-	// With every line filled, the baseline passes; no dashboard fails it.
-	cw.points[metricKey(cwMetric("ns", "Transitions", "Function", "sweeper", "ToState", "expired"))] = every
+	// With a datapoint in the empty tile, the baseline passes; no dashboard fails it.
+	cw.points[metricKey(cwMetric("ns", "ProviderCoolDowns", "Function", "dispatch"))] = every[:1]
 	res := &Result{Name: BaselineScenario, Start: t0, End: t0.Add(9 * time.Minute), Passed: true}
 	if err := drawDashboard(context.Background(), cw, "stk-resetnotify", res, t.TempDir()); err != nil || !res.Passed {
 		t.Errorf("every line with data: %v, errors %q", err, res.Errors)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -25,7 +26,8 @@ const legendMax = 6
 
 // drawWidgets draws each widget's series as one panel, laid out as the dashboard orders them,
 // minutes since the scenario began on the x axis, the fault's window shaded and horizontal
-// annotations dashed; a widget with an empty line has its title in red, prefixed "NO DATA".
+// annotations dashed; an empty tile has its title in red, a widget's lines without a datapoint
+// are named under its title.
 func drawWidgets(data []widgetData, res *Result, dir string) error {
 	if len(data) == 0 {
 		return nil
@@ -75,10 +77,11 @@ func drawWidgets(data []widgetData, res *Result, dir string) error {
 func widgetPlot(wd widgetData, res *Result, minutes func(time.Time) float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = wd.w.Title
-	i := slices.IndexFunc(res.Widgets, func(r WidgetResult) bool { return r.Title == wd.w.Title })
-	if i >= 0 && len(res.Widgets[i].Empty) > 0 {
-		p.Title.Text = "NO DATA: " + p.Title.Text
+	if i := slices.IndexFunc(res.Widgets, func(r WidgetResult) bool { return r.Title == wd.w.Title }); i >= 0 && res.Widgets[i].EmptyTile() {
+		p.Title.Text = "EMPTY TILE: " + p.Title.Text
 		p.Title.TextStyle.Color = color.NRGBA{R: 200, A: 255}
+	} else if i >= 0 && len(res.Widgets[i].Empty) > 0 {
+		p.Title.Text += fmt.Sprintf("\n(no datapoint: %s)", strings.Join(res.Widgets[i].Empty, "; "))
 	}
 	p.Title.TextStyle.Font.Size = vg.Points(8)
 	p.X.Label.Text = fmt.Sprintf("minutes since %s UTC (period %d s)", res.Start.Format("15:04:05"), wd.w.Period)

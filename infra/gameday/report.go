@@ -417,8 +417,10 @@ func writeWidgets(b *strings.Builder, r Result) {
 		switch {
 		case !w.Drawn:
 			fmt.Fprintf(b, "- dashboard widget %q not drawn: %s\n", w.Title, w.NotDrawn)
+		case w.EmptyTile():
+			fmt.Fprintf(b, "- dashboard widget %q: **an empty tile**, no datapoint of %s\n", w.Title, strings.Join(w.Empty, "; "))
 		case len(w.Empty) > 0:
-			fmt.Fprintf(b, "- dashboard widget %q: **no datapoint** of %s\n", w.Title, strings.Join(w.Empty, "; "))
+			fmt.Fprintf(b, "- dashboard widget %q: no datapoint of %s (its other lines had)\n", w.Title, strings.Join(w.Empty, "; "))
 		}
 	}
 	if len(r.Widgets) > 0 {

@@ -20,8 +20,8 @@ which) and then runs MiniStack's own entry point.
    mappings, schedules) publishes them once, and a stream batch its IteratorAge.
 3. AWS/SQS metrics: NumberOfMessagesSent per queue on every send (SendMessage,
    SendMessageBatch, a mapping's OnFailure record), and every minute each queue's
-   ApproximateNumberOfMessagesVisible, ApproximateAgeOfOldestMessage and a zero
-   NumberOfMessagesSent.
+   ApproximateNumberOfMessagesVisible, ApproximateNumberOfMessagesDelayed,
+   ApproximateAgeOfOldestMessage and a zero NumberOfMessagesSent.
 4. The template's burn-rate pages. MiniStack's CloudFormation refuses an AWS::CloudWatch::Alarm
    with Metrics (metric math) and has no AWS::CloudWatch::CompositeAlarm. Here a math alarm is
    stored with its Metrics (DescribeAlarms returns them; MiniStack's own evaluator skips an
@@ -55,7 +55,7 @@ And three costs that grow with the history, which would otherwise starve a stack
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
 
-`python ministack_platform.py --selftest` checks 5 to 9 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 3 and 5 to 9 without starting MiniStack.
 """
 
 import contextvars
@@ -243,20 +243,27 @@ def _queue_gauges():
             acct = key[0] if isinstance(key, tuple) and len(key) >= 2 else None
             token = lambda_svc._request_account_id.set(acct) if acct else None
             try:
-                msgs = list(q.get("messages", []))
-                name = _queue_name((q.get("attributes") or {}).get("QueueArn") or q.get("name") or key)
-                visible = sum(1 for m in msgs if m.get("visible_at", now) <= now)
-                oldest = max((now - m.get("sent_at", now) for m in msgs), default=0.0)
-                _metric("AWS/SQS", "ApproximateNumberOfMessagesVisible", visible, "Count", {"QueueName": name})
-                _metric("AWS/SQS", "ApproximateAgeOfOldestMessage", round(oldest), "Seconds", {"QueueName": name})
-                # A zero beside the sends' counts, as SQS reports an active queue's quiet
-                # periods: an alarm on sends then reads "none sent", not "no data".
-                _metric("AWS/SQS", "NumberOfMessagesSent", 0, "Count", {"QueueName": name})
+                _queue_gauge(q, _queue_name((q.get("attributes") or {}).get("QueueArn") or q.get("name") or key), now)
             except Exception:
                 pass
             finally:
                 if token is not None:
                     lambda_svc._request_account_id.reset(token)
+
+
+def _queue_gauge(q, name, now):
+    """One queue's gauges at now. Delayed: not yet visible and never received (a send's
+    DelaySeconds), as MiniStack's own attribute counts them; in flight is neither."""
+    msgs = list(q.get("messages", []))
+    visible = sum(1 for m in msgs if m.get("visible_at", now) <= now)
+    delayed = sum(1 for m in msgs if m.get("visible_at", now) > now and m.get("receive_count", 0) == 0)
+    oldest = max((now - m.get("sent_at", now) for m in msgs), default=0.0)
+    _metric("AWS/SQS", "ApproximateNumberOfMessagesVisible", visible, "Count", {"QueueName": name})
+    _metric("AWS/SQS", "ApproximateNumberOfMessagesDelayed", delayed, "Count", {"QueueName": name})
+    _metric("AWS/SQS", "ApproximateAgeOfOldestMessage", round(oldest), "Seconds", {"QueueName": name})
+    # A zero beside the sends' counts, as SQS reports an active queue's quiet
+    # periods: an alarm on sends then reads "none sent", not "no data".
+    _metric("AWS/SQS", "NumberOfMessagesSent", 0, "Count", {"QueueName": name})
 
 
 def _math_query(q):
@@ -594,7 +601,7 @@ def install():
 
 
 def _selftest():
-    """Checks 4 to 6 in this process, against MiniStack's own functions; exits non-zero naming
+    """Checks 3 to 9 in this process, against MiniStack's own functions; exits non-zero naming
     what failed."""
     from ministack.services import cloudwatch_logs
     failed = []
@@ -651,9 +658,26 @@ def _selftest():
         if got != want:
             failed.append(f"the SAM transform of a Target={target} stack made CodeDeploy resources: {got}, want {want}")
     failed += _selftest_bucket_policy()
+    failed += _selftest_queue_gauge()
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")
+
+
+def _selftest_queue_gauge():
+    """Check 3's gauges: one visible, one delayed and one in-flight message."""
+    now = time.time()
+    q = {"messages": [{"visible_at": now - 1, "sent_at": now - 30, "receive_count": 0},
+                      {"visible_at": now + 60, "sent_at": now - 5, "receive_count": 0},
+                      {"visible_at": now + 20, "sent_at": now - 10, "receive_count": 1}]}
+    _queue_gauge(q, "selftest-queue", now)
+    failed = []
+    for metric, want in (("ApproximateNumberOfMessagesVisible", 1), ("ApproximateNumberOfMessagesDelayed", 1),
+                         ("ApproximateAgeOfOldestMessage", 30)):
+        pts = cloudwatch._metrics.get(("AWS/SQS", metric, cloudwatch._dims_key({"QueueName": "selftest-queue"})), [])
+        if not pts or pts[-1]["Value"] != want:
+            failed.append(f"queue gauge {metric}: {[p['Value'] for p in pts]}, want {want}")
+    return failed
 
 
 def _selftest_bucket_policy():

@@ -215,6 +215,7 @@ func run() error {
 		if err := r.DrawChart(ctx, sc, &rep.Results[i], dir); err != nil {
 			rep.Results[i].Errors = append(rep.Results[i].Errors, "chart: "+err.Error())
 		}
+		r.DrawDashboard(ctx, sc, &rep.Results[i], dir)
 	}
 	rep.Finished = time.Now().UTC()
 	if err := rep.Write(dir); err != nil {

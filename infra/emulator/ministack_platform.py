@@ -39,6 +39,11 @@ which) and then runs MiniStack's own entry point.
    s3:PutBucketPolicy (s3:DeleteBucketPolicy), with aws:CalledVia cloudformation.amazonaws.com
    and TLS. The bucket owner's root user is never refused, as on AWS. Identity policies are not
    evaluated.
+10. Invocations in flight through a deploy. MiniStack's UpdateFunctionCode and
+   UpdateFunctionConfiguration kill the function's warm workers at once, failing the
+   invocations they are running (Runtime.ExitError); on AWS each execution environment finishes
+   its invocation. Here a worker taken out of the pool that is running one is stopped once it
+   ended (or after the function's timeout), from a thread, so the update does not wait.
 
 And three costs that grow with the history, which would otherwise starve a stack under a burst:
 
@@ -55,7 +60,7 @@ And three costs that grow with the history, which would otherwise starve a stack
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
 
-`python ministack_platform.py --selftest` checks 3 and 5 to 9 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 3 and 5 to 10 without starting MiniStack.
 """
 
 import contextvars
@@ -66,7 +71,7 @@ import threading
 import time
 from urllib.parse import parse_qs
 
-from ministack.core import iam_evaluator
+from ministack.core import iam_evaluator, lambda_runtime
 from ministack.services import cloudformation, cloudwatch, lambda_svc, sqs
 from ministack.services.cloudformation import changesets, engine, handlers, provisioners
 
@@ -86,6 +91,7 @@ _NEEDED = {
     engine: ["_apply_transforms", "_transform_parameters"],
     changesets: ["_apply_transforms"],
     handlers: ["_apply_transforms"],
+    lambda_runtime: ["invalidate_worker", "kill_workers", "_workers", "_lock"],
 }
 
 _depth = threading.local()
@@ -569,6 +575,45 @@ def _wrap_sam_transform(orig):
     return transform
 
 
+_draining = threading.local()
+
+
+def _wrap_invalidate(orig):
+    """Check 10: the workers a call of invalidate_worker takes out of the pool drain."""
+    def invalidate(*args, **kw):
+        _draining.on = True
+        try:
+            return orig(*args, **kw)
+        finally:
+            _draining.on = False
+    return invalidate
+
+
+def _busy(worker):
+    return worker.in_use or worker._lock.locked()
+
+
+def _wrap_kill(orig):
+    """Kills idle workers at once; under invalidate_worker, a busy one once its invocation ended."""
+    def kill(workers):
+        workers = [w for w in workers if w is not None]
+        if not getattr(_draining, "on", False):
+            return orig(workers)
+        busy = [w for w in workers if _busy(w)]
+        orig([w for w in workers if w not in busy])
+        if busy:
+            threading.Thread(target=_kill_when_done, args=(orig, busy), name="ministack-platform-drain", daemon=True).start()
+    return kill
+
+
+def _kill_when_done(kill, workers):
+    timeout = max(float(w.config.get("Timeout", 3) or 3) for w in workers)
+    deadline = time.monotonic() + timeout + 5
+    while any(_busy(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kill(workers)
+
+
 def install():
     global _ENV_SEED
     _check()
@@ -592,6 +637,8 @@ def install():
     threading.Thread(target=_evaluate_every_minute, args=(cloudwatch._evaluate_all_alarms,),
                      name="ministack-platform-alarms", daemon=True).start()
     cloudwatch._evaluate_all_alarms = _evaluate_put_alarms
+    lambda_runtime.kill_workers = _wrap_kill(lambda_runtime.kill_workers)
+    lambda_runtime.invalidate_worker = lambda_svc.invalidate_worker = _wrap_invalidate(lambda_runtime.invalidate_worker)
     lambda_svc._execute_function = _wrap_execute(lambda_svc._execute_function)
     lambda_svc._emit_lambda_metrics = _wrap_emit(lambda_svc._emit_lambda_metrics)
     lambda_svc._send_ddb_stream_failure_record = _wrap_failure_record(lambda_svc._send_ddb_stream_failure_record)
@@ -659,6 +706,7 @@ def _selftest():
             failed.append(f"the SAM transform of a Target={target} stack made CodeDeploy resources: {got}, want {want}")
     failed += _selftest_bucket_policy()
     failed += _selftest_queue_gauge()
+    failed += _selftest_drain()
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")
@@ -707,6 +755,42 @@ def _selftest_bucket_policy():
                 failed.append(f"a stack of {caller}: policy {op} {'done' if done else 'refused'}, want {'done' if want else 'refused'}")
             s3._bucket_policies[bucket] = before
         _stack_caller.reset(token)
+    return failed
+
+
+def _selftest_drain():
+    """Check 10: a deploy's invalidation stops an idle worker at once and a busy one only once
+    its invocation ended."""
+    import subprocess
+
+    class _Worker:
+        def __init__(self, in_use):
+            self.in_use, self._lock, self.config = in_use, threading.Lock(), {"Timeout": 30}
+            self._proc = subprocess.Popen(["sleep", "60"])
+
+        def _discard_tmpdir(self):
+            pass
+
+    failed, busy, idle = [], _Worker(True), _Worker(False)
+    procs = (busy._proc, idle._proc)
+    lambda_runtime._workers["000000000000:us-east-1:selftest-drain:$LATEST"] = [busy, idle]
+    lambda_svc.invalidate_worker("selftest-drain", qualifier="$LATEST")
+    if procs[1].poll() is None:
+        failed.append("an idle worker outlived the update of its function")
+    time.sleep(0.3)
+    if procs[0].poll() is not None:
+        failed.append("the update of a function killed the invocation it was running")
+    busy.in_use = False
+    for _ in range(100):
+        if procs[0].poll() is not None:
+            break
+        time.sleep(0.05)
+    else:
+        failed.append("a worker whose invocation ended was not stopped")
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     return failed
 
 

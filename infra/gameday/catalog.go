@@ -132,7 +132,7 @@ func Scenarios() []Scenario {
 		Upgrade(),
 		{
 			Name:   "pumping-conversion",
-			Takes:  66 * time.Minute,
+			Takes:  26 * time.Minute,
 			Proves: "a range sent codes nobody uses (24 new destinations in 2 minutes, 12 a minute, none converted): dispatch blocks the prefix after ConversionMinSends and ConversionDropAlarm fires; later requests get 429 prefix-blocked.",
 			Hold:   2 * time.Minute, Rate: 1,
 			Expect:    []string{"ConversionDropAlarm"},

@@ -221,9 +221,9 @@ func TestSettledAtIsAfterThePeriodHoldingNow(t *testing.T) {
 }
 
 // TestClearByCountsFromTheEndOfTheBreachsPeriod holds the wait for alarms to clear to the end of
-// the period that holds the breach: pumping-conversion's ConversionDropAlarm (15-minute period,
-// 1 evaluation period) breached at 11:03 went back to OK at about 12:00, after a wait counted
-// from the fault's end (11:04:15 + 48 min) had given up.
+// the period that holds the breach: an alarm of a 15-minute period and 1 evaluation period
+// breached at 11:03 went back to OK at about 12:00, after a wait counted from the fault's end
+// (11:04:15 + 48 min) had given up.
 func TestClearByCountsFromTheEndOfTheBreachsPeriod(t *testing.T) {
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.DateTime, "2026-12-05 "+s)

@@ -55,7 +55,19 @@ And three costs that grow with the history, which would otherwise starve a stack
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
 
-`python ministack_platform.py --selftest` checks 5 to 9 without starting MiniStack.
+11. Execution environments. MiniStack starts a new environment (a process of the function's
+   binary, after hashing its code) for every invocation that finds none free, with no bound: a
+   burst of 75 requests a second on a loaded 2-core machine starts hundreds at once, each
+   starting slower than the last, and answers none. Here a function has at most
+   _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one (up to
+   _ENV_WAIT seconds, then starts its own as MiniStack does), as AWS's capacity would serve it.
+
+10. Stream pollers. MiniStack's one poll thread runs a DynamoDB stream batch's invocation
+   inline, so the SQS mappings (dispatch) start no batch until it returns. Here the stream
+   mappings poll on a thread of their own, each batch still one after the other, as AWS polls a
+   shard apart from any queue.
+
+`python ministack_platform.py --selftest` checks 5 to 11 without starting MiniStack.
 """
 
 import contextvars
@@ -66,13 +78,14 @@ import threading
 import time
 from urllib.parse import parse_qs
 
-from ministack.core import iam_evaluator
+from ministack.core import iam_evaluator, lambda_runtime
 from ministack.services import cloudformation, cloudwatch, lambda_svc, sqs
 from ministack.services.cloudformation import changesets, engine, handlers, provisioners
 
 # Each internal this file wraps or reads; checked before anything starts.
 _NEEDED = {
-    lambda_svc: ["_execute_function", "_emit_lambda_metrics", "_iter_all_esms",
+    lambda_svc: ["_execute_function", "_emit_lambda_metrics", "_iter_all_esms", "_poll_dynamodb_streams", "_poll_sqs",
+                 "_poll_loop", "_esm_wake", "_esms", "_get_func_record_for_qualifier",
                  "_send_ddb_stream_failure_record", "_request_account_id", "_emit_lambda_logs", "new_uuid"],
     sqs: ["_HANDLERS", "_queues"],
     cloudwatch: ["record_metric", "_put_composite_alarm", "cloudformation_delete_metric_alarm", "_composite_alarms",
@@ -82,6 +95,7 @@ _NEEDED = {
     provisioners: ["_cw_metric_alarm_record", "_RESOURCE_HANDLERS", "_physical_name", "_s3"],
     provisioners._s3: ["_bucket_policies", "_bucket_owner_account", "_buckets"],
     cloudformation: ["handle_request"],
+    lambda_runtime: ["acquire_worker", "release_worker", "_workers", "_lock", "_worker_key"],
     iam_evaluator: ["request_caller_arn", "evaluate_resource_policy", "EvalContext"],
     engine: ["_apply_transforms", "_transform_parameters"],
     changesets: ["_apply_transforms"],
@@ -461,6 +475,54 @@ def _evaluate_every_minute(orig_all):
                     lambda_svc._request_account_id.reset(token)
 
 
+_ENVS_PER_FUNCTION = 12
+_ENV_WAIT = 60.0
+_env_free = threading.Condition()
+
+
+def _wrap_acquire_worker(orig):
+    def acquire(func_name, config, code_zip, qualifier="$LATEST", max_concurrency=None):
+        give_up = time.monotonic() + _ENV_WAIT
+        while True:
+            worker, reason = orig(func_name, config, code_zip, qualifier=qualifier,
+                                  max_concurrency=max_concurrency or _ENVS_PER_FUNCTION)
+            if worker is not None or max_concurrency or time.monotonic() >= give_up:
+                break
+            with _env_free:
+                _env_free.wait(min(1.0, max(0.0, give_up - time.monotonic())))
+        if worker is None and not max_concurrency:
+            worker, reason = orig(func_name, config, code_zip, qualifier=qualifier)
+        return worker, reason
+    return acquire
+
+
+def _wrap_release_worker(orig):
+    def release(worker):
+        orig(worker)
+        with _env_free:
+            _env_free.notify()
+    return release
+
+
+_stream_poll = [None]  # MiniStack's stream poller, which only the thread below runs
+_STREAM_IDLE = 0.25
+
+
+def _streams_apart():
+    """The shared poll thread's stream pass: nothing, the streams have their own thread."""
+    return False
+
+
+def _poll_streams_forever():
+    while True:
+        try:
+            busy = _stream_poll[0]()
+        except Exception:
+            busy = False
+        if not busy:
+            time.sleep(_STREAM_IDLE)
+
+
 # The principal the stack operation of this request (and of the deploy task it schedules, which
 # copies this context) acts as.
 _stack_caller: contextvars.ContextVar = contextvars.ContextVar("resetnotify_stack_caller", default="")
@@ -585,6 +647,11 @@ def install():
     threading.Thread(target=_evaluate_every_minute, args=(cloudwatch._evaluate_all_alarms,),
                      name="ministack-platform-alarms", daemon=True).start()
     cloudwatch._evaluate_all_alarms = _evaluate_put_alarms
+    lambda_svc.acquire_worker = lambda_runtime.acquire_worker = _wrap_acquire_worker(lambda_runtime.acquire_worker)
+    lambda_svc.release_worker = lambda_runtime.release_worker = _wrap_release_worker(lambda_runtime.release_worker)
+    _stream_poll[0] = lambda_svc._poll_dynamodb_streams
+    lambda_svc._poll_dynamodb_streams = _streams_apart
+    threading.Thread(target=_poll_streams_forever, name="ministack-platform-streams", daemon=True).start()
     lambda_svc._execute_function = _wrap_execute(lambda_svc._execute_function)
     lambda_svc._emit_lambda_metrics = _wrap_emit(lambda_svc._emit_lambda_metrics)
     lambda_svc._send_ddb_stream_failure_record = _wrap_failure_record(lambda_svc._send_ddb_stream_failure_record)
@@ -651,6 +718,8 @@ def _selftest():
         if got != want:
             failed.append(f"the SAM transform of a Target={target} stack made CodeDeploy resources: {got}, want {want}")
     failed += _selftest_bucket_policy()
+    failed += _selftest_stream_apart()
+    failed += _selftest_environments()
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")
@@ -684,6 +753,60 @@ def _selftest_bucket_policy():
             s3._bucket_policies[bucket] = before
         _stack_caller.reset(token)
     return failed
+
+
+def _selftest_environments():
+    """Check 11: a function's invocations beyond _ENVS_PER_FUNCTION wait for a free environment
+    and get it, instead of starting one more (environments are only leased here, never started)."""
+    config = {"FunctionName": "selftest-envs", "Runtime": "provided.al2023", "Version": "$LATEST",
+              "FunctionArn": "arn:aws:lambda:us-east-1:000000000000:function:selftest-envs"}
+    leased = [lambda_svc.acquire_worker("selftest-envs", config, b"")[0] for _ in range(_ENVS_PER_FUNCTION)]
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(lambda_svc.acquire_worker("selftest-envs", config, b"")[0]), daemon=True)
+    waiter.start()
+    waiter.join(0.5)
+    failed = []
+    if got:
+        failed.append(f"invocation {_ENVS_PER_FUNCTION + 1} got an environment at once while all {_ENVS_PER_FUNCTION} were busy")
+    lambda_svc.release_worker(leased[3])
+    waiter.join(3)
+    if not got or got[0] is not leased[3]:
+        failed.append("the waiting invocation did not get the environment released to it")
+    pool = lambda_runtime._workers.get(lambda_runtime._worker_key("selftest-envs", config, "$LATEST"), [])
+    if len(pool) != _ENVS_PER_FUNCTION:
+        failed.append(f"the function has {len(pool)} environments, want {_ENVS_PER_FUNCTION}")
+    return failed
+
+
+def _selftest_stream_apart():
+    """Check 10: while a stream mapping's batch runs (held here for 3 s, in the lookup of its
+    function), MiniStack's poll thread goes on polling the queues."""
+    held, polls = threading.Event(), []
+    get_func, poll_sqs = lambda_svc._get_func_record_for_qualifier, lambda_svc._poll_sqs
+
+    def slow_get_func(name, qualifier):
+        if name != "selftest-stream-fn":
+            return get_func(name, qualifier)
+        held.set()
+        time.sleep(3)
+        return None, None
+    lambda_svc._get_func_record_for_qualifier = slow_get_func
+    lambda_svc._poll_sqs = lambda: (polls.append(time.time()), poll_sqs())[1]
+    lambda_svc._esms._data[("000000000000", "us-east-1", "selftest-stream")] = {
+        "UUID": "selftest-stream", "FunctionName": "selftest-stream-fn", "Enabled": True,
+        "EventSourceArn": "arn:aws:dynamodb:us-east-1:000000000000:table/selftest/stream/2026-01-01T00:00:00.000"}
+    threading.Thread(target=lambda_svc._poll_loop, daemon=True).start()
+    try:
+        if not held.wait(5):
+            return ["no stream poller looked the stream mapping's function up within 5 s"]
+        since = time.time()
+        for _ in range(20):  # a queue gaining work each 0.1 s wakes the poll thread
+            lambda_svc._esm_wake.set()
+            time.sleep(0.1)
+        n = sum(1 for t in polls if t > since)
+        return [] if n >= 5 else [f"the queues were polled {n} times in the 2 s a stream batch ran, want at least 5"]
+    finally:
+        lambda_svc._get_func_record_for_qualifier, lambda_svc._poll_sqs = get_func, poll_sqs
 
 
 if __name__ == "__main__":

@@ -64,7 +64,51 @@ func checkBurst(ctx context.Context, x *Exec) []string {
 	if err != nil {
 		return []string{"burst: read the simulators: " + err.Error()}
 	}
+	f := BurstFigures(sent, finals, sims)
+	x.Run.Logf("burst: %d submitted over %.1f s, %d answered 202, %d ended sent or delivered, %d accepted once, %d sent late",
+		f.Submitted, f.SubmitSeconds, f.Answered, f.Delivered, f.Once, f.Late)
 	return BurstViolations(sent, finals, sims)
+}
+
+// BurstFigure are a burst's counts for the log: the requests submitted and over how long, those
+// answered 202, those ending sent or delivered, those the providers accepted exactly once, and
+// the send requests at or after the deadline the load asked for.
+type BurstFigure struct {
+	Submitted, Answered, Delivered, Once, Late int
+	SubmitSeconds                              float64
+}
+
+// BurstFigures counts what BurstViolations judges.
+func BurstFigures(sent []*Sent, finals map[string]Status, sims SimState) BurstFigure {
+	f := BurstFigure{Submitted: len(sent)}
+	byID := map[string]*Sent{}
+	var first, last time.Time
+	for i, e := range sent {
+		if i == 0 || e.SubmittedAt.Before(first) {
+			first = e.SubmittedAt
+		}
+		last = maxTime(last, e.SubmittedAt)
+		if e.HTTP == http.StatusAccepted {
+			f.Answered++
+		}
+		st := finals[e.Key]
+		if st.State == "sent" || st.State == "delivered" {
+			f.Delivered++
+		}
+		if st.NotificationID != "" {
+			byID[st.NotificationID] = e
+			if sims.AcceptedByNotification[st.NotificationID] == 1 {
+				f.Once++
+			}
+		}
+	}
+	f.SubmitSeconds = last.Sub(first).Seconds()
+	for _, r := range sims.Requests {
+		if e := byID[NotificationOfRef(r.ClientRef)]; e != nil && !e.ExpiresAt.IsZero() && !r.At.Before(e.ExpiresAt) {
+			f.Late++
+		}
+	}
+	return f
 }
 
 // BurstViolations judges a burst from outside: at least BurstMin requests submitted within

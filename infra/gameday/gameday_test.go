@@ -272,6 +272,16 @@ func TestBurstViolations(t *testing.T) {
 	if v := BurstViolations(build(BurstMin, every)); len(v) != 0 {
 		t.Fatalf("a good burst: %v", v)
 	}
+	want := BurstFigure{Submitted: BurstMin, Answered: BurstMin, Delivered: BurstMin, Once: BurstMin, SubmitSeconds: 25.987}
+	if f := BurstFigures(build(BurstMin, every)); f != want {
+		t.Errorf("a good burst's figures: %+v, want %+v", f, want)
+	}
+	sent, finals, sims := build(BurstMin, every)
+	sent[1].HTTP, finals["k2"], sims.AcceptedByNotification["n3"], sims.Requests[4].At = 0, Status{NotificationID: "n2", State: "expired"}, 2, sent[4].ExpiresAt
+	want = BurstFigure{Submitted: BurstMin, Answered: BurstMin - 1, Delivered: BurstMin - 1, Once: BurstMin - 1, Late: 1, SubmitSeconds: 25.987}
+	if f := BurstFigures(sent, finals, sims); f != want {
+		t.Errorf("a broken burst's figures: %+v, want %+v", f, want)
+	}
 	cases := map[string]func(sent []*Sent, finals map[string]Status, sims *SimState){
 		"expired": func(sent []*Sent, finals map[string]Status, _ *SimState) {
 			finals["k7"] = Status{NotificationID: "n7", State: "expired"}

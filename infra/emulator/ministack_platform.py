@@ -517,7 +517,8 @@ def _poll_streams_forever():
     while True:
         try:
             busy = _stream_poll[0]()
-        except Exception:
+        except Exception as e:  # as MiniStack's poll thread: logged, and polled again
+            lambda_svc.logger.error("ESM DynamoDB streams poller error: %s", e)
             busy = False
         if not busy:
             time.sleep(_STREAM_IDLE)

@@ -84,7 +84,7 @@ from ministack.services.cloudformation import changesets, engine, handlers, prov
 
 # Each internal this file wraps or reads; checked before anything starts.
 _NEEDED = {
-    lambda_svc: ["_execute_function", "_emit_lambda_metrics", "_iter_all_esms", "_poll_dynamodb_streams", "_poll_sqs",
+    lambda_svc: ["_execute_function", "_emit_lambda_metrics", "_iter_all_esms", "_poll_dynamodb_streams", "_poll_sqs", "logger",
                  "_poll_loop", "_esm_wake", "_esms", "_get_func_record_for_qualifier",
                  "_send_ddb_stream_failure_record", "_request_account_id", "_emit_lambda_logs", "new_uuid"],
     sqs: ["_HANDLERS", "_queues"],

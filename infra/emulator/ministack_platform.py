@@ -59,8 +59,9 @@ And three costs that grow with the history, which would otherwise starve a stack
    binary, after hashing its code) for every invocation that finds none free, with no bound: a
    burst of 75 requests a second on a loaded 2-core machine starts hundreds at once, each
    starting slower than the last, and answers none. Here a function has at most
-   _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one (up to
-   _ENV_WAIT seconds, then starts its own as MiniStack does), as AWS's capacity would serve it.
+   _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
+   served (up to _ENV_WAIT seconds, then starts its own as MiniStack does), as AWS's capacity
+   would serve it.
 
 10. Stream pollers. MiniStack's one poll thread runs a DynamoDB stream batch's invocation
    inline, so the SQS mappings (dispatch) start no batch until it returns. Here the stream
@@ -70,6 +71,7 @@ And three costs that grow with the history, which would otherwise starve a stack
 `python ministack_platform.py --selftest` checks 5 to 11 without starting MiniStack.
 """
 
+import collections
 import contextvars
 import json
 import re
@@ -477,30 +479,58 @@ def _evaluate_every_minute(orig_all):
 
 _ENVS_PER_FUNCTION = 12
 _ENV_WAIT = 60.0
-_env_free = threading.Condition()
+_ENV_RETRY = [1.0]  # how often a waiting invocation looks for a place an environment left
+_env_lock = threading.Lock()
+_env_waiters: dict = {}  # worker key -> the invocations waiting, first come first served
 
 
 def _wrap_acquire_worker(orig):
     def acquire(func_name, config, code_zip, qualifier="$LATEST", max_concurrency=None):
+        if max_concurrency:
+            return orig(func_name, config, code_zip, qualifier=qualifier, max_concurrency=max_concurrency)
+        key = lambda_runtime._worker_key(func_name, config, qualifier)
+        with _env_lock:
+            waiting = _env_waiters.setdefault(key, collections.deque())
+            if not waiting:
+                worker, reason = orig(func_name, config, code_zip, qualifier=qualifier,
+                                      max_concurrency=_ENVS_PER_FUNCTION)
+                if worker is not None:
+                    worker.platform_key = key
+                    return worker, reason
+            me = [threading.Event(), None]
+            waiting.append(me)
         give_up = time.monotonic() + _ENV_WAIT
         while True:
-            worker, reason = orig(func_name, config, code_zip, qualifier=qualifier,
-                                  max_concurrency=max_concurrency or _ENVS_PER_FUNCTION)
-            if worker is not None or max_concurrency or time.monotonic() >= give_up:
-                break
-            with _env_free:
-                _env_free.wait(min(1.0, max(0.0, give_up - time.monotonic())))
-        if worker is None and not max_concurrency:
-            worker, reason = orig(func_name, config, code_zip, qualifier=qualifier)
+            me[0].wait(_ENV_RETRY[0])
+            with _env_lock:
+                if me[1] is not None:
+                    return me[1], "reused"
+                # A place under the cap that an environment which died left.
+                worker, reason = orig(func_name, config, code_zip, qualifier=qualifier,
+                                      max_concurrency=_ENVS_PER_FUNCTION)
+                if worker is not None or time.monotonic() >= give_up:
+                    waiting.remove(me)
+                    break
+        if worker is None:
+            worker, reason = orig(func_name, config, code_zip, qualifier=qualifier)  # as MiniStack would
+        if worker is not None:
+            worker.platform_key = key
         return worker, reason
     return acquire
 
 
 def _wrap_release_worker(orig):
+    # A released environment goes to the longest-waiting invocation of its function, leased on.
     def release(worker):
+        if worker is not None:
+            with _env_lock:
+                waiting = _env_waiters.get(getattr(worker, "platform_key", None))
+                if waiting:
+                    me = waiting.popleft()
+                    worker.last_used, me[1] = time.time(), worker
+                    me[0].set()
+                    return
         orig(worker)
-        with _env_free:
-            _env_free.notify()
     return release
 
 
@@ -758,21 +788,28 @@ def _selftest_bucket_policy():
 
 def _selftest_environments():
     """Check 11: a function's invocations beyond _ENVS_PER_FUNCTION wait for a free environment
-    and get it, instead of starting one more (environments are only leased here, never started)."""
+    and get the released ones in the order they came, instead of starting more (environments
+    are only leased here, never started)."""
     config = {"FunctionName": "selftest-envs", "Runtime": "provided.al2023", "Version": "$LATEST",
               "FunctionArn": "arn:aws:lambda:us-east-1:000000000000:function:selftest-envs"}
     leased = [lambda_svc.acquire_worker("selftest-envs", config, b"")[0] for _ in range(_ENVS_PER_FUNCTION)]
-    got = []
-    waiter = threading.Thread(target=lambda: got.append(lambda_svc.acquire_worker("selftest-envs", config, b"")[0]), daemon=True)
-    waiter.start()
-    waiter.join(0.5)
+    got, waiters = {}, []
+    _ENV_RETRY[0] = 30.0  # the environments released must be handed over, not found
+    for name in ("first", "second"):
+        waiters.append(threading.Thread(target=lambda n=name: got.setdefault(n, lambda_svc.acquire_worker("selftest-envs", config, b"")[0]),
+                                        daemon=True))
+        waiters[-1].start()
+        time.sleep(0.3)
     failed = []
     if got:
-        failed.append(f"invocation {_ENVS_PER_FUNCTION + 1} got an environment at once while all {_ENVS_PER_FUNCTION} were busy")
+        failed.append(f"{sorted(got)} got an environment at once while all {_ENVS_PER_FUNCTION} were busy")
     lambda_svc.release_worker(leased[3])
-    waiter.join(3)
-    if not got or got[0] is not leased[3]:
-        failed.append("the waiting invocation did not get the environment released to it")
+    waiters[0].join(3)
+    lambda_svc.release_worker(leased[5])
+    waiters[1].join(3)
+    if got.get("first") is not leased[3] or got.get("second") is not leased[5]:
+        failed.append("the waiting invocations did not get the environments released, first come first served")
+    _ENV_RETRY[0] = 1.0
     pool = lambda_runtime._workers.get(lambda_runtime._worker_key("selftest-envs", config, "$LATEST"), [])
     if len(pool) != _ENVS_PER_FUNCTION:
         failed.append(f"the function has {len(pool)} environments, want {_ENVS_PER_FUNCTION}")

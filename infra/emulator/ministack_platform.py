@@ -477,7 +477,7 @@ def _evaluate_every_minute(orig_all):
                     lambda_svc._request_account_id.reset(token)
 
 
-_ENVS_PER_FUNCTION = 12
+_ENVS_PER_FUNCTION = 16
 _ENV_WAIT = 60.0
 _ENV_RETRY = [1.0]  # how often a waiting invocation looks for a place an environment left
 _env_lock = threading.Lock()

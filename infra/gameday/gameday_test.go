@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -575,5 +576,27 @@ func TestAuditLateStagesItsFaults(t *testing.T) {
 	}
 	if got := rulesFor(); got["s3"] != 400*time.Millisecond {
 		t.Errorf("after During: rules %v, want s3 for 400ms", got)
+	}
+}
+
+// TestStatTicks reads utime+stime from /proc stat lines, a command name with spaces and
+// parentheses included, and refuses what is not one.
+func TestStatTicks(t *testing.T) {
+	line := "30013 (python (x) y) S 29325 30013 29325 0 -1 4194560 98436 0 0 0 5123 877 0 0 20 0 521 0 1\n"
+	if got, err := StatTicks(line); err != nil || got != 6000 {
+		t.Errorf("StatTicks = %d, %v; want 6000", got, err)
+	}
+	for _, bad := range []string{"", "no parenthesis 1 2 3", "1 (x) S 1 2"} {
+		if _, err := StatTicks(bad); err == nil {
+			t.Errorf("StatTicks(%q): no error", bad)
+		}
+	}
+	if runtime.GOOS == "linux" {
+		if share, err := CPUShare(context.Background(), os.Getpid(), 50*time.Millisecond); err != nil || share < 0 {
+			t.Errorf("CPUShare of this process = %v, %v", share, err)
+		}
+	}
+	if _, err := CPUShare(context.Background(), -1, time.Millisecond); err == nil {
+		t.Error("CPUShare of no process: no error")
 	}
 }

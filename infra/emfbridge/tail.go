@@ -102,8 +102,10 @@ func (t *Tailer) Poll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (t *Tailer) pollGroup(ctx context.Context, name string) error {
+// cursor returns where t is in the log group name, a new cursor for a group not read yet.
+func (t *Tailer) cursor(name string) *groupCursor {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.groups == nil {
 		t.groups = map[string]*groupCursor{}
 	}
@@ -112,7 +114,11 @@ func (t *Tailer) pollGroup(ctx context.Context, name string) error {
 		c = &groupCursor{seen: map[eventKey]bool{}}
 		t.groups[name] = c
 	}
-	t.mu.Unlock()
+	return c
+}
+
+func (t *Tailer) pollGroup(ctx context.Context, name string) error {
+	c := t.cursor(name)
 	lookback, near := cmp.Or(t.Lookback, DefaultLookback), cmp.Or(t.NearLookback, DefaultNearLookback)
 	back := near
 	if c.polls%DeepEvery == 0 {

@@ -61,7 +61,7 @@ And three costs that grow with the history, which would otherwise starve a stack
    starting slower than the last, and answers none. Here a function has at most
    _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
    served (up to _ENV_WAIT seconds, then starts its own as MiniStack does), as AWS's capacity
-   would serve it.
+   would serve it. Waiting invocations are woken only by a hand-over: hundreds wait in a burst.
 
 10. Stream pollers. MiniStack's one poll thread runs a DynamoDB stream batch's invocation
    inline, so the SQS mappings (dispatch) start no batch until it returns. Here the stream
@@ -479,57 +479,68 @@ def _evaluate_every_minute(orig_all):
 
 _ENVS_PER_FUNCTION = 16
 _ENV_WAIT = 60.0
-_ENV_RETRY = [1.0]  # how often a waiting invocation looks for a place an environment left
 _env_lock = threading.Lock()
 _env_waiters: dict = {}  # worker key -> the invocations waiting, first come first served
+_env_tries = [0]  # leases tried under the cap
+_PLACE = object()  # handed to a waiting invocation: an environment died, start one in its place
 
 
 def _wrap_acquire_worker(orig):
+    def capped(func_name, config, code_zip, qualifier, key):
+        _env_tries[0] += 1
+        worker, reason = orig(func_name, config, code_zip, qualifier=qualifier, max_concurrency=_ENVS_PER_FUNCTION)
+        if worker is not None:
+            worker.platform_key = key
+        return worker, reason
+
     def acquire(func_name, config, code_zip, qualifier="$LATEST", max_concurrency=None):
         if max_concurrency:
             return orig(func_name, config, code_zip, qualifier=qualifier, max_concurrency=max_concurrency)
         key = lambda_runtime._worker_key(func_name, config, qualifier)
+        me = [threading.Event(), None]
         with _env_lock:
             waiting = _env_waiters.setdefault(key, collections.deque())
             if not waiting:
-                worker, reason = orig(func_name, config, code_zip, qualifier=qualifier,
-                                      max_concurrency=_ENVS_PER_FUNCTION)
+                worker, reason = capped(func_name, config, code_zip, qualifier, key)
                 if worker is not None:
-                    worker.platform_key = key
                     return worker, reason
-            me = [threading.Event(), None]
             waiting.append(me)
         give_up = time.monotonic() + _ENV_WAIT
-        while True:
-            me[0].wait(_ENV_RETRY[0])
+        while True:  # woken only by a hand-over (never polling: hundreds may wait)
+            me[0].wait(max(0.0, give_up - time.monotonic()))
             with _env_lock:
-                if me[1] is not None:
-                    return me[1], "reused"
-                # A place under the cap that an environment which died left.
-                worker, reason = orig(func_name, config, code_zip, qualifier=qualifier,
-                                      max_concurrency=_ENVS_PER_FUNCTION)
-                if worker is not None or time.monotonic() >= give_up:
+                got, me[1] = me[1], None
+                me[0].clear()
+                if got is _PLACE:
+                    got, _ = capped(func_name, config, code_zip, qualifier, key)
+                    if got is None and time.monotonic() < give_up:
+                        waiting.appendleft(me)
+                        continue
+                elif got is None:
                     waiting.remove(me)
-                    break
-        if worker is None:
-            worker, reason = orig(func_name, config, code_zip, qualifier=qualifier)  # as MiniStack would
-        if worker is not None:
-            worker.platform_key = key
-        return worker, reason
+                if got is not None:
+                    return got, "reused"
+                break
+        return orig(func_name, config, code_zip, qualifier=qualifier)  # past the wait: as MiniStack would
     return acquire
 
 
 def _wrap_release_worker(orig):
-    # A released environment goes to the longest-waiting invocation of its function, leased on.
+    # A released environment goes to the longest-waiting invocation of its function, leased on;
+    # one that died (released as None) leaves a place, offered to each function's first waiter.
     def release(worker):
-        if worker is not None:
-            with _env_lock:
-                waiting = _env_waiters.get(getattr(worker, "platform_key", None))
-                if waiting:
-                    me = waiting.popleft()
-                    worker.last_used, me[1] = time.time(), worker
-                    me[0].set()
-                    return
+        with _env_lock:
+            if worker is None:
+                for waiting in _env_waiters.values():
+                    if waiting:
+                        me = waiting.popleft()
+                        me[1] = _PLACE
+                        me[0].set()
+            elif waiting := _env_waiters.get(getattr(worker, "platform_key", None)):
+                me = waiting.popleft()
+                worker.last_used, me[1] = time.time(), worker
+                me[0].set()
+                return
         orig(worker)
     return release
 
@@ -794,13 +805,15 @@ def _selftest_environments():
               "FunctionArn": "arn:aws:lambda:us-east-1:000000000000:function:selftest-envs"}
     leased = [lambda_svc.acquire_worker("selftest-envs", config, b"")[0] for _ in range(_ENVS_PER_FUNCTION)]
     got, waiters = {}, []
-    _ENV_RETRY[0] = 30.0  # the environments released must be handed over, not found
     for name in ("first", "second"):
         waiters.append(threading.Thread(target=lambda n=name: got.setdefault(n, lambda_svc.acquire_worker("selftest-envs", config, b"")[0]),
                                         daemon=True))
         waiters[-1].start()
         time.sleep(0.3)
-    failed = []
+    failed, tries = [], _env_tries[0]
+    time.sleep(1.5)
+    if _env_tries[0] != tries:
+        failed.append(f"two waiting invocations tried {_env_tries[0] - tries} leases in 1.5 s with none released, want 0")
     if got:
         failed.append(f"{sorted(got)} got an environment at once while all {_ENVS_PER_FUNCTION} were busy")
     lambda_svc.release_worker(leased[3])
@@ -809,7 +822,6 @@ def _selftest_environments():
     waiters[1].join(3)
     if got.get("first") is not leased[3] or got.get("second") is not leased[5]:
         failed.append("the waiting invocations did not get the environments released, first come first served")
-    _ENV_RETRY[0] = 1.0
     pool = lambda_runtime._workers.get(lambda_runtime._worker_key("selftest-envs", config, "$LATEST"), [])
     if len(pool) != _ENVS_PER_FUNCTION:
         failed.append(f"the function has {len(pool)} environments, want {_ENVS_PER_FUNCTION}")

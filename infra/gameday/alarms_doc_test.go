@@ -75,8 +75,11 @@ func TestAlarmsDocumentedRunbookedAndProven(t *testing.T) {
 			expected[a] = sc.Name
 			named[a] = true
 		}
-		for _, a := range sc.Allow {
+		for a, why := range sc.Allow {
 			named[a] = true
+			if strings.TrimSpace(why) == "" || strings.Contains(why, "\n") {
+				t.Errorf("%s allows %s without its one-line reason", sc.Name, a)
+			}
 		}
 	}
 

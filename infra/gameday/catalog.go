@@ -66,7 +66,11 @@ func Scenarios() []Scenario {
 			Takes:    15 * time.Minute,
 			Proves:   "dispatch killed right after its lease committed (before the provider call), 30 % of leases for 2 minutes, 8 kills at most: the lease expires, the record goes to dispatch_unknown and is reconciled, never sent blind; the Lambda errors raise DispatchErrorsAlarm.",
 			Platform: true, Hold: 2 * time.Minute, Rate: 2,
-			Expect: []string{"DispatchErrorsAlarm"}, Allow: []string{"DispatchUnknownBacklogAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
+			Expect: []string{"DispatchErrorsAlarm"}, Allow: map[string]string{
+				"DispatchUnknownBacklogAlarm": "the killed leases wait in dispatch_unknown until reconciled",
+				"DeliveryFastBurnAlarm":       "a killed record may expire unresolved",
+				"DeliveryPage":                "a killed record may expire unresolved",
+			},
 			Inject: rules(faultproxy.Rule{Service: "dynamodb", Operations: []string{"UpdateItem"}, Function: "DispatchFunction",
 				Match: "LEASE_ACQUIRED", Kind: faultproxy.KindKill, After: true, Rate: 0.3, Limit: 8}),
 			MinFaults: map[string]int64{"kill": 3},
@@ -78,13 +82,17 @@ func Scenarios() []Scenario {
 				"so intake's and dispatch's processes are killed once as it begins and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
 				"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
 			Platform: true, Hold: time.Minute, Rate: 2,
-			// The two kills that begin it are invocation errors of intake and dispatch.
-			// Dispatch's killed batch comes back after the queue's visibility timeout (180 s),
-			// past the load's 3-minute deadlines: those records expire unsent.
 			// Admissions answered 503 for the minute of the outage burn the availability budget;
 			// intake's killed process is an invocation error.
 			Expect: []string{"AdmissionFastBurnAlarm", "AdmissionPage", "IntakeErrorsAlarm"},
-			Allow:  []string{"DigestErrorsAlarm", "DigestLagAlarm", "ArchiveLagAlarm", "DispatchErrorsAlarm", "DeliveryFastBurnAlarm", "DeliveryPage"},
+			Allow: map[string]string{
+				"DigestErrorsAlarm":     "the digest's Sign fails for the minute of the outage",
+				"DigestLagAlarm":        "that minute's period is signed late",
+				"ArchiveLagAlarm":       "that minute's period is archived late",
+				"DispatchErrorsAlarm":   "dispatch's killed process is an invocation error",
+				"DeliveryFastBurnAlarm": "dispatch's killed batch returns after the 180-s visibility timeout, past its deadlines",
+				"DeliveryPage":          "dispatch's killed batch returns after the 180-s visibility timeout, past its deadlines",
+			},
 			// The kills first (once each, after a DynamoDB call of theirs), then one KMS rule
 			// per function that uses KMS and one for any other caller: the report says which
 			// calls the outage really hit (of the other kinds, the first rule that matches
@@ -181,9 +189,7 @@ func NegativeControl() Scenario {
 			"and dispatch's updates held 1.5 s, a notification is sent twice and the runner reports the double send. Passes when it does.",
 		Platform: true, NegativeControl: true, Hold: time.Minute, Rate: 0.5,
 		MinFaults: map[string]int64{"sqs-duplicate": 1, "no-condition": 1},
-		// What a double send sets off downstream: the audit function meeting two different
-		// records under one version.
-		Allow: []string{"AuditFailureAlarm"},
+		Allow:     map[string]string{"AuditFailureAlarm": "the audit function meets two different records under one version"},
 		Inject: func(ctx context.Context, x *Exec) error {
 			tag := "gd-" + x.S.RunID + "-negative-control-"
 			return x.AddRules(ctx,
@@ -203,7 +209,10 @@ func DigestFailing() Scenario {
 		Proves: "the digest function failing for 3 minutes (every call it makes answered 500): its runs fail (DigestErrorsAlarm), " +
 			"its archive step fails every minute (ArchiveErrorsAlarm, 3 of 5 minutes); once healed the periods are closed and archived late, and auditctl verify says late, never broken.",
 		Platform: true, Hold: 3 * time.Minute, Rate: 1,
-		Expect: []string{"DigestErrorsAlarm", "ArchiveErrorsAlarm"}, Allow: []string{"DigestLagAlarm", "ArchiveLagAlarm"},
+		Expect: []string{"DigestErrorsAlarm", "ArchiveErrorsAlarm"}, Allow: map[string]string{
+			"DigestLagAlarm":  "no period is signed while it fails",
+			"ArchiveLagAlarm": "no period is archived while it fails",
+		},
 		Inject:    rules(faultproxy.Rule{Function: "DigestFunction", Kind: faultproxy.KindError500}),
 		MinFaults: map[string]int64{"error500": 3},
 		Charts:    []ChartMetric{{Label: "DigestsWritten (Sum)", Metric: "DigestsWritten", Stat: "Sum", Dimensions: map[string]string{"Function": "digest"}}},
@@ -305,8 +314,10 @@ func ReconcileDown() Scenario {
 			"and once reconcile heals they are settled by lookup and it clears.",
 		Platform: true, Hold: 9 * time.Minute, Rate: 1,
 		Expect: []string{"DispatchUnknownBacklogAlarm"},
-		// Settled after their deadlines, unknowns a lookup finds never accepted expire.
-		Allow:     []string{"DeliveryFastBurnAlarm", "DeliveryPage"},
+		Allow: map[string]string{
+			"DeliveryFastBurnAlarm": "unknowns a lookup finds never accepted expire, settled after their deadlines",
+			"DeliveryPage":          "unknowns a lookup finds never accepted expire, settled after their deadlines",
+		},
 		MinFaults: map[string]int64{"error500": 10, "accept-then-timeout": 20},
 		Inject:    rules(faultproxy.Rule{Service: "dynamodb", Function: "ReconcileFunction", Kind: faultproxy.KindError500}),
 		During: func(ctx context.Context, x *Exec) {
@@ -327,8 +338,11 @@ func AuditLate() Scenario {
 		Proves: "the digest function's KMS calls answered 500 for 3 minutes, then its S3 calls for 4: no period is signed, so DigestLag passes its bound " +
 			"(DigestLagAlarm), then periods are signed but not archived, so ArchiveLag passes its bound (ArchiveLagAlarm); both clear once it heals, and verify says late, never broken.",
 		Platform: true, Hold: 7 * time.Minute, Rate: 1,
-		Expect:    []string{"DigestLagAlarm", "ArchiveLagAlarm"},
-		Allow:     []string{"DigestErrorsAlarm", "ArchiveErrorsAlarm"},
+		Expect: []string{"DigestLagAlarm", "ArchiveLagAlarm"},
+		Allow: map[string]string{
+			"DigestErrorsAlarm":  "its failed calls fail the digest's runs",
+			"ArchiveErrorsAlarm": "its failed S3 calls fail the archive step",
+		},
 		MinFaults: map[string]int64{"error500": 4},
 		Inject: func(ctx context.Context, x *Exec) error {
 			return x.addRulesFor(ctx, x.hold*3/7, faultproxy.Rule{Service: "kms", Function: "DigestFunction", Kind: faultproxy.KindError500})

@@ -55,9 +55,9 @@ func TestJudgeAlarms(t *testing.T) {
 			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 9*time.Minute), tr("DigestErrorsAlarm", "OK", 10*time.Minute)}, 0, 1, []string{"later than its window"}},
 		{"another alarm fired", Scenario{},
 			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute), tr("PrefixVelocityAlarm", "OK", 4*time.Minute)}, 0, 1, []string{"does not name"}},
-		{"an allowed one fired and cleared", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
+		{"an allowed one fired and cleared", Scenario{Allow: map[string]string{"PrefixVelocityAlarm": "r"}},
 			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute), tr("PrefixVelocityAlarm", "OK", 5*time.Minute)}, 1, 1, nil},
-		{"an allowed one fired and never cleared", Scenario{Allow: []string{"PrefixVelocityAlarm"}},
+		{"an allowed one fired and never cleared", Scenario{Allow: map[string]string{"PrefixVelocityAlarm": "r"}},
 			[]AlarmTransition{tr("PrefixVelocityAlarm", "ALARM", 2*time.Minute)}, 0, 1, []string{"never back to OK"}},
 		{"in ALARM from the deployment, then OK", Scenario{},
 			[]AlarmTransition{tr("DigestErrorsAlarm", "ALARM", 0), tr("DigestErrorsAlarm", "OK", 2*time.Minute)}, 1, 1, nil},
@@ -420,9 +420,9 @@ func TestAlarmProofs(t *testing.T) {
 // allowed; an allowance never spreads to the other scenarios.
 func TestJudgedIn(t *testing.T) {
 	got := JudgedIn([]Scenario{
-		{Name: "a", Allow: []string{"X", "Y"}},
-		{Name: "b", Expect: []string{"X"}, Allow: []string{"Z"}},
-		{Name: "c", Allow: []string{"Y"}},
+		{Name: "a", Allow: map[string]string{"X": "r", "Y": "r"}},
+		{Name: "b", Expect: []string{"X"}, Allow: map[string]string{"Z": "r"}},
+		{Name: "c", Allow: map[string]string{"Y": "r"}},
 	})
 	want := map[string]string{"X": "b", "Y": "a", "Z": "b"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -3,6 +3,7 @@ package gameday
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -25,9 +26,10 @@ type Scenario struct {
 	// Expect are the alarms (logical IDs) its runbook names: each must go to ALARM within the
 	// fault and one evaluation window, and back to OK.
 	Expect []string
-	// Allow are alarms that may also fire, as a consequence the runbook names; any other that
-	// fires is a template or metrics bug.
-	Allow []string
+	// Allow are alarms that may also fire, each with the one-line reason its runbook gives (the
+	// consequence of the fault it is); any other that fires is a template or metrics bug. An
+	// allowed alarm that fires must still be OK by the scenario's end.
+	Allow map[string]string
 	// Hold is how long the fault stays in force.
 	Hold time.Duration
 	// Rate is the steady load, in requests per second.
@@ -431,7 +433,7 @@ func settledAt(now time.Time, period time.Duration) time.Time {
 // ALARM, or until clearBy(from) of the alarms involved.
 func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, from time.Time, logf func(string, ...any)) {
 	var defs []AlarmDef
-	for _, name := range append(slices.Clone(sc.Expect), sc.Allow...) {
+	for _, name := range append(slices.Clone(sc.Expect), sc.Allowed()...) {
 		if d, ok := r.Defs[name]; ok {
 			defs = append(defs, d)
 		}
@@ -454,7 +456,7 @@ func (r *Run) waitForAlarms(ctx context.Context, sc Scenario, res *Result, from 
 		}
 		for name, st := range r.statesNow() {
 			l := LogicalName(r.S.Name, name)
-			if st == "ALARM" && !slices.Contains(sc.Allow, l) && sc.elsewhere[l] == "" {
+			if st == "ALARM" && sc.Allow[l] == "" && sc.elsewhere[l] == "" {
 				done = false
 			}
 		}
@@ -514,7 +516,7 @@ func (r *Run) judgeAlarms(sc Scenario, res *Result) {
 		}
 		a := seen[t.Alarm]
 		if a == nil {
-			a = &AlarmResult{Name: t.Alarm, Expected: slices.Contains(sc.Expect, t.Alarm), Allowed: slices.Contains(sc.Allow, t.Alarm)}
+			a = &AlarmResult{Name: t.Alarm, Expected: slices.Contains(sc.Expect, t.Alarm), Allowed: sc.Allow[t.Alarm] != ""}
 			seen[t.Alarm] = a
 			names = append(names, t.Alarm)
 		}
@@ -652,6 +654,11 @@ func (r *Run) waitNoAlarm(ctx context.Context, limit time.Duration) []string {
 	}
 }
 
+// Allowed returns the names of the scenario's allowed alarms, sorted.
+func (sc Scenario) Allowed() []string {
+	return slices.Sorted(maps.Keys(sc.Allow))
+}
+
 // JudgedIn returns, for scenarios run side by side, the scenario that judges each alarm they
 // name: the first that expects it, else the first that allows it.
 func JudgedIn(scs []Scenario) map[string]string {
@@ -664,7 +671,7 @@ func JudgedIn(scs []Scenario) map[string]string {
 		}
 	}
 	for _, sc := range scs {
-		for _, a := range sc.Allow {
+		for _, a := range sc.Allowed() {
 			if owner[a] == "" {
 				owner[a] = sc.Name
 			}

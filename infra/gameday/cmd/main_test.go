@@ -110,7 +110,7 @@ func TestDocumentedCommands(t *testing.T) {
 }
 
 // TestDocumentedScenarios holds the section's table to the catalogue: every scenario has a row
-// naming the alarms it expects and allows, and the short game day is the one documented.
+// naming its fault kinds and the alarms it expects and allows, and the short game day is the one documented.
 func TestDocumentedScenarios(t *testing.T) {
 	sec := gamedaySection(t)
 	rows := map[string]string{}
@@ -125,9 +125,14 @@ func TestDocumentedScenarios(t *testing.T) {
 			t.Errorf("scenario %s has no row in the Game days table", sc.Name)
 			continue
 		}
-		for _, a := range append(slices.Clone(sc.Expect), sc.Allow...) {
+		for _, a := range append(slices.Clone(sc.Expect), sc.Allowed()...) {
 			if !strings.Contains(row, "`"+a+"`") {
 				t.Errorf("the row of %s does not name its expected or allowed alarm %s", sc.Name, a)
+			}
+		}
+		for kind := range sc.MinFaults {
+			if !strings.Contains(row, "`"+kind+"`") {
+				t.Errorf("the row of %s does not name its fault kind %s", sc.Name, kind)
 			}
 		}
 		// The takes column is the catalogue's Takes, by which make gameday plans its lanes.

@@ -60,8 +60,8 @@ And three costs that grow with the history, which would otherwise starve a stack
    burst of 75 requests a second on a loaded 2-core machine starts hundreds at once, each
    starting slower than the last, and answers none. Here a function has at most
    _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
-   served (up to _ENV_WAIT seconds, then starts its own as MiniStack does), as AWS's capacity
-   would serve it. Waiting invocations are woken only by a hand-over: hundreds wait in a burst.
+   served (up to a Lambda's longest run, _ENV_WAIT, then starts its own as MiniStack does), as
+   AWS's capacity would serve it. Waiting invocations are woken only by a hand-over: hundreds wait in a burst.
 
 10. Stream pollers. MiniStack's one poll thread runs a DynamoDB stream batch's invocation
    inline, so the SQS mappings (dispatch) start no batch until it returns. Here the stream
@@ -478,7 +478,7 @@ def _evaluate_every_minute(orig_all):
 
 
 _ENVS_PER_FUNCTION = 16
-_ENV_WAIT = 60.0
+_ENV_WAIT = 900.0  # a Lambda invocation's longest run: starting more under a burst is the collapse
 _env_lock = threading.Lock()
 _env_waiters: dict = {}  # worker key -> the invocations waiting, first come first served
 _env_tries = [0]  # leases tried under the cap
@@ -527,20 +527,20 @@ def _wrap_acquire_worker(orig):
 
 def _wrap_release_worker(orig):
     # A released environment goes to the longest-waiting invocation of its function, leased on;
-    # one that died (released as None) leaves a place, offered to each function's first waiter.
+    # one that died (released as None, or no longer in its pool) leaves a place, offered to the
+    # first waiter (of each function, when it is not known whose).
     def release(worker):
+        key = getattr(worker, "platform_key", None)
         with _env_lock:
-            if worker is None:
-                for waiting in _env_waiters.values():
-                    if waiting:
-                        me = waiting.popleft()
-                        me[1] = _PLACE
-                        me[0].set()
-            elif waiting := _env_waiters.get(getattr(worker, "platform_key", None)):
-                me = waiting.popleft()
-                worker.last_used, me[1] = time.time(), worker
-                me[0].set()
-                return
+            pooled = worker is not None and worker in lambda_runtime._workers.get(key, ())
+            for k, waiting in _env_waiters.items():
+                if waiting and (k == key or worker is None):
+                    me = waiting.popleft()
+                    me[1] = worker if pooled else _PLACE  # a removed environment leaves a place
+                    me[0].set()
+                    if pooled:
+                        worker.last_used = time.time()
+                        return
         orig(worker)
     return release
 

@@ -40,7 +40,7 @@ which) and then runs MiniStack's own entry point.
    and TLS. The bucket owner's root user is never refused, as on AWS. Identity policies are not
    evaluated.
 
-And three costs that grow with the history, which would otherwise starve a stack under a burst:
+And costs that grow with the history or a burst, which would otherwise starve a stack under one:
 
 5. Log streams. MiniStack opens a log stream per invocation, and FilterLogEvents (the EMF
    bridge's, every second) visits every stream of the group under the logs lock. Here a
@@ -54,19 +54,18 @@ And three costs that grow with the history, which would otherwise starve a stack
    alarms of the metrics it put, each at most every 10 s, and a thread evaluates every alarm each
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
-
-11. Execution environments. MiniStack starts a new environment (a process of the function's
-   binary, after hashing its code) for every invocation that finds none free, with no bound: a
-   burst of 75 requests a second on a loaded 2-core machine starts hundreds at once, each
-   starting slower than the last, and answers none. Here a function has at most
-   _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
-   served (up to a Lambda's longest run, _ENV_WAIT, then starts its own as MiniStack does), as
-   AWS's capacity would serve it. Waiting invocations are woken only by a hand-over: hundreds wait in a burst.
-
 10. Stream pollers. MiniStack's one poll thread runs a DynamoDB stream batch's invocation
    inline, so the SQS mappings (dispatch) start no batch until it returns. Here the stream
    mappings poll on a thread of their own, each batch still one after the other, as AWS polls a
    shard apart from any queue.
+11. Execution environments. MiniStack starts a new environment (a process of the function's
+   binary, after hashing its code) for every invocation that finds none free, with no bound: a
+   burst of 75 requests a second on a loaded 2-core machine starts hundreds at once, each
+   starting slower than the last, and answers almost none. Here a function has at most
+   _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
+   served (up to a Lambda's longest run, _ENV_WAIT, then starts its own as MiniStack does), as
+   AWS's capacity would serve it. A waiting invocation is woken only by a hand-over: hundreds
+   wait in a burst.
 
 `python ministack_platform.py --selftest` checks 5 to 11 without starting MiniStack.
 """

@@ -38,7 +38,11 @@ type helper struct {
 
 func startHelper(t *testing.T, proxyURL, function string) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	return startHelperCmd(t, proxyURL, function, exec.Command(os.Args[0], "-test.run=^$"))
+}
+
+func startHelperCmd(t *testing.T, proxyURL, function string, cmd *exec.Cmd) *helper {
+	t.Helper()
 	cmd.Env = append(os.Environ(), "FAULTPROXY_HELPER_URL="+proxyURL, "AWS_LAMBDA_FUNCTION_NAME="+function)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -145,5 +149,40 @@ func TestKillNeverHitsAProcessThatIsNoFunction(t *testing.T) {
 	f.set(t, Rule{Function: "Function", Kind: KindKill})
 	if err := putItem(f.dynamo(1)); err != nil {
 		t.Fatalf("a request of a process that is no function was faulted: %v", err)
+	}
+}
+
+// TestKillAllEndsEveryProcessOfTheFunction: with All, the request of one process of a function
+// kills it and the function's other process (warm, idle) of the same parent, each counted, and
+// leaves alone a process of another function and one of the same name under another parent
+// (another emulator's stack of the same name).
+func TestKillAllEndsEveryProcessOfTheFunction(t *testing.T) {
+	const fn = "resetnotify-e2e-IntakeFunction-1A2B"
+	f := newFixture(t)
+	idle := startHelper(t, f.url, fn)
+	other := startHelper(t, f.url, "resetnotify-e2e-AuditFunction-3C4D")
+	// Under a shell that is no function itself.
+	foreign := startHelperCmd(t, f.url, "", exec.Command("sh", "-c", `AWS_LAMBDA_FUNCTION_NAME="$1" "$0" -test.run='^$' & wait`, os.Args[0], fn))
+	for _, h := range []*helper{idle, other, foreign} {
+		if l := <-h.lines; l != "answered" {
+			t.Fatalf("helper said %q before any rule", l)
+		}
+	}
+	f.set(t, Rule{Service: "dynamodb", Function: "IntakeFunction", Kind: KindKill, After: true, Limit: 1, All: true})
+	busy := startHelper(t, f.url, fn)
+	for name, h := range map[string]*helper{"the requester": busy, "its idle sibling": idle} {
+		if said, killed := h.wait(t); !killed {
+			t.Errorf("%s not killed by SIGKILL (said %q)", name, said)
+		}
+	}
+	for name, h := range map[string]*helper{"another function's process": other, "the same function's under another parent": foreign} {
+		select {
+		case <-h.lines: // closed: its output ended with it
+			t.Errorf("%s ended", name)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	if n := f.faults(t, KindKill); n != 2 {
+		t.Errorf("%d kills counted, want 2", n)
 	}
 }

@@ -119,6 +119,49 @@ func functionOf(pid int) (string, error) {
 	return "", nil
 }
 
+// processesOf returns the pids of pid's siblings (the processes of pid's parent, the emulator
+// that runs the function, other than pid) whose AWS_LAMBDA_FUNCTION_NAME is function. Another
+// emulator's function of the same name (a stack deployed twice) is left alone.
+func processesOf(pid int, function string) ([]int, error) {
+	parent, err := parentOf(pid)
+	if err != nil {
+		return nil, err
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, p := range procs {
+		n, err := strconv.Atoi(p.Name())
+		if err != nil || n == pid || n == os.Getpid() {
+			continue
+		}
+		if pp, err := parentOf(n); err != nil || pp != parent {
+			continue
+		}
+		if fn, err := functionOf(n); err == nil && fn == function {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// parentOf returns pid's parent pid, from /proc/<pid>/stat ("pid (comm) state ppid ...", comm
+// may hold spaces and parentheses).
+func parentOf(pid int) (int, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	fields := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(fields) < 2 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	return strconv.Atoi(fields[1])
+}
+
 // killProcess sends SIGKILL to pid once it has checked that pid is still the process of
 // function (a pid is reused only after its process was reaped).
 func killProcess(pid int, function string) error {

@@ -20,6 +20,8 @@ func functionOf(pid int) (string, error) { return "", errNoProc }
 
 func killProcess(pid int, function string) error { return errNoProc }
 
+func processesOf(pid int, function string) ([]int, error) { return nil, errNoProc }
+
 func addrPort(a net.Addr) (netip.AddrPort, bool) {
 	ap, err := netip.ParseAddrPort(a.String())
 	return ap, err == nil

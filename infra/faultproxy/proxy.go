@@ -48,6 +48,8 @@ type Proxy struct {
 	now       func() time.Time
 	attribute func(client, server net.Addr) (pid int, function string, err error)
 	kill      func(pid int, function string) error
+	// others returns the pids of function's processes other than pid (KindKill's All).
+	others func(pid int, function string) ([]int, error)
 }
 
 // active is a rule in force: when it ends, and how often it was applied.
@@ -94,6 +96,7 @@ func New(upstream string, o Options) (*Proxy, error) {
 		now:       time.Now,
 		attribute: attributeConn,
 		kill:      killProcess,
+		others:    processesOf,
 	}, nil
 }
 
@@ -348,12 +351,22 @@ func (p *Proxy) killFault(w http.ResponseWriter, r *http.Request, c call, rule R
 	// Counted first, so that whoever sees the process gone also sees it counted; taken back
 	// when the kill failed.
 	kill := func() {
-		p.counted(c, rule, fn)
-		if err := p.kill(pid, fn); err != nil {
-			p.mu.Lock()
-			p.faults[faultKey{c.service, c.operation, rule.Kind, fn}]--
-			p.mu.Unlock()
-			p.log.Error("faultproxy: kill failed", "function", fn, "pid", pid, "error", err)
+		pids := []int{pid}
+		if rule.All {
+			others, err := p.others(pid, fn)
+			if err != nil {
+				p.log.Error("faultproxy: the function's other processes not found", "function", fn, "error", err)
+			}
+			pids = append(pids, others...)
+		}
+		for _, pid := range pids {
+			p.counted(c, rule, fn)
+			if err := p.kill(pid, fn); err != nil {
+				p.mu.Lock()
+				p.faults[faultKey{c.service, c.operation, rule.Kind, fn}]--
+				p.mu.Unlock()
+				p.log.Error("faultproxy: kill failed", "function", fn, "pid", pid, "error", err)
+			}
 		}
 	}
 	if !rule.After {

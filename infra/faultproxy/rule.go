@@ -87,6 +87,9 @@ type Rule struct {
 	After bool
 	// Limit, when above 0, is the most times the rule's fault is applied.
 	Limit int
+	// All (KindKill) kills, with the requester, every other process of its function: a
+	// function's whole pool of warm processes, whose caches all go with it.
+	All bool
 }
 
 // ruleJSON is Rule on the wire: durations as Go duration strings ("2m0s"), as a person types
@@ -102,12 +105,13 @@ type ruleJSON struct {
 	Latency    string   `json:"latency,omitempty"`
 	After      bool     `json:"after,omitempty"`
 	Limit      int      `json:"limit,omitempty"`
+	All        bool     `json:"all,omitempty"`
 }
 
 // MarshalJSON writes r with its durations as strings.
 func (r Rule) MarshalJSON() ([]byte, error) {
 	w := ruleJSON{Service: r.Service, Operations: r.Operations, Function: r.Function, Match: r.Match,
-		Kind: r.Kind, Rate: r.Rate, After: r.After, Limit: r.Limit}
+		Kind: r.Kind, Rate: r.Rate, After: r.After, Limit: r.Limit, All: r.All}
 	if r.For != 0 {
 		w.For = r.For.String()
 	}
@@ -124,7 +128,7 @@ func (r *Rule) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = Rule{Service: w.Service, Operations: w.Operations, Function: w.Function, Match: w.Match,
-		Kind: w.Kind, Rate: w.Rate, After: w.After, Limit: w.Limit}
+		Kind: w.Kind, Rate: w.Rate, After: w.After, Limit: w.Limit, All: w.All}
 	for _, d := range []struct {
 		name string
 		s    string
@@ -162,6 +166,9 @@ func (r Rule) Validate() error {
 		if r.Function == "" {
 			return fmt.Errorf("rule: kill needs a function")
 		}
+	}
+	if r.All && r.Kind != KindKill {
+		return fmt.Errorf("rule: all applies to kill only")
 	}
 	if (r.Kind == KindSQSDuplicate || r.Kind == KindSQSDelay) && r.Service != "" && r.Service != "sqs" {
 		return fmt.Errorf("rule: %s applies to sqs only", r.Kind)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/resetnotify/resetnotify/infra/faultproxy"
@@ -75,37 +76,7 @@ func Scenarios() []Scenario {
 				Match: "LEASE_ACQUIRED", Kind: faultproxy.KindKill, After: true, Rate: 0.3, Limit: 8}),
 			MinFaults: map[string]int64{"kill": 3},
 		},
-		{
-			Name:  "kms-outage",
-			Takes: 26 * time.Minute,
-			Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
-				"so intake's and dispatch's processes are killed once as it begins and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
-				"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
-			Platform: true, Hold: time.Minute, Rate: 2,
-			// Admissions answered 503 for the minute of the outage burn the availability budget;
-			// intake's killed process is an invocation error.
-			Expect: []string{"AdmissionFastBurnAlarm", "AdmissionPage", "IntakeErrorsAlarm"},
-			Allow: map[string]string{
-				"DigestErrorsAlarm":     "the digest's Sign fails for the minute of the outage",
-				"DigestLagAlarm":        "that minute's period is signed late",
-				"ArchiveLagAlarm":       "that minute's period is archived late",
-				"DispatchErrorsAlarm":   "dispatch's killed process is an invocation error",
-				"DeliveryFastBurnAlarm": "dispatch's killed batch returns after the 180-s visibility timeout, past its deadlines",
-				"DeliveryPage":          "dispatch's killed batch returns after the 180-s visibility timeout, past its deadlines",
-			},
-			// The kills first (once each, after a DynamoDB call of theirs), then one KMS rule
-			// per function that uses KMS and one for any other caller: the report says which
-			// calls the outage really hit (of the other kinds, the first rule that matches
-			// applies).
-			Inject: rules(
-				faultproxy.Rule{Service: "dynamodb", Function: "IntakeFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
-				faultproxy.Rule{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
-				faultproxy.Rule{Service: "kms", Function: "IntakeFunction", Kind: faultproxy.KindError500},
-				faultproxy.Rule{Service: "kms", Function: "DispatchFunction", Kind: faultproxy.KindError500},
-				faultproxy.Rule{Service: "kms", Function: "DigestFunction", Kind: faultproxy.KindError500},
-				faultproxy.Rule{Service: "kms", Kind: faultproxy.KindError500}),
-			MinFaults: map[string]int64{"kill": 2, "error500": 2},
-		},
+		KMSOutage(),
 		DigestFailing(),
 		Burst(),
 		{
@@ -198,6 +169,111 @@ func NegativeControl() Scenario {
 				faultproxy.Rule{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindNoCondition, Match: tag})
 		},
 	}
+}
+
+// KMSOutage is KMS answering 500 for a minute, begun by killing a dispatch process and then every
+// intake process, so that their new processes must call KMS through it.
+func KMSOutage() Scenario {
+	return Scenario{
+		Name:  "kms-outage",
+		Takes: 26 * time.Minute,
+		Proves: "KMS answering 500 for 60 s: a warm function seldom calls KMS (one data key per process, decrypted keys cached), " +
+			"so a dispatch process, then every intake process, is killed as it begins (intake's once dispatch's kill is counted: intake failing closed leaves dispatch idle) and their new processes must seal (GenerateDataKey) and open (Decrypt) through it, " +
+			"and the digest's Sign of that minute fails: admissions fail closed (503, nothing admitted unsealed), sends wait, digests are late, not broken. The report counts the KMS calls hit, by function.",
+		Platform: true, Hold: time.Minute, Rate: 2,
+		// Admissions answered 503 for the minute of the outage burn the availability budget;
+		// intake's killed process is an invocation error.
+		Expect: []string{"AdmissionFastBurnAlarm", "AdmissionPage", "IntakeErrorsAlarm"},
+		Allow: map[string]string{
+			"DigestErrorsAlarm":     "the digest's Sign fails for the minute of the outage",
+			"DigestLagAlarm":        "that minute's period is signed late",
+			"ArchiveLagAlarm":       "that minute's period is archived late",
+			"DispatchErrorsAlarm":   "dispatch's killed process is an invocation error",
+			"DeliveryFastBurnAlarm": "dispatch's killed batch returns after the 180-s visibility timeout, past its deadlines",
+			"DeliveryPage":          "dispatch's killed batch returns after the 180-s visibility timeout, past its deadlines",
+		},
+		MinFaults: map[string]int64{"kill": 2, "error500": 2},
+		Inject:    kmsOutage,
+		// Every intake process killed counts in "kill": the two functions are checked apart.
+		Check: func(_ context.Context, x *Exec) []string {
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			var out []string
+			for _, fn := range []string{"DispatchFunction", "IntakeFunction"} {
+				if x.killed[fn] == 0 {
+					out = append(out, fmt.Sprintf("vacuous: no process of %s killed, so none had to call KMS through the outage", fn))
+				}
+			}
+			return out
+		},
+	}
+}
+
+// kmsOutage puts the KMS outage in force function by function, each with the kill that makes
+// the function's new process call KMS: dispatch first, and intake only once dispatch was killed
+// (or killWait passed), since intake failing closed leaves dispatch no work to be killed at;
+// then the digest's calls and any other caller's. Of a request's rules the first outcome
+// applies, so the calls hit are counted by function.
+func kmsOutage(ctx context.Context, x *Exec) error {
+	for _, kill := range []faultproxy.Rule{
+		{Service: "dynamodb", Function: "DispatchFunction", Kind: faultproxy.KindKill, After: true, Limit: 1},
+		// Every intake process: one left warm seals with its data key through the outage.
+		{Service: "dynamodb", Function: "IntakeFunction", Kind: faultproxy.KindKill, After: true, Limit: 1, All: true},
+	} {
+		err := x.killThen(ctx, kill, faultproxy.Rule{Service: "kms", Function: kill.Function, Kind: faultproxy.KindError500})
+		if err != nil {
+			return err
+		}
+	}
+	return x.AddRules(ctx,
+		faultproxy.Rule{Service: "kms", Function: "DigestFunction", Kind: faultproxy.KindError500},
+		faultproxy.Rule{Service: "kms", Kind: faultproxy.KindError500})
+}
+
+// killWait bounds the wait for a kill (the load keeps every function busy: seconds), and
+// killPoll is how often the proxy's tally is read meanwhile.
+var killWait, killPoll = time.Minute, time.Second
+
+// killThen puts kill (a KindKill rule) in force together with rules, and waits, up to killWait,
+// until the proxy's tally shows kill's function killed.
+func (x *Exec) killThen(ctx context.Context, kill faultproxy.Rule, rules ...faultproxy.Rule) error {
+	fn := kill.Function
+	if x.Proxy == nil || x.Sabotage == SabotageFaultsOff {
+		return x.AddRules(ctx, rules...) // no kill to wait for
+	}
+	kills := func() (int64, error) {
+		c, err := x.Proxy.Counts(ctx)
+		var n int64
+		for _, f := range c.Faults {
+			if f.Kind == faultproxy.KindKill && strings.Contains(f.Function, fn) {
+				n += f.Count
+			}
+		}
+		return n, err
+	}
+	was, err := kills()
+	if err != nil {
+		return err
+	}
+	if err := x.AddRules(ctx, append([]faultproxy.Rule{kill}, rules...)...); err != nil {
+		return err
+	}
+	began := time.Now()
+	for time.Since(began) < killWait && ctx.Err() == nil {
+		if n, err := kills(); err == nil && n > was {
+			x.mu.Lock()
+			if x.killed == nil {
+				x.killed = map[string]int64{}
+			}
+			x.killed[fn] += n - was
+			x.mu.Unlock()
+			x.Logf("%s: %s killed (%d processes) %s after its kill rule was set", x.Scenario.Name, fn, n-was, time.Since(began).Round(100*time.Millisecond))
+			return nil
+		}
+		sleep(ctx, killPoll)
+	}
+	x.Logf("%s: %s not killed within %s; going on (the kill count will say vacuous)", x.Scenario.Name, fn, killWait)
+	return nil
 }
 
 // DigestFailing is the digest function failing for 3 minutes: every AWS call it makes

@@ -600,3 +600,25 @@ func TestStatTicks(t *testing.T) {
 		t.Error("CPUShare of no process: no error")
 	}
 }
+
+// TestVacuousScenarioDoesNotWaitForItsExpectedAlarms: with no alarm in ALARM, a vacuous scenario
+// (failed, its faults not injected) stops waiting at once; one that injected its faults waits for
+// its expected alarm (here until the context ends).
+func TestVacuousScenarioDoesNotWaitForItsExpectedAlarms(t *testing.T) {
+	r := &Run{S: &Stack{Name: "st"}, Watcher: &fakeWatcher{}, Logf: t.Logf,
+		Defs: map[string]AlarmDef{"AdmissionPage": {Name: "st-AdmissionPage-A", Period: 5 * time.Minute, Evals: 6}}}
+	r.history = []stateSample{{time.Now(), map[string]string{"st-AdmissionPage-A": "OK"}}}
+	sc := Scenario{Name: "s", Expect: []string{"AdmissionPage"}}
+	for _, vacuous := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		res := Result{FaultStart: time.Now(), Vacuous: vacuous}
+		began := time.Now()
+		r.waitForAlarms(ctx, sc, &res, time.Now(), t.Logf)
+		cancel()
+		if waited := time.Since(began); vacuous && waited > 100*time.Millisecond {
+			t.Errorf("vacuous: waited %s for an alarm its missing faults cannot raise", waited)
+		} else if !vacuous && waited < 400*time.Millisecond {
+			t.Errorf("not vacuous: waited %s, not for its expected alarm", waited)
+		}
+	}
+}

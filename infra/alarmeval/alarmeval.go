@@ -414,6 +414,26 @@ func NewWatcher(cw CloudWatchAPI, alarms []Alarm) *Watcher {
 	return w
 }
 
+// Watch replaces the alarms watched, as a deploy that added, changed or removed some leaves
+// them: an alarm still there keeps its state, a new one starts in its State (INSUFFICIENT_DATA
+// when empty), a removed one is no longer evaluated; the transitions recorded so far stay.
+func (w *Watcher) Watch(alarms []Alarm) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	was := map[string]State{}
+	for _, a := range w.alarms {
+		was[a.Name] = a.State
+	}
+	w.alarms = slices.Clone(alarms)
+	for i, a := range w.alarms {
+		if st, ok := was[a.Name]; ok {
+			w.alarms[i].State = st
+		} else if a.State == "" {
+			w.alarms[i].State = StateInsufficientData
+		}
+	}
+}
+
 // Poll evaluates every alarm at now and records each change of state: the metric alarms
 // first, then the composite ones over the states just found (in name order, so a composite
 // of composites sees its children's new states when they sort first; otherwise the next
@@ -423,7 +443,7 @@ func (w *Watcher) Poll(ctx context.Context, now time.Time) error {
 	alarms := slices.Clone(w.alarms)
 	w.mu.Unlock()
 	var errs []error
-	for i, a := range alarms {
+	for _, a := range alarms {
 		if a.Rule != "" {
 			continue
 		}
@@ -432,9 +452,9 @@ func (w *Watcher) Poll(ctx context.Context, now time.Time) error {
 			errs = append(errs, err)
 			continue
 		}
-		w.record(i, state, now, reason)
+		w.record(a.Name, state, now, reason)
 	}
-	for i, a := range alarms {
+	for _, a := range alarms {
 		if a.Rule == "" {
 			continue
 		}
@@ -443,15 +463,20 @@ func (w *Watcher) Poll(ctx context.Context, now time.Time) error {
 			errs = append(errs, fmt.Errorf("%s: %w", a.Name, err))
 			continue
 		}
-		w.record(i, state, now, "alarm rule "+a.Rule+" evaluates to "+string(state))
+		w.record(a.Name, state, now, "alarm rule "+a.Rule+" evaluates to "+string(state))
 	}
 	return errors.Join(errs...)
 }
 
-// record sets alarm i's state, recording a transition when it changed.
-func (w *Watcher) record(i int, state State, now time.Time, reason string) {
+// record sets the state of the alarm named name, recording a transition when it changed; an
+// alarm Watch removed meanwhile is left out.
+func (w *Watcher) record(name string, state State, now time.Time, reason string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	i := slices.IndexFunc(w.alarms, func(a Alarm) bool { return a.Name == name })
+	if i < 0 {
+		return
+	}
 	if a := w.alarms[i]; state != a.State {
 		w.transitions = append(w.transitions, Transition{Alarm: a.Name, From: a.State, To: state, At: now, Reason: reason})
 		w.alarms[i].State = state

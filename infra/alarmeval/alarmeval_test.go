@@ -357,3 +357,39 @@ func TestWatcherAndLoadDeployed(t *testing.T) {
 		t.Errorf("state %s", s)
 	}
 }
+
+// TestWatchAfterADeploy: once a deploy changed the alarms, an alarm kept keeps its state and
+// its history, a removed one is evaluated no more, a new one is; a composite reads the new set.
+func TestWatchAfterADeploy(t *testing.T) {
+	cw := &fakeCW{}
+	kept, gone := prefixAlarm(), prefixAlarm()
+	gone.Name, gone.MetricName = "s-RefusalSpikeAlarm-X", "Spikes"
+	w := alarmeval.NewWatcher(cw, []alarmeval.Alarm{kept, gone})
+	cw.put(ns, "Refusals", kept.Dimensions, "Sum", t0, 3)
+	if err := w.Poll(context.Background(), t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	added := prefixAlarm()
+	added.Name, added.MetricName = "s-NewAlarm-X", "New"
+	page := alarmeval.Alarm{Name: "s-AdmissionPage-X", Rule: "ALARM(\"s-NewAlarm-X\")"}
+	w.Watch([]alarmeval.Alarm{kept, added, page})
+	states := w.States()
+	if len(states) != 3 || states[kept.Name] != alarmeval.StateAlarm || states[added.Name] != alarmeval.StateInsufficientData {
+		t.Fatalf("states after Watch %v: want the kept alarm still in ALARM, the new one INSUFFICIENT_DATA, the removed one gone", states)
+	}
+	cw.put(ns, "Spikes", gone.Dimensions, "Sum", t0.Add(time.Minute), 9)
+	cw.put(ns, "New", added.Dimensions, "Sum", t0.Add(time.Minute), 9)
+	if err := w.Poll(context.Background(), t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range w.Transitions() {
+		got = append(got, fmt.Sprintf("%s %s->%s", alarmeval.LogicalID(tr.Alarm, "s"), tr.From, tr.To))
+	}
+	// The removed alarm's breach is not seen; the metric alarms are evaluated before the page.
+	want := []string{"PrefixVelocityAlarm INSUFFICIENT_DATA->ALARM", "RefusalSpikeAlarm INSUFFICIENT_DATA->OK",
+		"NewAlarm INSUFFICIENT_DATA->ALARM", "AdmissionPage INSUFFICIENT_DATA->ALARM"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("transitions (-want +got):\n%s", diff)
+	}
+}

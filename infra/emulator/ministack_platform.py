@@ -20,8 +20,8 @@ which) and then runs MiniStack's own entry point.
    mappings, schedules) publishes them once, and a stream batch its IteratorAge.
 3. AWS/SQS metrics: NumberOfMessagesSent per queue on every send (SendMessage,
    SendMessageBatch, a mapping's OnFailure record), and every minute each queue's
-   ApproximateNumberOfMessagesVisible, ApproximateAgeOfOldestMessage and a zero
-   NumberOfMessagesSent.
+   ApproximateNumberOfMessagesVisible, ApproximateNumberOfMessagesDelayed,
+   ApproximateAgeOfOldestMessage and a zero NumberOfMessagesSent.
 4. The template's burn-rate pages. MiniStack's CloudFormation refuses an AWS::CloudWatch::Alarm
    with Metrics (metric math) and has no AWS::CloudWatch::CompositeAlarm. Here a math alarm is
    stored with its Metrics (DescribeAlarms returns them; MiniStack's own evaluator skips an
@@ -39,6 +39,11 @@ which) and then runs MiniStack's own entry point.
    s3:PutBucketPolicy (s3:DeleteBucketPolicy), with aws:CalledVia cloudformation.amazonaws.com
    and TLS. The bucket owner's root user is never refused, as on AWS. Identity policies are not
    evaluated.
+10. Invocations in flight through a deploy. MiniStack's UpdateFunctionCode and
+   UpdateFunctionConfiguration kill the function's warm workers at once, failing the
+   invocations they are running (Runtime.ExitError); on AWS each execution environment finishes
+   its invocation. Here a worker taken out of the pool that is running one is stopped once it
+   ended (or after the function's timeout), from a thread, so the update does not wait.
 
 And costs that grow with the history or a burst, which would otherwise starve a stack under one:
 
@@ -54,11 +59,11 @@ And costs that grow with the history or a burst, which would otherwise starve a 
    alarms of the metrics it put, each at most every 10 s, and a thread evaluates every alarm each
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
-10. Stream pollers. MiniStack's one poll thread runs a DynamoDB stream batch's invocation
+11. Stream pollers. MiniStack's one poll thread runs a DynamoDB stream batch's invocation
    inline, so the SQS mappings (dispatch) start no batch until it returns. Here the stream
    mappings poll on a thread of their own, each batch still one after the other, as AWS polls a
    shard apart from any queue.
-11. Execution environments. MiniStack starts a new environment (a process of the function's
+12. Execution environments. MiniStack starts a new environment (a process of the function's
    binary, after hashing its code) for every invocation that finds none free, with no bound: a
    burst of 75 requests a second on a loaded 2-core machine starts hundreds at once, each
    starting slower than the last, and answers almost none. Here a function has at most
@@ -67,7 +72,7 @@ And costs that grow with the history or a burst, which would otherwise starve a 
    AWS's capacity would serve it. A waiting invocation is woken only by a hand-over: hundreds
    wait in a burst.
 
-`python ministack_platform.py --selftest` checks 5 to 11 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 3 and 5 to 12 without starting MiniStack.
 """
 
 import collections
@@ -101,6 +106,7 @@ _NEEDED = {
     engine: ["_apply_transforms", "_transform_parameters"],
     changesets: ["_apply_transforms"],
     handlers: ["_apply_transforms"],
+    lambda_runtime: ["invalidate_worker", "kill_workers", "_workers", "_lock"],
 }
 
 _depth = threading.local()
@@ -258,20 +264,27 @@ def _queue_gauges():
             acct = key[0] if isinstance(key, tuple) and len(key) >= 2 else None
             token = lambda_svc._request_account_id.set(acct) if acct else None
             try:
-                msgs = list(q.get("messages", []))
-                name = _queue_name((q.get("attributes") or {}).get("QueueArn") or q.get("name") or key)
-                visible = sum(1 for m in msgs if m.get("visible_at", now) <= now)
-                oldest = max((now - m.get("sent_at", now) for m in msgs), default=0.0)
-                _metric("AWS/SQS", "ApproximateNumberOfMessagesVisible", visible, "Count", {"QueueName": name})
-                _metric("AWS/SQS", "ApproximateAgeOfOldestMessage", round(oldest), "Seconds", {"QueueName": name})
-                # A zero beside the sends' counts, as SQS reports an active queue's quiet
-                # periods: an alarm on sends then reads "none sent", not "no data".
-                _metric("AWS/SQS", "NumberOfMessagesSent", 0, "Count", {"QueueName": name})
+                _queue_gauge(q, _queue_name((q.get("attributes") or {}).get("QueueArn") or q.get("name") or key), now)
             except Exception:
                 pass
             finally:
                 if token is not None:
                     lambda_svc._request_account_id.reset(token)
+
+
+def _queue_gauge(q, name, now):
+    """One queue's gauges at now. Delayed: not yet visible and never received (a send's
+    DelaySeconds), as MiniStack's own attribute counts them; in flight is neither."""
+    msgs = list(q.get("messages", []))
+    visible = sum(1 for m in msgs if m.get("visible_at", now) <= now)
+    delayed = sum(1 for m in msgs if m.get("visible_at", now) > now and m.get("receive_count", 0) == 0)
+    oldest = max((now - m.get("sent_at", now) for m in msgs), default=0.0)
+    _metric("AWS/SQS", "ApproximateNumberOfMessagesVisible", visible, "Count", {"QueueName": name})
+    _metric("AWS/SQS", "ApproximateNumberOfMessagesDelayed", delayed, "Count", {"QueueName": name})
+    _metric("AWS/SQS", "ApproximateAgeOfOldestMessage", round(oldest), "Seconds", {"QueueName": name})
+    # A zero beside the sends' counts, as SQS reports an active queue's quiet
+    # periods: an alarm on sends then reads "none sent", not "no data".
+    _metric("AWS/SQS", "NumberOfMessagesSent", 0, "Count", {"QueueName": name})
 
 
 def _math_query(q):
@@ -665,6 +678,45 @@ def _wrap_sam_transform(orig):
     return transform
 
 
+_draining = threading.local()
+
+
+def _wrap_invalidate(orig):
+    """Check 10: the workers a call of invalidate_worker takes out of the pool drain."""
+    def invalidate(*args, **kw):
+        _draining.on = True
+        try:
+            return orig(*args, **kw)
+        finally:
+            _draining.on = False
+    return invalidate
+
+
+def _busy(worker):
+    return worker.in_use or worker._lock.locked()
+
+
+def _wrap_kill(orig):
+    """Kills idle workers at once; under invalidate_worker, a busy one once its invocation ended."""
+    def kill(workers):
+        workers = [w for w in workers if w is not None]
+        if not getattr(_draining, "on", False):
+            return orig(workers)
+        busy = [w for w in workers if _busy(w)]
+        orig([w for w in workers if w not in busy])
+        if busy:
+            threading.Thread(target=_kill_when_done, args=(orig, busy), name="ministack-platform-drain", daemon=True).start()
+    return kill
+
+
+def _kill_when_done(kill, workers):
+    timeout = max(float(w.config.get("Timeout", 3) or 3) for w in workers)
+    deadline = time.monotonic() + timeout + 5
+    while any(_busy(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kill(workers)
+
+
 def install():
     global _ENV_SEED
     _check()
@@ -693,6 +745,8 @@ def install():
     _stream_poll[0] = lambda_svc._poll_dynamodb_streams
     lambda_svc._poll_dynamodb_streams = _streams_apart
     threading.Thread(target=_poll_streams_forever, name="ministack-platform-streams", daemon=True).start()
+    lambda_runtime.kill_workers = _wrap_kill(lambda_runtime.kill_workers)
+    lambda_runtime.invalidate_worker = lambda_svc.invalidate_worker = _wrap_invalidate(lambda_runtime.invalidate_worker)
     lambda_svc._execute_function = _wrap_execute(lambda_svc._execute_function)
     lambda_svc._emit_lambda_metrics = _wrap_emit(lambda_svc._emit_lambda_metrics)
     lambda_svc._send_ddb_stream_failure_record = _wrap_failure_record(lambda_svc._send_ddb_stream_failure_record)
@@ -702,7 +756,7 @@ def install():
 
 
 def _selftest():
-    """Checks 4 to 6 in this process, against MiniStack's own functions; exits non-zero naming
+    """Checks 3 and 5 to 12 in this process, against MiniStack's own functions; exits non-zero naming
     what failed."""
     from ministack.services import cloudwatch_logs
     failed = []
@@ -761,9 +815,27 @@ def _selftest():
     failed += _selftest_bucket_policy()
     failed += _selftest_stream_apart()
     failed += _selftest_environments()
+    failed += _selftest_queue_gauge()
+    failed += _selftest_drain()
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")
+
+
+def _selftest_queue_gauge():
+    """Check 3's gauges: one visible, one delayed and one in-flight message."""
+    now = time.time()
+    q = {"messages": [{"visible_at": now - 1, "sent_at": now - 30, "receive_count": 0},
+                      {"visible_at": now + 60, "sent_at": now - 5, "receive_count": 0},
+                      {"visible_at": now + 20, "sent_at": now - 10, "receive_count": 1}]}
+    _queue_gauge(q, "selftest-queue", now)
+    failed = []
+    for metric, want in (("ApproximateNumberOfMessagesVisible", 1), ("ApproximateNumberOfMessagesDelayed", 1),
+                         ("ApproximateAgeOfOldestMessage", 30)):
+        pts = cloudwatch._metrics.get(("AWS/SQS", metric, cloudwatch._dims_key({"QueueName": "selftest-queue"})), [])
+        if not pts or pts[-1]["Value"] != want:
+            failed.append(f"queue gauge {metric}: {[p['Value'] for p in pts]}, want {want}")
+    return failed
 
 
 def _selftest_bucket_policy():
@@ -797,7 +869,7 @@ def _selftest_bucket_policy():
 
 
 def _selftest_environments():
-    """Check 11: a function's invocations beyond _ENVS_PER_FUNCTION wait for a free environment
+    """Check 12: a function's invocations beyond _ENVS_PER_FUNCTION wait for a free environment
     and get the released ones in the order they came, instead of starting more (environments
     are only leased here, never started)."""
     config = {"FunctionName": "selftest-envs", "Runtime": "provided.al2023", "Version": "$LATEST",
@@ -828,7 +900,7 @@ def _selftest_environments():
 
 
 def _selftest_stream_apart():
-    """Check 10: while a stream mapping's batch runs (held here for 3 s, in the lookup of its
+    """Check 11: while a stream mapping's batch runs (held here for 3 s, in the lookup of its
     function), MiniStack's poll thread goes on polling the queues."""
     held, polls = threading.Event(), []
     get_func, poll_sqs = lambda_svc._get_func_record_for_qualifier, lambda_svc._poll_sqs
@@ -856,6 +928,42 @@ def _selftest_stream_apart():
         return [] if n >= 5 else [f"the queues were polled {n} times in the 2 s a stream batch ran, want at least 5"]
     finally:
         lambda_svc._get_func_record_for_qualifier, lambda_svc._poll_sqs = get_func, poll_sqs
+
+
+def _selftest_drain():
+    """Check 10: a deploy's invalidation stops an idle worker at once and a busy one only once
+    its invocation ended."""
+    import subprocess
+
+    class _Worker:
+        def __init__(self, in_use):
+            self.in_use, self._lock, self.config = in_use, threading.Lock(), {"Timeout": 30}
+            self._proc = subprocess.Popen(["sleep", "60"])
+
+        def _discard_tmpdir(self):
+            pass
+
+    failed, busy, idle = [], _Worker(True), _Worker(False)
+    procs = (busy._proc, idle._proc)
+    lambda_runtime._workers["000000000000:us-east-1:selftest-drain:$LATEST"] = [busy, idle]
+    lambda_svc.invalidate_worker("selftest-drain", qualifier="$LATEST")
+    if procs[1].poll() is None:
+        failed.append("an idle worker outlived the update of its function")
+    time.sleep(0.3)
+    if procs[0].poll() is not None:
+        failed.append("the update of a function killed the invocation it was running")
+    busy.in_use = False
+    for _ in range(100):
+        if procs[0].poll() is not None:
+            break
+        time.sleep(0.05)
+    else:
+        failed.append("a worker whose invocation ended was not stopped")
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return failed
 
 
 if __name__ == "__main__":

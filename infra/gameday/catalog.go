@@ -31,7 +31,7 @@ var dynamoWrites = []string{"PutItem", "UpdateItem", "DeleteItem", "TransactWrit
 func Scenarios() []Scenario {
 	return []Scenario{
 		{
-			Name:   "baseline",
+			Name:   BaselineScenario,
 			Takes:  10 * time.Minute,
 			Proves: "Under the normal load and no fault, no alarm fires and every invariant holds: the yardstick of every other scenario.",
 			Hold:   2 * time.Minute, Rate: 2,

@@ -2,6 +2,7 @@ package gameday
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/resetnotify/resetnotify/infra/alarmeval"
@@ -16,6 +17,8 @@ const Evaluator = "infra/alarmeval (each deployed alarm's full definition from D
 type EvalWatcher struct {
 	W      *alarmeval.Watcher
 	cw     alarmeval.CloudWatchAPI
+	prefix string
+	mu     sync.Mutex
 	alarms []alarmeval.Alarm
 }
 
@@ -23,8 +26,11 @@ type EvalWatcher struct {
 // whose missing data is not breaching: silence is not health, so such an alarm's "did not fire"
 // proves nothing. A composite alarm has no metric of its own: its children are judged.
 func (e *EvalWatcher) Silent(ctx context.Context, start, end time.Time) ([]string, error) {
+	e.mu.Lock()
+	alarms := e.alarms
+	e.mu.Unlock()
 	var out []string
-	for _, a := range e.alarms {
+	for _, a := range alarms {
 		if a.TreatMissingData == "breaching" || a.Rule != "" {
 			continue
 		}
@@ -43,12 +49,31 @@ func (e *EvalWatcher) Silent(ctx context.Context, start, end time.Time) ([]strin
 // infra/alarmeval over MiniStack's CloudWatch (alarmeval.MiniStack corrects its pooled queries
 // with no dimensions).
 func NewEvalWatcher(ctx context.Context, s *Stack) (*EvalWatcher, error) {
-	cw := alarmeval.MiniStack(s.CW)
-	alarms, err := alarmeval.LoadDeployed(ctx, cw, s.Name+"-")
+	return newEvalWatcher(ctx, alarmeval.MiniStack(s.CW), s.Name)
+}
+
+// newEvalWatcher watches the alarms of stack over cw.
+func newEvalWatcher(ctx context.Context, cw alarmeval.CloudWatchAPI, stack string) (*EvalWatcher, error) {
+	alarms, err := alarmeval.LoadDeployed(ctx, cw, stack+"-")
 	if err != nil {
 		return nil, err
 	}
-	return &EvalWatcher{W: alarmeval.NewWatcher(cw, alarms), cw: cw, alarms: alarms}, nil
+	return &EvalWatcher{W: alarmeval.NewWatcher(cw, alarms), cw: cw, prefix: stack + "-", alarms: alarms}, nil
+}
+
+// Reload loads the stack's alarms again, as a deploy left them, and watches those: what a
+// removed alarm did before stays in the transitions, but it is no longer evaluated, nor judged
+// silent; an added one is.
+func (e *EvalWatcher) Reload(ctx context.Context) error {
+	alarms, err := alarmeval.LoadDeployed(ctx, e.cw, e.prefix)
+	if err != nil {
+		return err
+	}
+	e.W.Watch(alarms)
+	e.mu.Lock()
+	e.alarms = alarms
+	e.mu.Unlock()
+	return nil
 }
 
 // Poll evaluates every alarm at now.

@@ -38,6 +38,10 @@ type Result struct {
 	Invariants   Invariants `json:"invariants"`
 	Errors       []string   `json:"errors,omitempty"`
 	Chart        string     `json:"chart,omitempty"`
+	// Dashboard is the deployed dashboard drawn over the scenario (DrawDashboard), Widgets its
+	// widgets: drawn or why not, and each drawn one's lines without a datapoint.
+	Dashboard string         `json:"dashboard,omitempty"`
+	Widgets   []WidgetResult `json:"dashboard_widgets,omitempty"`
 	// Silent are the alarms that did not fire while their metric had no datapoint and their
 	// missing data is not breaching (Run.judgeSilence): the scenario fails.
 	Silent []string `json:"silent_alarms,omitempty"`
@@ -283,6 +287,7 @@ func (rep *Report) Markdown() string {
 		if r.Chart != "" {
 			fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, r.Chart)
 		}
+		writeWidgets(&b, r)
 		fmt.Fprintf(&b, "Faults injected: %s.\n\n", faultsLine(r.Faults))
 		if len(r.FaultDetail) > 0 {
 			b.WriteString("| service | operation | function | kind | count |\n| --- | --- | --- | --- | --- |\n")
@@ -400,4 +405,25 @@ func ExemptFromDocs(doc string) []string {
 		}
 	}
 	return out
+}
+
+// writeWidgets writes the scenario's dashboard: its PNG, the widgets it could not draw, and
+// those with lines without a datapoint.
+func writeWidgets(b *strings.Builder, r Result) {
+	if r.Dashboard != "" {
+		fmt.Fprintf(b, "The deployed dashboard over the scenario:\n\n![dashboard %s](%s)\n\n", r.Name, r.Dashboard)
+	}
+	for _, w := range r.Widgets {
+		switch {
+		case !w.Drawn:
+			fmt.Fprintf(b, "- dashboard widget %q not drawn: %s\n", w.Title, w.NotDrawn)
+		case w.EmptyTile():
+			fmt.Fprintf(b, "- dashboard widget %q: **an empty tile**, no datapoint of %s\n", w.Title, strings.Join(w.Empty, "; "))
+		case len(w.Empty) > 0:
+			fmt.Fprintf(b, "- dashboard widget %q: no datapoint of %s (its other lines had)\n", w.Title, strings.Join(w.Empty, "; "))
+		}
+	}
+	if len(r.Widgets) > 0 {
+		b.WriteString("\n")
+	}
 }

@@ -605,6 +605,40 @@ func Vacuous(min, injected map[string]int64) []string {
 	return out
 }
 
+// Reloader is an AlarmWatcher that can load the deployed alarms again (EvalWatcher).
+type Reloader interface {
+	Reload(ctx context.Context) error
+}
+
+// LoadDefs reads the deployed alarms into Defs, by logical ID.
+func (r *Run) LoadDefs(ctx context.Context) error {
+	defs, err := AlarmDefs(ctx, r.S)
+	if err != nil {
+		return fmt.Errorf("read the deployed alarms: %w", err)
+	}
+	byID := map[string]AlarmDef{}
+	for name, d := range defs {
+		byID[LogicalName(r.S.Name, name)] = d
+	}
+	r.Defs = byID
+	return nil
+}
+
+// ReloadAlarms reads the deployed alarms again after a deploy changed them, for the watcher
+// and Defs: the scenario is judged by the alarms of the release it ends on. Only a scenario
+// that runs alone may call it (Defs is read unlocked).
+func (r *Run) ReloadAlarms(ctx context.Context) error {
+	if rl, ok := r.Watcher.(Reloader); ok {
+		r.wmu.Lock()
+		err := rl.Reload(ctx)
+		r.wmu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return r.LoadDefs(ctx)
+}
+
 // SilenceChecker is an AlarmWatcher that can tell which alarms had no datapoint in a window
 // (EvalWatcher).
 type SilenceChecker interface {

@@ -47,6 +47,8 @@ type Stack struct {
 	AuditTable string
 	// DigestKey is the KMS key that signs the audit digests (the stack's DigestSigningKey).
 	DigestKey string
+	// Dashboard is the stack's CloudWatch dashboard (its Dashboard resource); empty without one.
+	Dashboard string
 	// FaultProxy is the fault proxy's control URL, empty when the stack was deployed without it.
 	FaultProxy string
 	Region     string
@@ -123,6 +125,11 @@ func StackFromEnv(ctx context.Context, name, dir string) (*Stack, error) {
 		return nil, fmt.Errorf("the stack's digest signing key: %w", err)
 	}
 	s.DigestKey = aws.ToString(key.StackResourceDetail.PhysicalResourceId)
+	if dash, err := cloudformation.NewFromConfig(cfg).DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{
+		StackName: aws.String(name), LogicalResourceId: aws.String("Dashboard"),
+	}); err == nil {
+		s.Dashboard = aws.ToString(dash.StackResourceDetail.PhysicalResourceId)
+	}
 	id := make([]byte, 4)
 	_, _ = rand.Read(id)
 	s.RunID = hex.EncodeToString(id)

@@ -34,6 +34,8 @@ type upgrade struct {
 	// items whose key holds tag. Tests replace both.
 	deploy func(ctx context.Context) ([]byte, error)
 	scan   func(ctx context.Context, x *Exec, tag string) ([]Item, error)
+	// reload reads the deployed alarms again once the deploy is done (Run.ReloadAlarms).
+	reload func(ctx context.Context, x *Exec) error
 
 	mu         sync.Mutex
 	deployedAt time.Time
@@ -44,7 +46,8 @@ type upgrade struct {
 // RESETNOTIFY_EMULATOR_FROM, set by gameday.sh for the lane this scenario opens) and this
 // checkout is deployed over it under load and provider faults.
 func Upgrade() Scenario {
-	u := &upgrade{deploy: deployCheckout, scan: scanNotifications}
+	u := &upgrade{deploy: deployCheckout, scan: scanNotifications,
+		reload: func(ctx context.Context, x *Exec) error { return x.ReloadAlarms(ctx) }}
 	return Scenario{
 		Name: "upgrade", From: PreviousRelease, Takes: 15 * time.Minute,
 		Proves: "release " + PreviousRelease + " deployed, then this checkout deployed over it (sam build, sam deploy) under load, 10 % of SQS messages delivered twice " +
@@ -98,6 +101,13 @@ func (u *upgrade) during(ctx context.Context, x *Exec) {
 	} else {
 		x.CountFault("upgrade-deploy", 1)
 		x.Logf("%s: deployed in %s", x.Scenario.Name, time.Since(start).Round(time.Second))
+		// From here the stack is judged by this checkout's alarms: the previous release's
+		// that it removed are no longer evaluated, those it added are.
+		if err := u.reload(context.WithoutCancel(ctx), x); err != nil {
+			u.mu.Lock()
+			u.err = fmt.Errorf("read the alarms this checkout deployed: %w", err)
+			u.mu.Unlock()
+		}
 	}
 	wg.Wait()
 }

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/resetnotify/resetnotify/infra/compat"
@@ -135,5 +138,93 @@ func TestFromFirst(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestUpgradeReloadsAlarmsAfterItsDeploy: once this checkout is deployed, the scenario is
+// judged by this checkout's alarms; a failed deploy leaves them as they were and fails it.
+func TestUpgradeReloadsAlarmsAfterItsDeploy(t *testing.T) {
+	for _, deployErr := range []error{nil, errors.New("sam deploy: exit status 1")} {
+		var order []string
+		u := &upgrade{
+			deploy: func(context.Context) ([]byte, error) { order = append(order, "deploy"); return nil, deployErr },
+			reload: func(context.Context, *Exec) error { order = append(order, "reload"); return nil },
+		}
+		x := &Exec{Run: &Run{S: &Stack{RunID: "r1"}, Logf: t.Logf}, Scenario: Upgrade(), simFaults: map[string]int64{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the loads beside the deploy submit nothing
+		u.during(ctx, x)
+		want := "deploy reload"
+		if deployErr != nil {
+			want = "deploy"
+		}
+		if got := strings.Join(order, " "); got != want {
+			t.Errorf("deploy error %v: %q, want %q", deployErr, got, want)
+		}
+	}
+	u := &upgrade{
+		deploy: func(context.Context) ([]byte, error) { return nil, nil },
+		reload: func(context.Context, *Exec) error { return errors.New("describe alarms: refused") },
+	}
+	x := &Exec{Run: &Run{S: &Stack{RunID: "r1"}, Logf: t.Logf}, Scenario: Upgrade(), simFaults: map[string]int64{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	u.during(ctx, x)
+	if p := u.check(ctx, x); len(p) != 1 || !strings.Contains(p[0], "describe alarms") {
+		t.Errorf("alarms not read after the deploy: %v, want the scenario failed naming it", p)
+	}
+}
+
+// alarmsCW is a CloudWatch whose alarms a deploy replaces and whose metrics have no data.
+type alarmsCW struct{ alarms []cwtypes.MetricAlarm }
+
+func (c *alarmsCW) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	out := &cloudwatch.GetMetricDataOutput{}
+	for _, q := range in.MetricDataQueries {
+		out.MetricDataResults = append(out.MetricDataResults, cwtypes.MetricDataResult{Id: q.Id, StatusCode: cwtypes.StatusCodeComplete})
+	}
+	return out, nil
+}
+
+func (c *alarmsCW) DescribeAlarms(context.Context, *cloudwatch.DescribeAlarmsInput, ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error) {
+	return &cloudwatch.DescribeAlarmsOutput{MetricAlarms: c.alarms}, nil
+}
+
+// TestEvalWatcherReload: after a reload the watcher evaluates, and judges silent, the alarms
+// deployed now: not one the deploy removed, and one it added.
+func TestEvalWatcherReload(t *testing.T) {
+	alarm := func(name string) cwtypes.MetricAlarm {
+		return cwtypes.MetricAlarm{AlarmName: aws.String("st-" + name + "-X"), Namespace: aws.String("resetnotify/st"),
+			MetricName: aws.String(name), Statistic: cwtypes.StatisticSum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1),
+			ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanThreshold, TreatMissingData: aws.String("notBreaching")}
+	}
+	cw := &alarmsCW{alarms: []cwtypes.MetricAlarm{alarm("Kept"), alarm("Gone")}}
+	w, err := newEvalWatcher(context.Background(), cw, "st")
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := func() string {
+		t.Helper()
+		names, err := w.Silent(context.Background(), time.Unix(0, 0), time.Unix(600, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(names, " ")
+	}
+	if got := silent(); got != "st-Gone-X st-Kept-X" {
+		t.Fatalf("silent before the deploy: %q", got)
+	}
+	cw.alarms = []cwtypes.MetricAlarm{alarm("Kept"), alarm("Added")}
+	if err := w.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := silent(); got != "st-Added-X st-Kept-X" {
+		t.Errorf("silent after the deploy: %q, want the alarms deployed now", got)
+	}
+	if err := w.Poll(context.Background(), time.Unix(600, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.States(); len(st) != 2 || st["st-Gone-X"] != "" || st["st-Added-X"] == "" {
+		t.Errorf("states after the deploy %v, want Kept and Added", st)
 	}
 }

@@ -8,7 +8,8 @@
 //	    simulator's webhook token.
 //	stackcheck check -stack S -template template.yaml -env FILE
 //	    compares every deployed table (stream, indexes, TTL) and the HTTP API's routes with the
-//	    template, and checks that every function has its alias, which every API integration
+//	    template, and checks that every function has the alias the template gives it (none in a
+//	    release from before AutoPublishAlias), which every API integration
 //	    invokes, and that no CodeDeploy resource was deployed. An emulator's table provisioner may ignore TimeToLiveSpecification: where the
 //	    deployed table has no TTL, stackcheck enables it as the template says and says so;
 //	    any other difference fails, and so does a provider callback output (TwilioCallbackUrl,
@@ -170,7 +171,11 @@ func (c checker) check(ctx context.Context, stack string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	problems = append(problems, aliasProblems(types, uris)...)
+	want, err := wantAliases(c.tpl)
+	if err != nil {
+		return "", err
+	}
+	problems = append(problems, aliasProblems(want, types, physical, uris)...)
 	endpoint := os.Getenv("AWS_ENDPOINT_URL")
 	// The emulator's path form of an execute-api URL; the $default stage is in the path.
 	api := endpoint + "/_aws/execute-api/" + apiID + "/$default"
@@ -389,26 +394,50 @@ func (c checker) routes(ctx context.Context, apiID string, physical map[string]s
 	return nil, nil
 }
 
-// aliasName is the template's AutoPublishAlias.
-const aliasName = "live"
+// wantAliases maps each function of tpl to its AutoPublishAlias (its own, or Globals'); a
+// function without one (a release from before the aliases) is left out.
+func wantAliases(tpl *samtemplate.Template) (map[string]string, error) {
+	want := map[string]string{}
+	for _, id := range tpl.Of("AWS::Serverless::Function") {
+		v, ok := tpl.Resources[id].Properties["AutoPublishAlias"]
+		if !ok {
+			v, ok = tpl.Globals["Function"]["AutoPublishAlias"]
+		}
+		if !ok {
+			continue
+		}
+		alias, err := tpl.String(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s AutoPublishAlias: %w", id, err)
+		}
+		want[id] = alias
+	}
+	return want, nil
+}
 
-// aliasProblems lists what keeps the deployed stack (types: logical ID -> resource type) from
-// being invoked through its functions' aliases: a function without its alias, an API
-// integration (uris) that invokes something else, or a CodeDeploy resource, which an
-// emulator lacks and Target=emulator leaves out.
-func aliasProblems(types map[string]string, uris []string) []string {
+// aliasProblems lists what keeps the deployed stack (types: logical ID -> resource type,
+// physical: logical ID -> name) from being invoked through the aliases the template wants
+// (want: function -> alias): a function without its alias, an API integration (uris) that
+// invokes such a function otherwise, or a CodeDeploy resource, which an emulator lacks and
+// Target=emulator leaves out.
+func aliasProblems(want, types, physical map[string]string, uris []string) []string {
 	var problems []string
 	for _, id := range slices.Sorted(maps.Keys(types)) {
+		alias, wanted := want[id]
 		switch {
-		case types[id] == "AWS::Lambda::Function" && types[id+"Alias"+aliasName] != "AWS::Lambda::Alias":
-			problems = append(problems, fmt.Sprintf("%s: no alias %s deployed", id, aliasName))
+		case wanted && types[id] == "AWS::Lambda::Function" && types[id+"Alias"+alias] != "AWS::Lambda::Alias":
+			problems = append(problems, fmt.Sprintf("%s: no alias %s deployed", id, alias))
 		case strings.HasPrefix(types[id], "AWS::CodeDeploy::"):
 			problems = append(problems, fmt.Sprintf("%s: a %s on an emulator (Target=emulator leaves CodeDeploy out)", id, types[id]))
 		}
 	}
 	for _, u := range uris {
-		if !strings.HasSuffix(u, ":"+aliasName+"/invocations") {
-			problems = append(problems, fmt.Sprintf("an API integration invokes %s, not an alias %s", u, aliasName))
+		for _, id := range slices.Sorted(maps.Keys(want)) {
+			fn := ":function:" + physical[id]
+			named := physical[id] != "" && (strings.Contains(u, fn+"/") || strings.Contains(u, fn+":"))
+			if named && !strings.HasSuffix(u, fn+":"+want[id]+"/invocations") {
+				problems = append(problems, fmt.Sprintf("an API integration invokes %s, not %s's alias %s", u, id, want[id]))
+			}
 		}
 	}
 	return problems

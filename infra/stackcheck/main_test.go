@@ -183,26 +183,68 @@ func TestSecretRetriedPutFindsItCreated(t *testing.T) {
 	}
 }
 
-// TestFunctionsDeployedWithTheirAliases: a deployed function without its alias, an
-// integration that invokes a function unqualified, or a CodeDeploy resource on the emulator is
-// a problem; the template's shape is none.
+// TestFunctionsDeployedWithTheirAliases: a deployed function without the alias its template
+// wants, an integration that invokes such a function unqualified, or a CodeDeploy resource on
+// the emulator is a problem; the template's shape is none.
 func TestFunctionsDeployedWithTheirAliases(t *testing.T) {
-	uri := "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/arn:aws:lambda:us-east-1:000000000000:function:resetnotify-e2e-IntakeFunction-x"
+	fn := "arn:aws:lambda:us-east-1:000000000000:function:resetnotify-e2e-IntakeFunction-x"
+	uri := "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/" + fn
+	want := map[string]string{"IntakeFunction": "live"}
+	physical := map[string]string{"IntakeFunction": "resetnotify-e2e-IntakeFunction-x"}
 	types := map[string]string{"IntakeFunction": "AWS::Lambda::Function", "IntakeFunctionAliaslive": "AWS::Lambda::Alias",
 		"IntakeFunctionVersion0a1b2c": "AWS::Lambda::Version"}
-	if p := aliasProblems(types, []string{uri + ":live/invocations"}); len(p) != 0 {
+	if p := aliasProblems(want, types, physical, []string{uri + ":live/invocations"}); len(p) != 0 {
 		t.Errorf("problems %q for functions on their aliases, want none", p)
 	}
 	delete(types, "IntakeFunctionAliaslive")
 	types["ServerlessDeploymentApplication"] = "AWS::CodeDeploy::Application"
-	p := aliasProblems(types, []string{uri + "/invocations"})
-	want := []string{"IntakeFunction: no alias", "ServerlessDeploymentApplication: a AWS::CodeDeploy::Application", "invokes " + uri + "/invocations"}
-	if len(p) != len(want) {
-		t.Fatalf("problems %q, want %d", p, len(want))
+	p := aliasProblems(want, types, physical, []string{uri + "/invocations"})
+	wantProblems := []string{"IntakeFunction: no alias", "ServerlessDeploymentApplication: a AWS::CodeDeploy::Application", "invokes " + uri + "/invocations"}
+	if len(p) != len(wantProblems) {
+		t.Fatalf("problems %q, want %d", p, len(wantProblems))
 	}
-	for i, w := range want {
+	for i, w := range wantProblems {
 		if !strings.Contains(p[i], w) {
 			t.Errorf("problem %q, want one saying %q", p[i], w)
 		}
+	}
+	if p := aliasProblems(want, types, physical, []string{uri + ":other/invocations"}); len(p) != 3 {
+		t.Errorf("an integration on another alias: problems %q, want it among 3", p)
+	}
+}
+
+// TestAliasesAsTheTemplateSays: this checkout's template wants the alias live on every
+// function; a release's template without AutoPublishAlias (the upgrade game day deploys one
+// first) wants none, so its unqualified functions and integrations pass.
+func TestAliasesAsTheTemplateSays(t *testing.T) {
+	tpl, err := samtemplate.Load("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := wantAliases(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := tpl.Of("AWS::Serverless::Function")
+	if len(fns) == 0 || len(want) != len(fns) {
+		t.Fatalf("aliases wanted %v, want one per function of %v", want, fns)
+	}
+	for id, alias := range want {
+		if alias != "live" {
+			t.Errorf("%s: alias %q, want live", id, alias)
+		}
+	}
+	old, err := samtemplate.Parse([]byte("Resources:\n  IntakeFunction:\n    Type: AWS::Serverless::Function\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := wantAliases(old); err != nil || len(want) != 0 {
+		t.Fatalf("a template without AutoPublishAlias: %v, %v; want no alias", want, err)
+	}
+	uri := "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/arn:aws:lambda:us-east-1:000000000000:function:resetnotify-e2e-IntakeFunction-x/invocations"
+	types := map[string]string{"IntakeFunction": "AWS::Lambda::Function"}
+	physical := map[string]string{"IntakeFunction": "resetnotify-e2e-IntakeFunction-x"}
+	if p := aliasProblems(map[string]string{}, types, physical, []string{uri}); len(p) != 0 {
+		t.Errorf("a release without aliases: problems %q, want none", p)
 	}
 }

@@ -159,9 +159,11 @@ func TestDestinationRefusals(t *testing.T) {
 }
 
 // TestAdmissionWritesAZeroRefusal: an admission the guards let through writes Refusals 0 by
-// Reason prefix_velocity, the set PrefixVelocityAlarm reads, so the alarm's quiet has data.
+// Reason prefix_velocity, the set PrefixVelocityAlarm reads, so the alarm's quiet has data, and
+// by reason and the number's country, the set the dashboard's refusals by country read.
 func TestAdmissionWritesAZeroRefusal(t *testing.T) {
 	f := newFixture(t)
+	f.intake.Countries = notifytest.Regions{"+44": "GB"}.Countries("GB")
 	resp := f.do(t, post(body(nil), "idempotency-key", "order-1"))
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("status %d %s, want 202", resp.StatusCode, resp.Body)
@@ -169,11 +171,11 @@ func TestAdmissionWritesAZeroRefusal(t *testing.T) {
 	var zero int
 	for _, line := range strings.Split(f.metrics.String(), "\n") {
 		if strings.Contains(line, `"`+obs.MetricRefusals+`":0`) && strings.Contains(line, `"Reason":"`+string(notify.RefusedPrefixVelocity)+`"`) &&
-			strings.Contains(line, `[["Function","Reason"]]`) {
+			strings.Contains(line, `[["Function","CountryCode","Reason"],["Function","Reason"]]`) && strings.Contains(line, `"CountryCode":"GB"`) {
 			zero++
 		}
 	}
 	if zero != 1 {
-		t.Errorf("%d zero Refusals lines by [Function Reason] for one admission, want 1: %s", zero, f.metrics.String())
+		t.Errorf("%d zero Refusals lines by [Function CountryCode Reason] and [Function Reason] for one admission, want 1: %s", zero, f.metrics.String())
 	}
 }

@@ -101,6 +101,7 @@ type result struct {
 	replayed bool
 	cause    error // logged for 5xx, never returned to the client
 	refusal  *notify.RefusedError
+	country  string // an admitted number's country (Record.Country)
 }
 
 // Handle answers one HTTP API v2 event. It never returns an error: every failure is an
@@ -198,7 +199,7 @@ func (h *Handler) submit(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		res.headers = map[string]string{HeaderIdempotentReplayed: "true"}
 		return res
 	}
-	res.status = http.StatusAccepted
+	res.status, res.country = http.StatusAccepted, sub.Record.Country
 	res.headers = map[string]string{HeaderLocation: CollectionPath + "/" + url.PathEscape(notify.CallerKey(sub.Record.IdempotencyKey))}
 	h.metrics.Transition(string(sub.Record.State), string(sub.Record.Reason))
 	if sub.LateDecision {
@@ -351,7 +352,7 @@ func (h *Handler) record(ctx context.Context, log *slog.Logger, ev events.APIGat
 			h.metrics.Refusal(string(r.Reason), r.CountryCode)
 		}
 	} else if res.route == RouteSubmit && res.status == http.StatusAccepted {
-		h.metrics.NotRefused(string(notify.RefusedPrefixVelocity))
+		h.metrics.NotRefused(string(notify.RefusedPrefixVelocity), res.country)
 	}
 	if res.route == RouteSubmit && res.status == http.StatusTooManyRequests {
 		attrs = append(attrs, slog.Bool("replayed", res.replayed))

@@ -177,9 +177,16 @@ func (m *Metrics) Refusal(reason, countryCode string) {
 }
 
 // NotRefused records an admission the guards let through as a zero Refusals by reason, for
-// the one reason an alarm reads (PrefixVelocityAlarm): its quiet then has data.
-func (m *Metrics) NotRefused(reason string) {
-	m.Emit(map[string]string{DimReason: reason}, Metric{Name: MetricRefusals, Unit: UnitCount, Value: 0})
+// the one reason an alarm reads (PrefixVelocityAlarm): its quiet then has data. With the
+// number's country, the zero is also by reason and country, so the dashboard's refusals by
+// country show the countries admitted from, not an empty tile.
+func (m *Metrics) NotRefused(reason, countryCode string) {
+	if countryCode == "" {
+		m.Emit(map[string]string{DimReason: reason}, Metric{Name: MetricRefusals, Unit: UnitCount, Value: 0})
+		return
+	}
+	m.EmitRollup(map[string]string{DimReason: reason, DimCountryCode: countryCode}, [][]string{{DimReason}},
+		Metric{Name: MetricRefusals, Unit: UnitCount, Value: 0})
 }
 
 // GuardDecisionLate records one admission decided too late to refuse (see

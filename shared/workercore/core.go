@@ -44,7 +44,8 @@ const (
 	// attempt reference: evidence of a duplicate at the provider.
 	MetricDoubleSend = "DoubleSendEvidence"
 	// MetricExpirations counts the records a worker moved to expired, by Function and with no
-	// dimension at all (every worker's together, which the delivery page reads).
+	// dimension at all (every worker's together, which the delivery page reads); each provider
+	// acceptance writes a zero.
 	MetricExpirations = "WorkerExpirations"
 	// MetricTimeToAcceptance is the time from a record's admission to the provider's acceptance
 	// of its send (PROVIDER_ACCEPTED), by Function: the timeliness objective's SLI.
@@ -269,6 +270,11 @@ func (c Core) write(ctx context.Context, rec notify.Record, ch notify.Change, no
 		// Also with no dimension at all: the delivery page reads the sum over dispatch, reconcile
 		// and the sweeper without metric math (intake's EXPIRED_AT_ADMISSION is not counted).
 		c.metrics.EmitRollup(nil, [][]string{{obs.NoDimensions}}, obs.Metric{Name: MetricExpirations, Unit: obs.UnitCount, Value: 1})
+	}
+	if next.Reason == notify.ReasonProviderAccepted {
+		// A zero at each acceptance: the delivery page's and the dashboard's quiet then reads
+		// "nothing expired", not "no data".
+		c.metrics.EmitRollup(nil, [][]string{{obs.NoDimensions}}, obs.Metric{Name: MetricExpirations, Unit: obs.UnitCount, Value: 0})
 	}
 	if next.Reason == notify.ReasonProviderAccepted && !rec.CreatedAt.IsZero() {
 		c.metrics.Emit(nil, obs.Metric{Name: MetricTimeToAcceptance, Unit: obs.UnitMilliseconds, Value: float64(now.Sub(rec.CreatedAt).Milliseconds())})

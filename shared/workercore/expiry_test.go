@@ -3,6 +3,7 @@ package workercore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,6 +96,15 @@ func TestProviderMinimumValidityExpiresInsteadOfLeasing(t *testing.T) {
 			if diff := cmp.Diff(tc.want, stateOf(got)); diff != "" {
 				t.Fatalf("state (-want +got):\n%s", diff)
 			}
+			// WorkerExpirations, with no dimension (the delivery page's set): 1 for the expiry, a
+			// zero for the acceptance.
+			want := 0.0
+			if tc.want.State == notify.StateExpired {
+				want = 1
+			}
+			if ls := withMetric(parseEMF(t, f.metrics.String()), workercore.MetricExpirations); len(ls) != 1 || ls[0].values[workercore.MetricExpirations] != want || !slices.ContainsFunc(ls[0].sets, func(s []string) bool { return len(s) == 0 }) {
+				t.Errorf("WorkerExpirations lines %+v, want one of %g with the no-dimension set", ls, want)
+			}
 			if tc.want.State == notify.StateExpired {
 				if f.sender.Calls() != 0 || got.Attempt != 0 || got.Version != rec.Version+1 {
 					t.Errorf("%d sends, attempt %d, version %d: want expired straight from v%d, never leased",
@@ -155,6 +165,15 @@ func TestLeaseTakesTheTimeAfterUnsealing(t *testing.T) {
 			got := f.get(t, "k")
 			if diff := cmp.Diff(tc.want, stateOf(got)); diff != "" {
 				t.Fatalf("state (-want +got):\n%s", diff)
+			}
+			// WorkerExpirations, with no dimension (the delivery page's set): 1 for the expiry, a
+			// zero for the acceptance.
+			want := 0.0
+			if tc.want.State == notify.StateExpired {
+				want = 1
+			}
+			if ls := withMetric(parseEMF(t, f.metrics.String()), workercore.MetricExpirations); len(ls) != 1 || ls[0].values[workercore.MetricExpirations] != want || !slices.ContainsFunc(ls[0].sets, func(s []string) bool { return len(s) == 0 }) {
+				t.Errorf("WorkerExpirations lines %+v, want one of %g with the no-dimension set", ls, want)
 			}
 			if tc.want.State == notify.StateExpired {
 				if f.sender.Calls() != 0 || got.Attempt != 0 || got.Version != rec.Version+1 {

@@ -95,8 +95,11 @@ func mergeLanes(w io.Writer, dirs []string, out string, catalogue []gameday.Scen
 		// Charts are copied beside the merged report, which links them by name.
 		if run.Report != nil {
 			for _, r := range run.Report.Results {
-				if r.Chart != "" {
-					if err := copyFile(filepath.Join(dir, r.Chart), filepath.Join(out, r.Chart)); err != nil {
+				for _, png := range []string{r.Chart, r.Dashboard} {
+					if png == "" {
+						continue
+					}
+					if err := copyFile(filepath.Join(dir, png), filepath.Join(out, png)); err != nil {
 						fmt.Fprintf(os.Stderr, "gameday: the chart of %s: %v\n", r.Name, err)
 					}
 				}

@@ -59,7 +59,7 @@ func TestMergeCommand(t *testing.T) {
 		}
 	}
 	rep := gameday.Report{Stack: "resetnotify-e2e", Started: time.Now().UTC(), Finished: time.Now().UTC(), Results: []gameday.Result{
-		{Name: "sqs-duplicates", Passed: true, Chart: "sqs-duplicates.png", Faults: map[string]int64{"sqs-duplicate": 7}},
+		{Name: "sqs-duplicates", Passed: true, Chart: "sqs-duplicates.png", Dashboard: "dashboard-sqs-duplicates.png", Faults: map[string]int64{"sqs-duplicate": 7}},
 	}}
 	b, err := json.Marshal(rep)
 	if err != nil {
@@ -67,6 +67,7 @@ func TestMergeCommand(t *testing.T) {
 	}
 	write(filepath.Join(lane1, "gameday.json"), string(b))
 	write(filepath.Join(lane1, "sqs-duplicates.png"), "png")
+	write(filepath.Join(lane1, "dashboard-sqs-duplicates.png"), "dashboard png")
 	write(filepath.Join(lane1, laneScenariosFile), "sqs-duplicates\n")
 	write(filepath.Join(lane1, laneExitFile), "0\n")
 	write(filepath.Join(lane2, laneScenariosFile), "baseline\n")
@@ -78,6 +79,9 @@ func TestMergeCommand(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "sqs-duplicates.png")); err != nil || string(b) != "png" {
 		t.Errorf("the chart beside the merged report: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "dashboard-sqs-duplicates.png")); err != nil || string(b) != "dashboard png" {
+		t.Errorf("the dashboard beside the merged report: %q, %v", b, err)
 	}
 	var merged gameday.Report
 	b, err = os.ReadFile(filepath.Join(out, "gameday.json"))

@@ -25,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -166,13 +167,8 @@ func run() error {
 	if s.FaultProxy != "" {
 		r.Proxy = faultproxy.NewClient(s.FaultProxy)
 	}
-	defs, err := gameday.AlarmDefs(ctx, s)
-	if err != nil {
-		return fmt.Errorf("read the deployed alarms: %w", err)
-	}
-	r.Defs = map[string]gameday.AlarmDef{}
-	for name, d := range defs {
-		r.Defs[gameday.LogicalName(*stack, name)] = d
+	if err := r.LoadDefs(ctx); err != nil {
+		return err
 	}
 	watcher, evaluator, err := newWatcher(ctx, s)
 	if err != nil {
@@ -180,10 +176,7 @@ func run() error {
 	}
 	r.Watcher = watcher
 	rep := &gameday.Report{Stack: *stack, Started: time.Now().UTC(), Scale: *scale, Evaluator: evaluator}
-	for name := range r.Defs {
-		rep.Deployed = append(rep.Deployed, name)
-	}
-	slices.Sort(rep.Deployed)
+	rep.Deployed = slices.Sorted(maps.Keys(r.Defs))
 	// The exempt list is docs/operations.md's (the runner runs at the repository's root).
 	if doc, err := os.ReadFile("docs/operations.md"); err == nil {
 		rep.Exempt = gameday.ExemptFromDocs(string(doc))
@@ -205,6 +198,8 @@ func run() error {
 		for _, sc := range scs {
 			rep.Results = append(rep.Results, r.Execute(ctx, sc))
 			clear()
+			// A scenario may deploy (the upgrade): the report counts the alarms deployed now.
+			rep.Deployed = slices.Sorted(maps.Keys(r.Defs))
 			// Written after each scenario, so an interrupted game day keeps what it saw.
 			rep.Finished = time.Now().UTC()
 			_ = rep.Write(dir)
@@ -215,6 +210,7 @@ func run() error {
 		if err := r.DrawChart(ctx, sc, &rep.Results[i], dir); err != nil {
 			rep.Results[i].Errors = append(rep.Results[i].Errors, "chart: "+err.Error())
 		}
+		r.DrawDashboard(ctx, sc, &rep.Results[i], dir)
 	}
 	rep.Finished = time.Now().UTC()
 	if err := rep.Write(dir); err != nil {

@@ -1,6 +1,7 @@
 package emfbridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,13 @@ const (
 	// when it ends, and concurrent invocations end in any order). Events already fed are
 	// remembered, never fed twice.
 	DefaultLookback = 10 * time.Second
+	// DefaultNearLookback is how far back the polls between two DeepEvery-th ones ask: each
+	// poll reads the whole lookback again, on the emulator's one request loop, so a burst's
+	// logs cost it the lookback over the interval times more than they are new.
+	DefaultNearLookback = 2 * time.Second
+	// DeepEvery is how often (in polls of a group) a poll asks over the whole Lookback: an
+	// event written later than DefaultNearLookback after its stamp is fed that late.
+	DeepEvery = 10
 	// filterLimit is the most events one FilterLogEvents asks for.
 	filterLimit = 10_000
 )
@@ -41,8 +49,9 @@ type Tailer struct {
 	Prefix string
 	// Sink receives each new event's message (Bridge.Line).
 	Sink func(line []byte)
-	// PollInterval and Lookback: zero means DefaultPollInterval and DefaultLookback.
-	PollInterval, Lookback time.Duration
+	// PollInterval, Lookback and NearLookback: zero means DefaultPollInterval,
+	// DefaultLookback and DefaultNearLookback.
+	PollInterval, Lookback, NearLookback time.Duration
 
 	mu     sync.Mutex
 	groups map[string]*groupCursor
@@ -51,6 +60,7 @@ type Tailer struct {
 // groupCursor is where a Tailer is in one log group.
 type groupCursor struct {
 	newest int64 // the newest event timestamp fed (ms)
+	polls  int   // the polls of the group so far
 	// seen holds the events fed at or after newest-lookback, by stream, timestamp and the
 	// event's position among the stream's events of that timestamp.
 	seen map[eventKey]bool
@@ -92,8 +102,10 @@ func (t *Tailer) Poll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (t *Tailer) pollGroup(ctx context.Context, name string) error {
+// cursor returns where t is in the log group name, a new cursor for a group not read yet.
+func (t *Tailer) cursor(name string) *groupCursor {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.groups == nil {
 		t.groups = map[string]*groupCursor{}
 	}
@@ -102,12 +114,18 @@ func (t *Tailer) pollGroup(ctx context.Context, name string) error {
 		c = &groupCursor{seen: map[eventKey]bool{}}
 		t.groups[name] = c
 	}
-	t.mu.Unlock()
-	lookback := t.Lookback
-	if lookback <= 0 {
-		lookback = DefaultLookback
+	return c
+}
+
+func (t *Tailer) pollGroup(ctx context.Context, name string) error {
+	c := t.cursor(name)
+	lookback, near := cmp.Or(t.Lookback, DefaultLookback), cmp.Or(t.NearLookback, DefaultNearLookback)
+	back := near
+	if c.polls%DeepEvery == 0 {
+		back = lookback
 	}
-	from := max(c.newest-lookback.Milliseconds(), 0)
+	c.polls++
+	from := max(c.newest-back.Milliseconds(), 0)
 	for {
 		in := &cloudwatchlogs.FilterLogEventsInput{LogGroupName: aws.String(name), StartTime: aws.Int64(from), Limit: aws.Int32(filterLimit)}
 		var events []types.FilteredLogEvent

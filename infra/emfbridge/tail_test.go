@@ -18,6 +18,8 @@ import (
 // those at or after startTime, oldest first, two per page.
 type fakeLogs struct {
 	groups map[string][]types.FilteredLogEvent
+	// asked is the StartTime of each first page asked for.
+	asked []int64
 }
 
 func (f *fakeLogs) add(group, stream string, ts int64, msgs ...string) {
@@ -41,6 +43,9 @@ func (f *fakeLogs) DescribeLogGroups(_ context.Context, in *cloudwatchlogs.Descr
 }
 
 func (f *fakeLogs) FilterLogEvents(_ context.Context, in *cloudwatchlogs.FilterLogEventsInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.FilterLogEventsOutput, error) {
+	if in.NextToken == nil {
+		f.asked = append(f.asked, aws.ToInt64(in.StartTime))
+	}
 	var all []types.FilteredLogEvent
 	for _, e := range f.groups[*in.LogGroupName] {
 		if *e.Timestamp >= aws.ToInt64(in.StartTime) {
@@ -84,5 +89,40 @@ func TestTailerFeedsEachEventOnce(t *testing.T) {
 	want := []string{"a1", "a2", "a3", "b1", "c1", "late", "same", "same"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("fed (-want +got):\n%s", diff)
+	}
+}
+
+// TestTailerAsksTheWholeLookbackEveryTenthPoll: of 20 polls of a group, the 11th asks from 10 s
+// before the newest event fed (the 1st from the group's start), the others from 2 s before (what the emulator serves
+// again each second); an event written 5 s after its stamp is fed once, by the 11th.
+func TestTailerAsksTheWholeLookbackEveryTenthPoll(t *testing.T) {
+	logs := &fakeLogs{}
+	var got []string
+	tl := &emfbridge.Tailer{Logs: logs, Sink: func(l []byte) { got = append(got, string(l)) }}
+	logs.add("/aws/lambda/intake", "s1", 100_000, "a")
+	var deep []int
+	for i := range 20 {
+		if i == 2 {
+			logs.add("/aws/lambda/intake", "s2", 95_000, "straggler")
+		}
+		if err := tl.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		switch from := logs.asked[len(logs.asked)-1]; {
+		case i == 0 && from == 0, from == 90_000: // the first poll reads the group from its start
+			deep = append(deep, i+1)
+		case from == 98_000:
+		default:
+			t.Fatalf("poll %d asked from %d, want 90000 or 98000", i+1, from)
+		}
+		if want := i >= 10; slices.Contains(got, "straggler") != want {
+			t.Fatalf("after poll %d the straggler fed: %v, want %v", i+1, !want, want)
+		}
+	}
+	if want := []int{1, 11}; !slices.Equal(deep, want) {
+		t.Errorf("polls asking over the whole lookback: %v, want %v", deep, want)
+	}
+	if want := []string{"a", "straggler"}; !slices.Equal(got, want) {
+		t.Errorf("fed %v, want %v", got, want)
 	}
 }

@@ -185,6 +185,7 @@ if [[ -n "${RESETNOTIFY_EMULATOR_FROM:-}" ]]; then
 fi
 emulator_deploy "$src"
 export RESETNOTIFY_EMULATOR_WORK="$work" RESETNOTIFY_EMULATOR_STACK="$stack" RESETNOTIFY_EMULATOR_API_ID="$api_id" \
+  RESETNOTIFY_EMULATOR_PID="${ministack_pid:-}" \
   RESETNOTIFY_EMULATOR_DEPLOYED="${RESETNOTIFY_EMULATOR_FROM:-}"
 # shellcheck disable=SC1091
 source "$work/stack.env"

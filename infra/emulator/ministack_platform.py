@@ -45,7 +45,7 @@ which) and then runs MiniStack's own entry point.
    its invocation. Here a worker taken out of the pool that is running one is stopped once it
    ended (or after the function's timeout), from a thread, so the update does not wait.
 
-And three costs that grow with the history, which would otherwise starve a stack under a burst:
+And costs that grow with the history or a burst, which would otherwise starve a stack under one:
 
 5. Log streams. MiniStack opens a log stream per invocation, and FilterLogEvents (the EMF
    bridge's, every second) visits every stream of the group under the logs lock. Here a
@@ -59,10 +59,23 @@ And three costs that grow with the history, which would otherwise starve a stack
    alarms of the metrics it put, each at most every 10 s, and a thread evaluates every alarm each
    minute; each alarm skips, for good, the datapoints before its window (the window only moves
    forward; a bucket only grows), with MiniStack's own verdicts otherwise.
+11. Stream pollers. MiniStack's one poll thread runs a DynamoDB stream batch's invocation
+   inline, so the SQS mappings (dispatch) start no batch until it returns. Here the stream
+   mappings poll on a thread of their own, each batch still one after the other, as AWS polls a
+   shard apart from any queue.
+12. Execution environments. MiniStack starts a new environment (a process of the function's
+   binary, after hashing its code) for every invocation that finds none free, with no bound: a
+   burst of 75 requests a second on a loaded 2-core machine starts hundreds at once, each
+   starting slower than the last, and answers almost none. Here a function has at most
+   _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
+   served (up to a Lambda's longest run, _ENV_WAIT, then starts its own as MiniStack does), as
+   AWS's capacity would serve it. A waiting invocation is woken only by a hand-over: hundreds
+   wait in a burst.
 
-`python ministack_platform.py --selftest` checks 3 and 5 to 10 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 3 and 5 to 12 without starting MiniStack.
 """
 
+import collections
 import contextvars
 import json
 import re
@@ -77,7 +90,8 @@ from ministack.services.cloudformation import changesets, engine, handlers, prov
 
 # Each internal this file wraps or reads; checked before anything starts.
 _NEEDED = {
-    lambda_svc: ["_execute_function", "_emit_lambda_metrics", "_iter_all_esms",
+    lambda_svc: ["_execute_function", "_emit_lambda_metrics", "_iter_all_esms", "_poll_dynamodb_streams", "_poll_sqs", "logger",
+                 "_poll_loop", "_esm_wake", "_esms", "_get_func_record_for_qualifier",
                  "_send_ddb_stream_failure_record", "_request_account_id", "_emit_lambda_logs", "new_uuid"],
     sqs: ["_HANDLERS", "_queues"],
     cloudwatch: ["record_metric", "_put_composite_alarm", "cloudformation_delete_metric_alarm", "_composite_alarms",
@@ -87,6 +101,7 @@ _NEEDED = {
     provisioners: ["_cw_metric_alarm_record", "_RESOURCE_HANDLERS", "_physical_name", "_s3"],
     provisioners._s3: ["_bucket_policies", "_bucket_owner_account", "_buckets"],
     cloudformation: ["handle_request"],
+    lambda_runtime: ["acquire_worker", "release_worker", "_workers", "_lock", "_worker_key"],
     iam_evaluator: ["request_caller_arn", "evaluate_resource_policy", "EvalContext"],
     engine: ["_apply_transforms", "_transform_parameters"],
     changesets: ["_apply_transforms"],
@@ -474,6 +489,94 @@ def _evaluate_every_minute(orig_all):
                     lambda_svc._request_account_id.reset(token)
 
 
+_ENVS_PER_FUNCTION = 16
+_ENV_WAIT = 900.0  # a Lambda invocation's longest run: starting more under a burst is the collapse
+_env_lock = threading.Lock()
+_env_waiters: dict = {}  # worker key -> the invocations waiting, first come first served
+_env_tries = [0]  # leases tried under the cap
+_PLACE = object()  # handed to a waiting invocation: an environment died, start one in its place
+
+
+def _wrap_acquire_worker(orig):
+    def capped(func_name, config, code_zip, qualifier, key):
+        _env_tries[0] += 1
+        worker, reason = orig(func_name, config, code_zip, qualifier=qualifier, max_concurrency=_ENVS_PER_FUNCTION)
+        if worker is not None:
+            worker.platform_key = key
+        return worker, reason
+
+    def acquire(func_name, config, code_zip, qualifier="$LATEST", max_concurrency=None):
+        if max_concurrency:
+            return orig(func_name, config, code_zip, qualifier=qualifier, max_concurrency=max_concurrency)
+        key = lambda_runtime._worker_key(func_name, config, qualifier)
+        me = [threading.Event(), None]
+        with _env_lock:
+            waiting = _env_waiters.setdefault(key, collections.deque())
+            if not waiting:
+                worker, reason = capped(func_name, config, code_zip, qualifier, key)
+                if worker is not None:
+                    return worker, reason
+            waiting.append(me)
+        give_up = time.monotonic() + _ENV_WAIT
+        while True:  # woken only by a hand-over (never polling: hundreds may wait)
+            me[0].wait(max(0.0, give_up - time.monotonic()))
+            with _env_lock:
+                got, me[1] = me[1], None
+                me[0].clear()
+                if got is _PLACE:
+                    got, _ = capped(func_name, config, code_zip, qualifier, key)
+                    if got is None and time.monotonic() < give_up:
+                        waiting.appendleft(me)
+                        continue
+                elif got is None:
+                    waiting.remove(me)
+                if got is not None:
+                    return got, "reused"
+                break
+        return orig(func_name, config, code_zip, qualifier=qualifier)  # past the wait: as MiniStack would
+    return acquire
+
+
+def _wrap_release_worker(orig):
+    # A released environment goes to the longest-waiting invocation of its function, leased on;
+    # one that died (released as None, or no longer in its pool) leaves a place, offered to the
+    # first waiter (of each function, when it is not known whose).
+    def release(worker):
+        key = getattr(worker, "platform_key", None)
+        with _env_lock:
+            pooled = worker is not None and worker in lambda_runtime._workers.get(key, ())
+            for k, waiting in _env_waiters.items():
+                if waiting and (k == key or worker is None):
+                    me = waiting.popleft()
+                    me[1] = worker if pooled else _PLACE  # a removed environment leaves a place
+                    me[0].set()
+                    if pooled:
+                        worker.last_used = time.time()
+                        return
+        orig(worker)
+    return release
+
+
+_stream_poll = [None]  # MiniStack's stream poller, which only the thread below runs
+_STREAM_IDLE = 0.25
+
+
+def _streams_apart():
+    """The shared poll thread's stream pass: nothing, the streams have their own thread."""
+    return False
+
+
+def _poll_streams_forever():
+    while True:
+        try:
+            busy = _stream_poll[0]()
+        except Exception as e:  # as MiniStack's poll thread: logged, and polled again
+            lambda_svc.logger.error("ESM DynamoDB streams poller error: %s", e)
+            busy = False
+        if not busy:
+            time.sleep(_STREAM_IDLE)
+
+
 # The principal the stack operation of this request (and of the deploy task it schedules, which
 # copies this context) acts as.
 _stack_caller: contextvars.ContextVar = contextvars.ContextVar("resetnotify_stack_caller", default="")
@@ -637,6 +740,11 @@ def install():
     threading.Thread(target=_evaluate_every_minute, args=(cloudwatch._evaluate_all_alarms,),
                      name="ministack-platform-alarms", daemon=True).start()
     cloudwatch._evaluate_all_alarms = _evaluate_put_alarms
+    lambda_svc.acquire_worker = lambda_runtime.acquire_worker = _wrap_acquire_worker(lambda_runtime.acquire_worker)
+    lambda_svc.release_worker = lambda_runtime.release_worker = _wrap_release_worker(lambda_runtime.release_worker)
+    _stream_poll[0] = lambda_svc._poll_dynamodb_streams
+    lambda_svc._poll_dynamodb_streams = _streams_apart
+    threading.Thread(target=_poll_streams_forever, name="ministack-platform-streams", daemon=True).start()
     lambda_runtime.kill_workers = _wrap_kill(lambda_runtime.kill_workers)
     lambda_runtime.invalidate_worker = lambda_svc.invalidate_worker = _wrap_invalidate(lambda_runtime.invalidate_worker)
     lambda_svc._execute_function = _wrap_execute(lambda_svc._execute_function)
@@ -648,7 +756,7 @@ def install():
 
 
 def _selftest():
-    """Checks 3 to 9 in this process, against MiniStack's own functions; exits non-zero naming
+    """Checks 3 and 5 to 12 in this process, against MiniStack's own functions; exits non-zero naming
     what failed."""
     from ministack.services import cloudwatch_logs
     failed = []
@@ -705,6 +813,8 @@ def _selftest():
         if got != want:
             failed.append(f"the SAM transform of a Target={target} stack made CodeDeploy resources: {got}, want {want}")
     failed += _selftest_bucket_policy()
+    failed += _selftest_stream_apart()
+    failed += _selftest_environments()
     failed += _selftest_queue_gauge()
     failed += _selftest_drain()
     if failed:
@@ -756,6 +866,68 @@ def _selftest_bucket_policy():
             s3._bucket_policies[bucket] = before
         _stack_caller.reset(token)
     return failed
+
+
+def _selftest_environments():
+    """Check 12: a function's invocations beyond _ENVS_PER_FUNCTION wait for a free environment
+    and get the released ones in the order they came, instead of starting more (environments
+    are only leased here, never started)."""
+    config = {"FunctionName": "selftest-envs", "Runtime": "provided.al2023", "Version": "$LATEST",
+              "FunctionArn": "arn:aws:lambda:us-east-1:000000000000:function:selftest-envs"}
+    leased = [lambda_svc.acquire_worker("selftest-envs", config, b"")[0] for _ in range(_ENVS_PER_FUNCTION)]
+    got, waiters = {}, []
+    for name in ("first", "second"):
+        waiters.append(threading.Thread(target=lambda n=name: got.setdefault(n, lambda_svc.acquire_worker("selftest-envs", config, b"")[0]),
+                                        daemon=True))
+        waiters[-1].start()
+        time.sleep(0.3)
+    failed, tries = [], _env_tries[0]
+    time.sleep(1.5)
+    if _env_tries[0] != tries:
+        failed.append(f"two waiting invocations tried {_env_tries[0] - tries} leases in 1.5 s with none released, want 0")
+    if got:
+        failed.append(f"{sorted(got)} got an environment at once while all {_ENVS_PER_FUNCTION} were busy")
+    lambda_svc.release_worker(leased[3])
+    waiters[0].join(3)
+    lambda_svc.release_worker(leased[5])
+    waiters[1].join(3)
+    if got.get("first") is not leased[3] or got.get("second") is not leased[5]:
+        failed.append("the waiting invocations did not get the environments released, first come first served")
+    pool = lambda_runtime._workers.get(lambda_runtime._worker_key("selftest-envs", config, "$LATEST"), [])
+    if len(pool) != _ENVS_PER_FUNCTION:
+        failed.append(f"the function has {len(pool)} environments, want {_ENVS_PER_FUNCTION}")
+    return failed
+
+
+def _selftest_stream_apart():
+    """Check 11: while a stream mapping's batch runs (held here for 3 s, in the lookup of its
+    function), MiniStack's poll thread goes on polling the queues."""
+    held, polls = threading.Event(), []
+    get_func, poll_sqs = lambda_svc._get_func_record_for_qualifier, lambda_svc._poll_sqs
+
+    def slow_get_func(name, qualifier):
+        if name != "selftest-stream-fn":
+            return get_func(name, qualifier)
+        held.set()
+        time.sleep(3)
+        return None, None
+    lambda_svc._get_func_record_for_qualifier = slow_get_func
+    lambda_svc._poll_sqs = lambda: (polls.append(time.time()), poll_sqs())[1]
+    lambda_svc._esms._data[("000000000000", "us-east-1", "selftest-stream")] = {
+        "UUID": "selftest-stream", "FunctionName": "selftest-stream-fn", "Enabled": True,
+        "EventSourceArn": "arn:aws:dynamodb:us-east-1:000000000000:table/selftest/stream/2026-01-01T00:00:00.000"}
+    threading.Thread(target=lambda_svc._poll_loop, daemon=True).start()
+    try:
+        if not held.wait(5):
+            return ["no stream poller looked the stream mapping's function up within 5 s"]
+        since = time.time()
+        for _ in range(20):  # a queue gaining work each 0.1 s wakes the poll thread
+            lambda_svc._esm_wake.set()
+            time.sleep(0.1)
+        n = sum(1 for t in polls if t > since)
+        return [] if n >= 5 else [f"the queues were polled {n} times in the 2 s a stream batch ran, want at least 5"]
+    finally:
+        lambda_svc._get_func_record_for_qualifier, lambda_svc._poll_sqs = get_func, poll_sqs
 
 
 def _selftest_drain():

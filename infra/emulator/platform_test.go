@@ -9,8 +9,9 @@ import (
 
 // TestMiniStackPlatformSelftest runs ministack_platform.py's self-test with the installed
 // MiniStack: a function's invocations share a log stream, a CloudWatch request does not copy
-// every datapoint, and an alarm's evaluation skips the datapoints before its window, with
-// MiniStack's verdicts. It needs `make tools`; it skips without them unless the emulators are
+// every datapoint, an alarm's evaluation skips the datapoints before its window, with
+// MiniStack's verdicts, invocations beyond a function's environments wait for one, first come
+// first served, and a stream batch does not hold the queues' pollers. It needs `make tools`; it skips without them unless the emulators are
 // required.
 func TestMiniStackPlatformSelftest(t *testing.T) {
 	tools, err := FindToolsDir()

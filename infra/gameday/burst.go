@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -23,6 +25,7 @@ const (
 // what the stack and the machinery around it (the EMF bridge, the platform patch's metrics, the
 // fault proxy) must carry without starving one another.
 func Burst() Scenario {
+	var atLoad string
 	return Scenario{
 		Name:  "burst",
 		Takes: 14 * time.Minute,
@@ -31,6 +34,7 @@ func Burst() Scenario {
 		Hold: BurstWithin, Rate: 1,
 		MinFaults: map[string]int64{"burst-requests": BurstMin},
 		During: func(ctx context.Context, x *Exec) {
+			atLoad = emulatorCPU(ctx)
 			l := NewLoad(x.S, x.Scenario.Name+"-burst", BurstRate)
 			l.DeadlineIn, l.Number = burstDeadline, BurstNumber
 			x.AddLoad(l)
@@ -40,8 +44,26 @@ func Burst() Scenario {
 			l.RunCount(context.WithoutCancel(ctx), BurstCount)
 			x.CountFault("burst-requests", int64(len(l.Sent())))
 		},
-		Check: checkBurst,
+		Check: func(ctx context.Context, x *Exec) []string {
+			v := checkBurst(ctx, x)
+			x.Run.Logf("burst: the emulator's process used %s of a core at the steady load before the burst, %s idle after it", atLoad, emulatorCPU(ctx))
+			return v
+		},
 	}
+}
+
+// emulatorCPU is the share of a core the emulator's process (RESETNOTIFY_EMULATOR_PID, which
+// infra/emulator/emulator.sh exports) used over the next 20 s, or why it is unknown.
+func emulatorCPU(ctx context.Context) string {
+	pid, err := strconv.Atoi(os.Getenv("RESETNOTIFY_EMULATOR_PID"))
+	if err != nil {
+		return "unknown (no RESETNOTIFY_EMULATOR_PID)"
+	}
+	share, err := CPUShare(ctx, pid, 20*time.Second)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return fmt.Sprintf("%.0f %%", 100*share)
 }
 
 // checkBurst reads each burst request's final status and the providers' records, and returns
@@ -64,7 +86,51 @@ func checkBurst(ctx context.Context, x *Exec) []string {
 	if err != nil {
 		return []string{"burst: read the simulators: " + err.Error()}
 	}
+	f := BurstFigures(sent, finals, sims)
+	x.Run.Logf("burst: %d submitted over %.1f s, %d answered 202, %d ended sent or delivered, %d accepted once, %d sent late",
+		f.Submitted, f.SubmitSeconds, f.Answered, f.Delivered, f.Once, f.Late)
 	return BurstViolations(sent, finals, sims)
+}
+
+// BurstFigure are a burst's counts for the log: the requests submitted and over how long, those
+// answered 202, those ending sent or delivered, those the providers accepted exactly once, and
+// the send requests at or after the deadline the load asked for.
+type BurstFigure struct {
+	Submitted, Answered, Delivered, Once, Late int
+	SubmitSeconds                              float64
+}
+
+// BurstFigures counts what BurstViolations judges.
+func BurstFigures(sent []*Sent, finals map[string]Status, sims SimState) BurstFigure {
+	f := BurstFigure{Submitted: len(sent)}
+	byID := map[string]*Sent{}
+	var first, last time.Time
+	for i, e := range sent {
+		if i == 0 || e.SubmittedAt.Before(first) {
+			first = e.SubmittedAt
+		}
+		last = maxTime(last, e.SubmittedAt)
+		if e.HTTP == http.StatusAccepted {
+			f.Answered++
+		}
+		st := finals[e.Key]
+		if st.State == "sent" || st.State == "delivered" {
+			f.Delivered++
+		}
+		if st.NotificationID != "" {
+			byID[st.NotificationID] = e
+			if sims.AcceptedByNotification[st.NotificationID] == 1 {
+				f.Once++
+			}
+		}
+	}
+	f.SubmitSeconds = last.Sub(first).Seconds()
+	for _, r := range sims.Requests {
+		if e := byID[NotificationOfRef(r.ClientRef)]; e != nil && !e.ExpiresAt.IsZero() && !r.At.Before(e.ExpiresAt) {
+			f.Late++
+		}
+	}
+	return f
 }
 
 // BurstViolations judges a burst from outside: at least BurstMin requests submitted within

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -271,6 +272,16 @@ func TestBurstViolations(t *testing.T) {
 	every := 13 * time.Millisecond
 	if v := BurstViolations(build(BurstMin, every)); len(v) != 0 {
 		t.Fatalf("a good burst: %v", v)
+	}
+	want := BurstFigure{Submitted: BurstMin, Answered: BurstMin, Delivered: BurstMin, Once: BurstMin, SubmitSeconds: 25.987}
+	if f := BurstFigures(build(BurstMin, every)); f != want {
+		t.Errorf("a good burst's figures: %+v, want %+v", f, want)
+	}
+	sent, finals, sims := build(BurstMin, every)
+	sent[1].HTTP, finals["k2"], sims.AcceptedByNotification["n3"], sims.Requests[4].At = 0, Status{NotificationID: "n2", State: "expired"}, 2, sent[4].ExpiresAt
+	want = BurstFigure{Submitted: BurstMin, Answered: BurstMin - 1, Delivered: BurstMin - 1, Once: BurstMin - 1, Late: 1, SubmitSeconds: 25.987}
+	if f := BurstFigures(sent, finals, sims); f != want {
+		t.Errorf("a broken burst's figures: %+v, want %+v", f, want)
 	}
 	cases := map[string]func(sent []*Sent, finals map[string]Status, sims *SimState){
 		"expired": func(sent []*Sent, finals map[string]Status, _ *SimState) {
@@ -565,6 +576,28 @@ func TestAuditLateStagesItsFaults(t *testing.T) {
 	}
 	if got := rulesFor(); got["s3"] != 400*time.Millisecond {
 		t.Errorf("after During: rules %v, want s3 for 400ms", got)
+	}
+}
+
+// TestStatTicks reads utime+stime from /proc stat lines, a command name with spaces and
+// parentheses included, and refuses what is not one.
+func TestStatTicks(t *testing.T) {
+	line := "30013 (python (x) y) S 29325 30013 29325 0 -1 4194560 98436 0 0 0 5123 877 0 0 20 0 521 0 1\n"
+	if got, err := StatTicks(line); err != nil || got != 6000 {
+		t.Errorf("StatTicks = %d, %v; want 6000", got, err)
+	}
+	for _, bad := range []string{"", "no parenthesis 1 2 3", "1 (x) S 1 2"} {
+		if _, err := StatTicks(bad); err == nil {
+			t.Errorf("StatTicks(%q): no error", bad)
+		}
+	}
+	if runtime.GOOS == "linux" {
+		if share, err := CPUShare(context.Background(), os.Getpid(), 50*time.Millisecond); err != nil || share < 0 {
+			t.Errorf("CPUShare of this process = %v, %v", share, err)
+		}
+	}
+	if _, err := CPUShare(context.Background(), -1, time.Millisecond); err == nil {
+		t.Error("CPUShare of no process: no error")
 	}
 }
 

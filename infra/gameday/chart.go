@@ -247,7 +247,16 @@ func (r *Run) drawChart(sc Scenario, ms []ChartMetric, ss []series, res *Result,
 		plots[i].Draw(canvases[i][0])
 	}
 	name := sc.Name + ".png"
-	f, err := os.Create(filepath.Join(dir, name))
+	if err := writePNG(filepath.Join(dir, name), img); err != nil {
+		return err
+	}
+	res.Chart = name
+	return nil
+}
+
+// writePNG writes img to path as a PNG.
+func writePNG(path string, img *vgimg.Canvas) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
@@ -255,9 +264,5 @@ func (r *Run) drawChart(sc Scenario, ms []ChartMetric, ss []series, res *Result,
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	res.Chart = name
-	return nil
+	return f.Close()
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,15 +57,7 @@ func drawWidgets(data []widgetData, res *Result, dir string) error {
 		p.Draw(canvases[i/dashboardCols][i%dashboardCols])
 	}
 	name := "dashboard-" + res.Name + ".png"
-	f, err := os.Create(filepath.Join(dir, name))
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writePNG(filepath.Join(dir, name), img); err != nil {
 		return err
 	}
 	res.Dashboard = name

@@ -369,7 +369,7 @@ func unknownOutcomeNumber(ctx context.Context, x *Exec) func() string {
 func DispatchDelayed() Scenario {
 	return Scenario{
 		Name:  "dispatch-delayed",
-		Takes: 24 * time.Minute,
+		Takes: 31 * time.Minute,
 		Proves: "every SQS message (intake's, the sweeper's re-sends, dispatch's retries) delayed 200 s for 3 minutes, past the load's 3-minute deadlines: " +
 			"nothing is sent at or after its deadline, the resets admitted early in it expire unsent, and DeliveryFastBurnAlarm and DeliveryPage fire, then clear.",
 		Platform: true, Hold: 3 * time.Minute, Rate: 2,

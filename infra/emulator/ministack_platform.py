@@ -71,8 +71,16 @@ And costs that grow with the history or a burst, which would otherwise starve a 
    served (up to a Lambda's longest run, _ENV_WAIT, then starts its own as MiniStack does), as
    AWS's capacity would serve it. A waiting invocation is woken only by a hand-over: hundreds
    wait in a burst.
+13. Event sources beside callers. MiniStack serves every request of every service on one
+   event loop in one process, so a burst's admissions and the work they queue (dispatch's SQS
+   batches, the audit stream's) share one core that AWS gives each service apart; at 75
+   requests a second the event sources took most of it and the API answered 20 a second, past
+   its callers' timeouts. Here the SQS mappings and the stream thread take no batch while an API
+   call waits for an environment, for up to _YIELD_MAX at a time, then one pass each: their
+   records wait in the queue and the stream (as on AWS, where the poller's pace is not the
+   caller's), never dropped.
 
-`python ministack_platform.py --selftest` checks 3 and 5 to 12 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 3 and 5 to 13 without starting MiniStack.
 """
 
 import collections
@@ -509,7 +517,7 @@ def _wrap_acquire_worker(orig):
         if max_concurrency:
             return orig(func_name, config, code_zip, qualifier=qualifier, max_concurrency=max_concurrency)
         key = lambda_runtime._worker_key(func_name, config, qualifier)
-        me = [threading.Event(), None]
+        me = [threading.Event(), None, _synchronous()]
         with _env_lock:
             waiting = _env_waiters.setdefault(key, collections.deque())
             if not waiting:
@@ -557,6 +565,38 @@ def _wrap_release_worker(orig):
     return release
 
 
+def _synchronous():
+    """Whether this thread's invocation has a caller waiting on it (an API call), not an event
+    source's batch (MiniStack's SQS mappings, the stream thread below)."""
+    return not threading.current_thread().name.startswith(("ministack-esm", "ministack-platform-streams"))
+
+
+_YIELD_MAX = 30.0  # the longest the event sources pause for callers waiting on an environment
+_held: dict = {}  # event source kind -> since when it yields (monotonic)
+
+
+def _yield_to_callers(kind):
+    """True while the event sources of kind ("sqs", "streams") should take no batch: a
+    synchronous invocation waits for an environment, and they have not yielded _YIELD_MAX yet
+    (then one pass, and they yield again)."""
+    with _env_lock:
+        waiting = any(me[2] for queue in _env_waiters.values() for me in queue)
+    if not waiting:
+        _held.pop(kind, None)
+        return False
+    since = _held.setdefault(kind, time.monotonic())
+    if time.monotonic() - since < _YIELD_MAX:
+        return True
+    _held.pop(kind, None)
+    return False
+
+
+def _wrap_poll_sqs(orig):
+    def poll():
+        return False if _yield_to_callers("sqs") else orig()
+    return poll
+
+
 _stream_poll = [None]  # MiniStack's stream poller, which only the thread below runs
 _STREAM_IDLE = 0.25
 
@@ -568,6 +608,9 @@ def _streams_apart():
 
 def _poll_streams_forever():
     while True:
+        if _yield_to_callers("streams"):
+            time.sleep(_STREAM_IDLE)
+            continue
         try:
             busy = _stream_poll[0]()
         except Exception as e:  # as MiniStack's poll thread: logged, and polled again
@@ -745,6 +788,7 @@ def install():
     _stream_poll[0] = lambda_svc._poll_dynamodb_streams
     lambda_svc._poll_dynamodb_streams = _streams_apart
     threading.Thread(target=_poll_streams_forever, name="ministack-platform-streams", daemon=True).start()
+    lambda_svc._poll_sqs = _wrap_poll_sqs(lambda_svc._poll_sqs)
     lambda_runtime.kill_workers = _wrap_kill(lambda_runtime.kill_workers)
     lambda_runtime.invalidate_worker = lambda_svc.invalidate_worker = _wrap_invalidate(lambda_runtime.invalidate_worker)
     lambda_svc._execute_function = _wrap_execute(lambda_svc._execute_function)
@@ -756,7 +800,7 @@ def install():
 
 
 def _selftest():
-    """Checks 3 and 5 to 12 in this process, against MiniStack's own functions; exits non-zero naming
+    """Checks 3 and 5 to 13 in this process, against MiniStack's own functions; exits non-zero naming
     what failed."""
     from ministack.services import cloudwatch_logs
     failed = []
@@ -817,9 +861,44 @@ def _selftest():
     failed += _selftest_environments()
     failed += _selftest_queue_gauge()
     failed += _selftest_drain()
+    failed += _selftest_yield()
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")
+
+
+def _selftest_yield():
+    """Check 13: while an API call waits for an environment, the SQS mappings' poll and the stream
+    thread take no batch, for _YIELD_MAX; then they poll once and yield again; an event source's
+    own batch waiting holds nothing."""
+    kinds = {}
+    for name in ("ministack-esm", "ministack-platform-streams", "ministack-apigw-invoke"):
+        t = threading.Thread(target=lambda n=name: kinds.setdefault(n, _synchronous()), name=name)
+        t.start()
+        t.join()
+    failed = [f"an invocation on a {n} thread counts as synchronous: {got}"
+              for n, got in kinds.items() if got != (n == "ministack-apigw-invoke")]
+    calls, key = [], "selftest-yield"
+    poll = _wrap_poll_sqs(lambda: calls.append(1) or True)
+    with _env_lock:
+        _env_waiters[key] = collections.deque([[threading.Event(), None, False]])
+    poll()
+    with _env_lock:
+        _env_waiters[key].append([threading.Event(), None, True])
+    poll()
+    poll()
+    streams_held = _yield_to_callers("streams")
+    _held["sqs"] = _held.get("sqs", time.monotonic()) - _YIELD_MAX
+    poll()
+    poll()
+    with _env_lock:
+        del _env_waiters[key]
+    poll()
+    _held.clear()
+    if calls != [1, 1, 1] or not streams_held:
+        failed.append(f"SQS polls taken {len(calls)} of 6 (want 3: a batch waiting, after {_YIELD_MAX:g} s "
+                      f"yielding, none waiting); the stream thread yielded: {streams_held}, want True")
+    return failed
 
 
 def _selftest_queue_gauge():

@@ -70,7 +70,9 @@ And costs that grow with the history or a burst, which would otherwise starve a 
    _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
    served (up to a Lambda's longest run, _ENV_WAIT, then starts its own as MiniStack does), as
    AWS's capacity would serve it. A waiting invocation is woken only by a hand-over: hundreds
-   wait in a burst.
+   wait in a burst. MiniStack counts a waiting invocation against the account's concurrency,
+   which it scales to the machine (573 here, and a burst's queue was answered 429); here the
+   quota is AWS's default, 1000, unless LAMBDA_ACCOUNT_CONCURRENCY says otherwise.
 13. Event sources beside callers. MiniStack serves every request of every service on one
    event loop in one process, so a burst's admissions and the work they queue (dispatch's SQS
    batches, the audit stream's) share one core that AWS gives each service apart; at 75
@@ -86,6 +88,7 @@ And costs that grow with the history or a burst, which would otherwise starve a 
 import collections
 import contextvars
 import json
+import os
 import re
 import sys
 import threading
@@ -498,6 +501,7 @@ def _evaluate_every_minute(orig_all):
 
 
 _ENVS_PER_FUNCTION = 16
+_ACCOUNT_QUOTA = 1000  # AWS's default concurrent executions per account and Region
 _ENV_WAIT = 900.0  # a Lambda invocation's longest run: starting more under a burst is the collapse
 _env_lock = threading.Lock()
 _env_waiters: dict = {}  # worker key -> the invocations waiting, first come first served
@@ -784,6 +788,8 @@ def install():
                      name="ministack-platform-alarms", daemon=True).start()
     cloudwatch._evaluate_all_alarms = _evaluate_put_alarms
     lambda_svc.acquire_worker = lambda_runtime.acquire_worker = _wrap_acquire_worker(lambda_runtime.acquire_worker)
+    if "LAMBDA_ACCOUNT_CONCURRENCY" not in os.environ:
+        lambda_svc._ACCOUNT_CONCURRENCY_CAP = _ACCOUNT_QUOTA
     lambda_svc.release_worker = lambda_runtime.release_worker = _wrap_release_worker(lambda_runtime.release_worker)
     _stream_poll[0] = lambda_svc._poll_dynamodb_streams
     lambda_svc._poll_dynamodb_streams = _streams_apart
@@ -972,6 +978,8 @@ def _selftest_environments():
     waiters[1].join(3)
     if got.get("first") is not leased[3] or got.get("second") is not leased[5]:
         failed.append("the waiting invocations did not get the environments released, first come first served")
+    if lambda_svc._ACCOUNT_CONCURRENCY_CAP != int(os.environ.get("LAMBDA_ACCOUNT_CONCURRENCY", _ACCOUNT_QUOTA)):
+        failed.append(f"the account's concurrency quota is {lambda_svc._ACCOUNT_CONCURRENCY_CAP}, want {_ACCOUNT_QUOTA} (AWS's default)")
     pool = lambda_runtime._workers.get(lambda_runtime._worker_key("selftest-envs", config, "$LATEST"), [])
     if len(pool) != _ENVS_PER_FUNCTION:
         failed.append(f"the function has {len(pool)} environments, want {_ENVS_PER_FUNCTION}")

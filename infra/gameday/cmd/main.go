@@ -207,6 +207,9 @@ func run() error {
 	}
 	stopPolling()
 	for i, sc := range scs {
+		if rep.Results[i].NotRun {
+			continue // no window to draw
+		}
 		if err := r.DrawChart(ctx, sc, &rep.Results[i], dir); err != nil {
 			rep.Results[i].Errors = append(rep.Results[i].Errors, "chart: "+err.Error())
 		}

@@ -308,7 +308,7 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 		// Not run: a verdict over an alarm already in ALARM proves nothing of this scenario.
 		res.Start, res.End = time.Now().UTC(), time.Now().UTC()
 		failAtStart(&res, inAlarm, time.Since(began))
-		logf("not run: %s", res.Errors[0])
+		logf("%s", res.Errors[0])
 		return res
 	}
 	res.Start = time.Now().UTC()

@@ -241,7 +241,7 @@ func printFailures(w io.Writer, rep *gameday.Report) {
 		if n := r.Invariants.Count(); n > 0 {
 			fmt.Fprintf(w, "gameday: %s: %d invariant violations\n", r.Name, n)
 		}
-		if !r.AlarmsAsExpected() {
+		if !r.AlarmsAsExpected() && !r.NotRun {
 			fmt.Fprintf(w, "gameday: %s: alarms not as expected\n", r.Name)
 		}
 	}

@@ -762,6 +762,9 @@ func (r *Run) waitNoAlarm(ctx context.Context, limit time.Duration) []inAlarm {
 		if len(names) == 0 {
 			return nil
 		}
+		if time.Since(began) < time.Second && r.Logf != nil {
+			r.Logf("alarms: %d in ALARM, waiting up to %s for them to be OK (%s if silence holds one)", len(names), limit, bound)
+		}
 		if over || time.Since(began) >= bound {
 			in, hopeless := r.describeInAlarm(ctx, names, began)
 			if over || hopeless {

@@ -45,6 +45,22 @@ func (e *EvalWatcher) Silent(ctx context.Context, start, end time.Time) ([]strin
 	return out, nil
 }
 
+// Datapoints returns how many periods of [start, end) hold a datapoint of the metric of the
+// alarm named, and its TreatMissingData (MetricCounter); known is false for a composite alarm
+// or one not watched.
+func (e *EvalWatcher) Datapoints(ctx context.Context, name string, start, end time.Time) (n int, missing string, known bool, err error) {
+	e.mu.Lock()
+	alarms := e.alarms
+	e.mu.Unlock()
+	for _, a := range alarms {
+		if a.Name == name && a.Rule == "" {
+			n, err := a.Datapoints(ctx, e.cw, start, end)
+			return n, a.TreatMissingData, true, err
+		}
+	}
+	return 0, "", false, nil
+}
+
 // NewEvalWatcher loads the stack's alarms, with their full definitions, and watches them with
 // infra/alarmeval over MiniStack's CloudWatch (alarmeval.MiniStack corrects its pooled queries
 // with no dimensions).

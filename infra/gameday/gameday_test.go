@@ -380,19 +380,6 @@ func TestVacuous(t *testing.T) {
 	}
 }
 
-// TestWaitNoAlarm: an alarm still in ALARM when the wait ends is named; none, nothing.
-func TestWaitNoAlarm(t *testing.T) {
-	r := &Run{S: &Stack{Name: "st"}}
-	r.history = []stateSample{{time.Now(), map[string]string{"st-DigestLagAlarm-ABC": "ALARM", "st-DigestErrorsAlarm-DEF": "OK"}}}
-	if got := r.waitNoAlarm(context.Background(), 0); len(got) != 1 || got[0] != "DigestLagAlarm" {
-		t.Errorf("in ALARM: %v, want DigestLagAlarm", got)
-	}
-	r.history = append(r.history, stateSample{time.Now(), map[string]string{"st-DigestLagAlarm-ABC": "OK"}})
-	if got := r.waitNoAlarm(context.Background(), time.Minute); len(got) != 0 {
-		t.Errorf("all OK: %v", got)
-	}
-}
-
 // TestAlarmProofs: the report counts an alarm proven by the first scenario that expected it and
 // saw it fire and clear, and reads the exempt list from the docs' bullets.
 func TestAlarmProofs(t *testing.T) {

@@ -31,9 +31,8 @@ type Result struct {
 	Requests    int                     `json:"requests"`
 	Admitted    int                     `json:"admitted"`
 	Alarms      []AlarmResult           `json:"alarms"`
-	// AlarmAtStart are the alarms already in ALARM when the scenario began (on a fresh stack,
-	// those that treat missing data as breaching, until their first periods with data): their
-	// going back to OK is not judged, a new ALARM after that is.
+	// AlarmAtStart are the alarms still in ALARM when the scenario was to begin, after the
+	// wait for every alarm to be OK: the scenario failed, and was not run.
 	AlarmAtStart []string   `json:"alarms_in_alarm_at_start,omitempty"`
 	Invariants   Invariants `json:"invariants"`
 	Errors       []string   `json:"errors,omitempty"`
@@ -52,7 +51,8 @@ type Result struct {
 	Passed          bool `json:"passed"`
 	// Lane is the lane that ran it (1, 2, ...) in a game day run in lanes; 0 otherwise.
 	Lane int `json:"lane,omitempty"`
-	// NotRun: its lane ended before it (MergeLanes); it did not pass.
+	// NotRun: it did not run, and did not pass: its lane ended before it (MergeLanes), or an
+	// alarm was still in ALARM when it was to begin (AlarmAtStart; Errors say why).
 	NotRun bool `json:"not_run,omitempty"`
 }
 
@@ -276,7 +276,7 @@ func (rep *Report) Markdown() string {
 			fmt.Fprintf(&b, "Ran in lane %d.\n\n", r.Lane)
 		}
 		if r.NotRun {
-			// Its lane ended before it: only why.
+			// Only why.
 			for _, e := range r.Errors {
 				fmt.Fprintf(&b, "- error: %s\n", e)
 			}
@@ -295,9 +295,6 @@ func (rep *Report) Markdown() string {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", f.Service, f.Operation, shortFunction(f.Function), f.Kind, f.Count)
 			}
 			b.WriteString("\n")
-		}
-		if len(r.AlarmAtStart) > 0 {
-			fmt.Fprintf(&b, "Already in ALARM when the scenario began (not judged until they clear): %s.\n\n", strings.Join(r.AlarmAtStart, ", "))
 		}
 		fmt.Fprintf(&b, "| alarm | expected | time to ALARM | time to OK | verdict |\n| --- | --- | --- | --- | --- |\n")
 		if len(r.Alarms) == 0 {

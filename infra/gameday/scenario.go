@@ -91,8 +91,11 @@ type Run struct {
 	Sabotage string
 	// StartWait bounds the wait, before a scenario, for every alarm to leave ALARM (on a fresh
 	// stack, those that treat missing data as breaching are in ALARM until their first periods
-	// with data); one still in ALARM then fails the scenario.
+	// with data); one still in ALARM then fails the scenario, which is not run. The wait ends
+	// sooner for an alarm that silence keeps in ALARM (waitNoAlarm).
 	StartWait time.Duration
+	// silentAfter, when set, replaces silentBound(Defs) (tests).
+	silentAfter time.Duration
 	// Settle is the alarm period a scenario waits out after its checks (settle): zero when
 	// scenarios run side by side, with nothing after them.
 	Settle time.Duration
@@ -300,8 +303,13 @@ func (r *Run) Execute(ctx context.Context, sc Scenario) Result {
 	logf := func(format string, args ...any) { r.Logf(sc.Name+": "+format, args...) }
 	x := &Exec{Run: r, Scenario: sc, simFaults: map[string]int64{}, hold: hold}
 	res := Result{Name: sc.Name, Proves: sc.Proves, Platform: sc.Platform, Expect: sc.Expect, Hold: hold.String()}
+	began := time.Now()
 	if inAlarm := r.waitNoAlarm(ctx, r.StartWait); len(inAlarm) > 0 {
-		res.Errors = append(res.Errors, fmt.Sprintf("in ALARM before the scenario began, after waiting %s: %s", r.StartWait, strings.Join(inAlarm, ", ")))
+		// Not run: a verdict over an alarm already in ALARM proves nothing of this scenario.
+		res.Start, res.End = time.Now().UTC(), time.Now().UTC()
+		failAtStart(&res, inAlarm, time.Since(began))
+		logf("%s", res.Errors[0])
+		return res
 	}
 	res.Start = time.Now().UTC()
 	r.Logf("scenario %s: load %.1f/s, fault for %s, expecting %v", sc.Name, sc.Rate, hold, sc.Expect)
@@ -501,20 +509,8 @@ func clearBy(from time.Time, defs []AlarmDef) time.Time {
 //
 //revive:disable-next-line:function-length
 func (r *Run) judgeAlarms(sc Scenario, res *Result) {
-	// Each alarm's state when the scenario began, and what it did after.
-	atStart := map[string]string{}
-	for _, t := range r.transitions(time.Time{}, res.Start.Add(time.Nanosecond)) {
-		atStart[t.Alarm] = t.To
-	}
+	// No alarm was in ALARM when the scenario began (waitNoAlarm): what it did after is judged.
 	trs := r.transitions(res.Start.Add(time.Nanosecond), res.End.Add(time.Second))
-	for name, st := range atStart {
-		if st == "ALARM" {
-			// Already in ALARM: the scenario's verdict starts from there (fired = a new ALARM
-			// after it cleared).
-			res.AlarmAtStart = append(res.AlarmAtStart, name)
-		}
-	}
-	sort.Strings(res.AlarmAtStart)
 	seen := map[string]*AlarmResult{}
 	var names []string
 	for _, t := range trs {
@@ -676,23 +672,140 @@ func (r *Run) judgeSilence(ctx context.Context, res *Result) {
 	}
 }
 
+// inAlarm is an alarm in ALARM when a scenario was to start, and what its metric showed during
+// the wait.
+type inAlarm struct {
+	Name string // logical ID
+	// Silent: its metric had no datapoint since the wait began; Why says so, or how many
+	// periods had one.
+	Silent bool
+	Why    string
+}
+
+// failAtStart fails a scenario that did not start because alarms were still in ALARM, naming
+// each and whether its metric was silent.
+func failAtStart(res *Result, in []inAlarm, waited time.Duration) {
+	res.NotRun = true
+	var named []string
+	for _, a := range in {
+		res.AlarmAtStart = append(res.AlarmAtStart, a.Name)
+		if a.Silent {
+			res.Silent = append(res.Silent, a.Name)
+		}
+		named = append(named, a.Name+" ("+a.Why+")")
+	}
+	res.Errors = append(res.Errors, fmt.Sprintf("not run: %d alarms still in ALARM after waiting %s for every alarm to be OK: %s",
+		len(in), waited.Round(time.Second), strings.Join(named, ", ")))
+	if len(res.Silent) > 0 {
+		res.Errors = append(res.Errors, fmt.Sprintf("silent: %d alarms in ALARM had no datapoint of their metric, and silence is not health: %s",
+			len(res.Silent), strings.Join(res.Silent, ", ")))
+	}
+}
+
+// MetricCounter is an AlarmWatcher that can count the datapoints of one alarm's metric
+// (EvalWatcher).
+type MetricCounter interface {
+	// Datapoints returns how many periods of [start, end) hold a datapoint of the metric of the
+	// alarm named (deployed name), and its TreatMissingData; known is false for a composite
+	// alarm, which has no metric, or one not watched.
+	Datapoints(ctx context.Context, name string, start, end time.Time) (n int, missing string, known bool, err error)
+}
+
+// bridgeLag bounds how long an EMF line takes to become a datapoint: the bridge polls the log
+// groups every second with a 10-s lookback and flushes every second (infra/emfbridge's
+// defaults); the rest is room for a busy machine.
+const bridgeLag = 30 * time.Second
+
+// silentBound is how long the wait before a scenario lets an alarm in ALARM go without a
+// datapoint of its metric before giving up on it: twice the shortest period of the deployed
+// alarms, plus the bridge's lag. The alarms that stay in ALARM on silence (missing data breaching:
+// the digest's DigestLag and ArchiveLag, the sweeper's OverdueRecords) read gauges their
+// functions write on every run of a one-minute schedule, the shortest alarm period; so a stack
+// whose metrics flow has put one within two runs (one may straddle the wait's start, or be a
+// cold start) and the bridge's lag. One still silent then will not leave ALARM in the rest of
+// the wait: the wait ends, rather than burning StartWait for an answer already known (a
+// stopped EMF bridge). An alarm in ALARM on data of its own is waited for up to StartWait.
+func silentBound(defs map[string]AlarmDef) time.Duration {
+	shortest := time.Duration(0)
+	for _, d := range defs {
+		if d.Period > 0 && (shortest == 0 || d.Period < shortest) {
+			shortest = d.Period
+		}
+	}
+	if shortest == 0 {
+		shortest = time.Minute
+	}
+	return 2*shortest + bridgeLag
+}
+
 // waitNoAlarm waits, up to limit, until no alarm is in ALARM (by the watcher's last poll), and
-// returns those still in it, by logical ID.
-func (r *Run) waitNoAlarm(ctx context.Context, limit time.Duration) []string {
-	deadline := time.Now().Add(limit)
+// returns those still in it, by logical ID, each with whether its metric had any datapoint since
+// the wait began. It returns before limit, once silentBound has passed, when an alarm in ALARM
+// whose missing data keeps it there (breaching, ignore) has had no datapoint since the wait
+// began: silence will not clear it.
+func (r *Run) waitNoAlarm(ctx context.Context, limit time.Duration) []inAlarm {
+	began := time.Now()
+	deadline := began.Add(limit)
+	bound := r.silentAfter
+	if bound == 0 {
+		bound = silentBound(r.Defs)
+	}
 	for {
-		var in []string
+		var names []string
 		for name, st := range r.statesNow() {
 			if st == "ALARM" {
-				in = append(in, LogicalName(r.S.Name, name))
+				names = append(names, name)
 			}
 		}
-		sort.Strings(in)
-		if len(in) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
-			return in
+		sort.Strings(names)
+		over := !time.Now().Before(deadline) || ctx.Err() != nil
+		if len(names) == 0 {
+			return nil
 		}
-		sleep(ctx, 15*time.Second)
+		if time.Since(began) < time.Second && r.Logf != nil {
+			r.Logf("alarms: %d in ALARM, waiting up to %s for them to be OK (%s if silence holds one)", len(names), limit, bound)
+		}
+		if over || time.Since(began) >= bound {
+			in, hopeless := r.describeInAlarm(ctx, names, began)
+			if over || hopeless {
+				return in
+			}
+		}
+		next := min(15*time.Second, max(time.Until(deadline), 0))
+		if d := bound - time.Since(began); d > 0 && d < next {
+			next = d
+		}
+		sleep(ctx, next)
 	}
+}
+
+// describeInAlarm says, for each alarm of names (deployed names) in ALARM, whether its metric had
+// a datapoint since since; hopeless is true when one had none and its missing data keeps it in
+// ALARM.
+func (r *Run) describeInAlarm(ctx context.Context, names []string, since time.Time) (in []inAlarm, hopeless bool) {
+	counter, _ := r.Watcher.(MetricCounter)
+	for _, name := range names {
+		a := inAlarm{Name: LogicalName(r.S.Name, name), Why: "in ALARM"}
+		d := r.Defs[a.Name]
+		metric := d.Namespace + "/" + d.Metric
+		if counter != nil {
+			n, missing, known, err := counter.Datapoints(ctx, name, since, time.Now())
+			switch {
+			case err != nil:
+				a.Why = "its metric unread: " + err.Error()
+			case !known:
+				a.Why = "composite: see its children"
+			case n == 0:
+				a.Silent = true
+				a.Why = fmt.Sprintf("silent: no datapoint of %s since %s", metric, since.UTC().Format(time.TimeOnly))
+				hopeless = hopeless || missing == "breaching" || missing == "ignore"
+			default:
+				a.Why = fmt.Sprintf("%d periods with a datapoint of %s since %s", n, metric, since.UTC().Format(time.TimeOnly))
+			}
+		}
+		in = append(in, a)
+	}
+	return in, hopeless
 }
 
 // Allowed returns the names of the scenario's allowed alarms, sorted.

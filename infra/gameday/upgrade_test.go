@@ -175,13 +175,21 @@ func TestUpgradeReloadsAlarmsAfterItsDeploy(t *testing.T) {
 	}
 }
 
-// alarmsCW is a CloudWatch whose alarms a deploy replaces and whose metrics have no data.
-type alarmsCW struct{ alarms []cwtypes.MetricAlarm }
+// alarmsCW is a CloudWatch whose alarms a deploy replaces and whose metrics have no data, or,
+// with value set, that value at the start of every query.
+type alarmsCW struct {
+	alarms []cwtypes.MetricAlarm
+	value  *float64
+}
 
 func (c *alarmsCW) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
 	out := &cloudwatch.GetMetricDataOutput{}
 	for _, q := range in.MetricDataQueries {
-		out.MetricDataResults = append(out.MetricDataResults, cwtypes.MetricDataResult{Id: q.Id, StatusCode: cwtypes.StatusCodeComplete})
+		r := cwtypes.MetricDataResult{Id: q.Id, StatusCode: cwtypes.StatusCodeComplete}
+		if c.value != nil {
+			r.Timestamps, r.Values = []time.Time{aws.ToTime(in.StartTime)}, []float64{*c.value}
+		}
+		out.MetricDataResults = append(out.MetricDataResults, r)
 	}
 	return out, nil
 }

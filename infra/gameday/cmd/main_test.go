@@ -153,3 +153,20 @@ func TestDocumentedScenarios(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPrintFailures: a scenario not run names why, and only why; one run with alarms not as
+// expected says so.
+func TestPrintFailures(t *testing.T) {
+	rep := &gameday.Report{Results: []gameday.Result{
+		{Name: "baseline", NotRun: true, Errors: []string{"not run: DigestLagAlarm (silent: no datapoint of ns/DigestLag since 19:06:54)"}},
+		{Name: "kms-outage", Alarms: []gameday.AlarmResult{{Name: "AuditFailureAlarm", Expected: true}}},
+		{Name: "ok", Passed: true},
+	}}
+	var b strings.Builder
+	printFailures(&b, rep)
+	want := "gameday: baseline: not run: DigestLagAlarm (silent: no datapoint of ns/DigestLag since 19:06:54)\n" +
+		"gameday: kms-outage: alarms not as expected\n"
+	if b.String() != want {
+		t.Errorf("printFailures:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -70,9 +70,10 @@ And costs that grow with the history or a burst, which would otherwise starve a 
    _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
    served (up to a Lambda's longest run, _ENV_WAIT, then starts its own as MiniStack does), as
    AWS's capacity would serve it. A waiting invocation is woken only by a hand-over: hundreds
-   wait in a burst. MiniStack counts a waiting invocation against the account's concurrency,
-   which it scales to the machine (573 here, and a burst's queue was answered 429); here the
-   quota is AWS's default, 1000, unless LAMBDA_ACCOUNT_CONCURRENCY says otherwise.
+   wait in a burst. A waiting invocation is not running, so it leaves MiniStack's count of the
+   account's concurrency until it has one (counted, a burst's queue was answered 429 where AWS,
+   at its speed, runs a few at once); the account's quota is AWS's default, 1000, not
+   MiniStack's machine-scaled one (573 here), unless LAMBDA_ACCOUNT_CONCURRENCY says otherwise.
 13. Event sources beside callers. MiniStack serves every request of every service on one
    event loop in one process, so a burst's admissions and the work they queue (dispatch's SQS
    batches, the audit stream's) share one core that AWS gives each service apart; at 75
@@ -529,24 +530,39 @@ def _wrap_acquire_worker(orig):
                 if worker is not None:
                     return worker, reason
             waiting.append(me)
-        give_up = time.monotonic() + _ENV_WAIT
-        while True:  # woken only by a hand-over (never polling: hundreds may wait)
-            me[0].wait(max(0.0, give_up - time.monotonic()))
-            with _env_lock:
-                got, me[1] = me[1], None
-                me[0].clear()
-                if got is _PLACE:
-                    got, _ = capped(func_name, config, code_zip, qualifier, key)
-                    if got is None and time.monotonic() < give_up:
-                        waiting.appendleft(me)
-                        continue
-                elif got is None:
-                    waiting.remove(me)
-                if got is not None:
-                    return got, "reused"
-                break
-        return orig(func_name, config, code_zip, qualifier=qualifier)  # past the wait: as MiniStack would
+        _running(-1)
+        try:
+            return _wait_for_environment(orig, capped, me, waiting, func_name, config, code_zip, qualifier, key)
+        finally:
+            _running(+1)
     return acquire
+
+
+def _running(n):
+    """Adds n to MiniStack's count of the account's running invocations: one waiting for an
+    environment is not running (MiniStack counted it before it looked for one)."""
+    with lambda_svc._inflight_lock:
+        lambda_svc._inflight_total = max(0, lambda_svc._inflight_total + n)
+
+
+def _wait_for_environment(orig, capped, me, waiting, func_name, config, code_zip, qualifier, key):
+    give_up = time.monotonic() + _ENV_WAIT
+    while True:  # woken only by a hand-over (never polling: hundreds may wait)
+        me[0].wait(max(0.0, give_up - time.monotonic()))
+        with _env_lock:
+            got, me[1] = me[1], None
+            me[0].clear()
+            if got is _PLACE:
+                got, _ = capped(func_name, config, code_zip, qualifier, key)
+                if got is None and time.monotonic() < give_up:
+                    waiting.appendleft(me)
+                    continue
+            elif got is None:
+                waiting.remove(me)
+            if got is not None:
+                return got, "reused"
+            break
+    return orig(func_name, config, code_zip, qualifier=qualifier)  # past the wait: as MiniStack would
 
 
 def _wrap_release_worker(orig):
@@ -961,6 +977,7 @@ def _selftest_environments():
               "FunctionArn": "arn:aws:lambda:us-east-1:000000000000:function:selftest-envs"}
     leased = [lambda_svc.acquire_worker("selftest-envs", config, b"")[0] for _ in range(_ENVS_PER_FUNCTION)]
     got, waiters = {}, []
+    running = lambda_svc._inflight_total = 20  # as if MiniStack had counted 20, the waiters among them
     for name in ("first", "second"):
         waiters.append(threading.Thread(target=lambda n=name: got.setdefault(n, lambda_svc.acquire_worker("selftest-envs", config, b"")[0]),
                                         daemon=True))
@@ -968,6 +985,8 @@ def _selftest_environments():
         time.sleep(0.3)
     failed, tries = [], _env_tries[0]
     time.sleep(1.5)
+    if lambda_svc._inflight_total != running - 2:
+        failed.append(f"with two invocations waiting the account counts {lambda_svc._inflight_total} running, want {running - 2}")
     if _env_tries[0] != tries:
         failed.append(f"two waiting invocations tried {_env_tries[0] - tries} leases in 1.5 s with none released, want 0")
     if got:
@@ -978,6 +997,9 @@ def _selftest_environments():
     waiters[1].join(3)
     if got.get("first") is not leased[3] or got.get("second") is not leased[5]:
         failed.append("the waiting invocations did not get the environments released, first come first served")
+    if lambda_svc._inflight_total != running:
+        failed.append(f"once the waiters had environments the account counts {lambda_svc._inflight_total} running, want {running}")
+    lambda_svc._inflight_total = 0
     if lambda_svc._ACCOUNT_CONCURRENCY_CAP != int(os.environ.get("LAMBDA_ACCOUNT_CONCURRENCY", _ACCOUNT_QUOTA)):
         failed.append(f"the account's concurrency quota is {lambda_svc._ACCOUNT_CONCURRENCY_CAP}, want {_ACCOUNT_QUOTA} (AWS's default)")
     pool = lambda_runtime._workers.get(lambda_runtime._worker_key("selftest-envs", config, "$LATEST"), [])

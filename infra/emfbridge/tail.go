@@ -55,6 +55,9 @@ type Tailer struct {
 
 	mu     sync.Mutex
 	groups map[string]*groupCursor
+	// names are the groups the last listing found; polls counts Poll's calls.
+	names []string
+	polls int
 }
 
 // groupCursor is where a Tailer is in one log group.
@@ -72,18 +75,44 @@ type eventKey struct {
 	n      int
 }
 
-// Poll reads every matching log group once and feeds what is new.
+// Poll reads every matching log group once and feeds what is new. It lists the groups on its
+// first call and every DeepEvery-th after: MiniStack's DescribeLogGroups sums the bytes of every
+// event it holds, so listing each second cost the emulator's one request loop more as its logs
+// grew (a third of a core, idle, after a burst) than the reads themselves. A group created
+// between two listings is read from its first event once listed, so nothing is lost; its
+// metrics come up to DeepEvery polls late, which only a function's first invocation meets.
 func (t *Tailer) Poll(ctx context.Context) error {
-	prefix := t.Prefix
-	if prefix == "" {
-		prefix = LambdaLogGroupPrefix
+	names, err := t.groupNames(ctx)
+	if err != nil {
+		return err
 	}
-	var names []string
+	var errs []error
+	for _, name := range names {
+		if err := t.pollGroup(ctx, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// groupNames lists the matching log groups on Poll's first call and every DeepEvery-th after,
+// and returns the last listing between them.
+func (t *Tailer) groupNames(ctx context.Context) ([]string, error) {
+	t.mu.Lock()
+	list := t.polls%DeepEvery == 0 || t.names == nil
+	t.polls++
+	names := t.names
+	t.mu.Unlock()
+	if !list {
+		return names, nil
+	}
+	prefix := cmp.Or(t.Prefix, LambdaLogGroupPrefix)
+	names = nil
 	in := &cloudwatchlogs.DescribeLogGroupsInput{LogGroupNamePrefix: aws.String(prefix)}
 	for {
 		out, err := t.Logs.DescribeLogGroups(ctx, in)
 		if err != nil {
-			return fmt.Errorf("emfbridge: describe log groups %s: %w", prefix, err)
+			return nil, fmt.Errorf("emfbridge: describe log groups %s: %w", prefix, err)
 		}
 		for _, g := range out.LogGroups {
 			names = append(names, aws.ToString(g.LogGroupName))
@@ -93,13 +122,10 @@ func (t *Tailer) Poll(ctx context.Context) error {
 		}
 		in.NextToken = out.NextToken
 	}
-	var errs []error
-	for _, name := range names {
-		if err := t.pollGroup(ctx, name); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	t.mu.Lock()
+	t.names = names
+	t.mu.Unlock()
+	return names, nil
 }
 
 // cursor returns where t is in the log group name, a new cursor for a group not read yet.

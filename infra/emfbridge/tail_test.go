@@ -20,6 +20,8 @@ type fakeLogs struct {
 	groups map[string][]types.FilteredLogEvent
 	// asked is the StartTime of each first page asked for.
 	asked []int64
+	// listed counts DescribeLogGroups calls.
+	listed int
 }
 
 func (f *fakeLogs) add(group, stream string, ts int64, msgs ...string) {
@@ -33,6 +35,7 @@ func (f *fakeLogs) add(group, stream string, ts int64, msgs ...string) {
 }
 
 func (f *fakeLogs) DescribeLogGroups(_ context.Context, in *cloudwatchlogs.DescribeLogGroupsInput, _ ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.DescribeLogGroupsOutput, error) {
+	f.listed++
 	out := &cloudwatchlogs.DescribeLogGroupsOutput{}
 	for g := range f.groups {
 		if len(g) >= len(*in.LogGroupNamePrefix) && g[:len(*in.LogGroupNamePrefix)] == *in.LogGroupNamePrefix {
@@ -65,7 +68,8 @@ func (f *fakeLogs) FilterLogEvents(_ context.Context, in *cloudwatchlogs.FilterL
 
 // TestTailerFeedsEachEventOnce: every event of every /aws/lambda/ group is fed once across
 // polls, pages and the lookback, including events stamped earlier than ones already fed and
-// identical lines of two invocations; other groups are not read.
+// identical lines of two invocations, and a group created after the first poll (read from its
+// first event once the DeepEvery-th poll lists it); other groups are not read.
 func TestTailerFeedsEachEventOnce(t *testing.T) {
 	logs := &fakeLogs{}
 	var got []string
@@ -80,7 +84,7 @@ func TestTailerFeedsEachEventOnce(t *testing.T) {
 	logs.add("/aws/lambda/intake", "s3", 5000, "same")
 	logs.add("/aws/lambda/intake", "s4", 900, "late") // an invocation that ended earlier, logged later
 	logs.add("/aws/lambda/dispatch", "d1", 2000, "c1")
-	for range 2 {
+	for range emfbridge.DeepEvery {
 		if err := tl.Poll(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -89,6 +93,26 @@ func TestTailerFeedsEachEventOnce(t *testing.T) {
 	want := []string{"a1", "a2", "a3", "b1", "c1", "late", "same", "same"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("fed (-want +got):\n%s", diff)
+	}
+}
+
+// TestTailerListsTheGroupsEveryTenthPoll: of 25 polls, the 1st, 11th and 21st list the log
+// groups (each listing costs the emulator a pass over every event it holds); the others read
+// the groups the last listing found.
+func TestTailerListsTheGroupsEveryTenthPoll(t *testing.T) {
+	logs := &fakeLogs{}
+	tl := &emfbridge.Tailer{Logs: logs}
+	logs.add("/aws/lambda/intake", "s1", 1000, "a")
+	for i := range 25 {
+		if err := tl.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if want := i/emfbridge.DeepEvery + 1; logs.listed != want {
+			t.Fatalf("after poll %d: %d listings, want %d", i+1, logs.listed, want)
+		}
+	}
+	if len(logs.asked) != 25 {
+		t.Errorf("the group was read %d times in 25 polls, want 25", len(logs.asked))
 	}
 }
 

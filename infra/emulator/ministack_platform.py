@@ -70,14 +70,26 @@ And costs that grow with the history or a burst, which would otherwise starve a 
    _ENVS_PER_FUNCTION; an invocation that finds them all busy waits for one, first come first
    served (up to a Lambda's longest run, _ENV_WAIT, then starts its own as MiniStack does), as
    AWS's capacity would serve it. A waiting invocation is woken only by a hand-over: hundreds
-   wait in a burst.
+   wait in a burst. A waiting invocation is not running, so it leaves MiniStack's count of the
+   account's concurrency until it has one (counted, a burst's queue was answered 429 where AWS,
+   at its speed, runs a few at once); the account's quota is AWS's default, 1000, not
+   MiniStack's machine-scaled one (573 here), unless LAMBDA_ACCOUNT_CONCURRENCY says otherwise.
+13. Event sources beside callers. MiniStack serves every request of every service on one
+   event loop in one process, so a burst's admissions and the work they queue (dispatch's SQS
+   batches, the audit stream's) share one core that AWS gives each service apart; at 75
+   requests a second the event sources took most of it and the API answered 20 a second, past
+   its callers' timeouts. Here the SQS mappings and the stream thread take no batch while an API
+   call waits for an environment, for up to _YIELD_MAX at a time, then one pass each: their
+   records wait in the queue and the stream (as on AWS, where the poller's pace is not the
+   caller's), never dropped.
 
-`python ministack_platform.py --selftest` checks 3 and 5 to 12 without starting MiniStack.
+`python ministack_platform.py --selftest` checks 3 and 5 to 13 without starting MiniStack.
 """
 
 import collections
 import contextvars
 import json
+import os
 import re
 import sys
 import threading
@@ -490,6 +502,7 @@ def _evaluate_every_minute(orig_all):
 
 
 _ENVS_PER_FUNCTION = 16
+_ACCOUNT_QUOTA = 1000  # AWS's default concurrent executions per account and Region
 _ENV_WAIT = 900.0  # a Lambda invocation's longest run: starting more under a burst is the collapse
 _env_lock = threading.Lock()
 _env_waiters: dict = {}  # worker key -> the invocations waiting, first come first served
@@ -509,7 +522,7 @@ def _wrap_acquire_worker(orig):
         if max_concurrency:
             return orig(func_name, config, code_zip, qualifier=qualifier, max_concurrency=max_concurrency)
         key = lambda_runtime._worker_key(func_name, config, qualifier)
-        me = [threading.Event(), None]
+        me = [threading.Event(), None, _synchronous()]
         with _env_lock:
             waiting = _env_waiters.setdefault(key, collections.deque())
             if not waiting:
@@ -517,24 +530,39 @@ def _wrap_acquire_worker(orig):
                 if worker is not None:
                     return worker, reason
             waiting.append(me)
-        give_up = time.monotonic() + _ENV_WAIT
-        while True:  # woken only by a hand-over (never polling: hundreds may wait)
-            me[0].wait(max(0.0, give_up - time.monotonic()))
-            with _env_lock:
-                got, me[1] = me[1], None
-                me[0].clear()
-                if got is _PLACE:
-                    got, _ = capped(func_name, config, code_zip, qualifier, key)
-                    if got is None and time.monotonic() < give_up:
-                        waiting.appendleft(me)
-                        continue
-                elif got is None:
-                    waiting.remove(me)
-                if got is not None:
-                    return got, "reused"
-                break
-        return orig(func_name, config, code_zip, qualifier=qualifier)  # past the wait: as MiniStack would
+        _running(-1)
+        try:
+            return _wait_for_environment(orig, capped, me, waiting, func_name, config, code_zip, qualifier, key)
+        finally:
+            _running(+1)
     return acquire
+
+
+def _running(n):
+    """Adds n to MiniStack's count of the account's running invocations: one waiting for an
+    environment is not running (MiniStack counted it before it looked for one)."""
+    with lambda_svc._inflight_lock:
+        lambda_svc._inflight_total = max(0, lambda_svc._inflight_total + n)
+
+
+def _wait_for_environment(orig, capped, me, waiting, func_name, config, code_zip, qualifier, key):
+    give_up = time.monotonic() + _ENV_WAIT
+    while True:  # woken only by a hand-over (never polling: hundreds may wait)
+        me[0].wait(max(0.0, give_up - time.monotonic()))
+        with _env_lock:
+            got, me[1] = me[1], None
+            me[0].clear()
+            if got is _PLACE:
+                got, _ = capped(func_name, config, code_zip, qualifier, key)
+                if got is None and time.monotonic() < give_up:
+                    waiting.appendleft(me)
+                    continue
+            elif got is None:
+                waiting.remove(me)
+            if got is not None:
+                return got, "reused"
+            break
+    return orig(func_name, config, code_zip, qualifier=qualifier)  # past the wait: as MiniStack would
 
 
 def _wrap_release_worker(orig):
@@ -557,6 +585,38 @@ def _wrap_release_worker(orig):
     return release
 
 
+def _synchronous():
+    """Whether this thread's invocation has a caller waiting on it (an API call), not an event
+    source's batch (MiniStack's SQS mappings, the stream thread below)."""
+    return not threading.current_thread().name.startswith(("ministack-esm", "ministack-platform-streams"))
+
+
+_YIELD_MAX = 30.0  # the longest the event sources pause for callers waiting on an environment
+_held: dict = {}  # event source kind -> since when it yields (monotonic)
+
+
+def _yield_to_callers(kind):
+    """True while the event sources of kind ("sqs", "streams") should take no batch: a
+    synchronous invocation waits for an environment, and they have not yielded _YIELD_MAX yet
+    (then one pass, and they yield again)."""
+    with _env_lock:
+        waiting = any(me[2] for queue in _env_waiters.values() for me in queue)
+    if not waiting:
+        _held.pop(kind, None)
+        return False
+    since = _held.setdefault(kind, time.monotonic())
+    if time.monotonic() - since < _YIELD_MAX:
+        return True
+    _held.pop(kind, None)
+    return False
+
+
+def _wrap_poll_sqs(orig):
+    def poll():
+        return False if _yield_to_callers("sqs") else orig()
+    return poll
+
+
 _stream_poll = [None]  # MiniStack's stream poller, which only the thread below runs
 _STREAM_IDLE = 0.25
 
@@ -568,6 +628,9 @@ def _streams_apart():
 
 def _poll_streams_forever():
     while True:
+        if _yield_to_callers("streams"):
+            time.sleep(_STREAM_IDLE)
+            continue
         try:
             busy = _stream_poll[0]()
         except Exception as e:  # as MiniStack's poll thread: logged, and polled again
@@ -741,10 +804,13 @@ def install():
                      name="ministack-platform-alarms", daemon=True).start()
     cloudwatch._evaluate_all_alarms = _evaluate_put_alarms
     lambda_svc.acquire_worker = lambda_runtime.acquire_worker = _wrap_acquire_worker(lambda_runtime.acquire_worker)
+    if "LAMBDA_ACCOUNT_CONCURRENCY" not in os.environ:
+        lambda_svc._ACCOUNT_CONCURRENCY_CAP = _ACCOUNT_QUOTA
     lambda_svc.release_worker = lambda_runtime.release_worker = _wrap_release_worker(lambda_runtime.release_worker)
     _stream_poll[0] = lambda_svc._poll_dynamodb_streams
     lambda_svc._poll_dynamodb_streams = _streams_apart
     threading.Thread(target=_poll_streams_forever, name="ministack-platform-streams", daemon=True).start()
+    lambda_svc._poll_sqs = _wrap_poll_sqs(lambda_svc._poll_sqs)
     lambda_runtime.kill_workers = _wrap_kill(lambda_runtime.kill_workers)
     lambda_runtime.invalidate_worker = lambda_svc.invalidate_worker = _wrap_invalidate(lambda_runtime.invalidate_worker)
     lambda_svc._execute_function = _wrap_execute(lambda_svc._execute_function)
@@ -756,7 +822,7 @@ def install():
 
 
 def _selftest():
-    """Checks 3 and 5 to 12 in this process, against MiniStack's own functions; exits non-zero naming
+    """Checks 3 and 5 to 13 in this process, against MiniStack's own functions; exits non-zero naming
     what failed."""
     from ministack.services import cloudwatch_logs
     failed = []
@@ -817,9 +883,44 @@ def _selftest():
     failed += _selftest_environments()
     failed += _selftest_queue_gauge()
     failed += _selftest_drain()
+    failed += _selftest_yield()
     if failed:
         sys.exit("ministack_platform selftest: " + "; ".join(failed))
     print("ministack_platform selftest: ok")
+
+
+def _selftest_yield():
+    """Check 13: while an API call waits for an environment, the SQS mappings' poll and the stream
+    thread take no batch, for _YIELD_MAX; then they poll once and yield again; an event source's
+    own batch waiting holds nothing."""
+    kinds = {}
+    for name in ("ministack-esm", "ministack-platform-streams", "ministack-apigw-invoke"):
+        t = threading.Thread(target=lambda n=name: kinds.setdefault(n, _synchronous()), name=name)
+        t.start()
+        t.join()
+    failed = [f"an invocation on a {n} thread counts as synchronous: {got}"
+              for n, got in kinds.items() if got != (n == "ministack-apigw-invoke")]
+    calls, key = [], "selftest-yield"
+    poll = _wrap_poll_sqs(lambda: calls.append(1) or True)
+    with _env_lock:
+        _env_waiters[key] = collections.deque([[threading.Event(), None, False]])
+    poll()
+    with _env_lock:
+        _env_waiters[key].append([threading.Event(), None, True])
+    poll()
+    poll()
+    streams_held = _yield_to_callers("streams")
+    _held["sqs"] = _held.get("sqs", time.monotonic()) - _YIELD_MAX
+    poll()
+    poll()
+    with _env_lock:
+        del _env_waiters[key]
+    poll()
+    _held.clear()
+    if calls != [1, 1, 1] or not streams_held:
+        failed.append(f"SQS polls taken {len(calls)} of 6 (want 3: a batch waiting, after {_YIELD_MAX:g} s "
+                      f"yielding, none waiting); the stream thread yielded: {streams_held}, want True")
+    return failed
 
 
 def _selftest_queue_gauge():
@@ -876,6 +977,7 @@ def _selftest_environments():
               "FunctionArn": "arn:aws:lambda:us-east-1:000000000000:function:selftest-envs"}
     leased = [lambda_svc.acquire_worker("selftest-envs", config, b"")[0] for _ in range(_ENVS_PER_FUNCTION)]
     got, waiters = {}, []
+    running = lambda_svc._inflight_total = 20  # as if MiniStack had counted 20, the waiters among them
     for name in ("first", "second"):
         waiters.append(threading.Thread(target=lambda n=name: got.setdefault(n, lambda_svc.acquire_worker("selftest-envs", config, b"")[0]),
                                         daemon=True))
@@ -883,6 +985,8 @@ def _selftest_environments():
         time.sleep(0.3)
     failed, tries = [], _env_tries[0]
     time.sleep(1.5)
+    if lambda_svc._inflight_total != running - 2:
+        failed.append(f"with two invocations waiting the account counts {lambda_svc._inflight_total} running, want {running - 2}")
     if _env_tries[0] != tries:
         failed.append(f"two waiting invocations tried {_env_tries[0] - tries} leases in 1.5 s with none released, want 0")
     if got:
@@ -893,6 +997,11 @@ def _selftest_environments():
     waiters[1].join(3)
     if got.get("first") is not leased[3] or got.get("second") is not leased[5]:
         failed.append("the waiting invocations did not get the environments released, first come first served")
+    if lambda_svc._inflight_total != running:
+        failed.append(f"once the waiters had environments the account counts {lambda_svc._inflight_total} running, want {running}")
+    lambda_svc._inflight_total = 0
+    if lambda_svc._ACCOUNT_CONCURRENCY_CAP != int(os.environ.get("LAMBDA_ACCOUNT_CONCURRENCY", _ACCOUNT_QUOTA)):
+        failed.append(f"the account's concurrency quota is {lambda_svc._ACCOUNT_CONCURRENCY_CAP}, want {_ACCOUNT_QUOTA} (AWS's default)")
     pool = lambda_runtime._workers.get(lambda_runtime._worker_key("selftest-envs", config, "$LATEST"), [])
     if len(pool) != _ENVS_PER_FUNCTION:
         failed.append(f"the function has {len(pool)} environments, want {_ENVS_PER_FUNCTION}")

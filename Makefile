@@ -138,7 +138,7 @@ GAMEDAY_SCENARIOS ?= all
 GAMEDAY_SABOTAGE ?=
 
 .PHONY: gameday
-gameday: ## Game day: every scenario, in GAMEDAY_LANES (3) lanes at once, each lane deployed to a MiniStack of its own behind the fault proxy (lanes of 92-95 min by the scenarios' Takes, setups apart; never run whole); one report in gameday-reports/<UTC time>/.
+gameday: ## Game day: every scenario, in GAMEDAY_LANES (3) lanes at once, each lane deployed to a MiniStack of its own behind the fault proxy (104 min at 861bafb, setups included); one report in gameday-reports/<UTC time>/.
 	GAMEDAY_LANES=$(GAMEDAY_LANES) GAMEDAY_SCENARIOS=$(GAMEDAY_SCENARIOS) GAMEDAY_SABOTAGE=$(GAMEDAY_SABOTAGE) ./infra/gameday/gameday.sh $(GAMEDAY_OUT)/$$(date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: gameday-ci

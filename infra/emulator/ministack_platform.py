@@ -76,9 +76,8 @@ And costs that grow with the history or a burst, which would otherwise starve a 
    MiniStack's machine-scaled one (573 here), unless LAMBDA_ACCOUNT_CONCURRENCY says otherwise.
 13. Event sources beside callers. MiniStack serves every request of every service on one
    event loop in one process, so a burst's admissions and the work they queue (dispatch's SQS
-   batches, the audit stream's) share one core that AWS gives each service apart; at 75
-   requests a second the event sources took most of it and the API answered 20 a second, past
-   its callers' timeouts. Here the SQS mappings and the stream thread take no batch while an API
+   batches, the audit stream's) share one core that AWS gives each service apart, and the event
+   sources can take most of it from callers with timeouts. Here the SQS mappings and the stream thread take no batch while an API
    call waits for an environment, for up to _YIELD_MAX at a time, then one pass each: their
    records wait in the queue and the stream (as on AWS, where the poller's pace is not the
    caller's), never dropped.
